@@ -1,0 +1,152 @@
+# SPDX-License-Identifier: MIT
+#
+# npu: kernel driver, emulated device and runtime.
+#
+#   make            build everything (module, npu-fwsim, libnpurt, tools, tests)
+#   make setup      install missing Debian packages (idempotent)
+#   make run        set up, build, boot the VM with the emulated NPU, run the demo
+#   make check      every test, host and VM; ends with "N passed, N failed"
+#   make bench      benchmarks, as ratios measured side by side
+#   make install    libnpurt, its header, pkg-config file and tools into PREFIX
+#
+# Variables: KDIR (kernel build tree), O (build dir), CC, CFLAGS, PREFIX.
+
+O      ?= build
+KDIR   ?= $(shell tests/vm/find-kernel kdir 2>/dev/null)
+CC     ?= cc
+CFLAGS ?= -O2 -g
+PREFIX ?= /usr/local
+
+NPURT_VERSION := 0.1.0
+NPURT_SOVER   := 0
+
+WARN       := -Wall -Wextra -Werror
+DEPFLAGS   := -MMD -MP
+DRM_CFLAGS := $(shell pkg-config --cflags libdrm 2>/dev/null || echo -I/usr/include/libdrm)
+DRM_LIBS   := $(shell pkg-config --libs libdrm 2>/dev/null || echo -ldrm)
+KSFT       := $(O)/kselftest
+
+obj = $(patsubst %.c,$(O)/obj/%.o,$(1))
+
+FWSIM_CORE := firmware-sim/npu_dev.c firmware-sim/ivshmem_server.c
+FWSIM_SRCS := $(FWSIM_CORE) firmware-sim/fwsim.c firmware-sim/main.c
+LIB_SRCS   := $(sort $(wildcard userspace/lib/*.c))
+TOOLS      := $(patsubst userspace/tools/%.c,$(O)/bin/%,$(wildcard userspace/tools/*.c))
+UNIT       := $(patsubst tests/unit/%.c,$(O)/tests/unit/%,$(wildcard tests/unit/*.c))
+SELFTESTS  := $(patsubst tests/selftests/%.c,$(O)/tests/selftests/%,$(wildcard tests/selftests/*.c))
+BENCH      := $(patsubst tests/bench/%.c,$(O)/tests/bench/%,$(wildcard tests/bench/*.c))
+
+LIBSO      := $(O)/lib/libnpurt.so.$(NPURT_VERSION)
+LIBA       := $(O)/lib/libnpurt.a
+
+all: module userspace tests
+
+# ---- kernel module ------------------------------------------------------
+module:
+	$(MAKE) -C kernel KDIR=$(KDIR)
+
+# ---- firmware-sim, libnpurt, tools ---------------------------------------
+userspace: $(O)/bin/npu-fwsim $(LIBSO) $(LIBA) $(TOOLS) $(O)/lib/pkgconfig/npurt.pc
+
+$(O)/obj/firmware-sim/%.o: firmware-sim/%.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(DEPFLAGS) $(CFLAGS) -Ikernel -c $< -o $@
+
+$(O)/bin/npu-fwsim: $(call obj,$(FWSIM_SRCS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@
+
+# One set of PIC objects serves both the shared and the static library.
+$(O)/obj/userspace/lib/%.o: userspace/lib/%.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(DEPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden \
+		-Iuserspace/include -Iuapi $(DRM_CFLAGS) -c $< -o $@
+
+$(LIBSO): $(call obj,$(LIB_SRCS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libnpurt.so.$(NPURT_SOVER) $^ $(DRM_LIBS) -o $@
+	ln -sf libnpurt.so.$(NPURT_VERSION) $(O)/lib/libnpurt.so.$(NPURT_SOVER)
+	ln -sf libnpurt.so.$(NPURT_SOVER) $(O)/lib/libnpurt.so
+
+$(LIBA): $(call obj,$(LIB_SRCS))
+	@mkdir -p $(@D)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(O)/lib/pkgconfig/npurt.pc: userspace/npurt.pc.in Makefile
+	@mkdir -p $(@D)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(NPURT_VERSION)|' $< >$@
+
+$(O)/obj/userspace/tools/%.o: userspace/tools/%.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(DEPFLAGS) $(CFLAGS) -Iuserspace/include -c $< -o $@
+
+# Tools link libnpurt statically: they run from the build tree unchanged.
+$(O)/bin/%: $(O)/obj/userspace/tools/%.o $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) -o $@
+
+# ---- tests ---------------------------------------------------------------
+# kselftest_harness.h is extracted from Debian's linux-source, never copied in.
+$(KSFT)/kselftest_harness.h:
+	tests/setup kselftest $(KSFT)
+
+# The kernel's harness header is not -Wextra clean (the kernel builds its
+# selftests with -Wall): tests drop the two warnings it trips.
+TEST_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -Wno-unused-parameter -Wno-sign-compare \
+	$(DEPFLAGS) $(CFLAGS) -I$(KSFT) \
+	-Ikernel -Ifirmware-sim -Iuserspace/include -Iuapi $(DRM_CFLAGS)
+
+$(O)/obj/tests/%.o: tests/%.c $(KSFT)/kselftest_harness.h
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -c $< -o $@
+
+$(O)/tests/unit/%: $(O)/obj/tests/unit/%.o $(call obj,$(FWSIM_CORE)) $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) -lpthread -o $@
+
+$(O)/tests/selftests/%: $(O)/obj/tests/selftests/%.o $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) -o $@
+
+$(O)/tests/bench/%: $(O)/obj/tests/bench/%.o $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) -lm -o $@
+
+tests: $(UNIT) $(SELFTESTS) $(BENCH)
+
+# ---- entry points --------------------------------------------------------
+setup:
+	tests/setup packages
+
+check: setup
+	$(MAKE) all
+	tests/check
+
+run: setup
+	$(MAKE) all
+	tests/vm/run -- tests/vm/demo
+
+bench: setup
+	$(MAKE) all
+	tests/vm/run --quiet --out $(O)/vm/bench -- tests/bench/run $(O)
+
+install: userspace
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	install -m 644 userspace/include/npurt.h $(DESTDIR)$(PREFIX)/include/
+	install -d $(DESTDIR)$(PREFIX)/include/drm
+	install -m 644 uapi/drm/npu_accel.h $(DESTDIR)$(PREFIX)/include/drm/
+	install -m 755 $(LIBSO) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libnpurt.so.$(NPURT_VERSION) $(DESTDIR)$(PREFIX)/lib/libnpurt.so.$(NPURT_SOVER)
+	ln -sf libnpurt.so.$(NPURT_SOVER) $(DESTDIR)$(PREFIX)/lib/libnpurt.so
+	install -m 644 $(LIBA) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(O)/lib/pkgconfig/npurt.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 755 $(TOOLS) $(O)/bin/npu-fwsim $(DESTDIR)$(PREFIX)/bin/
+
+clean:
+	-$(MAKE) -C kernel clean KDIR=$(KDIR)
+	rm -rf $(O)
+
+.PHONY: all module userspace tests setup check run bench install clean
+
+-include $(shell find $(O)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Device core: control block, mailbox and error log.
+ *
+ * Shared-memory rules: the host (another process, or a guest) reads and
+ * writes the control block concurrently. Every field that carries a
+ * hand-off (seq, done_seq, errlog.head, state) is stored with release and
+ * loaded with acquire semantics so the payload written before it is
+ * visible once it is.
+ */
+#include "npu_dev.h"
+
+#include <stddef.h>
+#include <string.h>
+#include <time.h>
+
+_Static_assert(sizeof(struct npu_fw_ctrl) <= NPU_FW_RESERVED_SIZE,
+	       "control block must fit the reserved area");
+_Static_assert(offsetof(struct npu_fw_ctrl, mbox) % 8 == 0,
+	       "mailbox must be 8-byte aligned");
+
+#define LOAD_ACQ(p)		__atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define STORE_REL(p, v)		__atomic_store_n((p), (v), __ATOMIC_RELEASE)
+
+static int is_pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+void npu_dev_config_default(struct npu_dev_config *cfg)
+{
+	cfg->hbm_size = 256ull << 20;
+	cfg->num_queues = 16;
+	cfg->num_cores = 4;
+	cfg->heartbeat_ms = 100;
+}
+
+const char *npu_dev_config_check(const struct npu_dev_config *cfg)
+{
+	/* A PCI BAR is a power of two, and HBM is exactly BAR2. */
+	if (!is_pow2(cfg->hbm_size))
+		return "HBM size must be a power of two";
+	if (cfg->hbm_size < NPU_DEV_HBM_MIN || cfg->hbm_size > NPU_DEV_HBM_MAX)
+		return "HBM size must be between 4 MiB and 16 GiB";
+	if (cfg->num_queues < 1 || cfg->num_queues > NPU_DEV_QUEUES_MAX)
+		return "queue count must be between 1 and 256";
+	if (cfg->num_cores < 1 || cfg->num_cores > NPU_DEV_CORES_MAX)
+		return "core count must be between 1 and 64";
+	if (cfg->heartbeat_ms < 1 || cfg->heartbeat_ms > 10000)
+		return "heartbeat period must be between 1 and 10000 ms";
+	return NULL;
+}
+
+uint64_t npu_dev_clock_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void raise_irq(struct npu_dev *dev, unsigned int vector)
+{
+	if (dev->ops && dev->ops->raise_irq)
+		dev->ops->raise_irq(dev->opaque, vector);
+}
+
+void npu_dev_reset(struct npu_dev *dev)
+{
+	struct npu_fw_ctrl *c = dev->ctrl;
+
+	/* Hide the device while the block is rewritten. */
+	STORE_REL(&c->state, NPU_FW_STATE_BOOTING);
+	memset((uint8_t *)c + sizeof(c->magic), 0,
+	       NPU_FW_RESERVED_SIZE - sizeof(c->magic));
+
+	c->if_version = NPU_FW_IF_VERSION(NPU_FW_IF_MAJOR, NPU_FW_IF_MINOR);
+	c->caps = 0;
+	c->fw_version = NPU_DEV_FW_VERSION;
+	c->fw_peer_id = 0;
+	c->hbm_offset = 0;
+	c->hbm_size = dev->cfg.hbm_size;
+	c->fw_reserved = NPU_FW_RESERVED_SIZE;
+	c->num_vectors = NPU_FW_NUM_VECTORS;
+	c->num_queues = dev->cfg.num_queues;
+	c->num_cores = dev->cfg.num_cores;
+	c->heartbeat_period_ms = dev->cfg.heartbeat_ms;
+	dev->mbox_seen = 0;
+
+	STORE_REL(&c->magic, NPU_FW_MAGIC);
+	STORE_REL(&c->state, NPU_FW_STATE_READY);
+}
+
+void npu_dev_init(struct npu_dev *dev, void *hbm,
+		  const struct npu_dev_config *cfg,
+		  const struct npu_dev_ops *ops, void *opaque)
+{
+	memset(dev, 0, sizeof(*dev));
+	dev->hbm = hbm;
+	dev->ctrl = hbm;
+	dev->cfg = *cfg;
+	dev->ops = ops;
+	dev->opaque = opaque;
+	npu_dev_reset(dev);
+}
+
+void npu_dev_log_error(struct npu_dev *dev, uint32_t code, uint32_t context,
+		       uint64_t address, uint64_t info)
+{
+	struct npu_fw_errlog *log = &dev->ctrl->errlog;
+	uint32_t head = log->head;	/* only the device writes head */
+	struct npu_fw_err_entry *e = &log->entries[head % NPU_FW_ERRLOG_ENTRIES];
+
+	e->timestamp_ns = npu_dev_clock_ns();
+	e->code = code;
+	e->context = context;
+	e->address = address;
+	e->info = info;
+	STORE_REL(&log->head, head + 1);
+}
+
+static int32_t mbox_exec(struct npu_dev *dev, struct npu_fw_mbox *mb)
+{
+	switch (mb->opcode) {
+	case NPU_FW_CMD_NOP:
+		return NPU_FW_OK;
+	case NPU_FW_CMD_PING:
+		mb->result[0] = mb->args[0];
+		mb->result[1] = npu_dev_clock_ns();
+		return NPU_FW_OK;
+	default:
+		npu_dev_log_error(dev, NPU_FW_EBADCMD, 0, 0, mb->opcode);
+		return -NPU_FW_EBADCMD;
+	}
+}
+
+static void mbox_doorbell(struct npu_dev *dev)
+{
+	struct npu_fw_mbox *mb = &dev->ctrl->mbox;
+	uint32_t seq = LOAD_ACQ(&mb->seq);
+	int32_t status;
+
+	/* Doorbells can coalesce or repeat; the seq says if there is work. */
+	if (seq == dev->mbox_seen)
+		return;
+	dev->mbox_seen = seq;
+
+	memset(mb->result, 0, sizeof(mb->result));
+	if (LOAD_ACQ(&dev->ctrl->state) != NPU_FW_STATE_READY)
+		status = -NPU_FW_EHALTED;
+	else
+		status = mbox_exec(dev, mb);
+	mb->status = status;
+	STORE_REL(&mb->done_seq, seq);
+	raise_irq(dev, NPU_VEC_MBOX);
+}
+
+void npu_dev_doorbell(struct npu_dev *dev, unsigned int vector)
+{
+	switch (vector) {
+	case NPU_VEC_MBOX:
+		mbox_doorbell(dev);
+		break;
+	default:
+		/* Queues arrive with the task scheduler; nothing to do yet. */
+		break;
+	}
+}
+
+void npu_dev_heartbeat(struct npu_dev *dev)
+{
+	if (LOAD_ACQ(&dev->ctrl->state) != NPU_FW_STATE_READY)
+		return;
+	__atomic_fetch_add(&dev->ctrl->heartbeat, 1, __ATOMIC_RELEASE);
+}
+
+void npu_dev_halt(struct npu_dev *dev)
+{
+	STORE_REL(&dev->ctrl->state, NPU_FW_STATE_HALTED);
+}
+
+void npu_dev_attach_host_mem(struct npu_dev *dev, void *mem, size_t size)
+{
+	dev->host_mem = mem;
+	dev->host_mem_size = mem ? size : 0;
+}

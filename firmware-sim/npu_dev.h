@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The emulated NPU: device logic only.
+ *
+ * The core knows nothing of ivshmem, sockets or QEMU. A transport gives it
+ * the device memory (HBM, whose first bytes hold the control block) and a
+ * way to raise host interrupts, and calls it when the host rings a
+ * doorbell or when time passes. The same core runs under npu-fwsim and
+ * inside unit tests.
+ */
+#ifndef NPU_DEV_H
+#define NPU_DEV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "npu_fw_if.h"
+
+#define NPU_DEV_FW_VERSION	((0u << 16) | (1u << 8) | 0u)	/* 0.1.0 */
+
+struct npu_dev_config {
+	uint64_t hbm_size;	/* power of two, >= NPU_DEV_HBM_MIN */
+	uint32_t num_queues;
+	uint32_t num_cores;
+	uint32_t heartbeat_ms;
+};
+
+#define NPU_DEV_HBM_MIN		(4ull << 20)
+#define NPU_DEV_HBM_MAX		(16ull << 30)
+#define NPU_DEV_QUEUES_MAX	256
+#define NPU_DEV_CORES_MAX	64
+
+struct npu_dev_ops {
+	/* Raise host interrupt `vector` (enum npu_fw_vector). */
+	void (*raise_irq)(void *opaque, unsigned int vector);
+};
+
+struct npu_dev {
+	uint8_t *hbm;
+	struct npu_fw_ctrl *ctrl;	/* == (void *)hbm */
+	struct npu_dev_config cfg;
+	const struct npu_dev_ops *ops;
+	void *opaque;
+	uint32_t mbox_seen;		/* last mailbox seq handled */
+	void *host_mem;			/* host RAM the device may DMA to */
+	size_t host_mem_size;
+};
+
+/* Default configuration, as npu-fwsim starts without options. */
+void npu_dev_config_default(struct npu_dev_config *cfg);
+
+/*
+ * Check a configuration. Returns NULL when valid, otherwise a message
+ * naming the bad field and its limits.
+ */
+const char *npu_dev_config_check(const struct npu_dev_config *cfg);
+
+/*
+ * Bring up the device on `hbm` (cfg->hbm_size bytes, zeroed or not): writes
+ * the control block and sets the state to READY. The config must have
+ * passed npu_dev_config_check().
+ */
+void npu_dev_init(struct npu_dev *dev, void *hbm,
+		  const struct npu_dev_config *cfg,
+		  const struct npu_dev_ops *ops, void *opaque);
+
+/* Device reset: the control block is rewritten and pending work dropped. */
+void npu_dev_reset(struct npu_dev *dev);
+
+/* The host rang doorbell `vector`. */
+void npu_dev_doorbell(struct npu_dev *dev, unsigned int vector);
+
+/* One heartbeat period passed. */
+void npu_dev_heartbeat(struct npu_dev *dev);
+
+/* Stop the device: the host sees HALTED and no more commands run. */
+void npu_dev_halt(struct npu_dev *dev);
+
+/* Host memory the device can reach by DMA (NULL, 0 to detach). */
+void npu_dev_attach_host_mem(struct npu_dev *dev, void *mem, size_t size);
+
+/* Append an entry to the error log in the control block. */
+void npu_dev_log_error(struct npu_dev *dev, uint32_t code, uint32_t context,
+		       uint64_t address, uint64_t info);
+
+/* The device clock, in nanoseconds. */
+uint64_t npu_dev_clock_ns(void);
+
+#endif /* NPU_DEV_H */

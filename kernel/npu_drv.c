@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * npu.ko: PCI binding, DRM registration and the ioctl table.
+ *
+ * Lifetime: the npu_device is DRM-managed and outlives the PCI binding
+ * while files are open. npu_remove() unplugs the DRM device first; every
+ * ioctl that touches the hardware runs inside drm_dev_enter/exit and
+ * returns -ENODEV once the device is gone.
+ */
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <drm/drm_gem.h>
+#include <drm/drm_ioctl.h>
+#include <drm/drm_print.h>
+#include <linux/module.h>
+#include <linux/pci.h>
+
+#include "npu_compat.h"
+#include "npu_drv.h"
+#include "npu_hw.h"
+#include "npu_ipc.h"
+#include <drm/npu_accel.h>
+
+#define NPU_DRIVER_DESC		"NPU task-scheduler device"
+#define NPU_DRIVER_DATE		"20261129"
+#define NPU_DRIVER_MAJOR	0
+#define NPU_DRIVER_MINOR	1
+#define NPU_DRIVER_PATCHLEVEL	0
+
+static int npu_ioctl_get_param(struct drm_device *drm, void *data,
+			       struct drm_file *file)
+{
+	struct npu_device *ndev = to_npu_device(drm);
+	struct drm_npu_get_param *args = data;
+	const struct npu_fw_info *fw = &ndev->fw;
+	int ret = 0, idx;
+
+	if (args->pad)
+		return -EINVAL;
+
+	switch (args->param) {
+	case NPU_PARAM_IF_VERSION:
+		args->value = fw->if_version;
+		return 0;
+	case NPU_PARAM_FW_VERSION:
+		args->value = fw->fw_version;
+		return 0;
+	case NPU_PARAM_DEVICE_CAPS:
+		args->value = fw->caps;
+		return 0;
+	case NPU_PARAM_HBM_SIZE:
+		args->value = fw->hbm_size;
+		return 0;
+	case NPU_PARAM_HBM_RESERVED:
+		args->value = fw->fw_reserved;
+		return 0;
+	case NPU_PARAM_QUEUE_COUNT:
+		args->value = fw->num_queues;
+		return 0;
+	case NPU_PARAM_CORE_COUNT:
+		args->value = fw->num_cores;
+		return 0;
+	case NPU_PARAM_FW_HEARTBEAT_MS:
+		args->value = fw->heartbeat_ms;
+		return 0;
+	case NPU_PARAM_FW_HEARTBEAT:
+	case NPU_PARAM_FW_PING_NS:
+		break;
+	default:
+		return -EINVAL;
+	}
+
+	/* The rest talk to the device. */
+	if (!drm_dev_enter(drm, &idx))
+		return -ENODEV;
+	if (args->param == NPU_PARAM_FW_HEARTBEAT)
+		args->value = npu_hw_heartbeat(ndev);
+	else
+		ret = npu_ipc_ping(ndev, &args->value);
+	drm_dev_exit(idx);
+	return ret;
+}
+
+static const struct drm_ioctl_desc npu_ioctls[] = {
+	DRM_IOCTL_DEF_DRV(NPU_GET_PARAM, npu_ioctl_get_param, DRM_RENDER_ALLOW),
+};
+
+/*
+ * Our own file_operations rather than DEFINE_DRM_GEM_FOPS: io_uring
+ * commands (.uring_cmd) need a slot the DRM macros do not fill.
+ */
+static const struct file_operations npu_fops = {
+	.owner = THIS_MODULE,
+	.open = npu_node_open,
+	.release = drm_release,
+	.unlocked_ioctl = drm_ioctl,
+	.compat_ioctl = drm_compat_ioctl,
+	.poll = drm_poll,
+	.read = drm_read,
+	.llseek = noop_llseek,
+	.mmap = drm_gem_mmap,
+};
+
+static const struct drm_driver npu_drm_driver = {
+	.driver_features = DRIVER_GEM | NPU_DRIVER_NODE_FEATURE,
+	.fops = &npu_fops,
+	.ioctls = npu_ioctls,
+	.num_ioctls = ARRAY_SIZE(npu_ioctls),
+	.name = NPU_DRIVER_NAME,
+	.desc = NPU_DRIVER_DESC,
+	NPU_DRM_DRIVER_DATE(NPU_DRIVER_DATE)
+	.major = NPU_DRIVER_MAJOR,
+	.minor = NPU_DRIVER_MINOR,
+	.patchlevel = NPU_DRIVER_PATCHLEVEL,
+};
+
+static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct npu_fw_ctrl __iomem *ctrl;
+	struct npu_device *ndev;
+	void __iomem *regs;
+	u64 rtt_ns;
+	int ret;
+
+	/* Not our firmware: -ENODEV leaves the function to other drivers. */
+	ret = npu_hw_check(pdev, &regs, &ctrl);
+	if (ret)
+		return ret;
+
+	ndev = devm_drm_dev_alloc(&pdev->dev, &npu_drm_driver,
+				  struct npu_device, drm);
+	if (IS_ERR(ndev))
+		return PTR_ERR(ndev);
+	ndev->pdev = pdev;
+	ndev->regs = regs;
+	ndev->ctrl = ctrl;
+	pci_set_drvdata(pdev, ndev);
+
+	ret = npu_hw_init(ndev);
+	if (ret)
+		return ret;
+	ret = npu_ipc_init(ndev);
+	if (ret)
+		return ret;
+
+	ret = npu_ipc_ping(ndev, &rtt_ns);
+	if (ret) {
+		npu_err(ndev, "firmware PING failed: %d\n", ret);
+		return ret;
+	}
+
+	ret = drm_dev_register(&ndev->drm, 0);
+	if (ret)
+		return ret;
+
+	npu_info(ndev, "interface %u.%u, HBM %llu MiB, %u queues, %u cores, PING %llu us\n",
+		 NPU_FW_IF_VERSION_MAJOR(ndev->fw.if_version),
+		 NPU_FW_IF_VERSION_MINOR(ndev->fw.if_version),
+		 ndev->fw.hbm_size >> 20, ndev->fw.num_queues,
+		 ndev->fw.num_cores, div_u64(rtt_ns, 1000));
+	return 0;
+}
+
+static void npu_remove(struct pci_dev *pdev)
+{
+	struct npu_device *ndev = pci_get_drvdata(pdev);
+
+	/* Open files keep the drm_device; they now get -ENODEV. */
+	drm_dev_unplug(&ndev->drm);
+}
+
+static const struct pci_device_id npu_pci_ids[] = {
+	/* ivshmem-doorbell; npu_hw_check() tells ours from others. */
+	{ PCI_DEVICE(0x1af4, 0x1110) },
+	{ }
+};
+MODULE_DEVICE_TABLE(pci, npu_pci_ids);
+
+static struct pci_driver npu_pci_driver = {
+	.name = NPU_DRIVER_NAME,
+	.id_table = npu_pci_ids,
+	.probe = npu_probe,
+	.remove = npu_remove,
+};
+module_pci_driver(npu_pci_driver);
+
+MODULE_DESCRIPTION(NPU_DRIVER_DESC);
+MODULE_AUTHOR("The npu authors");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef __NPU_DRV_H__
+#define __NPU_DRV_H__
+
+#include <drm/drm_device.h>
+#include <drm/drm_print.h>
+#include <linux/mutex.h>
+#include <linux/pci.h>
+#include <linux/wait.h>
+
+#include "npu_fw_if.h"
+
+#define NPU_DRIVER_NAME		"npu"
+
+/* Mailbox state; see npu_ipc.c for the locking rules. */
+struct npu_ipc {
+	struct mutex lock;		/* one mailbox command at a time */
+	wait_queue_head_t wq;		/* woken by the mailbox interrupt */
+	u32 seq;			/* last seq written, under lock */
+};
+
+/* What the firmware told us at probe; constant afterwards. */
+struct npu_fw_info {
+	u32 if_version;
+	u32 fw_version;
+	u64 caps;
+	u32 fw_peer;
+	u32 host_peer;
+	u64 hbm_size;
+	u64 fw_reserved;
+	u32 num_queues;
+	u32 num_cores;
+	u32 heartbeat_ms;
+};
+
+struct npu_device {
+	struct drm_device drm;
+	struct pci_dev *pdev;
+	void __iomem *regs;			/* BAR0: ivshmem registers */
+	struct npu_fw_ctrl __iomem *ctrl;	/* start of BAR2, uncached */
+	struct npu_fw_info fw;
+	struct npu_ipc ipc;
+};
+
+static inline struct npu_device *to_npu_device(struct drm_device *drm)
+{
+	return container_of(drm, struct npu_device, drm);
+}
+
+#define npu_err(ndev, fmt, ...)  drm_err(&(ndev)->drm, fmt, ##__VA_ARGS__)
+#define npu_info(ndev, fmt, ...) drm_info(&(ndev)->drm, fmt, ##__VA_ARGS__)
+#define npu_dbg(ndev, fmt, ...)  drm_dbg_driver(&(ndev)->drm, fmt, ##__VA_ARGS__)
+
+#endif /* __NPU_DRV_H__ */

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR MIT */
+/*
+ * The kernel <-> device interface of the NPU.
+ *
+ * This header is the contract between npu.ko and the device firmware
+ * (firmware-sim/ plays the firmware). Both sides include it; nothing else
+ * defines device-visible layout. Documentation/firmware-interface.rst
+ * describes the protocol around these structures.
+ *
+ * Transport: an ivshmem-doorbell PCI function.
+ *   BAR0  registers: IntrMask, IntrStatus, IVPosition (own peer id), Doorbell.
+ *   BAR1  MSI-X table.
+ *   BAR2  device memory (HBM). The firmware owns the first
+ *         NPU_FW_RESERVED_SIZE bytes: the control block lives at offset 0.
+ *
+ * All fields are little-endian. Fields the host writes and the device
+ * reads (or the reverse) are marked; a "seq" field is always written last
+ * by its producer, after a write barrier, so the consumer may read the
+ * rest once it sees the new seq.
+ */
+#ifndef NPU_FW_IF_H
+#define NPU_FW_IF_H
+
+#include <linux/types.h>
+
+#define NPU_FW_MAGIC		0x3055504eU	/* "NPU0" */
+
+/*
+ * Major changes break compatibility. Minor versions only add: a driver
+ * accepts any firmware with its own major and a minor at least
+ * NPU_FW_IF_MINOR_MIN.
+ */
+#define NPU_FW_IF_MAJOR		1
+#define NPU_FW_IF_MINOR		0
+#define NPU_FW_IF_MINOR_MIN	0
+#define NPU_FW_IF_VERSION(maj, min)	(((__u32)(maj) << 16) | (__u32)(min))
+#define NPU_FW_IF_VERSION_MAJOR(v)	((__u32)(v) >> 16)
+#define NPU_FW_IF_VERSION_MINOR(v)	((__u32)(v) & 0xffff)
+
+/* ivshmem register offsets in BAR0. */
+#define NPU_REG_INTR_MASK	0x00
+#define NPU_REG_INTR_STATUS	0x04
+#define NPU_REG_IVPOSITION	0x08
+#define NPU_REG_DOORBELL	0x0c
+/* Doorbell value: the peer to interrupt and which of its vectors. */
+#define NPU_DOORBELL(peer, vector)	(((__u32)(peer) << 16) | ((vector) & 0xffff))
+
+/*
+ * Vectors. The same numbering is used in both directions: the host rings
+ * device vector N (doorbell) and the device raises host MSI-X vector N.
+ */
+enum npu_fw_vector {
+	NPU_VEC_MBOX = 0,	/* mailbox command / mailbox response */
+	NPU_VEC_QUEUE = 1,	/* queue work submitted / completions posted */
+	NPU_FW_NUM_VECTORS = 2,
+};
+
+/* Bytes at the start of HBM that belong to the firmware. */
+#define NPU_FW_RESERVED_SIZE	0x10000
+
+enum npu_fw_state {
+	NPU_FW_STATE_OFF = 0,
+	NPU_FW_STATE_BOOTING = 1,
+	NPU_FW_STATE_READY = 2,
+	NPU_FW_STATE_HALTED = 3,	/* stopped; needs a reset */
+};
+
+/* Mailbox commands: one at a time, host -> device. */
+enum npu_fw_cmd {
+	NPU_FW_CMD_NOP = 0,
+	/* args[0]: cookie. result[0]: cookie, result[1]: device clock (ns). */
+	NPU_FW_CMD_PING = 1,
+};
+
+/* Mailbox and error-log status codes (negative in npu_fw_mbox.status). */
+enum npu_fw_status {
+	NPU_FW_OK = 0,
+	NPU_FW_EBADCMD = 1,	/* unknown opcode */
+	NPU_FW_EINVAL = 2,	/* bad argument */
+	NPU_FW_EFAULT = 3,	/* device memory access fault */
+	NPU_FW_EHALTED = 4,	/* firmware halted */
+};
+
+struct npu_fw_mbox {
+	/* host -> device */
+	__u32 seq;		/* bumped by the host after args are written */
+	__u32 opcode;		/* enum npu_fw_cmd */
+	__u64 args[4];
+	/* device -> host */
+	__u32 done_seq;		/* == seq once the command completed */
+	__s32 status;		/* 0 or -enum npu_fw_status */
+	__u64 result[4];
+};
+
+struct npu_fw_err_entry {
+	__u64 timestamp_ns;	/* device clock */
+	__u32 code;		/* enum npu_fw_status */
+	__u32 context;		/* context id, 0 for the device itself */
+	__u64 address;		/* faulting device address, or 0 */
+	__u64 info;		/* code-specific */
+};
+
+#define NPU_FW_ERRLOG_ENTRIES	32
+
+/*
+ * Device -> host error log. The device writes entry (head % ENTRIES) and
+ * then bumps head; a reader that falls more than ENTRIES behind has lost
+ * the oldest ones and can tell from head.
+ */
+struct npu_fw_errlog {
+	__u32 head;
+	__u32 pad;
+	struct npu_fw_err_entry entries[NPU_FW_ERRLOG_ENTRIES];
+};
+
+/* Capability bits in npu_fw_ctrl.caps. None defined in interface 1.0. */
+
+/*
+ * The control block at offset 0 of BAR2. Everything up to `heartbeat` is
+ * written by the firmware before it sets state to READY and never changes
+ * afterwards.
+ */
+struct npu_fw_ctrl {
+	__u32 magic;			/* NPU_FW_MAGIC */
+	__u32 if_version;		/* NPU_FW_IF_VERSION(major, minor) */
+	__u64 caps;
+	__u32 fw_version;		/* firmware build: major << 16 | minor << 8 | patch */
+	__u32 fw_peer_id;		/* ivshmem peer to ring doorbells on */
+	__u64 hbm_offset;		/* offset of HBM in BAR2 */
+	__u64 hbm_size;			/* bytes of HBM, including the reserved part */
+	__u64 fw_reserved;		/* bytes at the start of HBM the host must not use */
+	__u32 num_vectors;		/* vectors per direction, >= NPU_FW_NUM_VECTORS */
+	__u32 num_queues;		/* hardware queues */
+	__u32 num_cores;		/* AI cores */
+	__u32 heartbeat_period_ms;
+	__u64 reserved0[8];
+
+	/* Live state, device -> host. */
+	__u32 state;			/* enum npu_fw_state */
+	__u32 pad0;
+	__u64 heartbeat;		/* bumped every heartbeat_period_ms while alive */
+	__u64 reserved1[6];
+
+	struct npu_fw_mbox mbox;
+	struct npu_fw_errlog errlog;
+};
+
+#endif /* NPU_FW_IF_H */

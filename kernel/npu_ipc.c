@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The firmware mailbox: one command slot in the control block.
+ *
+ * Locking: ipc.lock (a mutex, commands sleep) is held from writing a
+ * command until its answer has been read, so there is one command in
+ * flight. The interrupt handler takes no lock; it only wakes ipc.wq, and
+ * the waiter re-reads done_seq from the device.
+ *
+ * Sequence numbers continue from whatever the device holds: after a
+ * module reload the firmware has already seen the old numbers and would
+ * ignore a repeated one.
+ */
+#include <drm/drm_managed.h>
+#include <linux/interrupt.h>
+#include <linux/io-64-nonatomic-lo-hi.h>
+#include <linux/ktime.h>
+#include <linux/random.h>
+
+#include "npu_hw.h"
+#include "npu_ipc.h"
+
+static unsigned int ipc_timeout_ms = 2000;
+module_param(ipc_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(ipc_timeout_ms, "Firmware mailbox timeout in ms (default 2000)");
+
+static irqreturn_t npu_ipc_irq(int irq, void *arg)
+{
+	struct npu_device *ndev = arg;
+
+	wake_up_all(&ndev->ipc.wq);
+	return IRQ_HANDLED;
+}
+
+int npu_ipc_init(struct npu_device *ndev)
+{
+	struct npu_ipc *ipc = &ndev->ipc;
+	struct pci_dev *pdev = ndev->pdev;
+	int ret;
+
+	ret = drmm_mutex_init(&ndev->drm, &ipc->lock);
+	if (ret)
+		return ret;
+	init_waitqueue_head(&ipc->wq);
+	ipc->seq = readl(&ndev->ctrl->mbox.seq);
+
+	ret = devm_request_irq(&pdev->dev, pci_irq_vector(pdev, NPU_VEC_MBOX),
+			       npu_ipc_irq, 0, "npu-mbox", ndev);
+	if (ret)
+		npu_err(ndev, "cannot request mailbox IRQ: %d\n", ret);
+	return ret;
+}
+
+static int npu_ipc_status_to_errno(s32 status)
+{
+	switch (-status) {
+	case NPU_FW_OK:
+		return 0;
+	case NPU_FW_EBADCMD:
+		return -EOPNOTSUPP;
+	case NPU_FW_EINVAL:
+		return -EINVAL;
+	case NPU_FW_EFAULT:
+		return -EFAULT;
+	case NPU_FW_EHALTED:
+		return -EIO;
+	default:
+		return -EPROTO;
+	}
+}
+
+int npu_ipc_send(struct npu_device *ndev, u32 opcode, const u64 args[4],
+		 u64 result[4])
+{
+	struct npu_fw_mbox __iomem *mb = &ndev->ctrl->mbox;
+	struct npu_ipc *ipc = &ndev->ipc;
+	long left;
+	s32 status;
+	u32 seq;
+	int i;
+
+	mutex_lock(&ipc->lock);
+	seq = ++ipc->seq;
+	writel(opcode, &mb->opcode);
+	for (i = 0; i < 4; i++)
+		writeq(args ? args[i] : 0, &mb->args[i]);
+	/* The payload must be visible before the seq that announces it. */
+	wmb();
+	writel(seq, &mb->seq);
+	npu_hw_doorbell(ndev, NPU_VEC_MBOX);
+
+	left = wait_event_timeout(ipc->wq, readl(&mb->done_seq) == seq,
+				  msecs_to_jiffies(ipc_timeout_ms));
+	if (!left) {
+		mutex_unlock(&ipc->lock);
+		npu_err(ndev, "firmware did not answer command %u in %u ms (state %u)\n",
+			opcode, ipc_timeout_ms, npu_hw_fw_state(ndev));
+		return -ETIMEDOUT;
+	}
+	rmb();
+	status = readl(&mb->status);
+	for (i = 0; result && i < 4; i++)
+		result[i] = readq(&mb->result[i]);
+	mutex_unlock(&ipc->lock);
+
+	return npu_ipc_status_to_errno(status);
+}
+
+int npu_ipc_ping(struct npu_device *ndev, u64 *rtt_ns)
+{
+	u64 args[4] = { get_random_u64() };
+	u64 result[4];
+	ktime_t start = ktime_get();
+	int ret;
+
+	ret = npu_ipc_send(ndev, NPU_FW_CMD_PING, args, result);
+	if (ret)
+		return ret;
+	if (result[0] != args[0]) {
+		npu_err(ndev, "PING answered with cookie %#llx, sent %#llx\n",
+			result[0], args[0]);
+		return -EPROTO;
+	}
+	if (rtt_ns)
+		*rtt_ns = ktime_to_ns(ktime_sub(ktime_get(), start));
+	return 0;
+}

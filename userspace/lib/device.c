@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Device discovery and device information.
+ *
+ * An NPU is a DRM device whose kernel driver is "npu". On kernels without
+ * the accel subsystem it is a render node, which libdrm enumerates; where
+ * accel exists it is /dev/accel/accelN, which libdrm of this era does not
+ * know, so those are found by scanning. Either way the driver name comes
+ * from sysfs, so devices are counted even when the caller may not open
+ * them (opening then fails with NPURT_ERR_PERMISSION, not "no device").
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xf86drm.h>
+
+#include <drm/npu_accel.h>
+
+#include "error.h"
+#include "npurt.h"
+
+#define NPU_DRIVER	"npu"
+#define MAX_NODES	64
+
+struct npurt_device {
+	int fd;
+	char node[64];
+	char bus_id[32];
+};
+
+/* Write the driver bound to `node`'s device into `drv`; -1 if none. */
+static int node_driver(const char *cls, const char *node, char *drv, size_t len,
+		       char *bus_id, size_t bus_len)
+{
+	char path[PATH_MAX], target[PATH_MAX];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/class/%s/%s/device/driver", cls, node);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n < 0)
+		return -1;
+	target[n] = '\0';
+	snprintf(drv, len, "%s", basename(target));
+
+	snprintf(path, sizeof(path), "/sys/class/%s/%s/device", cls, node);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n < 0)
+		return 0;
+	target[n] = '\0';
+	snprintf(bus_id, bus_len, "%s", basename(target));
+	return 0;
+}
+
+struct node {
+	char path[64];
+	char bus_id[32];
+};
+
+static int node_cmp(const void *a, const void *b)
+{
+	const struct node *x = a, *y = b;
+	size_t lx = strlen(x->path), ly = strlen(y->path);
+
+	/* renderD129 before renderD1000: shorter first, then by text. */
+	if (lx != ly)
+		return lx < ly ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+static void add_node(struct node *nodes, int *n, const char *cls,
+		     const char *path)
+{
+	char drv[64], bus_id[32] = "";
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	if (*n >= MAX_NODES ||
+	    node_driver(cls, base, drv, sizeof(drv), bus_id, sizeof(bus_id)) ||
+	    strcmp(drv, NPU_DRIVER))
+		return;
+	snprintf(nodes[*n].path, sizeof(nodes[*n].path), "%s", path);
+	snprintf(nodes[*n].bus_id, sizeof(nodes[*n].bus_id), "%s", bus_id);
+	(*n)++;
+}
+
+/* All NPU nodes, sorted. Returns the count. */
+static int scan_nodes(struct node *nodes)
+{
+	drmDevicePtr devs[MAX_NODES];
+	struct dirent *de;
+	int n = 0, ndev;
+	DIR *dir;
+
+	ndev = drmGetDevices2(0, devs, MAX_NODES);
+	for (int i = 0; i < ndev; i++) {
+		if (devs[i]->available_nodes & (1 << DRM_NODE_RENDER))
+			add_node(nodes, &n, "drm", devs[i]->nodes[DRM_NODE_RENDER]);
+	}
+	if (ndev > 0)
+		drmFreeDevices(devs, ndev);
+
+	dir = opendir("/dev/accel");
+	while (dir && (de = readdir(dir))) {
+		char path[64];
+
+		if (strncmp(de->d_name, "accel", 5))
+			continue;
+		snprintf(path, sizeof(path), "/dev/accel/%.40s", de->d_name);
+		add_node(nodes, &n, "accel", path);
+	}
+	if (dir)
+		closedir(dir);
+
+	qsort(nodes, n, sizeof(*nodes), node_cmp);
+	return n;
+}
+
+npurt_status npurt_device_count(int *count)
+{
+	struct node nodes[MAX_NODES];
+
+	if (!count)
+		return npurt_set_error(NPURT_ERR_INVALID,
+				       "npurt_device_count: count is NULL");
+	*count = scan_nodes(nodes);
+	return NPURT_OK;
+}
+
+npurt_status npurt_device_open(int index, npurt_device **out)
+{
+	struct node nodes[MAX_NODES];
+	npurt_device *dev;
+	drmVersionPtr ver;
+	int n, fd, err;
+
+	if (!out)
+		return npurt_set_error(NPURT_ERR_INVALID,
+				       "npurt_device_open: dev is NULL");
+	n = scan_nodes(nodes);
+	if (index < 0 || index >= n)
+		return npurt_set_error(NPURT_ERR_NO_DEVICE,
+				       "npurt_device_open(%d): %d NPU device%s found "
+				       "(is npu.ko loaded and the device bound?)",
+				       index, n, n == 1 ? "" : "s");
+
+	fd = open(nodes[index].path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		err = errno;
+		return npurt_set_error(npurt_status_from_errno(err),
+				       "npurt_device_open(%d): cannot open %s: %s%s",
+				       index, nodes[index].path, strerror(err),
+				       err == EACCES ? " (join the render group?)" : "");
+	}
+
+	/* The node could have been rebound between the scan and the open. */
+	ver = drmGetVersion(fd);
+	if (!ver || strcmp(ver->name, NPU_DRIVER)) {
+		npurt_set_error(NPURT_ERR_NO_DEVICE,
+				"npurt_device_open(%d): %s is driven by '%s', not npu",
+				index, nodes[index].path, ver ? ver->name : "?");
+		drmFreeVersion(ver);
+		close(fd);
+		return NPURT_ERR_NO_DEVICE;
+	}
+	drmFreeVersion(ver);
+
+	dev = calloc(1, sizeof(*dev));
+	if (!dev) {
+		close(fd);
+		return npurt_set_error(NPURT_ERR_NO_MEMORY,
+				       "npurt_device_open(%d): out of memory", index);
+	}
+	dev->fd = fd;
+	memcpy(dev->node, nodes[index].path, sizeof(dev->node));
+	memcpy(dev->bus_id, nodes[index].bus_id, sizeof(dev->bus_id));
+	*out = dev;
+	return NPURT_OK;
+}
+
+void npurt_device_close(npurt_device *dev)
+{
+	if (!dev)
+		return;
+	close(dev->fd);
+	free(dev);
+}
+
+int npurt_device_fd(const npurt_device *dev)
+{
+	return dev ? dev->fd : -1;
+}
+
+static npurt_status get_param(npurt_device *dev, const char *who,
+			      uint32_t param, uint64_t *value)
+{
+	struct drm_npu_get_param args = { .param = param };
+
+	if (drmIoctl(dev->fd, DRM_IOCTL_NPU_GET_PARAM, &args)) {
+		int err = errno;
+
+		return npurt_set_error(npurt_status_from_errno(err),
+				       "%s: %s: GET_PARAM %u failed: %s",
+				       who, dev->node, param, strerror(err));
+	}
+	*value = args.value;
+	return NPURT_OK;
+}
+
+npurt_status npurt_device_get_info(npurt_device *dev, npurt_device_info *info)
+{
+	static const char who[] = "npurt_device_get_info";
+	npurt_device_info out = { 0 };
+	uint64_t v[NPU_PARAM_FW_HEARTBEAT_MS + 1];
+	drmVersionPtr ver;
+	npurt_status st;
+
+	if (!dev || !info)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
+
+	for (uint32_t p = 0; p <= NPU_PARAM_FW_HEARTBEAT_MS; p++) {
+		st = get_param(dev, who, p, &v[p]);
+		if (st)
+			return st;
+	}
+	ver = drmGetVersion(dev->fd);
+	if (!ver)
+		return npurt_set_error(NPURT_ERR_DEVICE, "%s: %s: DRM_IOCTL_VERSION failed: %s",
+				       who, dev->node, strerror(errno));
+	snprintf(out.driver, sizeof(out.driver), "%s", ver->name);
+	out.driver_version[0] = (uint32_t)ver->version_major;
+	out.driver_version[1] = (uint32_t)ver->version_minor;
+	out.driver_version[2] = (uint32_t)ver->version_patchlevel;
+	drmFreeVersion(ver);
+
+	snprintf(out.node, sizeof(out.node), "%s", dev->node);
+	snprintf(out.bus_id, sizeof(out.bus_id), "%s", dev->bus_id);
+	out.if_version[0] = (uint32_t)(v[NPU_PARAM_IF_VERSION] >> 16);
+	out.if_version[1] = (uint32_t)(v[NPU_PARAM_IF_VERSION] & 0xffff);
+	out.fw_version[0] = (uint32_t)(v[NPU_PARAM_FW_VERSION] >> 16) & 0xff;
+	out.fw_version[1] = (uint32_t)(v[NPU_PARAM_FW_VERSION] >> 8) & 0xff;
+	out.fw_version[2] = (uint32_t)v[NPU_PARAM_FW_VERSION] & 0xff;
+	out.caps = v[NPU_PARAM_DEVICE_CAPS];
+	out.hbm_size = v[NPU_PARAM_HBM_SIZE];
+	out.hbm_reserved = v[NPU_PARAM_HBM_RESERVED];
+	out.queue_count = (uint32_t)v[NPU_PARAM_QUEUE_COUNT];
+	out.core_count = (uint32_t)v[NPU_PARAM_CORE_COUNT];
+	out.heartbeat = v[NPU_PARAM_FW_HEARTBEAT];
+	out.heartbeat_ms = (uint32_t)v[NPU_PARAM_FW_HEARTBEAT_MS];
+	*info = out;
+	return NPURT_OK;
+}
+
+npurt_status npurt_device_ping(npurt_device *dev, uint64_t *rtt_ns)
+{
+	uint64_t v = 0;
+	npurt_status st;
+
+	if (!dev || !rtt_ns)
+		return npurt_set_error(NPURT_ERR_INVALID, "npurt_device_ping: NULL argument");
+	st = get_param(dev, "npurt_device_ping", NPU_PARAM_FW_PING_NS, &v);
+	if (!st)
+		*rtt_ns = v;
+	return st;
+}
