@@ -148,5 +148,6 @@ clean:
 	rm -rf $(O)
 
 .PHONY: all module userspace tests setup check run bench install clean
+.SECONDARY:
 
 -include $(shell find $(O)/obj -name '*.d' 2>/dev/null)

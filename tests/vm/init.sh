@@ -10,7 +10,11 @@ export PATH=/bin
 
 fail() {
 	echo "vm-init: $*" >&2
-	[ -d /out/. ] && echo 125 >/out/status
+	if mountpoint -q /out; then
+		echo 125 >/out/status
+		dmesg >/out/dmesg.txt
+		umount /out
+	fi
 	poweroff -f
 }
 
@@ -38,6 +42,8 @@ mount -t devpts devpts /host/dev/pts
 mount -t tmpfs tmpfs /host/tmp
 mount -t tmpfs tmpfs /host/run
 mount -t debugfs debugfs /host/sys/kernel/debug 2>/dev/null
+# An output folder under /tmp lives on the tmpfs just mounted there.
+mkdir -p "/host$VM_OUT" 2>/dev/null
 mount --bind /out "/host$VM_OUT" || fail "cannot bind the output share at $VM_OUT"
 
 # Kernel modules from the host tree, dependencies first, then ours.

@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: MIT
+/*
+ * npu.ko through its raw ABI: probe, GET_PARAM, argument validation,
+ * unbind with open files, and module reload with the device bound.
+ * Runs as root in the VM (tests/vm/run), against npu-fwsim.
+ */
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <xf86drm.h>
+
+#include "kselftest_harness.h"
+#include "npu_fw_if.h"
+#include "npu_selftest.h"
+
+FIXTURE(dev) {
+	int fd;
+};
+
+FIXTURE_SETUP(dev)
+{
+	self->fd = npu_open();
+	ASSERT_LE(0, self->fd) TH_LOG("no npu device: %s", strerror(-self->fd));
+}
+
+FIXTURE_TEARDOWN(dev)
+{
+	close(self->fd);
+}
+
+TEST_F(dev, driver_name_is_npu)
+{
+	drmVersionPtr v = drmGetVersion(self->fd);
+
+	ASSERT_NE(NULL, v);
+	EXPECT_STREQ("npu", v->name);
+	drmFreeVersion(v);
+}
+
+TEST_F(dev, hbm_size_matches_fwsim)
+{
+	uint64_t want = npu_env("NPU_TEST_HBM_SIZE"), v = 0, reserved = 0;
+
+	if (!want)
+		SKIP(return, "NPU_TEST_HBM_SIZE not set (run under tests/vm/run)");
+	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_HBM_SIZE, &v));
+	EXPECT_EQ(want, v);
+	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_HBM_RESERVED, &reserved));
+	EXPECT_LE(sizeof(struct npu_fw_ctrl), reserved);
+	EXPECT_GT(v, reserved);
+}
+
+TEST_F(dev, queue_and_core_counts_match_fwsim)
+{
+	uint64_t queues = npu_env("NPU_TEST_QUEUES"), cores = npu_env("NPU_TEST_CORES");
+	uint64_t v = 0;
+
+	if (!queues || !cores)
+		SKIP(return, "NPU_TEST_QUEUES/CORES not set (run under tests/vm/run)");
+	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_QUEUE_COUNT, &v));
+	EXPECT_EQ(queues, v);
+	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_CORE_COUNT, &v));
+	EXPECT_EQ(cores, v);
+}
+
+TEST_F(dev, interface_version_is_supported)
+{
+	uint64_t v = 0;
+
+	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_IF_VERSION, &v));
+	EXPECT_EQ(NPU_FW_IF_MAJOR, NPU_FW_IF_VERSION_MAJOR(v));
+	EXPECT_LE(NPU_FW_IF_MINOR_MIN, NPU_FW_IF_VERSION_MINOR(v));
+	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_FW_VERSION, &v));
+	EXPECT_NE(0, v);
+}
+
+TEST_F(dev, heartbeat_advances)
+{
+	uint64_t period = 0, before = 0, after = 0;
+
+	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_FW_HEARTBEAT_MS, &period));
+	ASSERT_LT(0, period);
+	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_FW_HEARTBEAT, &before));
+	usleep(period * 5 * 1000);
+	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_FW_HEARTBEAT, &after));
+	EXPECT_LT(before, after);
+}
+
+TEST_F(dev, ping_round_trips)
+{
+	uint64_t rtt = 0;
+
+	for (int i = 0; i < 200; i++) {
+		ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_FW_PING_NS, &rtt));
+		ASSERT_LT(0, rtt);
+		/* Far below the 2 s mailbox timeout: answered by interrupt. */
+		ASSERT_GT(500000000ull, rtt);
+	}
+}
+
+TEST_F(dev, unknown_param_is_einval)
+{
+	struct drm_npu_get_param p = { .param = 0xffff, .value = 77 };
+
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_GET_PARAM, &p));
+	EXPECT_EQ(EINVAL, errno);
+	p.param = NPU_PARAM_FW_PING_NS + 1;
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_GET_PARAM, &p));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(77, p.value);		/* nothing written back on error */
+}
+
+TEST_F(dev, nonzero_padding_is_einval)
+{
+	struct drm_npu_get_param p = { .param = NPU_PARAM_HBM_SIZE, .pad = 1 };
+
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_GET_PARAM, &p));
+	EXPECT_EQ(EINVAL, errno);
+	p.pad = 0x80000000u;
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_GET_PARAM, &p));
+	EXPECT_EQ(EINVAL, errno);
+}
+
+TEST_F(dev, bad_user_pointer_is_efault)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct drm_npu_get_param *ro;
+
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_GET_PARAM, (void *)8));
+	EXPECT_EQ(EFAULT, errno);
+
+	/* Readable but not writable: the result cannot be copied back. */
+	ro = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, ro);
+	ro->param = NPU_PARAM_HBM_SIZE;
+	ASSERT_EQ(0, mprotect(ro, page, PROT_READ));
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_GET_PARAM, ro));
+	EXPECT_EQ(EFAULT, errno);
+	munmap(ro, page);
+}
+
+TEST_F(dev, unknown_ioctl_is_rejected)
+{
+	struct drm_npu_get_param p = { 0 };
+	unsigned long nr = DRM_IOWR(DRM_COMMAND_BASE + 0x3f, struct drm_npu_get_param);
+
+	EXPECT_EQ(-1, ioctl(self->fd, nr, &p));
+	EXPECT_EQ(EINVAL, errno);
+}
+
+/* Structs grow by size: a caller built with a shorter struct still works. */
+struct get_param_v0 {
+	__u32 param;
+	__u32 pad;
+};
+
+TEST_F(dev, shorter_struct_from_older_caller)
+{
+	struct {
+		struct get_param_v0 args;
+		uint64_t canary;
+	} buf = { { .param = NPU_PARAM_HBM_SIZE }, 0x5a5a5a5a5a5a5a5aull };
+	unsigned long nr = DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_GET_PARAM,
+				    struct get_param_v0);
+
+	EXPECT_EQ(0, ioctl(self->fd, nr, &buf.args));
+	/* The kernel copied back only the 8 bytes the caller knows about. */
+	EXPECT_EQ(0x5a5a5a5a5a5a5a5aull, buf.canary);
+}
+
+TEST(other_ivshmem_devices_are_left_alone)
+{
+	struct dirent *de;
+	int ours = 0, others_unbound = 0, others = 0;
+	DIR *dir = opendir("/sys/bus/pci/devices");
+
+	if (!getenv("NPU_VM"))
+		SKIP(return, "needs the VM's decoy ivshmem device");
+	ASSERT_NE(NULL, dir);
+	while ((de = readdir(dir))) {
+		char path[512], buf[16] = "", link[256];
+		int fd;
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/device", de->d_name);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0 || strncmp(buf, "0x1110", 6))
+			continue;
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver", de->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		link[n > 0 ? n : 0] = '\0';
+		if (strstr(link, "/npu"))
+			ours++;
+		else
+			others++, others_unbound += n <= 0;
+	}
+	closedir(dir);
+	EXPECT_EQ(1, ours);
+	EXPECT_EQ(1, others);		/* the harness's zero-filled decoy */
+	EXPECT_EQ(1, others_unbound);
+}
+
+TEST(unbind_with_open_file_then_rebind)
+{
+	char node[64], bdf[32], node2[64], bdf2[32];
+	uint64_t v = 0;
+	int fd;
+
+	ASSERT_EQ(0, npu_find(node, sizeof(node), bdf, sizeof(bdf)));
+	fd = open(node, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, npu_sysfs_write(NPU_SYSFS_DRIVER "/unbind", bdf));
+
+	/* The file outlives the device and reports it gone. */
+	EXPECT_EQ(-ENODEV, npu_get_param(fd, NPU_PARAM_FW_HEARTBEAT, &v));
+	EXPECT_EQ(-ENODEV, npu_get_param(fd, NPU_PARAM_HBM_SIZE, &v));
+	close(fd);
+
+	ASSERT_EQ(0, npu_sysfs_write(NPU_SYSFS_DRIVER "/bind", bdf));
+	ASSERT_EQ(0, npu_find(node2, sizeof(node2), bdf2, sizeof(bdf2)));
+	EXPECT_STREQ(bdf, bdf2);
+	fd = open(node2, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, npu_get_param(fd, NPU_PARAM_FW_PING_NS, &v));
+	close(fd);
+}
+
+static int module_unload(void)
+{
+	return syscall(SYS_delete_module, "npu", O_NONBLOCK) ? -errno : 0;
+}
+
+static int module_load(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (syscall(SYS_finit_module, fd, "", 0))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+TEST(module_is_busy_while_a_file_is_open)
+{
+	uint64_t v = 0;
+	int fd = npu_open();
+
+	if (!getenv("NPU_KO"))
+		SKIP(return, "NPU_KO not set");
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-EWOULDBLOCK, module_unload());
+	EXPECT_EQ(0, npu_get_param(fd, NPU_PARAM_FW_PING_NS, &v));
+	close(fd);
+}
+
+TEST(module_reloads_with_device_bound)
+{
+	const char *ko = getenv("NPU_KO");
+	char node[64], bdf[32], node2[64], bdf2[32];
+	struct stat st;
+
+	if (!ko)
+		SKIP(return, "NPU_KO not set");
+	ASSERT_EQ(0, npu_find(node, sizeof(node), bdf, sizeof(bdf)));
+
+	for (int i = 0; i < 5; i++) {
+		uint64_t rtt = 0, hbm = 0;
+		int fd;
+
+		ASSERT_EQ(0, module_unload()) TH_LOG("round %d", i);
+		EXPECT_NE(0, stat(NPU_SYSFS_DRIVER, &st));
+		EXPECT_NE(0, stat(node, &st));
+
+		ASSERT_EQ(0, module_load(ko)) TH_LOG("round %d", i);
+		ASSERT_EQ(0, npu_find(node2, sizeof(node2), bdf2, sizeof(bdf2)));
+		/* Same device, same node: nothing from the last load leaked. */
+		EXPECT_STREQ(bdf, bdf2);
+		EXPECT_STREQ(node, node2);
+		fd = open(node2, O_RDWR | O_CLOEXEC);
+		ASSERT_LE(0, fd);
+		EXPECT_EQ(0, npu_get_param(fd, NPU_PARAM_FW_PING_NS, &rtt));
+		EXPECT_EQ(0, npu_get_param(fd, NPU_PARAM_HBM_SIZE, &hbm));
+		EXPECT_LT(0, hbm);
+		close(fd);
+	}
+}
+
+TEST_HARNESS_MAIN

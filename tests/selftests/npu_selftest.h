@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Helpers shared by the kselftests that run against npu.ko.
+ *
+ * The VM harness (tests/vm/run) exports what npu-fwsim was started with
+ * (NPU_TEST_HBM_SIZE, NPU_TEST_QUEUES, NPU_TEST_CORES) and where the
+ * module is (NPU_KO), so tests compare against the truth, not constants.
+ */
+#ifndef NPU_SELFTEST_H
+#define NPU_SELFTEST_H
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <drm/npu_accel.h>
+
+#define NPU_SYSFS_DRIVER "/sys/bus/pci/drivers/npu"
+
+/*
+ * The first device bound to npu.ko: its PCI address and its node
+ * (/dev/dri/renderDN, or /dev/accel/accelN on kernels with accel).
+ */
+static inline int npu_find(char *node, size_t node_len, char *bdf, size_t bdf_len)
+{
+	static const char *const kinds[][2] = {
+		{ "drm", "renderD" }, { "accel", "accel" },
+	};
+	struct dirent *de, *ne;
+	char path[512];
+	DIR *dir, *sub;
+	int found = -1;
+
+	dir = opendir(NPU_SYSFS_DRIVER);
+	while (dir && found && (de = readdir(dir))) {
+		if (!strchr(de->d_name, ':'))
+			continue;
+		for (int k = 0; k < 2 && found; k++) {
+			snprintf(path, sizeof(path), NPU_SYSFS_DRIVER "/%s/%s",
+				 de->d_name, kinds[k][0]);
+			sub = opendir(path);
+			while (sub && found && (ne = readdir(sub))) {
+				if (strncmp(ne->d_name, kinds[k][1], strlen(kinds[k][1])))
+					continue;
+				snprintf(node, node_len, "/dev/%s/%.32s",
+					 k == 0 ? "dri" : "accel", ne->d_name);
+				snprintf(bdf, bdf_len, "%.24s", de->d_name);
+				found = 0;
+			}
+			if (sub)
+				closedir(sub);
+		}
+	}
+	if (dir)
+		closedir(dir);
+	return found;
+}
+
+static inline int npu_open(void)
+{
+	char node[64], bdf[32];
+
+	if (npu_find(node, sizeof(node), bdf, sizeof(bdf)))
+		return -ENODEV;
+	return open(node, O_RDWR | O_CLOEXEC);
+}
+
+/* GET_PARAM: 0 or -errno. */
+static inline int npu_get_param(int fd, uint32_t param, uint64_t *value)
+{
+	struct drm_npu_get_param args = { .param = param };
+
+	if (ioctl(fd, DRM_IOCTL_NPU_GET_PARAM, &args))
+		return -errno;
+	*value = args.value;
+	return 0;
+}
+
+/* An unsigned number from the environment, or 0 when unset. */
+static inline uint64_t npu_env(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v ? strtoull(v, NULL, 0) : 0;
+}
+
+/* Write `text` to a sysfs file: 0 or -errno. */
+static inline int npu_sysfs_write(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, strlen(text)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+#endif /* NPU_SELFTEST_H */

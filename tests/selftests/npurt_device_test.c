@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libnpurt against npu.ko in the VM: discovery finds the device the
+ * driver bound, and the info it reports is what npu-fwsim was started with.
+ */
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "npu_selftest.h"
+#include "npurt.h"
+
+TEST(finds_exactly_the_bound_device)
+{
+	char node[64], bdf[32];
+	npurt_device_info info;
+	npurt_device *dev = NULL;
+	int count = -1;
+
+	ASSERT_EQ(0, npu_find(node, sizeof(node), bdf, sizeof(bdf)));
+	ASSERT_EQ(NPURT_OK, npurt_device_count(&count));
+	EXPECT_EQ(1, count);
+	ASSERT_EQ(NPURT_OK, npurt_device_open(0, &dev)) TH_LOG("%s", npurt_last_error());
+	ASSERT_EQ(NPURT_OK, npurt_device_get_info(dev, &info));
+	EXPECT_STREQ(node, info.node);
+	EXPECT_STREQ(bdf, info.bus_id);
+	EXPECT_STREQ("npu", info.driver);
+	EXPECT_LE(0, npurt_device_fd(dev));
+	npurt_device_close(dev);
+
+	EXPECT_EQ(NPURT_ERR_NO_DEVICE, npurt_device_open(1, &dev));
+}
+
+TEST(info_matches_fwsim)
+{
+	uint64_t hbm = npu_env("NPU_TEST_HBM_SIZE");
+	npurt_device_info a, b;
+	npurt_device *dev;
+
+	if (!hbm)
+		SKIP(return, "NPU_TEST_HBM_SIZE not set (run under tests/vm/run)");
+	ASSERT_EQ(NPURT_OK, npurt_device_open(0, &dev));
+	ASSERT_EQ(NPURT_OK, npurt_device_get_info(dev, &a));
+	EXPECT_EQ(hbm, a.hbm_size);
+	EXPECT_EQ(npu_env("NPU_TEST_QUEUES"), a.queue_count);
+	EXPECT_EQ(npu_env("NPU_TEST_CORES"), a.core_count);
+	EXPECT_EQ(1, a.if_version[0]);
+	usleep(a.heartbeat_ms * 5 * 1000);
+	ASSERT_EQ(NPURT_OK, npurt_device_get_info(dev, &b));
+	EXPECT_LT(a.heartbeat, b.heartbeat);	/* live, not cached */
+	npurt_device_close(dev);
+}
+
+TEST(ping_reports_round_trip)
+{
+	npurt_device *dev;
+	uint64_t rtt = 0;
+
+	ASSERT_EQ(NPURT_OK, npurt_device_open(0, &dev));
+	EXPECT_EQ(NPURT_OK, npurt_device_ping(dev, &rtt));
+	EXPECT_LT(0, rtt);
+	npurt_device_close(dev);
+}
+
+TEST(unopenable_node_is_permission_error)
+{
+	char node[64], bdf[32];
+	struct stat st;
+	npurt_device *dev = NULL;
+	npurt_status st_open;
+
+	ASSERT_EQ(0, npu_find(node, sizeof(node), bdf, sizeof(bdf)));
+	ASSERT_EQ(0, stat(node, &st));
+	/* Drop root's bypass: an unprivileged user is what this is about. */
+	pid_t pid = fork();
+
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (setgid(65534) || setuid(65534))
+			_exit(2);
+		st_open = npurt_device_open(0, &dev);
+		_exit(st_open == NPURT_ERR_PERMISSION &&
+		      strstr(npurt_last_error(), "Permission denied") ? 0 : 1);
+	}
+	int status;
+
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+TEST_HARNESS_MAIN

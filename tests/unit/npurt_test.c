@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libnpurt without a device: argument checking, statuses and the
+ * per-thread error message. Runs on any host; tests/selftests/ covers the
+ * library against the real driver in the VM.
+ */
+#include <pthread.h>
+#include <string.h>
+
+#include "kselftest_harness.h"
+#include "npurt.h"
+
+TEST(null_arguments_are_invalid)
+{
+	npurt_device_info info;
+
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_device_count(NULL));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "npurt_device_count"));
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_device_open(0, NULL));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "dev is NULL"));
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_device_get_info(NULL, &info));
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_device_ping(NULL, NULL));
+	EXPECT_EQ(-1, npurt_device_fd(NULL));
+	npurt_device_close(NULL);	/* accepted, like free(NULL) */
+}
+
+TEST(missing_device_is_no_device)
+{
+	npurt_device *dev = (npurt_device *)0x1;
+	int count = -1;
+
+	ASSERT_EQ(NPURT_OK, npurt_device_count(&count));
+	ASSERT_LE(0, count);
+	EXPECT_EQ(NPURT_ERR_NO_DEVICE, npurt_device_open(count, &dev));
+	EXPECT_EQ((npurt_device *)0x1, dev);	/* untouched on failure */
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "npurt_device_open"));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "found"));
+	EXPECT_EQ(NPURT_ERR_NO_DEVICE, npurt_device_open(-1, &dev));
+}
+
+TEST(status_names_are_distinct)
+{
+	for (int a = NPURT_OK; a <= NPURT_ERR_INTERNAL; a++) {
+		EXPECT_EQ(0, strncmp(npurt_status_name(a), "NPURT_", 6));
+		for (int b = a + 1; b <= NPURT_ERR_INTERNAL; b++)
+			EXPECT_NE(0, strcmp(npurt_status_name(a), npurt_status_name(b)));
+	}
+	EXPECT_STREQ("NPURT_ERR_UNKNOWN", npurt_status_name((npurt_status)999));
+}
+
+static void *fail_in_thread(void *arg)
+{
+	npurt_device *dev;
+
+	npurt_device_open(-5, &dev);
+	return strstr(npurt_last_error(), "(-5)") ? arg : NULL;
+}
+
+TEST(last_error_is_per_thread)
+{
+	pthread_t t;
+	void *ret;
+
+	npurt_device_count(NULL);
+	ASSERT_EQ(0, pthread_create(&t, NULL, fail_in_thread, (void *)1));
+	ASSERT_EQ(0, pthread_join(t, &ret));
+	EXPECT_EQ((void *)1, ret);
+	/* The other thread's failure did not overwrite ours. */
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "npurt_device_count"));
+}
+
+TEST_HARNESS_MAIN
