@@ -95,7 +95,7 @@ $(KSFT)/kselftest_harness.h:
 # selftests with -Wall): tests drop the two warnings it trips.
 TEST_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -Wno-unused-parameter -Wno-sign-compare \
 	$(DEPFLAGS) $(CFLAGS) -I$(KSFT) \
-	-Ikernel -Ifirmware-sim -Iuserspace/include -Iuapi $(DRM_CFLAGS)
+	-Ikernel -Ifirmware-sim -Iuserspace/include -Iuapi -Itests/selftests $(DRM_CFLAGS)
 
 $(O)/obj/tests/%.o: tests/%.c $(KSFT)/kselftest_harness.h
 	@mkdir -p $(@D)
@@ -109,7 +109,7 @@ $(O)/tests/selftests/%: $(O)/obj/tests/selftests/%.o $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) -o $@
 
-$(O)/tests/bench/%: $(O)/obj/tests/bench/%.o $(LIBA)
+$(O)/tests/bench/%: $(O)/obj/tests/bench/%.o
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) -lm -o $@
 
@@ -129,7 +129,8 @@ run: setup
 
 bench: setup
 	$(MAKE) all
-	tests/vm/run --quiet --out $(O)/vm/bench -- tests/bench/run $(O)
+	@rc=0; tests/vm/run --quiet --out $(O)/vm/bench -- tests/bench/run $(O) || rc=$$?; \
+		cat $(O)/vm/bench/output.log; exit $$rc
 
 install: userspace
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin

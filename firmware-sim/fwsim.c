@@ -117,10 +117,13 @@ static void guest_gone(struct fwsim *fs)
 
 /*
  * A new guest is a power-on: HBM contents from the last guest are
- * discarded (punching the hole also gives the memory back to the host).
+ * discarded (punching the hole also gives the memory back to the host),
+ * and all of it happens before the guest is sent the memory.
  */
 static void guest_arrived(struct fwsim *fs)
 {
+	int err;
+
 	if (map_guest_ram(fs) || ep_add(fs, fs->srv.client_fd, EV_CLIENT)) {
 		ivs_server_drop_client(&fs->srv);
 		unmap_guest_ram(fs);
@@ -129,6 +132,13 @@ static void guest_arrived(struct fwsim *fs)
 	fallocate(fs->shm_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
 		  (off_t)fs->opts->cfg.hbm_size);
 	npu_dev_reset(&fs->dev);
+
+	err = ivs_server_welcome(&fs->srv);
+	if (err) {
+		logmsg("guest setup failed: %s", strerror(-err));
+		unmap_guest_ram(fs);
+		return;
+	}
 	if (fs->opts->verbose)
 		logmsg("guest connected");
 }

@@ -164,13 +164,20 @@ int ivs_server_accept(struct ivs_server *s)
 
 	s->client_fd = fd;
 	err = make_eventfds(s->guest_efd, s->nvec);
-	if (!err)
-		err = send_setup(s);
 	if (err) {
 		ivs_server_drop_client(s);
 		return err;
 	}
 	return 1;
+}
+
+int ivs_server_welcome(struct ivs_server *s)
+{
+	int err = send_setup(s);
+
+	if (err)
+		ivs_server_drop_client(s);
+	return err;
 }
 
 void ivs_server_drop_client(struct ivs_server *s)

@@ -41,11 +41,15 @@ int ivs_server_open(struct ivs_server *s, const char *path, int shm_fd,
 		    unsigned int nvec);
 
 /*
- * Accept a pending connection and send it the setup messages. Returns 1
- * when a guest is now connected, 0 when the connection was turned away,
- * or a negative errno.
+ * Accept a pending connection. Returns 1 when it is the new guest, 0 when
+ * it was turned away (a guest is already connected), or a negative errno.
+ * The guest hears nothing until ivs_server_welcome(): the caller gets the
+ * device ready first, since the guest may read it the moment it is sent.
  */
 int ivs_server_accept(struct ivs_server *s);
+
+/* Send the accepted guest its setup messages. 0 or a negative errno. */
+int ivs_server_welcome(struct ivs_server *s);
 
 /* Forget the connected guest and close its eventfds. */
 void ivs_server_drop_client(struct ivs_server *s);
