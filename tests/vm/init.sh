@@ -10,7 +10,7 @@ export PATH=/bin
 
 fail() {
 	echo "vm-init: $*" >&2
-	if mountpoint -q /out; then
+	if grep -q ' /out ' /proc/mounts; then
 		echo 125 >/out/status
 		dmesg >/out/dmesg.txt
 		umount /out
@@ -39,7 +39,19 @@ mount --bind /dev /host/dev
 mkdir -p /dev/shm /dev/pts
 mount -t tmpfs tmpfs /host/dev/shm
 mount -t devpts devpts /host/dev/pts
+# The guest gets its own writable /tmp, but paths of the run that live
+# under the host's /tmp (a checkout in /tmp, say) must stay visible.
+mkdir -p /hosttmp
+mount --bind /host/tmp /hosttmp
 mount -t tmpfs tmpfs /host/tmp
+for p in $VM_KEEP; do
+	case "$p" in
+	/tmp/?*)
+		mkdir -p "/host$p"
+		mount --bind "/hosttmp/${p#/tmp/}" "/host$p" || fail "cannot keep $p visible"
+		;;
+	esac
+done
 mount -t tmpfs tmpfs /host/run
 mount -t debugfs debugfs /host/sys/kernel/debug 2>/dev/null
 # An output folder under /tmp lives on the tmpfs just mounted there.
