@@ -8,6 +8,7 @@
 #   make check      every test, host and VM; ends with "N passed, N failed"
 #   make bench      benchmarks, as ratios measured side by side
 #   make install    libnpurt, its header, pkg-config file and tools into PREFIX
+#   make modules_install   npu.ko into /lib/modules of the KDIR kernel
 #
 # Variables: KDIR (kernel build tree), O (build dir), CC, CFLAGS, PREFIX.
 
@@ -46,7 +47,7 @@ module:
 	$(MAKE) -C kernel KDIR=$(KDIR)
 
 # ---- firmware-sim, libnpurt, tools ---------------------------------------
-userspace: $(O)/bin/npu-fwsim $(LIBSO) $(LIBA) $(TOOLS) $(O)/lib/pkgconfig/npurt.pc
+userspace: $(O)/bin/npu-fwsim $(LIBSO) $(LIBA) $(TOOLS)
 
 $(O)/obj/firmware-sim/%.o: firmware-sim/%.c
 	@mkdir -p $(@D)
@@ -72,10 +73,6 @@ $(LIBA): $(call obj,$(LIB_SRCS))
 	@mkdir -p $(@D)
 	rm -f $@
 	$(AR) rcs $@ $^
-
-$(O)/lib/pkgconfig/npurt.pc: userspace/npurt.pc.in Makefile
-	@mkdir -p $(@D)
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(NPURT_VERSION)|' $< >$@
 
 $(O)/obj/userspace/tools/%.o: userspace/tools/%.c
 	@mkdir -p $(@D)
@@ -141,14 +138,18 @@ install: userspace
 	ln -sf libnpurt.so.$(NPURT_VERSION) $(DESTDIR)$(PREFIX)/lib/libnpurt.so.$(NPURT_SOVER)
 	ln -sf libnpurt.so.$(NPURT_SOVER) $(DESTDIR)$(PREFIX)/lib/libnpurt.so
 	install -m 644 $(LIBA) $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 $(O)/lib/pkgconfig/npurt.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(NPURT_VERSION)|' userspace/npurt.pc.in \
+		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/npurt.pc
 	install -m 755 $(TOOLS) $(O)/bin/npu-fwsim $(DESTDIR)$(PREFIX)/bin/
+
+modules_install:
+	$(MAKE) -C kernel modules_install KDIR=$(KDIR)
 
 clean:
 	-$(MAKE) -C kernel clean KDIR=$(KDIR)
 	rm -rf $(O)
 
-.PHONY: all module userspace tests setup check run bench install clean
+.PHONY: all module userspace tests setup check run bench install modules_install clean
 .SECONDARY:
 
 -include $(shell find $(O)/obj -name '*.d' 2>/dev/null)
