@@ -29,7 +29,7 @@ KSFT       := $(O)/kselftest
 
 obj = $(patsubst %.c,$(O)/obj/%.o,$(1))
 
-FWSIM_CORE := firmware-sim/npu_dev.c firmware-sim/ivshmem_server.c
+FWSIM_CORE := firmware-sim/npu_dev.c firmware-sim/npu_mmu.c firmware-sim/ivshmem_server.c
 FWSIM_SRCS := $(FWSIM_CORE) firmware-sim/fwsim.c firmware-sim/main.c
 LIB_SRCS   := $(sort $(wildcard userspace/lib/*.c))
 TOOLS      := $(patsubst userspace/tools/%.c,$(O)/bin/%,$(wildcard userspace/tools/*.c))
@@ -89,8 +89,8 @@ $(KSFT)/kselftest_harness.h:
 	tests/setup kselftest $(KSFT)
 
 # The kernel's harness header is not -Wextra clean (the kernel builds its
-# selftests with -Wall): tests drop the two warnings it trips.
-TEST_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -Wno-unused-parameter -Wno-sign-compare \
+# selftests with -Wall): tests drop the warnings it trips.
+TEST_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -Wno-unused-parameter -Wno-sign-compare -Wno-clobbered \
 	$(DEPFLAGS) $(CFLAGS) -I$(KSFT) \
 	-Ikernel -Ifirmware-sim -Iuserspace/include -Iuapi -Itests/selftests $(DRM_CFLAGS)
 

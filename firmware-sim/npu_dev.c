@@ -86,6 +86,7 @@ void npu_dev_reset(struct npu_dev *dev)
 	c->num_cores = dev->cfg.num_cores;
 	c->heartbeat_period_ms = dev->cfg.heartbeat_ms;
 	dev->mbox_seen = 0;
+	npu_mmu_invalidate(dev, 0);
 
 	STORE_REL(&c->magic, NPU_FW_MAGIC);
 	STORE_REL(&c->state, NPU_FW_STATE_READY);
@@ -128,6 +129,19 @@ static int32_t mbox_exec(struct npu_dev *dev, struct npu_fw_mbox *mb)
 		mb->result[0] = mb->args[0];
 		mb->result[1] = npu_dev_clock_ns();
 		return NPU_FW_OK;
+	case NPU_FW_CMD_TLB_INVALIDATE:
+		npu_mmu_invalidate(dev, (uint32_t)mb->args[0]);
+		return NPU_FW_OK;
+	case NPU_FW_CMD_SCRUB: {
+		uint64_t off = mb->args[0], len = mb->args[1];
+
+		/* Never the firmware's own area, never past the end. */
+		if (off < NPU_FW_RESERVED_SIZE || off > dev->cfg.hbm_size ||
+		    len > dev->cfg.hbm_size - off)
+			return -NPU_FW_EINVAL;
+		memset(dev->hbm + off, 0, len);
+		return NPU_FW_OK;
+	}
 	default:
 		npu_dev_log_error(dev, NPU_FW_EBADCMD, 0, 0, mb->opcode);
 		return -NPU_FW_EBADCMD;

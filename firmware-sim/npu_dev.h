@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "npu_fw_if.h"
+#include "npu_mmu.h"
 
 #define NPU_DEV_FW_VERSION	((0u << 16) | (1u << 8) | 0u)	/* 0.1.0 */
 
@@ -44,6 +45,7 @@ struct npu_dev {
 	uint32_t mbox_seen;		/* last mailbox seq handled */
 	void *host_mem;			/* host RAM the device may DMA to */
 	size_t host_mem_size;
+	struct npu_mmu mmu;
 };
 
 /* Default configuration, as npu-fwsim starts without options. */

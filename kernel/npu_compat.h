@@ -32,6 +32,12 @@
 #define NPU_DRM_DRIVER_DATE(d)
 #endif
 
+#ifdef HAVE_VM_FLAGS_SET
+#define npu_vm_flags_set(vma, flags)	vm_flags_set(vma, flags)
+#else
+#define npu_vm_flags_set(vma, flags)	((vma)->vm_flags |= (flags))
+#endif
+
 /* Request and map one BAR for the life of the driver binding. */
 static inline void __iomem *npu_pcim_map_bar(struct pci_dev *pdev, int bar,
 					     const char *name)

@@ -16,7 +16,9 @@
 #include <linux/pci.h>
 
 #include "npu_compat.h"
+#include "npu_ctx.h"
 #include "npu_drv.h"
+#include "npu_gem.h"
 #include "npu_hw.h"
 #include "npu_ipc.h"
 #include <drm/npu_accel.h>
@@ -63,6 +65,9 @@ static int npu_ioctl_get_param(struct drm_device *drm, void *data,
 	case NPU_PARAM_FW_HEARTBEAT_MS:
 		args->value = fw->heartbeat_ms;
 		return 0;
+	case NPU_PARAM_HBM_USED:
+		args->value = npu_gem_hbm_used(ndev);
+		return 0;
 	case NPU_PARAM_FW_HEARTBEAT:
 	case NPU_PARAM_FW_PING_NS:
 		break;
@@ -83,6 +88,9 @@ static int npu_ioctl_get_param(struct drm_device *drm, void *data,
 
 static const struct drm_ioctl_desc npu_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(NPU_GET_PARAM, npu_ioctl_get_param, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_BO_CREATE, npu_ioctl_bo_create, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_BO_INFO, npu_ioctl_bo_info, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_GET_MEM_USAGE, npu_ioctl_get_mem_usage, DRM_RENDER_ALLOW),
 };
 
 /*
@@ -104,6 +112,8 @@ static const struct file_operations npu_fops = {
 static const struct drm_driver npu_drm_driver = {
 	.driver_features = DRIVER_GEM | NPU_DRIVER_NODE_FEATURE,
 	.fops = &npu_fops,
+	.open = npu_ctx_open,
+	.postclose = npu_ctx_postclose,
 	.ioctls = npu_ioctls,
 	.num_ioctls = ARRAY_SIZE(npu_ioctls),
 	.name = NPU_DRIVER_NAME,
@@ -140,6 +150,12 @@ static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		return ret;
 	ret = npu_ipc_init(ndev);
+	if (ret)
+		return ret;
+	ret = npu_gem_init(ndev);
+	if (ret)
+		return ret;
+	ret = npu_ctx_init_device(ndev);
 	if (ret)
 		return ret;
 

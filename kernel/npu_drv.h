@@ -3,6 +3,9 @@
 #define __NPU_DRV_H__
 
 #include <drm/drm_device.h>
+#include <drm/drm_mm.h>
+#include <drm/npu_accel.h>
+#include <linux/idr.h>
 #include <drm/drm_print.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
@@ -40,6 +43,18 @@ struct npu_device {
 	struct npu_fw_ctrl __iomem *ctrl;	/* start of BAR2, uncached */
 	struct npu_fw_info fw;
 	struct npu_ipc ipc;
+
+	/* Device memory; see npu_gem.c for the locking rules. */
+	phys_addr_t hbm_phys;			/* CPU physical address of HBM */
+	void __iomem *hbm;			/* HBM through BAR2, uncached */
+	struct mutex hbm_lock;
+	struct drm_mm hbm_mm;
+	struct {
+		u64 current_bytes;
+		u64 peak_bytes;
+	} mem[NPU_MEM_REGION_COUNT];
+
+	struct ida ctx_ida;			/* device context ids */
 };
 
 static inline struct npu_device *to_npu_device(struct drm_device *drm)

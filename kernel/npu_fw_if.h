@@ -70,6 +70,13 @@ enum npu_fw_cmd {
 	NPU_FW_CMD_NOP = 0,
 	/* args[0]: cookie. result[0]: cookie, result[1]: device clock (ns). */
 	NPU_FW_CMD_PING = 1,
+	/*
+	 * Zero HBM: args[0] offset, args[1] bytes. The range must lie in
+	 * host-managed HBM (past fw_reserved), else -NPU_FW_EINVAL.
+	 */
+	NPU_FW_CMD_SCRUB = 2,
+	/* Drop cached translations of context args[0] (0: all contexts). */
+	NPU_FW_CMD_TLB_INVALIDATE = 3,
 };
 
 /* Mailbox and error-log status codes (negative in npu_fw_mbox.status). */
@@ -112,6 +119,35 @@ struct npu_fw_errlog {
 	__u32 pad;
 	struct npu_fw_err_entry entries[NPU_FW_ERRLOG_ENTRIES];
 };
+
+/*
+ * Device page tables.
+ *
+ * Each context has its own tables in HBM, written by the host. Four
+ * levels of 4 KiB tables with 512 little-endian u64 entries each, indexed
+ * by VA bits [47:39], [38:30], [29:21] and [20:12]. An entry at the third
+ * level (VA bits [29:21]) with NPU_PTE_HUGE maps a 2 MiB page; otherwise
+ * the walk continues to a fourth-level 4 KiB entry. Table pointers hold
+ * the HBM offset of the next table with NPU_PTE_VALID set.
+ *
+ * A leaf addresses HBM (offset into HBM) or, with NPU_PTE_SYSMEM, host
+ * memory (a DMA address). An access through an invalid entry, a write
+ * through an entry without NPU_PTE_WRITE, or a leaf pointing outside its
+ * memory is an MMU fault.
+ *
+ * The device may cache translations: after the host clears or changes a
+ * valid entry it sends NPU_FW_CMD_TLB_INVALIDATE before reusing the range.
+ */
+#define NPU_PT_LEVELS		4
+#define NPU_PT_ENTRIES		512
+#define NPU_PT_SIZE		4096
+#define NPU_PTE_VALID		(1ull << 0)
+#define NPU_PTE_WRITE		(1ull << 1)
+#define NPU_PTE_HUGE		(1ull << 2)
+#define NPU_PTE_SYSMEM		(1ull << 3)
+#define NPU_PTE_ADDR_MASK	0x000ffffffffff000ull
+/* Index of `va` in a table of `level` (0 = root). */
+#define NPU_PT_INDEX(va, level)	(((va) >> (39 - 9 * (level))) & (NPU_PT_ENTRIES - 1))
 
 /* Capability bits in npu_fw_ctrl.caps. None defined in interface 1.0. */
 

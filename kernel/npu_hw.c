@@ -153,6 +153,8 @@ int npu_hw_init(struct npu_device *ndev)
 	ret = npu_hw_read_fw_info(ndev);
 	if (ret)
 		return ret;
+	ndev->hbm_phys = pci_resource_start(pdev, NPU_BAR_MEM);
+	ndev->hbm = (void __iomem *)ndev->ctrl;
 
 	/* MSI-X messages are memory writes by the device: they need mastering. */
 	pci_set_master(pdev);

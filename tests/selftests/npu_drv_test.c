@@ -104,7 +104,7 @@ TEST_F(dev, unknown_param_is_einval)
 
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_GET_PARAM, &p));
 	EXPECT_EQ(EINVAL, errno);
-	p.param = NPU_PARAM_FW_PING_NS + 1;
+	p.param = 0x80000000u;
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_GET_PARAM, &p));
 	EXPECT_EQ(EINVAL, errno);
 	EXPECT_EQ(77, p.value);		/* nothing written back on error */

@@ -82,6 +82,57 @@ static inline int npu_get_param(int fd, uint32_t param, uint64_t *value)
 	return 0;
 }
 
+/* BO_CREATE: 0 or -errno; *out filled on success, zeroed otherwise. */
+static inline int npu_bo_create(int fd, uint64_t size, uint32_t policy,
+				struct drm_npu_bo_create *out)
+{
+	struct drm_npu_bo_create args = { .size = size, .page_policy = policy };
+
+	if (out)
+		memset(out, 0, sizeof(*out));
+	if (ioctl(fd, DRM_IOCTL_NPU_BO_CREATE, &args))
+		return -errno;
+	if (out)
+		*out = args;
+	return 0;
+}
+
+static inline int npu_bo_info(int fd, uint32_t handle, struct drm_npu_bo_info *out)
+{
+	struct drm_npu_bo_info args = { .handle = handle };
+
+	if (ioctl(fd, DRM_IOCTL_NPU_BO_INFO, &args))
+		return -errno;
+	*out = args;
+	return 0;
+}
+
+static inline int npu_gem_close(int fd, uint32_t handle)
+{
+	struct drm_gem_close args = { .handle = handle };
+
+	return ioctl(fd, DRM_IOCTL_GEM_CLOSE, &args) ? -errno : 0;
+}
+
+/* Device-wide bytes held by buffer objects in `region`. */
+static inline uint64_t npu_dev_usage(int fd, int region)
+{
+	struct drm_npu_mem_usage u = { 0 };
+
+	if (ioctl(fd, DRM_IOCTL_NPU_GET_MEM_USAGE, &u))
+		return ~0ull;
+	return u.dev_current[region];
+}
+
+/* Device-wide HBM in use (buffers and page tables). */
+static inline uint64_t npu_hbm_used(int fd)
+{
+	uint64_t v = ~0ull;
+
+	npu_get_param(fd, NPU_PARAM_HBM_USED, &v);
+	return v;
+}
+
 /* An unsigned number from the environment, or 0 when unset. */
 static inline uint64_t npu_env(const char *name)
 {

@@ -35,9 +35,18 @@ extern "C" {
 #endif
 
 #define DRM_NPU_GET_PARAM		0x00
+#define DRM_NPU_BO_CREATE		0x01
+#define DRM_NPU_BO_INFO			0x02
+#define DRM_NPU_GET_MEM_USAGE		0x03
 
 #define DRM_IOCTL_NPU_GET_PARAM \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_GET_PARAM, struct drm_npu_get_param)
+#define DRM_IOCTL_NPU_BO_CREATE \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_BO_CREATE, struct drm_npu_bo_create)
+#define DRM_IOCTL_NPU_BO_INFO \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_BO_INFO, struct drm_npu_bo_info)
+#define DRM_IOCTL_NPU_GET_MEM_USAGE \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_GET_MEM_USAGE, struct drm_npu_mem_usage)
 
 /* Parameters readable with DRM_IOCTL_NPU_GET_PARAM. */
 enum drm_npu_param {
@@ -64,6 +73,8 @@ enum drm_npu_param {
 	 * nanoseconds; -ETIMEDOUT when the firmware does not answer.
 	 */
 	NPU_PARAM_FW_PING_NS = 9,
+	/* Bytes of HBM in use device-wide: buffers and page tables. */
+	NPU_PARAM_HBM_USED = 10,
 };
 
 /**
@@ -76,6 +87,100 @@ struct drm_npu_get_param {
 	__u32 param;
 	__u32 pad;
 	__u64 value;
+};
+
+/*
+ * Page policies for device memory. Large pages (2 MiB) cost fewer
+ * translations; small pages (4 KiB) waste less memory.
+ */
+enum drm_npu_page_policy {
+	/* 2 MiB pages for buffers over 1 MiB, 4 KiB pages otherwise or when
+	 * no 2 MiB-aligned space is left. */
+	NPU_BO_PAGE_HUGE_FIRST = 0,
+	/* 2 MiB pages or -ENOMEM. */
+	NPU_BO_PAGE_HUGE_ONLY = 1,
+	/* 4 KiB pages. */
+	NPU_BO_PAGE_NORMAL_ONLY = 2,
+};
+
+#define NPU_PAGE_SIZE_4K	(1u << 12)
+#define NPU_PAGE_SIZE_2M	(1u << 21)
+
+/*
+ * Each open file is a context with its own device virtual address space;
+ * buffers are placed in [NPU_VA_BASE, NPU_VA_END).
+ */
+#define NPU_VA_BASE		0x0000000100000000ull	/* 4 GiB: 0 is never valid */
+#define NPU_VA_END		0x0000010000000000ull	/* 1 TiB */
+
+/**
+ * struct drm_npu_bo_create - allocate a buffer object in device memory
+ * @size: in, bytes (> 0); out, rounded up to the page size
+ * @flags: in, must be zero (placement flags will come here)
+ * @page_policy: in, an enum drm_npu_page_policy
+ * @handle: out, GEM handle
+ * @page_size: out, NPU_PAGE_SIZE_4K or NPU_PAGE_SIZE_2M
+ * @device_va: out, the buffer's address in this context's device VA space
+ *
+ * New buffers read as zeros. Errors: -EINVAL for a zero size, unknown
+ * flags or policy; -ENOMEM when device memory or VA space cannot hold it.
+ */
+struct drm_npu_bo_create {
+	__u64 size;
+	__u32 flags;
+	__u32 page_policy;
+	__u32 handle;
+	__u32 page_size;
+	__u64 device_va;
+};
+
+/**
+ * struct drm_npu_bo_info - what a buffer object is
+ * @handle: in
+ * @pad: must be zero
+ * @mmap_offset: out, offset to mmap() on the device node for CPU access
+ *               (write-combined)
+ * @device_va: out
+ * @size: out, bytes (a multiple of page_size)
+ * @flags: out, as created
+ * @page_size: out
+ *
+ * Errors: -ENOENT for an unknown handle, -EINVAL for nonzero pad.
+ */
+struct drm_npu_bo_info {
+	__u32 handle;
+	__u32 pad;
+	__u64 mmap_offset;
+	__u64 device_va;
+	__u64 size;
+	__u32 flags;
+	__u32 page_size;
+};
+
+/* Where device-visible memory lives, for usage accounting. */
+enum drm_npu_mem_region {
+	NPU_MEM_REGION_HBM = 0,		/* buffer objects in HBM */
+	NPU_MEM_REGION_HOST = 1,	/* host memory registered for DMA */
+	NPU_MEM_REGION_PAGE_TABLES = 2,	/* device page tables, in HBM */
+	NPU_MEM_REGION_COUNT = 4,	/* array slots; unused ones read 0 */
+};
+
+/**
+ * struct drm_npu_mem_usage - memory in use, in bytes, per region
+ * @flags: must be zero
+ * @pad: must be zero
+ * @ctx_current: out, held by buffers this file's context created
+ * @ctx_peak: out, the most @ctx_current has been
+ * @dev_current: out, device-wide
+ * @dev_peak: out, device-wide, since the driver was loaded
+ */
+struct drm_npu_mem_usage {
+	__u32 flags;
+	__u32 pad;
+	__u64 ctx_current[NPU_MEM_REGION_COUNT];
+	__u64 ctx_peak[NPU_MEM_REGION_COUNT];
+	__u64 dev_current[NPU_MEM_REGION_COUNT];
+	__u64 dev_peak[NPU_MEM_REGION_COUNT];
 };
 
 #if defined(__cplusplus)

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Contexts: one per open file.
+ *
+ * Locking: ctx->lock protects the VA allocator and the page tables; it
+ * may be held while taking ndev->hbm_lock (page-table allocation) and the
+ * mailbox lock (TLB invalidation), never the other way round.
+ */
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <drm/drm_managed.h>
+#include <linux/idr.h>
+#include <linux/slab.h>
+
+#include "npu_ctx.h"
+
+static void npu_ctx_fini_device(struct drm_device *drm, void *arg)
+{
+	ida_destroy(&to_npu_device(drm)->ctx_ida);
+}
+
+int npu_ctx_init_device(struct npu_device *ndev)
+{
+	ida_init(&ndev->ctx_ida);
+	return drmm_add_action_or_reset(&ndev->drm, npu_ctx_fini_device, NULL);
+}
+
+int npu_ctx_open(struct drm_device *drm, struct drm_file *file)
+{
+	struct npu_device *ndev = to_npu_device(drm);
+	struct npu_ctx *ctx;
+	int ret, idx;
+
+	if (!drm_dev_enter(drm, &idx))
+		return -ENODEV;
+	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	if (!ctx) {
+		ret = -ENOMEM;
+		goto out_exit;
+	}
+	ret = ida_alloc_range(&ndev->ctx_ida, 1, NPU_CTX_MAX, GFP_KERNEL);
+	if (ret < 0)
+		goto out_free;
+	ctx->id = ret;
+	kref_init(&ctx->ref);
+	ctx->ndev = ndev;
+	mutex_init(&ctx->lock);
+	drm_mm_init(&ctx->va_mm, NPU_VA_BASE, NPU_VA_END - NPU_VA_BASE);
+
+	mutex_lock(&ctx->lock);
+	ret = npu_mmu_init(ctx);
+	mutex_unlock(&ctx->lock);
+	if (ret)
+		goto out_ida;
+
+	file->driver_priv = ctx;
+	drm_dev_exit(idx);
+	return 0;
+
+out_ida:
+	drm_mm_takedown(&ctx->va_mm);
+	mutex_destroy(&ctx->lock);
+	ida_free(&ndev->ctx_ida, ctx->id);
+out_free:
+	kfree(ctx);
+out_exit:
+	drm_dev_exit(idx);
+	return ret;
+}
+
+static void npu_ctx_release(struct kref *ref)
+{
+	struct npu_ctx *ctx = container_of(ref, struct npu_ctx, ref);
+	struct npu_device *ndev = ctx->ndev;
+	int idx;
+
+	/* The id is about to be reused: nothing cached may survive it. */
+	if (drm_dev_enter(&ndev->drm, &idx)) {
+		npu_mmu_invalidate(ctx);
+		drm_dev_exit(idx);
+	}
+	npu_mmu_fini(ctx);
+	drm_mm_takedown(&ctx->va_mm);
+	mutex_destroy(&ctx->lock);
+	ida_free(&ndev->ctx_ida, ctx->id);
+	kfree(ctx);
+}
+
+void npu_ctx_postclose(struct drm_device *drm, struct drm_file *file)
+{
+	npu_ctx_put(file->driver_priv);
+	file->driver_priv = NULL;
+}
+
+struct npu_ctx *npu_ctx_get(struct npu_ctx *ctx)
+{
+	kref_get(&ctx->ref);
+	return ctx;
+}
+
+void npu_ctx_put(struct npu_ctx *ctx)
+{
+	kref_put(&ctx->ref, npu_ctx_release);
+}

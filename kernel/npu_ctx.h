@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef __NPU_CTX_H__
+#define __NPU_CTX_H__
+
+#include <drm/drm_mm.h>
+#include <drm/npu_accel.h>
+#include <linux/kref.h>
+
+#include "npu_drv.h"
+#include "npu_mmu.h"
+
+struct npu_mem_stat {
+	u64 current_bytes;
+	u64 peak_bytes;
+};
+
+/*
+ * A context: one per open file, with its own device address space (VA
+ * allocator and page tables) and its device id. Buffers it created and
+ * mappings in it hold references, so it outlives the file while the device
+ * may still use its address space.
+ */
+struct npu_ctx {
+	struct kref ref;
+	struct npu_device *ndev;
+	u32 id;				/* device-visible, 1..NPU_CTX_MAX */
+	struct mutex lock;		/* protects va_mm and mmu */
+	struct drm_mm va_mm;
+	struct npu_mmu mmu;
+	/* Under ndev->hbm_lock, like the device-wide counters. */
+	struct npu_mem_stat mem[NPU_MEM_REGION_COUNT];
+};
+
+#define NPU_CTX_MAX	0xffff
+
+int npu_ctx_init_device(struct npu_device *ndev);
+int npu_ctx_open(struct drm_device *drm, struct drm_file *file);
+void npu_ctx_postclose(struct drm_device *drm, struct drm_file *file);
+struct npu_ctx *npu_ctx_get(struct npu_ctx *ctx);
+void npu_ctx_put(struct npu_ctx *ctx);
+
+#endif /* __NPU_CTX_H__ */

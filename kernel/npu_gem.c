@@ -1,0 +1,393 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Buffer objects in device memory (HBM), their mappings into contexts,
+ * and memory accounting.
+ *
+ * HBM past the firmware's reserved area is one drm_mm for the whole
+ * device, shared by buffers and page tables. A buffer's HBM range is
+ * aligned to its page size so it maps with 2 MiB entries where chosen.
+ * Each context that holds a handle sees the buffer at its own device VA.
+ * CPU access is a write-combined mapping of the buffer's part of BAR2.
+ *
+ * Locking: ndev->hbm_lock protects hbm_mm and all usage counters (device
+ * and context); nothing is taken under it. bo->maps_lock protects
+ * bo->maps and may be held while taking ctx->lock.
+ */
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <drm/drm_managed.h>
+#include <linux/mm.h>
+#include <linux/slab.h>
+
+#include "npu_compat.h"
+#include "npu_ctx.h"
+#include "npu_gem.h"
+#include "npu_ipc.h"
+#include "npu_mmu.h"
+
+/* HUGE_FIRST keeps small buffers on small pages: 2 MiB each would waste. */
+#define NPU_HUGE_FIRST_MIN	(1ull << 20)
+
+static void npu_gem_fini(struct drm_device *drm, void *arg)
+{
+	drm_mm_takedown(&to_npu_device(drm)->hbm_mm);
+}
+
+int npu_gem_init(struct npu_device *ndev)
+{
+	int ret;
+
+	ret = drmm_mutex_init(&ndev->drm, &ndev->hbm_lock);
+	if (ret)
+		return ret;
+	drm_mm_init(&ndev->hbm_mm, ndev->fw.fw_reserved,
+		    ndev->fw.hbm_size - ndev->fw.fw_reserved);
+	return drmm_add_action_or_reset(&ndev->drm, npu_gem_fini, NULL);
+}
+
+/* Under hbm_lock. */
+static void npu_mem_charge(struct npu_device *ndev, struct npu_ctx *ctx,
+			   int region, s64 delta)
+{
+	ndev->mem[region].current_bytes += delta;
+	ndev->mem[region].peak_bytes = max(ndev->mem[region].peak_bytes,
+					   ndev->mem[region].current_bytes);
+	ctx->mem[region].current_bytes += delta;
+	ctx->mem[region].peak_bytes = max(ctx->mem[region].peak_bytes,
+					  ctx->mem[region].current_bytes);
+}
+
+int npu_hbm_alloc(struct npu_device *ndev, struct npu_ctx *ctx, int region,
+		  struct drm_mm_node *node, u64 size, u64 align)
+{
+	int ret;
+
+	mutex_lock(&ndev->hbm_lock);
+	ret = drm_mm_insert_node_generic(&ndev->hbm_mm, node, round_up(size, align),
+					 align, 0, DRM_MM_INSERT_BEST);
+	if (!ret)
+		npu_mem_charge(ndev, ctx, region, node->size);
+	mutex_unlock(&ndev->hbm_lock);
+	return ret == -ENOSPC ? -ENOMEM : ret;
+}
+
+void npu_hbm_free(struct npu_device *ndev, struct npu_ctx *ctx, int region,
+		  struct drm_mm_node *node)
+{
+	if (!drm_mm_node_allocated(node))
+		return;
+	mutex_lock(&ndev->hbm_lock);
+	npu_mem_charge(ndev, ctx, region, -(s64)node->size);
+	drm_mm_remove_node(node);
+	mutex_unlock(&ndev->hbm_lock);
+}
+
+u64 npu_gem_hbm_used(struct npu_device *ndev)
+{
+	u64 used;
+
+	mutex_lock(&ndev->hbm_lock);
+	used = ndev->mem[NPU_MEM_REGION_HBM].current_bytes +
+	       ndev->mem[NPU_MEM_REGION_PAGE_TABLES].current_bytes;
+	mutex_unlock(&ndev->hbm_lock);
+	return used;
+}
+
+/* Place the buffer in HBM by policy; sets bo->page_size. */
+static int npu_bo_place(struct npu_device *ndev, struct npu_ctx *ctx,
+			struct npu_bo *bo, u64 size, u32 policy)
+{
+	bool huge = policy == NPU_BO_PAGE_HUGE_ONLY ||
+		    (policy == NPU_BO_PAGE_HUGE_FIRST && size > NPU_HUGE_FIRST_MIN);
+	int ret;
+
+	if (huge) {
+		ret = npu_hbm_alloc(ndev, ctx, NPU_MEM_REGION_HBM, &bo->hbm, size,
+				    NPU_PAGE_SIZE_2M);
+		if (!ret || policy == NPU_BO_PAGE_HUGE_ONLY) {
+			bo->page_size = NPU_PAGE_SIZE_2M;
+			return ret;
+		}
+	}
+	bo->page_size = NPU_PAGE_SIZE_4K;
+	return npu_hbm_alloc(ndev, ctx, NPU_MEM_REGION_HBM, &bo->hbm, size,
+			     NPU_PAGE_SIZE_4K);
+}
+
+/* Under bo->maps_lock. */
+static struct npu_bo_map *npu_bo_find_map(struct npu_bo *bo, struct npu_ctx *ctx)
+{
+	struct npu_bo_map *map;
+
+	list_for_each_entry(map, &bo->maps, link)
+		if (map->ctx == ctx)
+			return map;
+	return NULL;
+}
+
+/* Under ctx->lock: write the page tables for [va, va + size). */
+static int npu_bo_map_pages(struct npu_ctx *ctx, struct npu_bo *bo, u64 va)
+{
+	u64 off;
+	int ret;
+
+	for (off = 0; off < bo->base.size; off += bo->page_size) {
+		ret = npu_mmu_map(ctx, va + off, bo->hbm.start + off, bo->page_size,
+				  NPU_PTE_WRITE);
+		if (ret) {
+			npu_mmu_unmap(ctx, va, off, bo->page_size);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static int npu_bo_map_create(struct npu_bo *bo, struct npu_ctx *ctx)
+{
+	struct npu_bo_map *map;
+	int ret;
+
+	map = kzalloc(sizeof(*map), GFP_KERNEL);
+	if (!map)
+		return -ENOMEM;
+	mutex_lock(&ctx->lock);
+	ret = drm_mm_insert_node_generic(&ctx->va_mm, &map->va, bo->base.size,
+					 bo->page_size, 0, DRM_MM_INSERT_BEST);
+	if (ret) {
+		ret = ret == -ENOSPC ? -ENOMEM : ret;
+		goto out_unlock;
+	}
+	ret = npu_bo_map_pages(ctx, bo, map->va.start);
+	if (ret) {
+		drm_mm_remove_node(&map->va);
+		goto out_unlock;
+	}
+	mutex_unlock(&ctx->lock);
+
+	kref_init(&map->ref);
+	map->bo = bo;
+	map->ctx = npu_ctx_get(ctx);
+	list_add(&map->link, &bo->maps);
+	return 0;
+
+out_unlock:
+	mutex_unlock(&ctx->lock);
+	kfree(map);
+	return ret;
+}
+
+/* kref release, entered with bo->maps_lock held (kref_put_mutex). */
+static void npu_bo_map_release(struct kref *ref)
+{
+	struct npu_bo_map *map = container_of(ref, struct npu_bo_map, ref);
+	struct npu_bo *bo = map->bo;
+	struct npu_ctx *ctx = map->ctx;
+	int idx;
+
+	list_del(&map->link);
+	mutex_unlock(&bo->maps_lock);
+
+	mutex_lock(&ctx->lock);
+	/* Clear the entries, and have the device forget them, before the
+	 * range can be handed out again. A gone device caches nothing. */
+	if (drm_dev_enter(&ctx->ndev->drm, &idx)) {
+		npu_mmu_unmap(ctx, map->va.start, map->va.size, bo->page_size);
+		npu_mmu_invalidate(ctx);
+		drm_dev_exit(idx);
+	}
+	drm_mm_remove_node(&map->va);
+	mutex_unlock(&ctx->lock);
+	npu_ctx_put(ctx);
+	kfree(map);
+}
+
+static void npu_bo_map_put(struct npu_bo_map *map)
+{
+	kref_put_mutex(&map->ref, npu_bo_map_release, &map->bo->maps_lock);
+}
+
+static int npu_bo_open(struct drm_gem_object *obj, struct drm_file *file)
+{
+	struct npu_bo *bo = to_npu_bo(obj);
+	struct npu_ctx *ctx = file->driver_priv;
+	struct npu_bo_map *map;
+	int ret = 0, idx;
+
+	if (!drm_dev_enter(obj->dev, &idx))
+		return -ENODEV;
+	mutex_lock(&bo->maps_lock);
+	map = npu_bo_find_map(bo, ctx);
+	if (map)
+		kref_get(&map->ref);
+	else
+		ret = npu_bo_map_create(bo, ctx);
+	mutex_unlock(&bo->maps_lock);
+	drm_dev_exit(idx);
+	return ret;
+}
+
+static void npu_bo_close(struct drm_gem_object *obj, struct drm_file *file)
+{
+	struct npu_bo *bo = to_npu_bo(obj);
+	struct npu_bo_map *map;
+
+	mutex_lock(&bo->maps_lock);
+	map = npu_bo_find_map(bo, file->driver_priv);
+	mutex_unlock(&bo->maps_lock);
+	/* The handle being closed holds a reference: map cannot be NULL. */
+	if (!WARN_ON(!map))
+		npu_bo_map_put(map);
+}
+
+static void npu_bo_free(struct drm_gem_object *obj)
+{
+	struct npu_bo *bo = to_npu_bo(obj);
+
+	WARN_ON(!list_empty(&bo->maps));
+	npu_hbm_free(to_npu_device(obj->dev), bo->owner, NPU_MEM_REGION_HBM, &bo->hbm);
+	npu_ctx_put(bo->owner);
+	mutex_destroy(&bo->maps_lock);
+	drm_gem_object_release(obj);
+	kfree(bo);
+}
+
+static int npu_bo_mmap(struct drm_gem_object *obj, struct vm_area_struct *vma)
+{
+	struct npu_device *ndev = to_npu_device(obj->dev);
+	phys_addr_t phys = ndev->hbm_phys + to_npu_bo(obj)->hbm.start;
+
+	/*
+	 * The DRM core found the buffer by its exact mmap offset and checked
+	 * the length against its size, so the mapping starts at its start.
+	 */
+	npu_vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
+	vma->vm_page_prot = pgprot_writecombine(vm_get_page_prot(vma->vm_flags));
+	return io_remap_pfn_range(vma, vma->vm_start, phys >> PAGE_SHIFT,
+				  vma->vm_end - vma->vm_start, vma->vm_page_prot);
+}
+
+static const struct vm_operations_struct npu_bo_vm_ops = {
+	.open = drm_gem_vm_open,
+	.close = drm_gem_vm_close,
+};
+
+static const struct drm_gem_object_funcs npu_bo_funcs = {
+	.free = npu_bo_free,
+	.open = npu_bo_open,
+	.close = npu_bo_close,
+	.mmap = npu_bo_mmap,
+	.vm_ops = &npu_bo_vm_ops,
+};
+
+/* The VA of `bo` in `ctx`, or 0 if it has none there. */
+static u64 npu_bo_va(struct npu_bo *bo, struct npu_ctx *ctx)
+{
+	struct npu_bo_map *map;
+	u64 va;
+
+	mutex_lock(&bo->maps_lock);
+	map = npu_bo_find_map(bo, ctx);
+	va = map ? map->va.start : 0;
+	mutex_unlock(&bo->maps_lock);
+	return va;
+}
+
+int npu_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct npu_device *ndev = to_npu_device(drm);
+	struct npu_ctx *ctx = file->driver_priv;
+	struct drm_npu_bo_create *args = data;
+	u64 scrub[4] = { 0 };
+	struct npu_bo *bo;
+	u32 handle;
+	int ret, idx;
+
+	if (!args->size || args->flags ||
+	    args->page_policy > NPU_BO_PAGE_NORMAL_ONLY)
+		return -EINVAL;
+	/* Also keeps the rounding below from overflowing. */
+	if (args->size > ndev->fw.hbm_size - ndev->fw.fw_reserved)
+		return -ENOMEM;
+	if (!drm_dev_enter(drm, &idx))
+		return -ENODEV;
+
+	bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	if (!bo) {
+		ret = -ENOMEM;
+		goto out_exit;
+	}
+	ret = npu_bo_place(ndev, ctx, bo, args->size, args->page_policy);
+	if (ret) {
+		kfree(bo);
+		goto out_exit;
+	}
+	/* From here on the free callback undoes whatever was done. */
+	bo->owner = npu_ctx_get(ctx);
+	bo->flags = args->flags;
+	mutex_init(&bo->maps_lock);
+	INIT_LIST_HEAD(&bo->maps);
+	bo->base.funcs = &npu_bo_funcs;
+	drm_gem_private_object_init(drm, &bo->base, bo->hbm.size);
+
+	/* No context may see what an earlier one left: the device scrubs. */
+	scrub[0] = bo->hbm.start;
+	scrub[1] = bo->hbm.size;
+	ret = npu_ipc_send(ndev, NPU_FW_CMD_SCRUB, scrub, NULL);
+	if (!ret)
+		ret = drm_gem_create_mmap_offset(&bo->base);
+	if (!ret)
+		ret = drm_gem_handle_create(file, &bo->base, &handle);
+	if (!ret) {
+		args->handle = handle;
+		args->page_size = bo->page_size;
+		args->device_va = npu_bo_va(bo, ctx);
+		args->size = bo->base.size;
+	}
+	/* The handle, if any, holds the buffer now. */
+	drm_gem_object_put(&bo->base);
+out_exit:
+	drm_dev_exit(idx);
+	return ret;
+}
+
+int npu_ioctl_bo_info(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct drm_npu_bo_info *args = data;
+	struct drm_gem_object *obj;
+	struct npu_bo *bo;
+
+	if (args->pad)
+		return -EINVAL;
+	obj = drm_gem_object_lookup(file, args->handle);
+	if (!obj)
+		return -ENOENT;
+	bo = to_npu_bo(obj);
+	args->mmap_offset = drm_vma_node_offset_addr(&obj->vma_node);
+	args->device_va = npu_bo_va(bo, file->driver_priv);
+	args->size = obj->size;
+	args->flags = bo->flags;
+	args->page_size = bo->page_size;
+	drm_gem_object_put(obj);
+	return 0;
+}
+
+int npu_ioctl_get_mem_usage(struct drm_device *drm, void *data,
+			    struct drm_file *file)
+{
+	struct npu_device *ndev = to_npu_device(drm);
+	struct npu_ctx *ctx = file->driver_priv;
+	struct drm_npu_mem_usage *args = data;
+	int r;
+
+	if (args->flags || args->pad)
+		return -EINVAL;
+	mutex_lock(&ndev->hbm_lock);
+	for (r = 0; r < NPU_MEM_REGION_COUNT; r++) {
+		args->ctx_current[r] = ctx->mem[r].current_bytes;
+		args->ctx_peak[r] = ctx->mem[r].peak_bytes;
+		args->dev_current[r] = ndev->mem[r].current_bytes;
+		args->dev_peak[r] = ndev->mem[r].peak_bytes;
+	}
+	mutex_unlock(&ndev->hbm_lock);
+	return 0;
+}

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The device MMU and memory commands of the firmware-sim core, in-process.
+ * The test writes page tables into "HBM" in the format of npu_fw_if.h, as
+ * npu.ko does, and checks what the device makes of them.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kselftest_harness.h"
+#include "npu_dev.h"
+
+#define HBM_SIZE	(16ull << 20)
+#define PT_POOL		(1ull << 20)	/* tables are carved from here up */
+#define NPU_VA_TEST_BASE (1ull << 32)
+
+FIXTURE(mmu) {
+	struct npu_dev dev;
+	uint8_t *hbm;
+	uint64_t next_table;
+	uint64_t root;
+};
+
+static uint64_t table_alloc(FIXTURE_DATA(mmu) *self)
+{
+	uint64_t t = self->next_table;
+
+	self->next_table += NPU_PT_SIZE;
+	memset(self->hbm + t, 0, NPU_PT_SIZE);
+	return t;
+}
+
+/* Map one page like the driver: create tables on the way, write the leaf. */
+static void map(FIXTURE_DATA(mmu) *self, uint64_t root, uint64_t va,
+		uint64_t addr, uint32_t page_size, uint64_t flags)
+{
+	int leaf_level = page_size == (2u << 20) ? 2 : 3;
+	uint64_t table = root;
+
+	for (int level = 0; level < leaf_level; level++) {
+		uint64_t *e = (uint64_t *)(self->hbm + table) + NPU_PT_INDEX(va, level);
+
+		if (!(*e & NPU_PTE_VALID))
+			*e = table_alloc(self) | NPU_PTE_VALID;
+		table = *e & NPU_PTE_ADDR_MASK;
+	}
+	if (leaf_level == 2)
+		flags |= NPU_PTE_HUGE;
+	((uint64_t *)(self->hbm + table))[NPU_PT_INDEX(va, leaf_level)] =
+		addr | flags | NPU_PTE_VALID;
+}
+
+static int xlate(FIXTURE_DATA(mmu) *self, uint32_t ctx, uint64_t root, uint64_t va,
+		 enum npu_access access, uint8_t **ptr, uint64_t *avail)
+{
+	return npu_mmu_translate(&self->dev, ctx, root, va, access, ptr, avail);
+}
+
+FIXTURE_SETUP(mmu)
+{
+	struct npu_dev_config cfg;
+
+	npu_dev_config_default(&cfg);
+	cfg.hbm_size = HBM_SIZE;
+	self->hbm = calloc(1, HBM_SIZE);
+	ASSERT_NE(NULL, self->hbm);
+	npu_dev_init(&self->dev, self->hbm, &cfg, NULL, NULL);
+	self->next_table = PT_POOL;
+	self->root = table_alloc(self);
+}
+
+FIXTURE_TEARDOWN(mmu)
+{
+	free(self->hbm);
+}
+
+TEST_F(mmu, small_page_translates)
+{
+	uint64_t va = NPU_VA_TEST_BASE + 0x5000, avail;
+	uint8_t *p;
+
+	map(self, self->root, va, 0x300000, 4096, NPU_PTE_WRITE);
+	ASSERT_EQ(0, xlate(self, 1, self->root, va + 0x123, NPU_ACCESS_WRITE, &p, &avail));
+	EXPECT_EQ(self->hbm + 0x300123, p);
+	EXPECT_EQ(4096 - 0x123, avail);
+	/* The neighbouring page was never mapped. */
+	EXPECT_EQ(-NPU_FW_EFAULT, xlate(self, 1, self->root, va + 4096, NPU_ACCESS_READ, &p, &avail));
+}
+
+TEST_F(mmu, huge_page_translates)
+{
+	uint64_t va = NPU_VA_TEST_BASE + (6ull << 20), avail;
+	uint8_t *p;
+
+	map(self, self->root, va, 4ull << 20, 2u << 20, NPU_PTE_WRITE);
+	ASSERT_EQ(0, xlate(self, 1, self->root, va + 0x1ffff0, NPU_ACCESS_READ, &p, &avail));
+	EXPECT_EQ(self->hbm + (4ull << 20) + 0x1ffff0, p);
+	EXPECT_EQ(16, avail);
+}
+
+TEST_F(mmu, read_only_page_refuses_writes)
+{
+	uint64_t va = NPU_VA_TEST_BASE, avail;
+	uint8_t *p;
+
+	map(self, self->root, va, 0x300000, 4096, 0);
+	EXPECT_EQ(0, xlate(self, 1, self->root, va, NPU_ACCESS_READ, &p, &avail));
+	EXPECT_EQ(-NPU_FW_EFAULT, xlate(self, 1, self->root, va, NPU_ACCESS_WRITE, &p, &avail));
+}
+
+TEST_F(mmu, bad_entries_fault_instead_of_crashing)
+{
+	uint64_t avail, va = NPU_VA_TEST_BASE;
+	uint8_t *p;
+
+	/* Leaf into the firmware's reserved area. */
+	map(self, self->root, va, 0x1000, 4096, NPU_PTE_WRITE);
+	EXPECT_EQ(-NPU_FW_EFAULT, xlate(self, 1, self->root, va, NPU_ACCESS_READ, &p, &avail));
+	/* Leaf past the end of HBM. */
+	map(self, self->root, va + 4096, HBM_SIZE, 4096, NPU_PTE_WRITE);
+	EXPECT_EQ(-NPU_FW_EFAULT, xlate(self, 1, self->root, va + 4096, NPU_ACCESS_READ, &p, &avail));
+	/* A huge leaf whose 2 MiB run past the end. */
+	map(self, self->root, va + (2ull << 20), HBM_SIZE - 4096, 2u << 20, 0);
+	EXPECT_EQ(-NPU_FW_EFAULT, xlate(self, 1, self->root, va + (2ull << 20), NPU_ACCESS_READ, &p, &avail));
+	/* A root table outside HBM, and an address beyond 48 bits. */
+	EXPECT_EQ(-NPU_FW_EFAULT, xlate(self, 1, HBM_SIZE + 4096, va, NPU_ACCESS_READ, &p, &avail));
+	EXPECT_EQ(-NPU_FW_EFAULT, xlate(self, 1, self->root, 1ull << 48, NPU_ACCESS_READ, &p, &avail));
+}
+
+TEST_F(mmu, host_memory_through_sysmem_entries)
+{
+	static uint8_t host[64 << 10];
+	uint64_t va = NPU_VA_TEST_BASE, avail;
+	uint8_t *p;
+
+	map(self, self->root, va, 0x2000, 4096, NPU_PTE_WRITE | NPU_PTE_SYSMEM);
+	/* No host memory attached yet: nothing to reach. */
+	EXPECT_EQ(-NPU_FW_EFAULT, xlate(self, 1, self->root, va, NPU_ACCESS_READ, &p, &avail));
+	npu_dev_attach_host_mem(&self->dev, host, sizeof(host));
+	npu_mmu_invalidate(&self->dev, 0);
+	ASSERT_EQ(0, xlate(self, 1, self->root, va + 8, NPU_ACCESS_WRITE, &p, &avail));
+	EXPECT_EQ(host + 0x2008, p);
+	map(self, self->root, va + 4096, sizeof(host), 4096, NPU_PTE_SYSMEM);
+	EXPECT_EQ(-NPU_FW_EFAULT, xlate(self, 1, self->root, va + 4096, NPU_ACCESS_READ, &p, &avail));
+}
+
+TEST_F(mmu, tlb_keeps_translations_until_invalidated)
+{
+	uint64_t va = NPU_VA_TEST_BASE, avail;
+	uint8_t *p;
+
+	map(self, self->root, va, 0x300000, 4096, NPU_PTE_WRITE);
+	ASSERT_EQ(0, xlate(self, 7, self->root, va, NPU_ACCESS_READ, &p, &avail));
+	/* The host remaps without telling the device: it still sees the old page. */
+	map(self, self->root, va, 0x400000, 4096, NPU_PTE_WRITE);
+	ASSERT_EQ(0, xlate(self, 7, self->root, va, NPU_ACCESS_READ, &p, &avail));
+	EXPECT_EQ(self->hbm + 0x300000, p);
+	npu_mmu_invalidate(&self->dev, 8);	/* another context: no effect */
+	ASSERT_EQ(0, xlate(self, 7, self->root, va, NPU_ACCESS_READ, &p, &avail));
+	EXPECT_EQ(self->hbm + 0x300000, p);
+	npu_mmu_invalidate(&self->dev, 7);
+	ASSERT_EQ(0, xlate(self, 7, self->root, va, NPU_ACCESS_READ, &p, &avail));
+	EXPECT_EQ(self->hbm + 0x400000, p);
+}
+
+TEST_F(mmu, contexts_do_not_share_translations)
+{
+	uint64_t other = table_alloc(self), va = NPU_VA_TEST_BASE, avail;
+	uint8_t *p;
+
+	map(self, self->root, va, 0x300000, 4096, NPU_PTE_WRITE);
+	ASSERT_EQ(0, xlate(self, 1, self->root, va, NPU_ACCESS_READ, &p, &avail));
+	/* Context 2 never mapped va: the cached entry of context 1 is not its. */
+	EXPECT_EQ(-NPU_FW_EFAULT, xlate(self, 2, other, va, NPU_ACCESS_READ, &p, &avail));
+	map(self, other, va, 0x500000, 4096, 0);
+	ASSERT_EQ(0, xlate(self, 2, other, va, NPU_ACCESS_READ, &p, &avail));
+	EXPECT_EQ(self->hbm + 0x500000, p);
+}
+
+static int32_t mbox(struct npu_dev *dev, uint32_t op, uint64_t a0, uint64_t a1)
+{
+	struct npu_fw_mbox *mb = &dev->ctrl->mbox;
+
+	mb->opcode = op;
+	mb->args[0] = a0;
+	mb->args[1] = a1;
+	__atomic_store_n(&mb->seq, mb->seq + 1, __ATOMIC_RELEASE);
+	npu_dev_doorbell(dev, NPU_VEC_MBOX);
+	return mb->status;
+}
+
+TEST_F(mmu, scrub_zeroes_only_host_managed_memory)
+{
+	memset(self->hbm + 0x200000, 0xee, 8192);
+	EXPECT_EQ(0, mbox(&self->dev, NPU_FW_CMD_SCRUB, 0x200000, 4096));
+	EXPECT_EQ(0, self->hbm[0x200000]);
+	EXPECT_EQ(0, self->hbm[0x200fff]);
+	EXPECT_EQ(0xee, self->hbm[0x201000]);
+	EXPECT_EQ(-NPU_FW_EINVAL, mbox(&self->dev, NPU_FW_CMD_SCRUB, 0, 4096));
+	EXPECT_EQ(NPU_FW_MAGIC, self->dev.ctrl->magic);
+	EXPECT_EQ(-NPU_FW_EINVAL, mbox(&self->dev, NPU_FW_CMD_SCRUB, HBM_SIZE - 4096, 8192));
+	EXPECT_EQ(-NPU_FW_EINVAL, mbox(&self->dev, NPU_FW_CMD_SCRUB, 0x200000, ~0ull));
+}
+
+TEST_F(mmu, tlb_invalidate_command)
+{
+	uint64_t va = NPU_VA_TEST_BASE, avail;
+	uint8_t *p;
+
+	map(self, self->root, va, 0x300000, 4096, NPU_PTE_WRITE);
+	ASSERT_EQ(0, xlate(self, 3, self->root, va, NPU_ACCESS_READ, &p, &avail));
+	map(self, self->root, va, 0x600000, 4096, NPU_PTE_WRITE);
+	EXPECT_EQ(0, mbox(&self->dev, NPU_FW_CMD_TLB_INVALIDATE, 3, 0));
+	ASSERT_EQ(0, xlate(self, 3, self->root, va, NPU_ACCESS_READ, &p, &avail));
+	EXPECT_EQ(self->hbm + 0x600000, p);
+}
+
+TEST_HARNESS_MAIN
