@@ -29,7 +29,8 @@ KSFT       := $(O)/kselftest
 
 obj = $(patsubst %.c,$(O)/obj/%.o,$(1))
 
-FWSIM_CORE := firmware-sim/npu_dev.c firmware-sim/npu_mmu.c firmware-sim/ivshmem_server.c
+FWSIM_CORE := firmware-sim/npu_dev.c firmware-sim/npu_engine.c firmware-sim/npu_mmu.c \
+	firmware-sim/ivshmem_server.c
 FWSIM_SRCS := $(FWSIM_CORE) firmware-sim/fwsim.c firmware-sim/main.c
 LIB_SRCS   := $(sort $(wildcard userspace/lib/*.c))
 TOOLS      := $(patsubst userspace/tools/%.c,$(O)/bin/%,$(wildcard userspace/tools/*.c))
@@ -55,7 +56,7 @@ $(O)/obj/firmware-sim/%.o: firmware-sim/%.c
 
 $(O)/bin/npu-fwsim: $(call obj,$(FWSIM_SRCS))
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -lpthread -o $@
 
 # One set of PIC objects serves both the shared and the static library.
 $(O)/obj/userspace/lib/%.o: userspace/lib/%.c

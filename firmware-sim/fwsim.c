@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -34,6 +35,7 @@ struct fwsim {
 	int shm_fd, sig_fd, timer_fd, ep_fd;
 	void *guest_ram;
 	size_t guest_ram_size;
+	bool dev_ready;
 };
 
 static void logmsg(const char *fmt, ...)
@@ -160,6 +162,15 @@ static int setup(struct fwsim *fs)
 	sigset_t mask;
 	int err;
 
+	/* Before any thread exists: threads inherit the mask, and these
+	 * signals must only ever arrive through the signalfd. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
 	fs->shm_fd = memfd_create("npu-hbm", MFD_CLOEXEC);
 	if (fs->shm_fd < 0 || ftruncate(fs->shm_fd, (off_t)o->cfg.hbm_size) < 0) {
 		logmsg("cannot create %llu bytes of HBM: %s",
@@ -174,13 +185,13 @@ static int setup(struct fwsim *fs)
 		return -1;
 	}
 	npu_dev_init(&fs->dev, fs->hbm, &o->cfg, &fwsim_dev_ops, fs);
+	fs->dev_ready = true;
+	err = npu_dev_start_engine(&fs->dev);
+	if (err) {
+		logmsg("cannot start the task engine: %s", strerror(err));
+		return -1;
+	}
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
 	fs->sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
 	fs->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -217,8 +228,10 @@ static int setup(struct fwsim *fs)
 
 static void teardown(struct fwsim *fs)
 {
-	if (fs->hbm)
+	if (fs->dev_ready) {
 		npu_dev_halt(&fs->dev);
+		npu_dev_fini(&fs->dev);
+	}
 	if (fs->srv.listen_fd >= 0)
 		ivs_server_close(&fs->srv);
 	unmap_guest_ram(fs);

@@ -9,6 +9,7 @@
  * visible once it is.
  */
 #include "npu_dev.h"
+#include "npu_engine.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -18,6 +19,12 @@ _Static_assert(sizeof(struct npu_fw_ctrl) <= NPU_FW_RESERVED_SIZE,
 	       "control block must fit the reserved area");
 _Static_assert(offsetof(struct npu_fw_ctrl, mbox) % 8 == 0,
 	       "mailbox must be 8-byte aligned");
+_Static_assert(sizeof(struct npu_fw_ctrl) <= NPU_FW_QUEUE_TABLE,
+	       "control block must end before the queue table");
+_Static_assert(NPU_FW_QUEUE_TABLE + NPU_FW_MAX_QUEUES * sizeof(struct npu_fw_queue) <=
+	       NPU_FW_RESERVED_SIZE, "queue table must fit the reserved area");
+_Static_assert(sizeof(struct npu_fw_queue) == 64 && sizeof(struct npu_fw_task) == 64,
+	       "queue slots and tasks are 64 bytes");
 
 #define LOAD_ACQ(p)		__atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define STORE_REL(p, v)		__atomic_store_n((p), (v), __ATOMIC_RELEASE)
@@ -69,6 +76,7 @@ void npu_dev_reset(struct npu_dev *dev)
 {
 	struct npu_fw_ctrl *c = dev->ctrl;
 
+	pthread_mutex_lock(&dev->lock);
 	/* Hide the device while the block is rewritten. */
 	STORE_REL(&c->state, NPU_FW_STATE_BOOTING);
 	memset((uint8_t *)c + sizeof(c->magic), 0,
@@ -90,6 +98,7 @@ void npu_dev_reset(struct npu_dev *dev)
 
 	STORE_REL(&c->magic, NPU_FW_MAGIC);
 	STORE_REL(&c->state, NPU_FW_STATE_READY);
+	pthread_mutex_unlock(&dev->lock);
 }
 
 void npu_dev_init(struct npu_dev *dev, void *hbm,
@@ -102,7 +111,74 @@ void npu_dev_init(struct npu_dev *dev, void *hbm,
 	dev->cfg = *cfg;
 	dev->ops = ops;
 	dev->opaque = opaque;
+	pthread_mutex_init(&dev->lock, NULL);
+	pthread_cond_init(&dev->work, NULL);
 	npu_dev_reset(dev);
+}
+
+void npu_dev_fini(struct npu_dev *dev)
+{
+	npu_dev_stop_engine(dev);
+	pthread_cond_destroy(&dev->work);
+	pthread_mutex_destroy(&dev->lock);
+}
+
+static void *engine_main(void *arg)
+{
+	struct npu_dev *dev = arg;
+
+	pthread_mutex_lock(&dev->lock);
+	while (!dev->engine_stop) {
+		if (!dev->work_pending) {
+			pthread_cond_wait(&dev->work, &dev->lock);
+			continue;
+		}
+		dev->work_pending = false;
+		/* One task per queue per step; mailbox commands get the lock
+		 * between steps. Work rung meanwhile is picked up by the loop. */
+		while (!dev->engine_stop && npu_engine_step(dev)) {
+			pthread_mutex_unlock(&dev->lock);
+			pthread_mutex_lock(&dev->lock);
+		}
+	}
+	pthread_mutex_unlock(&dev->lock);
+	return NULL;
+}
+
+int npu_dev_start_engine(struct npu_dev *dev)
+{
+	int err;
+
+	dev->engine_stop = false;
+	err = pthread_create(&dev->engine, NULL, engine_main, dev);
+	if (!err)
+		dev->engine_running = true;
+	return err;
+}
+
+void npu_dev_stop_engine(struct npu_dev *dev)
+{
+	if (!dev->engine_running)
+		return;
+	pthread_mutex_lock(&dev->lock);
+	dev->engine_stop = true;
+	pthread_cond_signal(&dev->work);
+	pthread_mutex_unlock(&dev->lock);
+	pthread_join(dev->engine, NULL);
+	dev->engine_running = false;
+}
+
+static void queue_doorbell(struct npu_dev *dev)
+{
+	pthread_mutex_lock(&dev->lock);
+	if (dev->engine_running) {
+		dev->work_pending = true;
+		pthread_cond_signal(&dev->work);
+	} else {
+		while (npu_engine_step(dev))
+			;
+	}
+	pthread_mutex_unlock(&dev->lock);
 }
 
 void npu_dev_log_error(struct npu_dev *dev, uint32_t code, uint32_t context,
@@ -132,6 +208,10 @@ static int32_t mbox_exec(struct npu_dev *dev, struct npu_fw_mbox *mb)
 	case NPU_FW_CMD_TLB_INVALIDATE:
 		npu_mmu_invalidate(dev, (uint32_t)mb->args[0]);
 		return NPU_FW_OK;
+	case NPU_FW_CMD_QUEUE_START:
+		return npu_engine_queue_start(dev, mb->args[0]);
+	case NPU_FW_CMD_QUEUE_STOP:
+		return npu_engine_queue_stop(dev, mb->args[0]);
 	case NPU_FW_CMD_SCRUB: {
 		uint64_t off = mb->args[0], len = mb->args[1];
 
@@ -160,10 +240,12 @@ static void mbox_doorbell(struct npu_dev *dev)
 	dev->mbox_seen = seq;
 
 	memset(mb->result, 0, sizeof(mb->result));
+	pthread_mutex_lock(&dev->lock);
 	if (LOAD_ACQ(&dev->ctrl->state) != NPU_FW_STATE_READY)
 		status = -NPU_FW_EHALTED;
 	else
 		status = mbox_exec(dev, mb);
+	pthread_mutex_unlock(&dev->lock);
 	mb->status = status;
 	STORE_REL(&mb->done_seq, seq);
 	raise_irq(dev, NPU_VEC_MBOX);
@@ -175,8 +257,10 @@ void npu_dev_doorbell(struct npu_dev *dev, unsigned int vector)
 	case NPU_VEC_MBOX:
 		mbox_doorbell(dev);
 		break;
+	case NPU_VEC_QUEUE:
+		queue_doorbell(dev);
+		break;
 	default:
-		/* Queues arrive with the task scheduler; nothing to do yet. */
 		break;
 	}
 }
@@ -195,6 +279,9 @@ void npu_dev_halt(struct npu_dev *dev)
 
 void npu_dev_attach_host_mem(struct npu_dev *dev, void *mem, size_t size)
 {
+	pthread_mutex_lock(&dev->lock);
 	dev->host_mem = mem;
 	dev->host_mem_size = mem ? size : 0;
+	npu_mmu_invalidate(dev, 0);
+	pthread_mutex_unlock(&dev->lock);
 }

@@ -11,6 +11,8 @@
 #ifndef NPU_DEV_H
 #define NPU_DEV_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,6 +48,18 @@ struct npu_dev {
 	void *host_mem;			/* host RAM the device may DMA to */
 	size_t host_mem_size;
 	struct npu_mmu mmu;
+
+	/*
+	 * lock serialises everything that touches queues, the TLB or the
+	 * mailbox: the engine (one task at a time) against mailbox commands.
+	 * Without an engine thread, queue doorbells run the engine inline.
+	 */
+	pthread_mutex_t lock;
+	pthread_cond_t work;
+	pthread_t engine;
+	bool engine_running;
+	bool engine_stop;
+	bool work_pending;
 };
 
 /* Default configuration, as npu-fwsim starts without options. */
@@ -71,6 +85,17 @@ void npu_dev_reset(struct npu_dev *dev);
 
 /* The host rang doorbell `vector`. */
 void npu_dev_doorbell(struct npu_dev *dev, unsigned int vector);
+
+/*
+ * Run queues on a thread of their own (npu-fwsim), so a long copy does not
+ * hold up the mailbox loop. Without it, queue doorbells run the engine
+ * before returning (unit tests). Returns 0 or an errno.
+ */
+int npu_dev_start_engine(struct npu_dev *dev);
+void npu_dev_stop_engine(struct npu_dev *dev);
+
+/* Free what npu_dev_init() set up (the device must be stopped). */
+void npu_dev_fini(struct npu_dev *dev);
 
 /* One heartbeat period passed. */
 void npu_dev_heartbeat(struct npu_dev *dev);

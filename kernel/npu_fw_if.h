@@ -77,6 +77,14 @@ enum npu_fw_cmd {
 	NPU_FW_CMD_SCRUB = 2,
 	/* Drop cached translations of context args[0] (0: all contexts). */
 	NPU_FW_CMD_TLB_INVALIDATE = 3,
+	/*
+	 * Start queue args[0]: the host has filled its slot (ring, context,
+	 * page-table root) with tail = 0. The device checks the slot, resets
+	 * head and done_seq to 0 and sets the state RUNNING.
+	 */
+	NPU_FW_CMD_QUEUE_START = 4,
+	/* Stop queue args[0]; once answered the device no longer touches it. */
+	NPU_FW_CMD_QUEUE_STOP = 5,
 };
 
 /* Mailbox and error-log status codes (negative in npu_fw_mbox.status). */
@@ -148,6 +156,61 @@ struct npu_fw_errlog {
 #define NPU_PTE_ADDR_MASK	0x000ffffffffff000ull
 /* Index of `va` in a table of `level` (0 = root). */
 #define NPU_PT_INDEX(va, level)	(((va) >> (39 - 9 * (level))) & (NPU_PT_ENTRIES - 1))
+
+/*
+ * Task queues.
+ *
+ * A queue is a ring of 64-byte tasks in HBM plus a slot in the queue
+ * table (in the reserved area, at NPU_FW_QUEUE_TABLE). The host writes
+ * tasks at tail, then tail, then rings NPU_VEC_QUEUE; the device runs
+ * them in order from head. A FENCE task sets done_seq and raises
+ * NPU_VEC_QUEUE, which is how the host learns of completions.
+ *
+ * If a task faults (MMU) or is malformed, the device stops that queue in
+ * state FAULTED with head at the task and the error fields filled, logs
+ * it in the error log and raises NPU_VEC_QUEUE. Other queues go on.
+ */
+#define NPU_FW_QUEUE_TABLE	0x2000
+#define NPU_FW_MAX_QUEUES	256
+#define NPU_FW_RING_MAX		65536
+
+enum npu_fw_queue_state {
+	NPU_QUEUE_STOPPED = 0,
+	NPU_QUEUE_RUNNING = 1,
+	NPU_QUEUE_FAULTED = 2,
+};
+
+struct npu_fw_queue {
+	/* host, while the queue is stopped */
+	__u64 ring_offset;	/* HBM offset of the ring */
+	__u32 ring_entries;	/* a power of two, <= NPU_FW_RING_MAX */
+	__u32 context;		/* context id, != 0 */
+	__u64 pt_root;		/* HBM offset of the context's root table */
+	/* host -> device */
+	__u32 tail;		/* free-running; slot = tail % ring_entries */
+	__u32 pad0;
+	/* device -> host */
+	__u32 head;		/* free-running: the next task to run */
+	__u32 state;		/* enum npu_fw_queue_state */
+	__u64 done_seq;		/* seq of the last FENCE executed */
+	__u32 error;		/* enum npu_fw_status, when FAULTED */
+	__u32 error_access;	/* 0 read, 1 write */
+	__u64 error_address;	/* faulting device VA */
+};
+
+enum npu_fw_task_type {
+	NPU_FW_TASK_NOP = 0,
+	NPU_FW_TASK_COPY = 1,	/* args: dst VA, src VA, bytes */
+	NPU_FW_TASK_FILL = 2,	/* args: dst VA, bytes (multiple of 4), u32 pattern */
+	NPU_FW_TASK_FENCE = 3,	/* args: seq; done_seq = seq, raise NPU_VEC_QUEUE */
+};
+
+struct npu_fw_task {
+	__u16 type;
+	__u16 flags;
+	__u32 pad;
+	__u64 args[7];
+};
 
 /* Capability bits in npu_fw_ctrl.caps. None defined in interface 1.0. */
 

@@ -48,6 +48,7 @@ FIXTURE_SETUP(core)
 
 FIXTURE_TEARDOWN(core)
 {
+	npu_dev_fini(&self->dev);
 	free(self->hbm);
 }
 

@@ -8,46 +8,23 @@
 #include <string.h>
 
 #include "kselftest_harness.h"
-#include "npu_dev.h"
+#include "fwsim_test_util.h"
 
 #define HBM_SIZE	(16ull << 20)
 #define PT_POOL		(1ull << 20)	/* tables are carved from here up */
-#define NPU_VA_TEST_BASE (1ull << 32)
+#define NPU_VA_TEST_BASE TEST_VA_BASE
 
 FIXTURE(mmu) {
 	struct npu_dev dev;
 	uint8_t *hbm;
-	uint64_t next_table;
+	struct pt_pool pool;
 	uint64_t root;
 };
 
-static uint64_t table_alloc(FIXTURE_DATA(mmu) *self)
-{
-	uint64_t t = self->next_table;
-
-	self->next_table += NPU_PT_SIZE;
-	memset(self->hbm + t, 0, NPU_PT_SIZE);
-	return t;
-}
-
-/* Map one page like the driver: create tables on the way, write the leaf. */
 static void map(FIXTURE_DATA(mmu) *self, uint64_t root, uint64_t va,
 		uint64_t addr, uint32_t page_size, uint64_t flags)
 {
-	int leaf_level = page_size == (2u << 20) ? 2 : 3;
-	uint64_t table = root;
-
-	for (int level = 0; level < leaf_level; level++) {
-		uint64_t *e = (uint64_t *)(self->hbm + table) + NPU_PT_INDEX(va, level);
-
-		if (!(*e & NPU_PTE_VALID))
-			*e = table_alloc(self) | NPU_PTE_VALID;
-		table = *e & NPU_PTE_ADDR_MASK;
-	}
-	if (leaf_level == 2)
-		flags |= NPU_PTE_HUGE;
-	((uint64_t *)(self->hbm + table))[NPU_PT_INDEX(va, leaf_level)] =
-		addr | flags | NPU_PTE_VALID;
+	pt_map(&self->pool, root, va, addr, page_size, flags);
 }
 
 static int xlate(FIXTURE_DATA(mmu) *self, uint32_t ctx, uint64_t root, uint64_t va,
@@ -65,12 +42,14 @@ FIXTURE_SETUP(mmu)
 	self->hbm = calloc(1, HBM_SIZE);
 	ASSERT_NE(NULL, self->hbm);
 	npu_dev_init(&self->dev, self->hbm, &cfg, NULL, NULL);
-	self->next_table = PT_POOL;
-	self->root = table_alloc(self);
+	self->pool.hbm = self->hbm;
+	self->pool.next = PT_POOL;
+	self->root = pt_alloc(&self->pool);
 }
 
 FIXTURE_TEARDOWN(mmu)
 {
+	npu_dev_fini(&self->dev);
 	free(self->hbm);
 }
 
@@ -165,7 +144,7 @@ TEST_F(mmu, tlb_keeps_translations_until_invalidated)
 
 TEST_F(mmu, contexts_do_not_share_translations)
 {
-	uint64_t other = table_alloc(self), va = NPU_VA_TEST_BASE, avail;
+	uint64_t other = pt_alloc(&self->pool), va = NPU_VA_TEST_BASE, avail;
 	uint8_t *p;
 
 	map(self, self->root, va, 0x300000, 4096, NPU_PTE_WRITE);
@@ -177,29 +156,17 @@ TEST_F(mmu, contexts_do_not_share_translations)
 	EXPECT_EQ(self->hbm + 0x500000, p);
 }
 
-static int32_t mbox(struct npu_dev *dev, uint32_t op, uint64_t a0, uint64_t a1)
-{
-	struct npu_fw_mbox *mb = &dev->ctrl->mbox;
-
-	mb->opcode = op;
-	mb->args[0] = a0;
-	mb->args[1] = a1;
-	__atomic_store_n(&mb->seq, mb->seq + 1, __ATOMIC_RELEASE);
-	npu_dev_doorbell(dev, NPU_VEC_MBOX);
-	return mb->status;
-}
-
 TEST_F(mmu, scrub_zeroes_only_host_managed_memory)
 {
 	memset(self->hbm + 0x200000, 0xee, 8192);
-	EXPECT_EQ(0, mbox(&self->dev, NPU_FW_CMD_SCRUB, 0x200000, 4096));
+	EXPECT_EQ(0, mbox_cmd(&self->dev, NPU_FW_CMD_SCRUB, 0x200000, 4096));
 	EXPECT_EQ(0, self->hbm[0x200000]);
 	EXPECT_EQ(0, self->hbm[0x200fff]);
 	EXPECT_EQ(0xee, self->hbm[0x201000]);
-	EXPECT_EQ(-NPU_FW_EINVAL, mbox(&self->dev, NPU_FW_CMD_SCRUB, 0, 4096));
+	EXPECT_EQ(-NPU_FW_EINVAL, mbox_cmd(&self->dev, NPU_FW_CMD_SCRUB, 0, 4096));
 	EXPECT_EQ(NPU_FW_MAGIC, self->dev.ctrl->magic);
-	EXPECT_EQ(-NPU_FW_EINVAL, mbox(&self->dev, NPU_FW_CMD_SCRUB, HBM_SIZE - 4096, 8192));
-	EXPECT_EQ(-NPU_FW_EINVAL, mbox(&self->dev, NPU_FW_CMD_SCRUB, 0x200000, ~0ull));
+	EXPECT_EQ(-NPU_FW_EINVAL, mbox_cmd(&self->dev, NPU_FW_CMD_SCRUB, HBM_SIZE - 4096, 8192));
+	EXPECT_EQ(-NPU_FW_EINVAL, mbox_cmd(&self->dev, NPU_FW_CMD_SCRUB, 0x200000, ~0ull));
 }
 
 TEST_F(mmu, tlb_invalidate_command)
@@ -210,7 +177,7 @@ TEST_F(mmu, tlb_invalidate_command)
 	map(self, self->root, va, 0x300000, 4096, NPU_PTE_WRITE);
 	ASSERT_EQ(0, xlate(self, 3, self->root, va, NPU_ACCESS_READ, &p, &avail));
 	map(self, self->root, va, 0x600000, 4096, NPU_PTE_WRITE);
-	EXPECT_EQ(0, mbox(&self->dev, NPU_FW_CMD_TLB_INVALIDATE, 3, 0));
+	EXPECT_EQ(0, mbox_cmd(&self->dev, NPU_FW_CMD_TLB_INVALIDATE, 3, 0));
 	ASSERT_EQ(0, xlate(self, 3, self->root, va, NPU_ACCESS_READ, &p, &avail));
 	EXPECT_EQ(self->hbm + 0x600000, p);
 }

@@ -38,6 +38,8 @@ extern "C" {
 #define DRM_NPU_BO_CREATE		0x01
 #define DRM_NPU_BO_INFO			0x02
 #define DRM_NPU_GET_MEM_USAGE		0x03
+#define DRM_NPU_SUBMIT			0x04
+#define DRM_NPU_WAIT			0x05
 
 #define DRM_IOCTL_NPU_GET_PARAM \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_GET_PARAM, struct drm_npu_get_param)
@@ -47,6 +49,10 @@ extern "C" {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_BO_INFO, struct drm_npu_bo_info)
 #define DRM_IOCTL_NPU_GET_MEM_USAGE \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_GET_MEM_USAGE, struct drm_npu_mem_usage)
+#define DRM_IOCTL_NPU_SUBMIT \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_SUBMIT, struct drm_npu_submit)
+#define DRM_IOCTL_NPU_WAIT \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_WAIT, struct drm_npu_wait)
 
 /* Parameters readable with DRM_IOCTL_NPU_GET_PARAM. */
 enum drm_npu_param {
@@ -162,7 +168,8 @@ enum drm_npu_mem_region {
 	NPU_MEM_REGION_HBM = 0,		/* buffer objects in HBM */
 	NPU_MEM_REGION_HOST = 1,	/* host memory registered for DMA */
 	NPU_MEM_REGION_PAGE_TABLES = 2,	/* device page tables, in HBM */
-	NPU_MEM_REGION_COUNT = 4,	/* array slots; unused ones read 0 */
+	NPU_MEM_REGION_QUEUES = 3,	/* task rings, in HBM */
+	NPU_MEM_REGION_COUNT = 4,
 };
 
 /**
@@ -181,6 +188,89 @@ struct drm_npu_mem_usage {
 	__u64 ctx_peak[NPU_MEM_REGION_COUNT];
 	__u64 dev_current[NPU_MEM_REGION_COUNT];
 	__u64 dev_peak[NPU_MEM_REGION_COUNT];
+};
+
+/*
+ * Device work. Each context has a queue (created on its first submit)
+ * whose tasks the device runs in order.
+ */
+enum drm_npu_task_type {
+	NPU_TASK_NOP = 0,
+	/* args[0] dst VA, args[1] src VA, args[2] bytes (> 0) */
+	NPU_TASK_COPY = 1,
+	/* args[0] dst VA, args[1] bytes (> 0, multiple of 4),
+	 * args[2] 32-bit pattern (upper bits zero) */
+	NPU_TASK_FILL = 2,
+};
+
+/**
+ * struct drm_npu_task - one task
+ * @type: an enum drm_npu_task_type
+ * @flags: must be zero
+ * @pad: must be zero
+ * @args: per type; arguments a type does not use must be zero
+ *
+ * Addresses are device VAs of this context: buffers, registered host
+ * memory. An address the context did not map faults on the device.
+ */
+struct drm_npu_task {
+	__u16 type;
+	__u16 flags;
+	__u32 pad;
+	__u64 args[7];
+};
+
+#define NPU_SUBMIT_MAX_TASKS	256
+
+/**
+ * struct drm_npu_submit - queue a batch of tasks
+ * @tasks: in, pointer to @count struct drm_npu_task
+ * @count: in, 1..NPU_SUBMIT_MAX_TASKS
+ * @flags: in, must be zero
+ * @seq: out, the batch's sequence number on this context's queue
+ *
+ * Buffers the tasks touch stay alive until the batch completes, even if
+ * they are closed. Blocks while the queue is full.
+ *
+ * Errors: -EINVAL malformed tasks (nothing is queued); -EFAULT bad
+ * @tasks; -EIO the context faulted earlier and takes no more work;
+ * -EBUSY no hardware queue is free; -ENOMEM.
+ */
+struct drm_npu_submit {
+	__u64 tasks;
+	__u32 count;
+	__u32 flags;
+	__u64 seq;
+};
+
+enum drm_npu_job_status {
+	NPU_JOB_DONE = 0,
+	NPU_JOB_FAULT = 1,		/* MMU fault: see fault_* */
+	NPU_JOB_INVALID = 2,		/* the device rejected a task */
+};
+
+/**
+ * struct drm_npu_wait - wait for a batch
+ * @seq: in, from drm_npu_submit
+ * @timeout_ns: in, relative; 0 polls; negative waits without limit
+ * @status: out, an enum drm_npu_job_status
+ * @error_task: out, for a failed batch the index of the task that failed
+ * @fault_address: out, for NPU_JOB_FAULT the device VA
+ * @fault_access: out, 0 read, 1 write
+ * @pad: must be zero
+ *
+ * Returns 0 when the batch completed, -EIO when it (or an earlier one)
+ * failed, with the out fields saying how, -ETIMEDOUT when it did not
+ * finish in time, -EINVAL for a @seq never handed out, -EINTR.
+ */
+struct drm_npu_wait {
+	__u64 seq;
+	__s64 timeout_ns;
+	__u32 status;
+	__u32 error_task;
+	__u64 fault_address;
+	__u32 fault_access;
+	__u32 pad;
 };
 
 #if defined(__cplusplus)

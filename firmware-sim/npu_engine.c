@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Task engine. Called with dev->lock held (see npu_dev.c).
+ *
+ * The queue slot and the ring are host-written memory: the slot is
+ * checked when the queue starts, and each task is copied out of the ring
+ * and checked before it runs, so a bad task faults its queue and nothing
+ * else.
+ */
+#include "npu_engine.h"
+
+#include <string.h>
+
+#include "npu_dev.h"
+
+#define LOAD_ACQ(p)		__atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define STORE_REL(p, v)		__atomic_store_n((p), (v), __ATOMIC_RELEASE)
+
+struct fault {
+	uint32_t code;
+	uint32_t access;
+	uint64_t address;
+};
+
+static struct npu_fw_queue *slot(struct npu_dev *dev, uint64_t qid)
+{
+	return (struct npu_fw_queue *)(dev->hbm + NPU_FW_QUEUE_TABLE) + qid;
+}
+
+static int in_hbm(struct npu_dev *dev, uint64_t off, uint64_t len)
+{
+	return off >= NPU_FW_RESERVED_SIZE && off <= dev->cfg.hbm_size &&
+	       len <= dev->cfg.hbm_size - off;
+}
+
+int32_t npu_engine_queue_start(struct npu_dev *dev, uint64_t qid)
+{
+	struct npu_fw_queue *q;
+	uint32_t n;
+
+	if (qid >= dev->cfg.num_queues)
+		return -NPU_FW_EINVAL;
+	q = slot(dev, qid);
+	n = q->ring_entries;
+	if (!n || (n & (n - 1)) || n > NPU_FW_RING_MAX || !q->context ||
+	    q->tail != 0 || !in_hbm(dev, q->ring_offset, (uint64_t)n * sizeof(struct npu_fw_task)) ||
+	    !in_hbm(dev, q->pt_root, NPU_PT_SIZE))
+		return -NPU_FW_EINVAL;
+	q->head = 0;
+	q->done_seq = 0;
+	q->error = 0;
+	q->error_access = 0;
+	q->error_address = 0;
+	npu_mmu_invalidate(dev, q->context);
+	STORE_REL(&q->state, NPU_QUEUE_RUNNING);
+	return NPU_FW_OK;
+}
+
+int32_t npu_engine_queue_stop(struct npu_dev *dev, uint64_t qid)
+{
+	if (qid >= dev->cfg.num_queues)
+		return -NPU_FW_EINVAL;
+	STORE_REL(&slot(dev, qid)->state, NPU_QUEUE_STOPPED);
+	return NPU_FW_OK;
+}
+
+static int xlate(struct npu_dev *dev, struct npu_fw_queue *q, uint64_t va,
+		 enum npu_access access, uint8_t **ptr, uint64_t *avail,
+		 struct fault *f)
+{
+	if (!npu_mmu_translate(dev, q->context, q->pt_root, va, access, ptr, avail))
+		return 0;
+	f->code = NPU_FW_EFAULT;
+	f->access = access;
+	f->address = va;
+	return -1;
+}
+
+static int dma_copy(struct npu_dev *dev, struct npu_fw_queue *q, uint64_t dst,
+		    uint64_t src, uint64_t size, struct fault *f)
+{
+	while (size) {
+		uint8_t *s, *d;
+		uint64_t sa, da, n;
+
+		if (xlate(dev, q, src, NPU_ACCESS_READ, &s, &sa, f) ||
+		    xlate(dev, q, dst, NPU_ACCESS_WRITE, &d, &da, f))
+			return -1;
+		n = size < sa ? size : sa;
+		n = n < da ? n : da;
+		memmove(d, s, n);
+		src += n;
+		dst += n;
+		size -= n;
+	}
+	return 0;
+}
+
+static int dma_fill(struct npu_dev *dev, struct npu_fw_queue *q, uint64_t dst,
+		    uint64_t size, uint32_t pattern, struct fault *f)
+{
+	while (size) {
+		uint8_t *d;
+		uint64_t da, n;
+
+		if (xlate(dev, q, dst, NPU_ACCESS_WRITE, &d, &da, f))
+			return -1;
+		n = size < da ? size : da;
+		/* dst and size are multiples of 4, and so is every page. */
+		for (uint64_t i = 0; i < n; i += 4)
+			memcpy(d + i, &pattern, 4);
+		dst += n;
+		size -= n;
+	}
+	return 0;
+}
+
+static void queue_fault(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
+			const struct fault *f)
+{
+	q->error = f->code;
+	q->error_access = f->access;
+	q->error_address = f->address;
+	STORE_REL(&q->state, NPU_QUEUE_FAULTED);
+	npu_dev_log_error(dev, f->code, q->context, f->address,
+			  (qid << 8) | f->access);
+	if (dev->ops && dev->ops->raise_irq)
+		dev->ops->raise_irq(dev->opaque, NPU_VEC_QUEUE);
+}
+
+/* Run the task at head of queue `qid`. */
+static void run_one(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q)
+{
+	uint32_t head = q->head;
+	struct npu_fw_task t;
+	struct fault f = { .code = NPU_FW_EINVAL };
+	int bad = 0;
+
+	memcpy(&t, dev->hbm + q->ring_offset +
+	       (uint64_t)(head & (q->ring_entries - 1)) * sizeof(t), sizeof(t));
+	switch (t.type) {
+	case NPU_FW_TASK_NOP:
+		break;
+	case NPU_FW_TASK_COPY:
+		bad = dma_copy(dev, q, t.args[0], t.args[1], t.args[2], &f);
+		break;
+	case NPU_FW_TASK_FILL:
+		bad = (t.args[0] | t.args[1]) & 3 ? -1 :
+		      dma_fill(dev, q, t.args[0], t.args[1], (uint32_t)t.args[2], &f);
+		break;
+	case NPU_FW_TASK_FENCE:
+		STORE_REL(&q->done_seq, t.args[0]);
+		break;
+	default:
+		bad = -1;
+		break;
+	}
+	if (bad) {
+		queue_fault(dev, qid, q, &f);
+		return;
+	}
+	STORE_REL(&q->head, head + 1);
+	if (t.type == NPU_FW_TASK_FENCE && dev->ops && dev->ops->raise_irq)
+		dev->ops->raise_irq(dev->opaque, NPU_VEC_QUEUE);
+}
+
+bool npu_engine_step(struct npu_dev *dev)
+{
+	bool ran = false;
+
+	for (uint64_t qid = 0; qid < dev->cfg.num_queues; qid++) {
+		struct npu_fw_queue *q = slot(dev, qid);
+
+		if (LOAD_ACQ(&q->state) != NPU_QUEUE_RUNNING ||
+		    q->head == LOAD_ACQ(&q->tail))
+			continue;
+		run_one(dev, qid, q);
+		ran = true;
+	}
+	return ran;
+}

@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The task engine of the firmware-sim core, in-process: queue slots,
+ * rings, copies and fills through the MMU, fences, faults. Doorbells run
+ * the engine inline, except in the test that starts the engine thread.
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "fwsim_test_util.h"
+
+#define HBM_SIZE	(32ull << 20)
+#define RING		(2ull << 20)	/* rings from here */
+#define DATA		(8ull << 20)	/* buffers from here */
+#define TABLES		(24ull << 20)	/* page tables from here */
+#define ENTRIES		64
+
+struct irqs {
+	unsigned int queue;
+};
+
+static void on_irq(void *opaque, unsigned int vector)
+{
+	struct irqs *i = opaque;
+
+	if (vector == NPU_VEC_QUEUE)
+		__atomic_fetch_add(&i->queue, 1, __ATOMIC_RELAXED);
+}
+
+static const struct npu_dev_ops ops = { .raise_irq = on_irq };
+
+FIXTURE(engine) {
+	struct npu_dev dev;
+	uint8_t *hbm;
+	struct pt_pool pool;
+	struct irqs irqs;
+	uint64_t root[3];	/* contexts 1 and 2 */
+	uint32_t tail[4];
+};
+
+static struct npu_fw_queue *qslot(FIXTURE_DATA(engine) *self, int qid)
+{
+	return (struct npu_fw_queue *)(self->hbm + NPU_FW_QUEUE_TABLE) + qid;
+}
+
+static int32_t start_queue(FIXTURE_DATA(engine) *self, int qid, uint32_t ctx)
+{
+	struct npu_fw_queue *q = qslot(self, qid);
+
+	q->ring_offset = RING + (uint64_t)qid * ENTRIES * sizeof(struct npu_fw_task);
+	q->ring_entries = ENTRIES;
+	q->context = ctx;
+	q->pt_root = self->root[ctx];
+	q->tail = 0;
+	self->tail[qid] = 0;
+	return mbox_cmd(&self->dev, NPU_FW_CMD_QUEUE_START, qid, 0);
+}
+
+static void push(FIXTURE_DATA(engine) *self, int qid, uint16_t type,
+		 uint64_t a0, uint64_t a1, uint64_t a2)
+{
+	struct npu_fw_queue *q = qslot(self, qid);
+	struct npu_fw_task *t = (struct npu_fw_task *)(self->hbm + q->ring_offset) +
+				(self->tail[qid] % ENTRIES);
+
+	memset(t, 0, sizeof(*t));
+	t->type = type;
+	t->args[0] = a0;
+	t->args[1] = a1;
+	t->args[2] = a2;
+	self->tail[qid]++;
+}
+
+static void ring(FIXTURE_DATA(engine) *self, int qid)
+{
+	__atomic_store_n(&qslot(self, qid)->tail, self->tail[qid], __ATOMIC_RELEASE);
+	npu_dev_doorbell(&self->dev, NPU_VEC_QUEUE);
+}
+
+/* Map `pages` 4 KiB pages of HBM at `hbm_off` to `va` in context `ctx`. */
+static void map(FIXTURE_DATA(engine) *self, uint32_t ctx, uint64_t va,
+		uint64_t hbm_off, int pages, uint64_t flags)
+{
+	for (int i = 0; i < pages; i++)
+		pt_map(&self->pool, self->root[ctx], va + i * 4096ull,
+		       hbm_off + i * 4096ull, 4096, flags);
+}
+
+FIXTURE_SETUP(engine)
+{
+	struct npu_dev_config cfg;
+
+	npu_dev_config_default(&cfg);
+	cfg.hbm_size = HBM_SIZE;
+	cfg.num_queues = 4;
+	self->hbm = calloc(1, HBM_SIZE);
+	ASSERT_NE(NULL, self->hbm);
+	self->irqs.queue = 0;
+	npu_dev_init(&self->dev, self->hbm, &cfg, &ops, &self->irqs);
+	self->pool.hbm = self->hbm;
+	self->pool.next = TABLES;
+	self->root[1] = pt_alloc(&self->pool);
+	self->root[2] = pt_alloc(&self->pool);
+}
+
+FIXTURE_TEARDOWN(engine)
+{
+	npu_dev_fini(&self->dev);
+	free(self->hbm);
+}
+
+TEST_F(engine, copy_fill_and_fence_in_order)
+{
+	uint64_t src = TEST_VA_BASE, dst = TEST_VA_BASE + (1 << 20);
+	uint32_t *s = (uint32_t *)(self->hbm + DATA), *d = (uint32_t *)(self->hbm + DATA + (1 << 20));
+	struct npu_fw_queue *q = qslot(self, 0);
+
+	map(self, 1, src, DATA, 4, 0);			/* read-only is enough */
+	map(self, 1, dst, DATA + (1 << 20), 4, NPU_PTE_WRITE);
+	for (int i = 0; i < 4096; i++)
+		s[i] = 0x1000u + i;
+	ASSERT_EQ(0, start_queue(self, 0, 1));
+	push(self, 0, NPU_FW_TASK_FILL, dst, 16384, 0xdeadbeef);
+	push(self, 0, NPU_FW_TASK_COPY, dst + 100, src + 8, 1000);	/* unaligned */
+	push(self, 0, NPU_FW_TASK_FENCE, 7, 0, 0);
+	ring(self, 0);
+
+	EXPECT_EQ(NPU_QUEUE_RUNNING, q->state);
+	EXPECT_EQ(3, q->head);
+	EXPECT_EQ(7, q->done_seq);
+	EXPECT_EQ(1, self->irqs.queue);		/* the fence, nothing else */
+	EXPECT_EQ(0xdeadbeef, d[0]);
+	EXPECT_EQ(0, memcmp((uint8_t *)d + 100, (uint8_t *)s + 8, 1000));
+	EXPECT_EQ(0xdeadbeef, d[(100 + 1000 + 3) / 4 + 1]);	/* fill after the copy's end */
+	EXPECT_EQ(0xdeadbeef, d[4095]);
+}
+
+TEST_F(engine, copy_spans_pages_that_are_not_contiguous)
+{
+	uint64_t va = TEST_VA_BASE;
+
+	/* Two virtually adjacent pages, physically apart and swapped. */
+	pt_map(&self->pool, self->root[1], va, DATA + 8192, 4096, NPU_PTE_WRITE);
+	pt_map(&self->pool, self->root[1], va + 4096, DATA, 4096, NPU_PTE_WRITE);
+	map(self, 1, va + 65536, DATA + 65536, 2, NPU_PTE_WRITE);
+	memset(self->hbm + DATA + 8192, 'a', 4096);
+	memset(self->hbm + DATA, 'b', 4096);
+	ASSERT_EQ(0, start_queue(self, 0, 1));
+	push(self, 0, NPU_FW_TASK_COPY, va + 65536, va, 8192);
+	push(self, 0, NPU_FW_TASK_FENCE, 1, 0, 0);
+	ring(self, 0);
+	EXPECT_EQ(1, qslot(self, 0)->done_seq);
+	EXPECT_EQ('a', self->hbm[DATA + 65536 + 4095]);
+	EXPECT_EQ('b', self->hbm[DATA + 65536 + 4096]);
+}
+
+TEST_F(engine, fault_stops_only_that_queue)
+{
+	struct npu_fw_queue *q0 = qslot(self, 0), *q1 = qslot(self, 1);
+	struct npu_fw_errlog *log = &self->dev.ctrl->errlog;
+	uint64_t va = TEST_VA_BASE;
+
+	map(self, 1, va, DATA, 1, NPU_PTE_WRITE);
+	map(self, 2, va, DATA + 65536, 1, NPU_PTE_WRITE);
+	ASSERT_EQ(0, start_queue(self, 0, 1));
+	ASSERT_EQ(0, start_queue(self, 1, 2));
+	/* Context 1 reads a page only context 2 mapped elsewhere. */
+	push(self, 0, NPU_FW_TASK_COPY, va, va + (1 << 20), 64);
+	push(self, 0, NPU_FW_TASK_FILL, va, 4096, 0x11111111);
+	push(self, 0, NPU_FW_TASK_FENCE, 1, 0, 0);
+	push(self, 1, NPU_FW_TASK_FILL, va, 4096, 0x22222222);
+	push(self, 1, NPU_FW_TASK_FENCE, 1, 0, 0);
+	ring(self, 0);
+	ring(self, 1);
+
+	EXPECT_EQ(NPU_QUEUE_FAULTED, q0->state);
+	EXPECT_EQ(0, q0->head);				/* at the faulting task */
+	EXPECT_EQ(0, q0->done_seq);
+	EXPECT_EQ(NPU_FW_EFAULT, q0->error);
+	EXPECT_EQ(NPU_ACCESS_READ, q0->error_access);
+	EXPECT_EQ(va + (1 << 20), q0->error_address);
+	EXPECT_EQ(0, *(uint32_t *)(self->hbm + DATA));	/* later tasks never ran */
+	ASSERT_EQ(1, log->head);
+	EXPECT_EQ(1, log->entries[0].context);
+	EXPECT_EQ(va + (1 << 20), log->entries[0].address);
+
+	EXPECT_EQ(NPU_QUEUE_RUNNING, q1->state);
+	EXPECT_EQ(1, q1->done_seq);
+	EXPECT_EQ(0x22222222, *(uint32_t *)(self->hbm + DATA + 65536));
+	EXPECT_EQ(2, self->irqs.queue);			/* the fault and q1's fence */
+}
+
+TEST_F(engine, write_to_read_only_page_faults)
+{
+	struct npu_fw_queue *q = qslot(self, 0);
+
+	map(self, 1, TEST_VA_BASE, DATA, 1, 0);
+	ASSERT_EQ(0, start_queue(self, 0, 1));
+	push(self, 0, NPU_FW_TASK_FILL, TEST_VA_BASE, 4, 1);
+	ring(self, 0);
+	EXPECT_EQ(NPU_QUEUE_FAULTED, q->state);
+	EXPECT_EQ(NPU_ACCESS_WRITE, q->error_access);
+	EXPECT_EQ(TEST_VA_BASE, q->error_address);
+}
+
+TEST_F(engine, malformed_tasks_fault_with_einval)
+{
+	struct npu_fw_queue *q = qslot(self, 0);
+
+	map(self, 1, TEST_VA_BASE, DATA, 1, NPU_PTE_WRITE);
+	ASSERT_EQ(0, start_queue(self, 0, 1));
+	push(self, 0, NPU_FW_TASK_FILL, TEST_VA_BASE, 6, 1);	/* not a multiple of 4 */
+	ring(self, 0);
+	EXPECT_EQ(NPU_QUEUE_FAULTED, q->state);
+	EXPECT_EQ(NPU_FW_EINVAL, q->error);
+
+	ASSERT_EQ(0, start_queue(self, 1, 1));
+	push(self, 1, 99, 0, 0, 0);
+	ring(self, 1);
+	EXPECT_EQ(NPU_QUEUE_FAULTED, qslot(self, 1)->state);
+	EXPECT_EQ(NPU_FW_EINVAL, qslot(self, 1)->error);
+}
+
+TEST_F(engine, queue_start_checks_the_slot)
+{
+	struct npu_fw_queue *q = qslot(self, 0);
+
+	EXPECT_EQ(-NPU_FW_EINVAL, mbox_cmd(&self->dev, NPU_FW_CMD_QUEUE_START, 4, 0));
+	q->ring_offset = RING;
+	q->pt_root = self->root[1];
+	q->context = 1;
+	q->ring_entries = 48;				/* not a power of two */
+	EXPECT_EQ(-NPU_FW_EINVAL, mbox_cmd(&self->dev, NPU_FW_CMD_QUEUE_START, 0, 0));
+	q->ring_entries = 64;
+	q->ring_offset = HBM_SIZE - 1024;		/* runs past the end */
+	EXPECT_EQ(-NPU_FW_EINVAL, mbox_cmd(&self->dev, NPU_FW_CMD_QUEUE_START, 0, 0));
+	q->ring_offset = 0;				/* the firmware's own area */
+	EXPECT_EQ(-NPU_FW_EINVAL, mbox_cmd(&self->dev, NPU_FW_CMD_QUEUE_START, 0, 0));
+	q->ring_offset = RING;
+	q->context = 0;
+	EXPECT_EQ(-NPU_FW_EINVAL, mbox_cmd(&self->dev, NPU_FW_CMD_QUEUE_START, 0, 0));
+	q->context = 1;
+	EXPECT_EQ(0, mbox_cmd(&self->dev, NPU_FW_CMD_QUEUE_START, 0, 0));
+	EXPECT_EQ(NPU_QUEUE_RUNNING, q->state);
+}
+
+TEST_F(engine, stopped_queue_runs_nothing)
+{
+	map(self, 1, TEST_VA_BASE, DATA, 1, NPU_PTE_WRITE);
+	ASSERT_EQ(0, start_queue(self, 0, 1));
+	ASSERT_EQ(0, mbox_cmd(&self->dev, NPU_FW_CMD_QUEUE_STOP, 0, 0));
+	push(self, 0, NPU_FW_TASK_FILL, TEST_VA_BASE, 4, 0x5);
+	ring(self, 0);
+	EXPECT_EQ(0, qslot(self, 0)->head);
+	EXPECT_EQ(0, *(uint32_t *)(self->hbm + DATA));
+}
+
+TEST_F(engine, engine_thread_runs_rung_work)
+{
+	struct npu_fw_queue *q = qslot(self, 0);
+
+	map(self, 1, TEST_VA_BASE, DATA, 256, NPU_PTE_WRITE);
+	ASSERT_EQ(0, npu_dev_start_engine(&self->dev));
+	ASSERT_EQ(0, start_queue(self, 0, 1));
+	for (uint64_t seq = 1; seq <= 50; seq++) {
+		push(self, 0, NPU_FW_TASK_FILL, TEST_VA_BASE, 1 << 20, (uint32_t)seq);
+		push(self, 0, NPU_FW_TASK_FENCE, seq, 0, 0);
+		ring(self, 0);
+		/* Never more than the ring holds in flight. */
+		while (self->tail[0] - __atomic_load_n(&q->head, __ATOMIC_ACQUIRE) > ENTRIES - 2)
+			usleep(100);
+	}
+	for (int i = 0; i < 5000 && __atomic_load_n(&q->done_seq, __ATOMIC_ACQUIRE) != 50; i++)
+		usleep(1000);
+	EXPECT_EQ(50, q->done_seq);
+	EXPECT_EQ(50, *(uint32_t *)(self->hbm + DATA + (1 << 20) - 4));
+	EXPECT_LE(1, __atomic_load_n(&self->irqs.queue, __ATOMIC_RELAXED));
+	npu_dev_stop_engine(&self->dev);
+}
+
+TEST_HARNESS_MAIN
