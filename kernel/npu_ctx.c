@@ -13,6 +13,7 @@
 #include <linux/slab.h>
 
 #include "npu_ctx.h"
+#include "npu_queue.h"
 
 static void npu_ctx_fini_device(struct drm_device *drm, void *arg)
 {
@@ -74,6 +75,8 @@ static void npu_ctx_release(struct kref *ref)
 	struct npu_device *ndev = ctx->ndev;
 	int idx;
 
+	if (ctx->queue)
+		npu_queue_destroy(ctx->queue);
 	/* The id is about to be reused: nothing cached may survive it. */
 	if (drm_dev_enter(&ndev->drm, &idx)) {
 		npu_mmu_invalidate(ctx);

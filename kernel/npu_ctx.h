@@ -27,6 +27,7 @@ struct npu_ctx {
 	struct mutex lock;		/* protects va_mm and mmu */
 	struct drm_mm va_mm;
 	struct npu_mmu mmu;
+	struct npu_queue *queue;	/* created on first submit, under lock */
 	/* Under ndev->hbm_lock, like the device-wide counters. */
 	struct npu_mem_stat mem[NPU_MEM_REGION_COUNT];
 };

@@ -21,6 +21,7 @@
 #include "npu_gem.h"
 #include "npu_hw.h"
 #include "npu_ipc.h"
+#include "npu_queue.h"
 #include <drm/npu_accel.h>
 
 #define NPU_DRIVER_DESC		"NPU task-scheduler device"
@@ -91,6 +92,8 @@ static const struct drm_ioctl_desc npu_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(NPU_BO_CREATE, npu_ioctl_bo_create, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_BO_INFO, npu_ioctl_bo_info, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_GET_MEM_USAGE, npu_ioctl_get_mem_usage, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_SUBMIT, npu_ioctl_submit, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_WAIT, npu_ioctl_wait, DRM_RENDER_ALLOW),
 };
 
 /*
@@ -158,6 +161,9 @@ static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = npu_ctx_init_device(ndev);
 	if (ret)
 		return ret;
+	ret = npu_queue_init_device(ndev);
+	if (ret)
+		return ret;
 
 	ret = npu_ipc_ping(ndev, &rtt_ns);
 	if (ret) {
@@ -183,6 +189,8 @@ static void npu_remove(struct pci_dev *pdev)
 
 	/* Open files keep the drm_device; they now get -ENODEV. */
 	drm_dev_unplug(&ndev->drm);
+	/* Work the device will never finish must not keep anything alive. */
+	npu_queue_abort_all(ndev);
 }
 
 static const struct pci_device_id npu_pci_ids[] = {

@@ -36,6 +36,8 @@ struct npu_fw_info {
 	u32 heartbeat_ms;
 };
 
+struct npu_queue;
+
 struct npu_device {
 	struct drm_device drm;
 	struct pci_dev *pdev;
@@ -55,6 +57,11 @@ struct npu_device {
 	} mem[NPU_MEM_REGION_COUNT];
 
 	struct ida ctx_ida;			/* device context ids */
+
+	/* Task queues; see npu_queue.c for the locking rules. */
+	struct mutex queue_lock;
+	struct ida queue_ida;			/* hardware queue slots */
+	struct npu_queue **queues;		/* by slot, fw.num_queues of them */
 };
 
 static inline struct npu_device *to_npu_device(struct drm_device *drm)

@@ -201,7 +201,7 @@ static void npu_bo_map_release(struct kref *ref)
 	kfree(map);
 }
 
-static void npu_bo_map_put(struct npu_bo_map *map)
+void npu_bo_map_put(struct npu_bo_map *map)
 {
 	kref_put_mutex(&map->ref, npu_bo_map_release, &map->bo->maps_lock);
 }

@@ -46,6 +46,7 @@ int npu_hbm_alloc(struct npu_device *ndev, struct npu_ctx *ctx, int region,
 void npu_hbm_free(struct npu_device *ndev, struct npu_ctx *ctx, int region,
 		  struct drm_mm_node *node);
 u64 npu_gem_hbm_used(struct npu_device *ndev);
+void npu_bo_map_put(struct npu_bo_map *map);
 
 int npu_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *file);
 int npu_ioctl_bo_info(struct drm_device *drm, void *data, struct drm_file *file);

@@ -129,9 +129,10 @@ static int npu_hw_read_fw_info(struct npu_device *ndev)
 		return -EINVAL;
 	}
 	if (vectors < NPU_FW_NUM_VECTORS || fw->fw_peer == fw->host_peer ||
-	    fw->fw_peer > 0xffff) {
-		npu_err(ndev, "bad firmware config: %u vectors, peer %u (we are %u)\n",
-			vectors, fw->fw_peer, fw->host_peer);
+	    fw->fw_peer > 0xffff || !fw->num_queues ||
+	    fw->num_queues > NPU_FW_MAX_QUEUES) {
+		npu_err(ndev, "bad firmware config: %u vectors, %u queues, peer %u (we are %u)\n",
+			vectors, fw->num_queues, fw->fw_peer, fw->host_peer);
 		return -EINVAL;
 	}
 	return 0;

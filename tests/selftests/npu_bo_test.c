@@ -32,17 +32,10 @@ FIXTURE_TEARDOWN(bo)
 	close(fd);
 	/* Closing the file released everything it held, page tables too. */
 	fd = npu_open();
+	for (int i = 0; i < 500 && npu_hbm_used(fd) != self->used_before; i++)
+		usleep(10000);
 	EXPECT_EQ(self->used_before, npu_hbm_used(fd));
 	close(fd);
-}
-
-static void *bo_mmap(int fd, uint32_t handle, size_t size)
-{
-	struct drm_npu_bo_info info = { 0 };
-
-	if (npu_bo_info(fd, handle, &info))
-		return MAP_FAILED;
-	return mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, info.mmap_offset);
 }
 
 TEST_F(bo, page_policies_pick_page_sizes)
@@ -111,8 +104,8 @@ TEST_F(bo, cpu_mapping_reads_back_and_buffers_do_not_overlap)
 
 	ASSERT_EQ(0, npu_bo_create(self->fd, 2 * MiB, NPU_BO_PAGE_HUGE_FIRST, &a));
 	ASSERT_EQ(0, npu_bo_create(self->fd, 2 * MiB, NPU_BO_PAGE_NORMAL_ONLY, &b));
-	pa = bo_mmap(self->fd, a.handle, 2 * MiB);
-	pb = bo_mmap(self->fd, b.handle, 2 * MiB);
+	pa = npu_bo_mmap(self->fd, a.handle, 2 * MiB);
+	pb = npu_bo_mmap(self->fd, b.handle, 2 * MiB);
 	ASSERT_NE(MAP_FAILED, pa);
 	ASSERT_NE(MAP_FAILED, pb);
 	for (size_t i = 0; i < n; i++) {
@@ -137,7 +130,7 @@ TEST_F(bo, new_buffers_read_zero)
 	/* Dirty some memory, free it, allocate again: no leftovers. */
 	for (int round = 0; round < 2; round++) {
 		ASSERT_EQ(0, npu_bo_create(self->fd, 1 * MiB, NPU_BO_PAGE_NORMAL_ONLY, &c));
-		p = bo_mmap(self->fd, c.handle, 1 * MiB);
+		p = npu_bo_mmap(self->fd, c.handle, 1 * MiB);
 		ASSERT_NE(MAP_FAILED, p);
 		for (size_t i = 0; i < MiB; i += 4093) {
 			ASSERT_EQ(0, p[i]) TH_LOG("round %d byte %zu", round, i);
@@ -154,7 +147,7 @@ TEST_F(bo, mapping_outlives_handle_and_any_order_is_safe)
 	uint32_t *p;
 
 	ASSERT_EQ(0, npu_bo_create(self->fd, 64 << 10, NPU_BO_PAGE_NORMAL_ONLY, &c));
-	p = bo_mmap(self->fd, c.handle, 64 << 10);
+	p = npu_bo_mmap(self->fd, c.handle, 64 << 10);
 	ASSERT_NE(MAP_FAILED, p);
 	ASSERT_EQ(0, npu_gem_close(self->fd, c.handle));
 	/* The memory stays while mapped... */

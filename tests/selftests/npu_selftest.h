@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <drm/npu_accel.h>
@@ -124,6 +125,21 @@ static inline uint64_t npu_dev_usage(int fd, int region)
 	return u.dev_current[region];
 }
 
+/*
+ * Wait up to 5 s for region usage to reach `want`: the driver releases
+ * what finished work held just after it wakes the work's waiters.
+ */
+static inline uint64_t npu_usage_settles(int fd, int region, uint64_t want)
+{
+	uint64_t v = npu_dev_usage(fd, region);
+
+	for (int i = 0; i < 500 && v != want; i++) {
+		usleep(10000);
+		v = npu_dev_usage(fd, region);
+	}
+	return v;
+}
+
 /* Device-wide HBM in use (buffers and page tables). */
 static inline uint64_t npu_hbm_used(int fd)
 {
@@ -131,6 +147,57 @@ static inline uint64_t npu_hbm_used(int fd)
 
 	npu_get_param(fd, NPU_PARAM_HBM_USED, &v);
 	return v;
+}
+
+/* SUBMIT: 0 or -errno. */
+static inline int npu_submit(int fd, const struct drm_npu_task *tasks, uint32_t count,
+			     uint64_t *seq)
+{
+	struct drm_npu_submit args = {
+		.tasks = (uintptr_t)tasks, .count = count,
+	};
+
+	if (ioctl(fd, DRM_IOCTL_NPU_SUBMIT, &args))
+		return -errno;
+	if (seq)
+		*seq = args.seq;
+	return 0;
+}
+
+/* WAIT: 0 or -errno; *out (if given) gets the result either way. */
+static inline int npu_wait(int fd, uint64_t seq, int64_t timeout_ns,
+			   struct drm_npu_wait *out)
+{
+	struct drm_npu_wait args = { .seq = seq, .timeout_ns = timeout_ns };
+	int ret = ioctl(fd, DRM_IOCTL_NPU_WAIT, &args) ? -errno : 0;
+
+	if (out)
+		*out = args;
+	return ret;
+}
+
+static inline struct drm_npu_task npu_task_fill(uint64_t va, uint64_t size, uint32_t pattern)
+{
+	struct drm_npu_task t = { .type = NPU_TASK_FILL, .args = { va, size, pattern } };
+
+	return t;
+}
+
+static inline struct drm_npu_task npu_task_copy(uint64_t dst, uint64_t src, uint64_t size)
+{
+	struct drm_npu_task t = { .type = NPU_TASK_COPY, .args = { dst, src, size } };
+
+	return t;
+}
+
+/* Map a buffer for the CPU, or MAP_FAILED. */
+static inline void *npu_bo_mmap(int fd, uint32_t handle, size_t size)
+{
+	struct drm_npu_bo_info info = { 0 };
+
+	if (npu_bo_info(fd, handle, &info))
+		return (void *)-1;
+	return mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, info.mmap_offset);
 }
 
 /* An unsigned number from the environment, or 0 when unset. */

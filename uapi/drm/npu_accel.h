@@ -230,7 +230,8 @@ struct drm_npu_task {
  * @seq: out, the batch's sequence number on this context's queue
  *
  * Buffers the tasks touch stay alive until the batch completes, even if
- * they are closed. Blocks while the queue is full.
+ * they are closed; what the batch kept alive is released just after its
+ * waiters are woken. Blocks while the queue is full.
  *
  * Errors: -EINVAL malformed tasks (nothing is queued); -EFAULT bad
  * @tasks; -EIO the context faulted earlier and takes no more work;
@@ -247,6 +248,7 @@ enum drm_npu_job_status {
 	NPU_JOB_DONE = 0,
 	NPU_JOB_FAULT = 1,		/* MMU fault: see fault_* */
 	NPU_JOB_INVALID = 2,		/* the device rejected a task */
+	NPU_JOB_ABORTED = 3,		/* the device went away */
 };
 
 /**

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef __NPU_QUEUE_H__
+#define __NPU_QUEUE_H__
+
+#include <drm/drm_mm.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/wait.h>
+
+#include "npu_drv.h"
+
+struct npu_ctx;
+struct npu_bo_map;
+
+/* A batch in flight: what it holds alive until the device is done. */
+struct npu_job {
+	struct list_head link;
+	u64 seq;
+	u32 first_slot;			/* ring position of its first task */
+	u32 ntasks;
+	u32 nmaps;
+	struct npu_bo_map **maps;	/* referenced, with their buffers */
+};
+
+/* A context's queue: one hardware queue slot and a ring in HBM. */
+struct npu_queue {
+	struct npu_ctx *ctx;
+	u32 hw_id;
+	u32 entries;
+	struct drm_mm_node ring;
+
+	struct mutex submit_lock;	/* tail, next_seq */
+	u32 tail;
+	u64 next_seq;
+
+	/* Under ndev->queue_lock, written by the completion handler. */
+	struct list_head jobs;
+	u64 done_seq;
+	bool failed;
+	u32 status;			/* enum drm_npu_job_status */
+	u64 error_seq;
+	u32 error_task;
+	u32 fault_access;
+	u64 fault_address;
+	wait_queue_head_t wq;
+};
+
+int npu_queue_init_device(struct npu_device *ndev);
+void npu_queue_abort_all(struct npu_device *ndev);
+void npu_queue_destroy(struct npu_queue *q);
+int npu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file);
+int npu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file);
+
+#endif /* __NPU_QUEUE_H__ */
