@@ -46,6 +46,7 @@ int npu_ctx_open(struct drm_device *drm, struct drm_file *file)
 	kref_init(&ctx->ref);
 	ctx->ndev = ndev;
 	mutex_init(&ctx->lock);
+	INIT_LIST_HEAD(&ctx->userptrs);
 	drm_mm_init(&ctx->va_mm, NPU_VA_BASE, NPU_VA_END - NPU_VA_BASE);
 
 	mutex_lock(&ctx->lock);

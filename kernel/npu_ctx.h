@@ -28,6 +28,7 @@ struct npu_ctx {
 	struct drm_mm va_mm;
 	struct npu_mmu mmu;
 	struct npu_queue *queue;	/* created on first submit, under lock */
+	struct list_head userptrs;	/* registered host memory, under lock */
 	/* Under ndev->hbm_lock, like the device-wide counters. */
 	struct npu_mem_stat mem[NPU_MEM_REGION_COUNT];
 };

@@ -94,6 +94,7 @@ static const struct drm_ioctl_desc npu_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(NPU_GET_MEM_USAGE, npu_ioctl_get_mem_usage, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_SUBMIT, npu_ioctl_submit, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_WAIT, npu_ioctl_wait, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_USERPTR, npu_ioctl_userptr, DRM_RENDER_ALLOW),
 };
 
 /*

@@ -57,6 +57,14 @@ static void npu_mem_charge(struct npu_device *ndev, struct npu_ctx *ctx,
 					  ctx->mem[region].current_bytes);
 }
 
+void npu_mem_account(struct npu_device *ndev, struct npu_ctx *ctx, int region,
+		     s64 delta)
+{
+	mutex_lock(&ndev->hbm_lock);
+	npu_mem_charge(ndev, ctx, region, delta);
+	mutex_unlock(&ndev->hbm_lock);
+}
+
 int npu_hbm_alloc(struct npu_device *ndev, struct npu_ctx *ctx, int region,
 		  struct drm_mm_node *node, u64 size, u64 align)
 {
@@ -125,15 +133,19 @@ static struct npu_bo_map *npu_bo_find_map(struct npu_bo *bo, struct npu_ctx *ctx
 	return NULL;
 }
 
-/* Under ctx->lock: write the page tables for [va, va + size). */
+/* Under ctx->lock: write the page tables for the buffer at `va`. */
 static int npu_bo_map_pages(struct npu_ctx *ctx, struct npu_bo *bo, u64 va)
 {
-	u64 off;
+	struct npu_userptr *user = bo->user;
+	u64 off, flags = NPU_PTE_WRITE;
 	int ret;
 
+	if (user)
+		flags = NPU_PTE_SYSMEM | (user->read_only ? 0 : NPU_PTE_WRITE);
 	for (off = 0; off < bo->base.size; off += bo->page_size) {
-		ret = npu_mmu_map(ctx, va + off, bo->hbm.start + off, bo->page_size,
-				  NPU_PTE_WRITE);
+		u64 addr = user ? user->dma[off >> PAGE_SHIFT] : bo->hbm.start + off;
+
+		ret = npu_mmu_map(ctx, va + off, addr, bo->page_size, flags);
 		if (ret) {
 			npu_mmu_unmap(ctx, va, off, bo->page_size);
 			return ret;
@@ -244,6 +256,8 @@ static void npu_bo_free(struct drm_gem_object *obj)
 	struct npu_bo *bo = to_npu_bo(obj);
 
 	WARN_ON(!list_empty(&bo->maps));
+	if (bo->user)
+		npu_userptr_release(bo);
 	npu_hbm_free(to_npu_device(obj->dev), bo->owner, NPU_MEM_REGION_HBM, &bo->hbm);
 	npu_ctx_put(bo->owner);
 	mutex_destroy(&bo->maps_lock);
@@ -253,6 +267,9 @@ static void npu_bo_free(struct drm_gem_object *obj)
 
 static int npu_bo_mmap(struct drm_gem_object *obj, struct vm_area_struct *vma)
 {
+	if (to_npu_bo(obj)->user)
+		return -EINVAL;	/* the caller has the memory already */
+
 	struct npu_device *ndev = to_npu_device(obj->dev);
 	phys_addr_t phys = ndev->hbm_phys + to_npu_bo(obj)->hbm.start;
 
@@ -279,6 +296,36 @@ static const struct drm_gem_object_funcs npu_bo_funcs = {
 	.vm_ops = &npu_bo_vm_ops,
 };
 
+/*
+ * A buffer object owned by `ctx`, not yet a GEM object: the caller gives
+ * it memory, then npu_bo_init_object(). Before that, npu_bo_discard()
+ * undoes it; after, drm_gem_object_put() and the free callback do.
+ */
+struct npu_bo *npu_bo_alloc(struct npu_ctx *ctx)
+{
+	struct npu_bo *bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+
+	if (!bo)
+		return NULL;
+	bo->owner = npu_ctx_get(ctx);
+	mutex_init(&bo->maps_lock);
+	INIT_LIST_HEAD(&bo->maps);
+	bo->base.funcs = &npu_bo_funcs;
+	return bo;
+}
+
+void npu_bo_init_object(struct npu_bo *bo, u64 size)
+{
+	drm_gem_private_object_init(&bo->owner->ndev->drm, &bo->base, size);
+}
+
+void npu_bo_discard(struct npu_bo *bo)
+{
+	npu_ctx_put(bo->owner);
+	mutex_destroy(&bo->maps_lock);
+	kfree(bo);
+}
+
 /* The VA of `bo` in `ctx`, or 0 if it has none there. */
 static u64 npu_bo_va(struct npu_bo *bo, struct npu_ctx *ctx)
 {
@@ -292,14 +339,30 @@ static u64 npu_bo_va(struct npu_bo *bo, struct npu_ctx *ctx)
 	return va;
 }
 
+/*
+ * Give `file` a handle to a new buffer (mapping it into the file's
+ * context) and drop the creation reference: on success the handle holds
+ * the buffer, on failure the buffer is gone.
+ */
+int npu_bo_handle_create(struct drm_file *file, struct npu_bo *bo, u32 *handle,
+			 u64 *device_va)
+{
+	int ret = drm_gem_handle_create(file, &bo->base, handle);
+
+	if (!ret)
+		*device_va = npu_bo_va(bo, file->driver_priv);
+	drm_gem_object_put(&bo->base);
+	return ret;
+}
+
 int npu_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *file)
 {
 	struct npu_device *ndev = to_npu_device(drm);
 	struct npu_ctx *ctx = file->driver_priv;
 	struct drm_npu_bo_create *args = data;
-	u64 scrub[4] = { 0 };
+	u64 scrub[4] = { 0 }, size, va;
+	u32 handle, page_size;
 	struct npu_bo *bo;
-	u32 handle;
 	int ret, idx;
 
 	if (!args->size || args->flags ||
@@ -311,23 +374,19 @@ int npu_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *fil
 	if (!drm_dev_enter(drm, &idx))
 		return -ENODEV;
 
-	bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	bo = npu_bo_alloc(ctx);
 	if (!bo) {
 		ret = -ENOMEM;
 		goto out_exit;
 	}
 	ret = npu_bo_place(ndev, ctx, bo, args->size, args->page_policy);
 	if (ret) {
-		kfree(bo);
+		npu_bo_discard(bo);
 		goto out_exit;
 	}
 	/* From here on the free callback undoes whatever was done. */
-	bo->owner = npu_ctx_get(ctx);
 	bo->flags = args->flags;
-	mutex_init(&bo->maps_lock);
-	INIT_LIST_HEAD(&bo->maps);
-	bo->base.funcs = &npu_bo_funcs;
-	drm_gem_private_object_init(drm, &bo->base, bo->hbm.size);
+	npu_bo_init_object(bo, bo->hbm.size);
 
 	/* No context may see what an earlier one left: the device scrubs. */
 	scrub[0] = bo->hbm.start;
@@ -335,16 +394,20 @@ int npu_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *fil
 	ret = npu_ipc_send(ndev, NPU_FW_CMD_SCRUB, scrub, NULL);
 	if (!ret)
 		ret = drm_gem_create_mmap_offset(&bo->base);
-	if (!ret)
-		ret = drm_gem_handle_create(file, &bo->base, &handle);
+	if (ret) {
+		drm_gem_object_put(&bo->base);
+		goto out_exit;
+	}
+	/* Once the handle exists another thread may close it: read first. */
+	page_size = bo->page_size;
+	size = bo->base.size;
+	ret = npu_bo_handle_create(file, bo, &handle, &va);
 	if (!ret) {
 		args->handle = handle;
-		args->page_size = bo->page_size;
-		args->device_va = npu_bo_va(bo, ctx);
-		args->size = bo->base.size;
+		args->device_va = va;
+		args->page_size = page_size;
+		args->size = size;
 	}
-	/* The handle, if any, holds the buffer now. */
-	drm_gem_object_put(&bo->base);
 out_exit:
 	drm_dev_exit(idx);
 	return ret;

@@ -24,11 +24,23 @@ struct npu_bo_map {
 	struct drm_mm_node va;
 };
 
-/* A buffer object: a run of HBM and its mappings. */
+/* Host memory registered for device access (NPU_USERPTR). */
+struct npu_userptr {
+	struct list_head link;		/* in owner->userptrs, under owner->lock */
+	struct mm_struct *mm;		/* grabbed: for the range and the rlimit */
+	u64 addr;
+	unsigned long npages;
+	struct page **pages;		/* pinned */
+	dma_addr_t *dma;		/* per page */
+	bool read_only;
+};
+
+/* A buffer object: a run of HBM, or registered host memory; its mappings. */
 struct npu_bo {
 	struct drm_gem_object base;
 	struct npu_ctx *owner;		/* charged for it (referenced) */
-	struct drm_mm_node hbm;		/* HBM offset range */
+	struct drm_mm_node hbm;		/* HBM offset range, for HBM buffers */
+	struct npu_userptr *user;	/* for registered host memory */
 	u32 flags;
 	u32 page_size;
 	struct mutex maps_lock;		/* protects maps */
@@ -46,7 +58,17 @@ int npu_hbm_alloc(struct npu_device *ndev, struct npu_ctx *ctx, int region,
 void npu_hbm_free(struct npu_device *ndev, struct npu_ctx *ctx, int region,
 		  struct drm_mm_node *node);
 u64 npu_gem_hbm_used(struct npu_device *ndev);
+void npu_mem_account(struct npu_device *ndev, struct npu_ctx *ctx, int region,
+		     s64 delta);
 void npu_bo_map_put(struct npu_bo_map *map);
+struct npu_bo *npu_bo_alloc(struct npu_ctx *ctx);
+void npu_bo_init_object(struct npu_bo *bo, u64 size);
+void npu_bo_discard(struct npu_bo *bo);
+int npu_bo_handle_create(struct drm_file *file, struct npu_bo *bo, u32 *handle,
+			 u64 *device_va);
+
+int npu_ioctl_userptr(struct drm_device *drm, void *data, struct drm_file *file);
+void npu_userptr_release(struct npu_bo *bo);
 
 int npu_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *file);
 int npu_ioctl_bo_info(struct drm_device *drm, void *data, struct drm_file *file);

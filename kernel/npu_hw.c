@@ -8,6 +8,7 @@
  * control block and an interface version we speak.
  */
 #include <linux/delay.h>
+#include <linux/dma-mapping.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
 
 #include "npu_compat.h"
@@ -157,6 +158,12 @@ int npu_hw_init(struct npu_device *ndev)
 	ndev->hbm_phys = pci_resource_start(pdev, NPU_BAR_MEM);
 	ndev->hbm = (void __iomem *)ndev->ctrl;
 
+	/* Page-table entries carry 52-bit addresses; DMA must fit them. */
+	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(52));
+	if (ret) {
+		npu_err(ndev, "no usable DMA mask: %d\n", ret);
+		return ret;
+	}
 	/* MSI-X messages are memory writes by the device: they need mastering. */
 	pci_set_master(pdev);
 	ret = pci_alloc_irq_vectors(pdev, NPU_FW_NUM_VECTORS, NPU_FW_NUM_VECTORS,

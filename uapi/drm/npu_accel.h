@@ -40,6 +40,7 @@ extern "C" {
 #define DRM_NPU_GET_MEM_USAGE		0x03
 #define DRM_NPU_SUBMIT			0x04
 #define DRM_NPU_WAIT			0x05
+#define DRM_NPU_USERPTR			0x06
 
 #define DRM_IOCTL_NPU_GET_PARAM \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_GET_PARAM, struct drm_npu_get_param)
@@ -53,6 +54,8 @@ extern "C" {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_SUBMIT, struct drm_npu_submit)
 #define DRM_IOCTL_NPU_WAIT \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_WAIT, struct drm_npu_wait)
+#define DRM_IOCTL_NPU_USERPTR \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_USERPTR, struct drm_npu_userptr)
 
 /* Parameters readable with DRM_IOCTL_NPU_GET_PARAM. */
 enum drm_npu_param {
@@ -161,6 +164,35 @@ struct drm_npu_bo_info {
 	__u64 size;
 	__u32 flags;
 	__u32 page_size;
+};
+
+/* The device may only read registered memory (it may be read-only). */
+#define NPU_USERPTR_READ_ONLY	(1u << 0)
+
+/**
+ * struct drm_npu_userptr - register host memory for device access
+ * @addr: in, page-aligned start of the caller's memory
+ * @size: in, page-aligned bytes (> 0)
+ * @flags: in, NPU_USERPTR_* bits
+ * @handle: out, a GEM handle; DRM_IOCTL_GEM_CLOSE unregisters
+ * @device_va: out, where this context's device sees the memory
+ *
+ * The pages are pinned, counted against RLIMIT_MEMLOCK (unless the caller
+ * has CAP_IPC_LOCK), and stay pinned until the handle is closed and no
+ * work in flight uses them. The buffer has no mmap offset: the caller
+ * already has the memory.
+ *
+ * Errors: -EINVAL unaligned or zero @addr/@size, unknown flags, nonzero
+ * out fields; -EFAULT memory that is not there, or read-only without
+ * NPU_USERPTR_READ_ONLY; -EEXIST the range overlaps memory this context
+ * has registered already; -ENOMEM over RLIMIT_MEMLOCK or out of VA space.
+ */
+struct drm_npu_userptr {
+	__u64 addr;
+	__u64 size;
+	__u32 flags;
+	__u32 handle;
+	__u64 device_va;
 };
 
 /* Where device-visible memory lives, for usage accounting. */
