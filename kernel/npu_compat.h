@@ -38,6 +38,16 @@
 #define npu_vm_flags_set(vma, flags)	((vma)->vm_flags |= (flags))
 #endif
 
+#ifdef HAVE_DRM_DRIVER_PRIME_HANDLE_TO_FD
+#include <drm/drm_prime.h>
+#define NPU_DRM_DRIVER_PRIME \
+	.prime_handle_to_fd = drm_gem_prime_handle_to_fd, \
+	.prime_fd_to_handle = drm_gem_prime_fd_to_handle,
+#else
+/* PRIME is wired up by the DRM core for every GEM driver. */
+#define NPU_DRM_DRIVER_PRIME
+#endif
+
 /* Request and map one BAR for the life of the driver binding. */
 static inline void __iomem *npu_pcim_map_bar(struct pci_dev *pdev, int bar,
 					     const char *name)

@@ -22,6 +22,7 @@
 #include "npu_hw.h"
 #include "npu_ipc.h"
 #include "npu_queue.h"
+#include "npu_stats.h"
 #include <drm/npu_accel.h>
 
 #define NPU_DRIVER_DESC		"NPU task-scheduler device"
@@ -111,6 +112,7 @@ static const struct file_operations npu_fops = {
 	.read = drm_read,
 	.llseek = noop_llseek,
 	.mmap = drm_gem_mmap,
+	.show_fdinfo = npu_show_fdinfo,
 };
 
 static const struct drm_driver npu_drm_driver = {
@@ -118,6 +120,9 @@ static const struct drm_driver npu_drm_driver = {
 	.fops = &npu_fops,
 	.open = npu_ctx_open,
 	.postclose = npu_ctx_postclose,
+	.debugfs_init = npu_debugfs_init,
+	/* Buffers are shared as dma-bufs; importing is for our own only. */
+	NPU_DRM_DRIVER_PRIME
 	.ioctls = npu_ioctls,
 	.num_ioctls = ARRAY_SIZE(npu_ioctls),
 	.name = NPU_DRIVER_NAME,

@@ -102,6 +102,7 @@ static inline int npu_bo_info(int fd, uint32_t handle, struct drm_npu_bo_info *o
 {
 	struct drm_npu_bo_info args = { .handle = handle };
 
+	memset(out, 0, sizeof(*out));
 	if (ioctl(fd, DRM_IOCTL_NPU_BO_INFO, &args))
 		return -errno;
 	*out = args;
@@ -149,6 +150,8 @@ static inline uint64_t npu_hbm_used(int fd)
 	return v;
 }
 
+/* Helpers initialise every out-parameter, success or not. */
+
 /* SUBMIT: 0 or -errno. */
 static inline int npu_submit(int fd, const struct drm_npu_task *tasks, uint32_t count,
 			     uint64_t *seq)
@@ -157,6 +160,8 @@ static inline int npu_submit(int fd, const struct drm_npu_task *tasks, uint32_t 
 		.tasks = (uintptr_t)tasks, .count = count,
 	};
 
+	if (seq)
+		*seq = 0;
 	if (ioctl(fd, DRM_IOCTL_NPU_SUBMIT, &args))
 		return -errno;
 	if (seq)

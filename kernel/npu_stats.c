@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Memory statistics for people and tools: fdinfo (the keys of the
+ * kernel's drm-usage-stats document, so gputop-style tools read them) and
+ * debugfs (device-wide, with the firmware's error log).
+ */
+#include <drm/drm_debugfs.h>
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <linux/debugfs.h>
+#include <linux/io-64-nonatomic-lo-hi.h>
+#include <linux/seq_file.h>
+
+#include "npu_ctx.h"
+#include "npu_stats.h"
+
+static const char *const npu_region_names[NPU_MEM_REGION_COUNT] = {
+	[NPU_MEM_REGION_HBM] = "hbm",
+	[NPU_MEM_REGION_HOST] = "host",
+	[NPU_MEM_REGION_PAGE_TABLES] = "pagetables",
+	[NPU_MEM_REGION_QUEUES] = "queues",
+};
+
+void npu_show_fdinfo(struct seq_file *m, struct file *f)
+{
+	struct drm_file *file = f->private_data;
+	struct npu_ctx *ctx = file->driver_priv;
+	struct npu_device *ndev = ctx->ndev;
+	u64 cur[NPU_MEM_REGION_COUNT];
+	int r;
+
+	mutex_lock(&ndev->hbm_lock);
+	for (r = 0; r < NPU_MEM_REGION_COUNT; r++)
+		cur[r] = ctx->mem[r].current_bytes;
+	mutex_unlock(&ndev->hbm_lock);
+
+	seq_printf(m, "drm-driver:\t%s\n", ndev->drm.driver->name);
+	seq_printf(m, "drm-pdev:\t%s\n", pci_name(ndev->pdev));
+	seq_printf(m, "drm-client-id:\t%u\n", ctx->id);
+	/* Everything an NPU context holds is resident: nothing is swapped. */
+	for (r = 0; r < NPU_MEM_REGION_COUNT; r++) {
+		seq_printf(m, "drm-total-%s:\t%llu KiB\n", npu_region_names[r], cur[r] >> 10);
+		seq_printf(m, "drm-resident-%s:\t%llu KiB\n", npu_region_names[r], cur[r] >> 10);
+	}
+}
+
+static int npu_mem_show(struct seq_file *m, void *unused)
+{
+	struct npu_device *ndev = m->private;
+	int r;
+
+	seq_printf(m, "%-12s %14s %14s\n", "region", "current", "peak");
+	mutex_lock(&ndev->hbm_lock);
+	for (r = 0; r < NPU_MEM_REGION_COUNT; r++)
+		seq_printf(m, "%-12s %14llu %14llu\n", npu_region_names[r],
+			   ndev->mem[r].current_bytes, ndev->mem[r].peak_bytes);
+	mutex_unlock(&ndev->hbm_lock);
+	seq_printf(m, "hbm size %llu, firmware reserved %llu\n",
+		   ndev->fw.hbm_size, ndev->fw.fw_reserved);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(npu_mem);
+
+static int npu_errlog_show(struct seq_file *m, void *unused)
+{
+	struct npu_device *ndev = m->private;
+	struct npu_fw_errlog __iomem *log = &ndev->ctrl->errlog;
+	u32 head, first, i;
+	int idx;
+
+	if (!drm_dev_enter(&ndev->drm, &idx))
+		return -ENODEV;
+	head = readl(&log->head);
+	first = head > NPU_FW_ERRLOG_ENTRIES ? head - NPU_FW_ERRLOG_ENTRIES : 0;
+	seq_printf(m, "%u errors logged%s\n", head, first ? " (oldest lost)" : "");
+	for (i = first; i < head; i++) {
+		struct npu_fw_err_entry __iomem *e = &log->entries[i % NPU_FW_ERRLOG_ENTRIES];
+
+		seq_printf(m, "%u: t=%llu code=%u context=%u address=%#llx info=%#llx\n",
+			   i, readq(&e->timestamp_ns), readl(&e->code), readl(&e->context),
+			   readq(&e->address), readq(&e->info));
+	}
+	drm_dev_exit(idx);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(npu_errlog);
+
+void npu_debugfs_init(struct drm_minor *minor)
+{
+	struct npu_device *ndev = to_npu_device(minor->dev);
+
+	debugfs_create_file("npu_mem", 0444, minor->debugfs_root, ndev, &npu_mem_fops);
+	debugfs_create_file("npu_errlog", 0444, minor->debugfs_root, ndev,
+			    &npu_errlog_fops);
+}

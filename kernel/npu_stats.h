@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef __NPU_STATS_H__
+#define __NPU_STATS_H__
+
+struct drm_minor;
+struct file;
+struct seq_file;
+
+void npu_show_fdinfo(struct seq_file *m, struct file *f);
+void npu_debugfs_init(struct drm_minor *minor);
+
+#endif /* __NPU_STATS_H__ */
