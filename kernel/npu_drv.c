@@ -176,6 +176,11 @@ static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		npu_err(ndev, "firmware PING failed: %d\n", ret);
 		return ret;
 	}
+	ret = npu_queue_quiesce_hw(ndev);
+	if (ret) {
+		npu_err(ndev, "cannot stop the device's queues: %d\n", ret);
+		return ret;
+	}
 
 	ret = drm_dev_register(&ndev->drm, 0);
 	if (ret)
@@ -195,7 +200,8 @@ static void npu_remove(struct pci_dev *pdev)
 
 	/* Open files keep the drm_device; they now get -ENODEV. */
 	drm_dev_unplug(&ndev->drm);
-	/* Work the device will never finish must not keep anything alive. */
+	/* The device stops touching memory, then work in flight is failed. */
+	npu_queue_quiesce_hw(ndev);
 	npu_queue_abort_all(ndev);
 }
 

@@ -147,6 +147,27 @@ int npu_queue_init_device(struct npu_device *ndev)
 	return ret;
 }
 
+/*
+ * Stop every hardware queue and drop all cached translations: at probe
+ * (a previous driver may have left work running) and at remove (the
+ * memory the work touches is about to change hands).
+ */
+int npu_queue_quiesce_hw(struct npu_device *ndev)
+{
+	u64 args[4] = { 0 };
+	u32 i;
+	int ret;
+
+	for (i = 0; i < ndev->fw.num_queues; i++) {
+		args[0] = i;
+		ret = npu_ipc_send(ndev, NPU_FW_CMD_QUEUE_STOP, args, NULL);
+		if (ret)
+			return ret;
+	}
+	args[0] = 0;
+	return npu_ipc_send(ndev, NPU_FW_CMD_TLB_INVALIDATE, args, NULL);
+}
+
 /* The device is gone: fail everything in flight so nothing waits forever. */
 void npu_queue_abort_all(struct npu_device *ndev)
 {

@@ -46,6 +46,7 @@ struct npu_queue {
 };
 
 int npu_queue_init_device(struct npu_device *ndev);
+int npu_queue_quiesce_hw(struct npu_device *ndev);
 void npu_queue_abort_all(struct npu_device *ndev);
 void npu_queue_destroy(struct npu_queue *q);
 int npu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file);

@@ -229,6 +229,56 @@ TEST(unbind_with_open_file_then_rebind)
 	close(fd);
 }
 
+TEST(unbind_with_work_in_flight_then_rebind)
+{
+	char node[64], bdf[32];
+	struct drm_npu_bo_create c;
+	struct drm_npu_task t;
+	uint64_t seq = 0, v = 0;
+	void *p;
+	int fd;
+
+	ASSERT_EQ(0, npu_find(node, sizeof(node), bdf, sizeof(bdf)));
+	fd = open(node, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, npu_bo_create(fd, 32 << 20, NPU_BO_PAGE_HUGE_FIRST, &c));
+	p = npu_bo_mmap(fd, c.handle, 32 << 20);
+	ASSERT_NE(MAP_FAILED, p);
+	t = npu_task_fill(c.device_va, 32 << 20, 1);
+	/* Seconds of device time: still running when the driver comes back. */
+	for (int i = 0; i < 400; i++)
+		ASSERT_EQ(0, npu_submit(fd, &t, 1, &seq));
+
+	/* The device goes away with work queued, a mapping and a buffer open. */
+	ASSERT_EQ(0, npu_sysfs_write(NPU_SYSFS_DRIVER "/unbind", bdf));
+	EXPECT_EQ(-ENODEV, npu_wait(fd, seq, 0, NULL));
+	EXPECT_EQ(-ENODEV, npu_submit(fd, &t, 1, NULL));
+	munmap(p, 32 << 20);
+	close(fd);
+
+	ASSERT_EQ(0, npu_sysfs_write(NPU_SYSFS_DRIVER "/bind", bdf));
+	fd = npu_open();
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, npu_get_param(fd, NPU_PARAM_FW_PING_NS, &v));
+	/* A fresh driver instance: nothing in use. */
+	EXPECT_EQ(0, npu_dev_usage(fd, NPU_MEM_REGION_HBM));
+	/* And the old work is dead: it would be filling this memory with 1s. */
+	ASSERT_EQ(0, npu_bo_create(fd, 32 << 20, NPU_BO_PAGE_HUGE_FIRST, &c));
+	p = npu_bo_mmap(fd, c.handle, 32 << 20);
+	ASSERT_NE(MAP_FAILED, p);
+	usleep(300000);
+	for (size_t i = 0; i < (32 << 20) / 4; i += 1021) {
+		ASSERT_EQ(0, ((uint32_t *)p)[i]) TH_LOG("word %zu", i);
+	}
+	munmap(p, 32 << 20);
+	npu_gem_close(fd, c.handle);
+	ASSERT_EQ(0, npu_bo_create(fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
+	t = npu_task_fill(c.device_va, 4096, 2);
+	ASSERT_EQ(0, npu_submit(fd, &t, 1, &seq));
+	EXPECT_EQ(0, npu_wait(fd, seq, 10000000000ll, NULL));
+	close(fd);
+}
+
 static int module_unload(void)
 {
 	return syscall(SYS_delete_module, "npu", O_NONBLOCK) ? -errno : 0;
