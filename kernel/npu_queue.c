@@ -489,7 +489,7 @@ int npu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file)
 	struct npu_ctx *ctx = file->driver_priv;
 	struct drm_npu_wait *args = data;
 	struct npu_queue *q;
-	long timeout;
+	long timeout, left;
 	int ret;
 
 	if (args->pad)
@@ -507,10 +507,10 @@ int npu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file)
 	else
 		timeout = min_t(u64, nsecs_to_jiffies64(args->timeout_ns) + !!args->timeout_ns,
 				MAX_SCHEDULE_TIMEOUT - 1);
-	ret = wait_event_interruptible_timeout(q->wq, npu_queue_settled(q, args->seq),
-					       timeout);
-	if (ret < 0)
-		return ret;
+	left = wait_event_interruptible_timeout(q->wq, npu_queue_settled(q, args->seq),
+						timeout);
+	if (left < 0)
+		return left;
 
 	mutex_lock(&ndev->queue_lock);
 	args->status = NPU_JOB_DONE;

@@ -127,7 +127,8 @@ TEST_F(q, wait_times_out_while_work_runs)
 	for (int i = 0; i < 64; i++)
 		ASSERT_EQ(0, npu_submit(self->fd, &t, 1, &seq));
 	EXPECT_EQ(-ETIMEDOUT, npu_wait(self->fd, seq, 0, NULL));
-	EXPECT_EQ(0, npu_wait(self->fd, seq, 120 * SEC, NULL));
+	EXPECT_EQ(0, npu_wait(self->fd, seq, -1, NULL));	/* no limit */
+	EXPECT_EQ(0, npu_wait(self->fd, seq, 0, NULL));
 	npu_gem_close(self->fd, c.handle);
 }
 
