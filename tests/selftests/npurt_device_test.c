@@ -42,6 +42,7 @@ TEST(info_matches_fwsim)
 	ASSERT_EQ(NPURT_OK, npurt_device_open(0, &dev));
 	ASSERT_EQ(NPURT_OK, npurt_device_get_info(dev, &a));
 	EXPECT_EQ(hbm, a.hbm_size);
+	EXPECT_GT(a.hbm_size, a.hbm_used);
 	EXPECT_EQ(npu_env("NPU_TEST_QUEUES"), a.queue_count);
 	EXPECT_EQ(npu_env("NPU_TEST_CORES"), a.core_count);
 	EXPECT_EQ(1, a.if_version[0]);

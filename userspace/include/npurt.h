@@ -80,13 +80,15 @@ typedef struct npurt_device_info {
 	uint64_t caps;
 	uint64_t hbm_size;		/* bytes of device memory */
 	uint64_t hbm_reserved;		/* of which the firmware keeps */
+	uint64_t hbm_used;		/* in use device-wide, live */
 	uint32_t queue_count;
 	uint32_t core_count;
 	uint64_t heartbeat;		/* firmware heartbeat counter */
 	uint32_t heartbeat_ms;		/* its period */
 } npurt_device_info;
 
-/* Fill *info from the driver. Reads the live heartbeat each call. */
+/* Fill *info from the driver. Reads live values (heartbeat, memory in use)
+ * each call. */
 NPURT_API npurt_status npurt_device_get_info(npurt_device *dev,
 					     npurt_device_info *info);
 

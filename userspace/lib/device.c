@@ -217,14 +217,16 @@ npurt_status npurt_device_get_info(npurt_device *dev, npurt_device_info *info)
 {
 	static const char who[] = "npurt_device_get_info";
 	npurt_device_info out = { 0 };
-	uint64_t v[NPU_PARAM_FW_HEARTBEAT_MS + 1];
+	uint64_t v[NPU_PARAM_HBM_USED + 1];
 	drmVersionPtr ver;
 	npurt_status st;
 
 	if (!dev || !info)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 
-	for (uint32_t p = 0; p <= NPU_PARAM_FW_HEARTBEAT_MS; p++) {
+	for (uint32_t p = 0; p <= NPU_PARAM_HBM_USED; p++) {
+		if (p == NPU_PARAM_FW_PING_NS)
+			continue;	/* a round trip, not a value: npurt_device_ping() */
 		st = get_param(dev, who, p, &v[p]);
 		if (st)
 			return st;
@@ -249,6 +251,7 @@ npurt_status npurt_device_get_info(npurt_device *dev, npurt_device_info *info)
 	out.caps = v[NPU_PARAM_DEVICE_CAPS];
 	out.hbm_size = v[NPU_PARAM_HBM_SIZE];
 	out.hbm_reserved = v[NPU_PARAM_HBM_RESERVED];
+	out.hbm_used = v[NPU_PARAM_HBM_USED];
 	out.queue_count = (uint32_t)v[NPU_PARAM_QUEUE_COUNT];
 	out.core_count = (uint32_t)v[NPU_PARAM_CORE_COUNT];
 	out.heartbeat = v[NPU_PARAM_FW_HEARTBEAT];

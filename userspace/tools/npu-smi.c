@@ -40,6 +40,7 @@ static int show(int index, int ping)
 	       info.fw_version[2]);
 	printf("  HBM           %" PRIu64 " MiB (%" PRIu64 " KiB reserved by firmware)\n",
 	       info.hbm_size >> 20, info.hbm_reserved >> 10);
+	printf("  HBM in use    %" PRIu64 " bytes\n", info.hbm_used);
 	printf("  queues        %u\n", info.queue_count);
 	printf("  AI cores      %u\n", info.core_count);
 	printf("  heartbeat     %" PRIu64 " (every %u ms)\n", info.heartbeat,
