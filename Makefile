@@ -30,6 +30,7 @@ KSFT       := $(O)/kselftest
 obj = $(patsubst %.c,$(O)/obj/%.o,$(1))
 
 FWSIM_CORE := firmware-sim/npu_dev.c firmware-sim/npu_engine.c firmware-sim/npu_mmu.c \
+	firmware-sim/npu_ops.c \
 	firmware-sim/ivshmem_server.c
 FWSIM_SRCS := $(FWSIM_CORE) firmware-sim/fwsim.c firmware-sim/main.c
 LIB_SRCS   := $(sort $(wildcard userspace/lib/*.c))
@@ -56,7 +57,7 @@ $(O)/obj/firmware-sim/%.o: firmware-sim/%.c
 
 $(O)/bin/npu-fwsim: $(call obj,$(FWSIM_SRCS))
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ -lpthread -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -lpthread -lm -o $@
 
 # One set of PIC objects serves both the shared and the static library.
 $(O)/obj/userspace/lib/%.o: userspace/lib/%.c
@@ -101,7 +102,7 @@ $(O)/obj/tests/%.o: tests/%.c $(KSFT)/kselftest_harness.h
 
 $(O)/tests/unit/%: $(O)/obj/tests/unit/%.o $(call obj,$(FWSIM_CORE)) $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) -lpthread -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) -lpthread -lm -o $@
 
 $(O)/tests/selftests/%: $(O)/obj/tests/selftests/%.o $(LIBA)
 	@mkdir -p $(@D)

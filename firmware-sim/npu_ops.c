@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Op library: argument checks and the ops themselves, on strided host
+ * views. Everything here trusts nothing but npu_op_check(): a launch the
+ * check accepts cannot make an op read or write outside its tensors.
+ */
+#include "npu_ops.h"
+
+#include <math.h>
+#include <string.h>
+
+#define LIMIT_DIM	(1ull << 31)
+
+enum op_class { OPC_NONE, OPC_BINARY, OPC_UNARY, OPC_GEMM, OPC_ROW, OPC_REDUCE,
+		OPC_TRANSPOSE, OPC_CAST };
+
+static enum op_class op_class(uint32_t op)
+{
+	if (op >= NPU_OP_ADD && op <= NPU_OP_MIN)
+		return OPC_BINARY;
+	if (op >= NPU_OP_RELU && op <= NPU_OP_EXP)
+		return OPC_UNARY;
+	if (op == NPU_OP_GEMM)
+		return OPC_GEMM;
+	if (op == NPU_OP_SOFTMAX || op == NPU_OP_LAYERNORM)
+		return OPC_ROW;
+	if (op >= NPU_OP_REDUCE_SUM && op <= NPU_OP_REDUCE_MAX)
+		return OPC_REDUCE;
+	if (op == NPU_OP_TRANSPOSE)
+		return OPC_TRANSPOSE;
+	if (op == NPU_OP_CAST)
+		return OPC_CAST;
+	return OPC_NONE;
+}
+
+size_t npu_dtype_size(uint32_t dtype)
+{
+	switch (dtype) {
+	case NPU_DT_F32: return 4;
+	case NPU_DT_F16:
+	case NPU_DT_BF16: return 2;
+	default: return 0;
+	}
+}
+
+uint64_t npu_tensor_extent(const struct npu_fw_tensor *t)
+{
+	uint64_t last = 0;
+
+	for (uint32_t k = 0; k < t->ndim; k++)
+		last += (t->shape[k] - 1) * t->stride[k];
+	return (last + 1) * npu_dtype_size(t->dtype);
+}
+
+static uint64_t elements(const struct npu_fw_tensor *t)
+{
+	uint64_t n = 1;
+
+	for (uint32_t k = 0; k < t->ndim; k++)
+		n *= t->shape[k];
+	return n;
+}
+
+static const char *check_tensor(const struct npu_fw_tensor *t, int is_out)
+{
+	if (t->ndim < 1 || t->ndim > NPU_FW_MAX_DIMS)
+		return "tensor rank must be 1 to 4";
+	if (!npu_dtype_size(t->dtype))
+		return "unknown dtype";
+	for (uint32_t k = 0; k < NPU_FW_MAX_DIMS; k++) {
+		if (k >= t->ndim) {
+			if (t->shape[k] || t->stride[k])
+				return "unused dimensions must be zero";
+			continue;
+		}
+		if (!t->shape[k] || t->shape[k] > LIMIT_DIM || t->stride[k] > LIMIT_DIM)
+			return "shape or stride out of range";
+		if (is_out && !t->stride[k] && t->shape[k] > 1)
+			return "output must not broadcast (zero stride)";
+	}
+	if (elements(t) > NPU_OPS_MAX_EXTENT || npu_tensor_extent(t) > NPU_OPS_MAX_EXTENT)
+		return "tensor too large";
+	return NULL;
+}
+
+static int same_shape(const struct npu_fw_tensor *a, const struct npu_fw_tensor *b)
+{
+	return a->ndim == b->ndim &&
+	       !memcmp(a->shape, b->shape, sizeof(a->shape[0]) * a->ndim);
+}
+
+static int all_f32(const struct npu_fw_kernel_args *a, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (a->in[i].dtype != NPU_DT_F32)
+			return 0;
+	return a->out.dtype == NPU_DT_F32;
+}
+
+unsigned int npu_op_inputs(const struct npu_fw_kernel_args *a)
+{
+	enum op_class c = op_class(a->op);
+
+	return c == OPC_BINARY || c == OPC_GEMM ? 2 : c == OPC_NONE ? 0 : 1;
+}
+
+int npu_op_reads_output(const struct npu_fw_kernel_args *a)
+{
+	return a->op == NPU_OP_GEMM && a->beta != 0.0f;
+}
+
+static const char *check_gemm(const struct npu_fw_kernel_args *a)
+{
+	const struct npu_fw_tensor *A = &a->in[0], *B = &a->in[1], *C = &a->out;
+	int ta = a->flags & NPU_OP_F_TRANS_A, tb = a->flags & NPU_OP_F_TRANS_B;
+	uint64_t m, n, k;
+
+	if (a->flags & ~(NPU_OP_F_TRANS_A | NPU_OP_F_TRANS_B))
+		return "unknown GEMM flags";
+	if (A->ndim != 2 || B->ndim != 2 || C->ndim != 2)
+		return "GEMM takes 2-D tensors";
+	if (!isfinite(a->alpha) || !isfinite(a->beta))
+		return "GEMM alpha and beta must be finite";
+	m = C->shape[0];
+	n = C->shape[1];
+	k = ta ? A->shape[0] : A->shape[1];
+	if ((ta ? A->shape[1] : A->shape[0]) != m ||
+	    (tb ? B->shape[1] : B->shape[0]) != k || (tb ? B->shape[0] : B->shape[1]) != n)
+		return "GEMM shapes do not agree";
+	return NULL;
+}
+
+const char *npu_op_check(const struct npu_fw_kernel_args *a)
+{
+	enum op_class c = op_class(a->op);
+	unsigned int n = npu_op_inputs(a);
+	const char *err;
+
+	if (c == OPC_NONE)
+		return "unknown op";
+	if (c != OPC_GEMM && a->flags)
+		return "unknown flags";
+	err = check_tensor(&a->out, 1);
+	for (unsigned int i = 0; !err && i < n; i++)
+		err = check_tensor(&a->in[i], 0);
+	if (err)
+		return err;
+	if (c != OPC_TRANSPOSE && c != OPC_CAST && !all_f32(a, n))
+		return "op takes fp32 tensors";
+
+	switch (c) {
+	case OPC_BINARY:
+		return same_shape(&a->in[0], &a->out) && same_shape(&a->in[1], &a->out) ?
+		       NULL : "input and output shapes differ";
+	case OPC_UNARY:
+	case OPC_ROW:
+	case OPC_CAST:
+		if (c == OPC_ROW && a->op == NPU_OP_LAYERNORM && !(a->eps >= 0.0f && isfinite(a->eps)))
+			return "layernorm eps must be finite and not negative";
+		return same_shape(&a->in[0], &a->out) ? NULL : "input and output shapes differ";
+	case OPC_GEMM:
+		return check_gemm(a);
+	case OPC_REDUCE:
+		if (a->axis >= a->in[0].ndim || a->out.ndim != a->in[0].ndim)
+			return "reduce axis out of range";
+		for (uint32_t k = 0; k < a->out.ndim; k++)
+			if (a->out.shape[k] != (k == a->axis ? 1 : a->in[0].shape[k]))
+				return "reduce output must keep the input shape with the axis at 1";
+		return NULL;
+	case OPC_TRANSPOSE: {
+		unsigned int seen = 0;
+
+		if (a->in[0].dtype != a->out.dtype || a->in[0].ndim != a->out.ndim)
+			return "transpose keeps dtype and rank";
+		for (uint32_t k = 0; k < a->out.ndim; k++) {
+			if (a->perm[k] >= a->out.ndim || seen & (1u << a->perm[k]))
+				return "transpose perm is not a permutation";
+			seen |= 1u << a->perm[k];
+			if (a->out.shape[k] != a->in[0].shape[a->perm[k]])
+				return "transpose output shape does not match perm";
+		}
+		return NULL;
+	}
+	case OPC_NONE:
+		break;
+	}
+	return "unknown op";
+}
+
+uint64_t npu_op_units(const struct npu_fw_kernel_args *a)
+{
+	switch (op_class(a->op)) {
+	case OPC_GEMM:
+		return a->out.shape[0];
+	case OPC_ROW:
+		return elements(&a->out) / a->out.shape[a->out.ndim - 1];
+	default:
+		return elements(&a->out);
+	}
+}
+
+/* ---- element access ------------------------------------------------ */
+
+static void unravel(uint64_t idx, const struct npu_view *v, uint32_t ndim, uint64_t *ix)
+{
+	for (int k = (int)ndim - 1; k >= 0; k--) {
+		ix[k] = idx % v->shape[k];
+		idx /= v->shape[k];
+	}
+}
+
+static uint64_t offset(const struct npu_view *v, const uint64_t *ix, uint32_t ndim)
+{
+	uint64_t off = 0;
+
+	for (uint32_t k = 0; k < ndim; k++)
+		off += ix[k] * v->stride[k];
+	return off;
+}
+
+static float get(const struct npu_view *v, uint64_t off)
+{
+	switch (v->dtype) {
+	case NPU_DT_F16: return npu_f16_to_f32(((const uint16_t *)v->data)[off]);
+	case NPU_DT_BF16: return npu_bf16_to_f32(((const uint16_t *)v->data)[off]);
+	default: return ((const float *)v->data)[off];
+	}
+}
+
+static void put(const struct npu_view *v, uint64_t off, float x)
+{
+	switch (v->dtype) {
+	case NPU_DT_F16: ((uint16_t *)v->data)[off] = npu_f32_to_f16(x); break;
+	case NPU_DT_BF16: ((uint16_t *)v->data)[off] = npu_f32_to_bf16(x); break;
+	default: ((float *)v->data)[off] = x; break;
+	}
+}
+
+/* ---- ops ------------------------------------------------------------ */
+
+static float binary(uint32_t op, float x, float y)
+{
+	switch (op) {
+	case NPU_OP_ADD: return x + y;
+	case NPU_OP_SUB: return x - y;
+	case NPU_OP_MUL: return x * y;
+	case NPU_OP_DIV: return x / y;
+	case NPU_OP_MAX: return x > y ? x : y;
+	default: return x < y ? x : y;
+	}
+}
+
+static float unary(uint32_t op, float x)
+{
+	switch (op) {
+	case NPU_OP_RELU: return x > 0 ? x : 0;
+	/* The tanh approximation, as most NPU op libraries ship it. */
+	case NPU_OP_GELU: return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+	case NPU_OP_SIGMOID: return 1.0f / (1.0f + expf(-x));
+	case NPU_OP_TANH: return tanhf(x);
+	default: return expf(x);
+	}
+}
+
+static void run_elementwise(const struct npu_fw_kernel_args *a, const struct npu_view *in,
+			    const struct npu_view *out, uint64_t begin, uint64_t end)
+{
+	enum op_class c = op_class(a->op);
+	uint64_t ix[NPU_FW_MAX_DIMS], jx[NPU_FW_MAX_DIMS];
+
+	for (uint64_t e = begin; e < end; e++) {
+		uint32_t nd = out->ndim;
+		float x;
+
+		unravel(e, out, nd, ix);
+		if (c == OPC_TRANSPOSE) {
+			size_t es = npu_dtype_size(out->dtype);
+
+			for (uint32_t k = 0; k < nd; k++)
+				jx[a->perm[k]] = ix[k];
+			memcpy((char *)out->data + offset(out, ix, nd) * es,
+			       (const char *)in[0].data + offset(&in[0], jx, nd) * es, es);
+			continue;
+		}
+		x = get(&in[0], offset(&in[0], ix, nd));
+		if (c == OPC_BINARY)
+			x = binary(a->op, x, get(&in[1], offset(&in[1], ix, nd)));
+		else if (c == OPC_UNARY)
+			x = unary(a->op, x);
+		put(out, offset(out, ix, nd), x);
+	}
+}
+
+static void run_gemm(const struct npu_fw_kernel_args *a, const struct npu_view *in,
+		     const struct npu_view *out, uint64_t begin, uint64_t end)
+{
+	const float *A = in[0].data, *B = in[1].data;
+	float *C = out->data;
+	int ta = a->flags & NPU_OP_F_TRANS_A, tb = a->flags & NPU_OP_F_TRANS_B;
+	uint64_t n = out->shape[1], k = ta ? in[0].shape[0] : in[0].shape[1];
+	/* Strides of A as [i][p] and B as [p][j], whatever their layout. */
+	uint64_t ai = ta ? in[0].stride[1] : in[0].stride[0], ap = ta ? in[0].stride[0] : in[0].stride[1];
+	uint64_t bp = tb ? in[1].stride[1] : in[1].stride[0], bj = tb ? in[1].stride[0] : in[1].stride[1];
+	uint64_t ci = out->stride[0], cj = out->stride[1];
+
+	for (uint64_t i = begin; i < end; i++) {
+		float *c = C + i * ci;
+
+		for (uint64_t j = 0; j < n; j++)	/* beta == 0 ignores C, as BLAS does */
+			c[j * cj] = a->beta == 0.0f ? 0.0f : a->beta * c[j * cj];
+		for (uint64_t p = 0; p < k; p++) {
+			float s = a->alpha * A[i * ai + p * ap];
+			const float *b = B + p * bp;
+
+			if (bj == 1 && cj == 1) {
+				for (uint64_t j = 0; j < n; j++)
+					c[j] += s * b[j];
+			} else {
+				for (uint64_t j = 0; j < n; j++)
+					c[j * cj] += s * b[j * bj];
+			}
+		}
+	}
+}
+
+static void run_rows(const struct npu_fw_kernel_args *a, const struct npu_view *in,
+		     const struct npu_view *out, uint64_t begin, uint64_t end)
+{
+	uint32_t last = out->ndim - 1;
+	uint64_t n = out->shape[last], si = in[0].stride[last], so = out->stride[last];
+	uint64_t ix[NPU_FW_MAX_DIMS] = { 0 };
+
+	for (uint64_t r = begin; r < end; r++) {
+		const float *x;
+		float *y;
+		double acc = 0, acc2 = 0;
+
+		unravel(r, out, last, ix);	/* all dimensions but the last */
+		x = (const float *)in[0].data + offset(&in[0], ix, last);
+		y = (float *)out->data + offset(out, ix, last);
+		if (a->op == NPU_OP_SOFTMAX) {
+			float m = x[0];
+
+			for (uint64_t j = 1; j < n; j++)
+				m = x[j * si] > m ? x[j * si] : m;
+			for (uint64_t j = 0; j < n; j++) {
+				float e = expf(x[j * si] - m);
+
+				y[j * so] = e;
+				acc += e;
+			}
+			for (uint64_t j = 0; j < n; j++)
+				y[j * so] = (float)(y[j * so] / acc);
+		} else {
+			double mean, var;
+
+			for (uint64_t j = 0; j < n; j++) {
+				acc += x[j * si];
+				acc2 += (double)x[j * si] * x[j * si];
+			}
+			mean = acc / n;
+			var = acc2 / n - mean * mean;
+			var = var > 0 ? var : 0;
+			for (uint64_t j = 0; j < n; j++)
+				y[j * so] = (float)((x[j * si] - mean) / sqrt(var + a->eps));
+		}
+	}
+}
+
+static void run_reduce(const struct npu_fw_kernel_args *a, const struct npu_view *in,
+		       const struct npu_view *out, uint64_t begin, uint64_t end)
+{
+	uint32_t nd = out->ndim, ax = a->axis;
+	uint64_t ix[NPU_FW_MAX_DIMS], n = in[0].shape[ax];
+
+	for (uint64_t e = begin; e < end; e++) {
+		const float *x;
+		double acc = 0;
+		float m;
+
+		unravel(e, out, nd, ix);
+		x = (const float *)in[0].data + offset(&in[0], ix, nd);
+		m = x[0];
+		for (uint64_t j = 0; j < n; j++) {
+			float v = x[j * in[0].stride[ax]];
+
+			acc += v;
+			m = v > m ? v : m;
+		}
+		put(out, offset(out, ix, nd), a->op == NPU_OP_REDUCE_MAX ? m :
+		    a->op == NPU_OP_REDUCE_MEAN ? (float)(acc / n) : (float)acc);
+	}
+}
+
+void npu_op_run(const struct npu_fw_kernel_args *a, const struct npu_view *in,
+		const struct npu_view *out, uint64_t begin, uint64_t end)
+{
+	switch (op_class(a->op)) {
+	case OPC_GEMM:
+		run_gemm(a, in, out, begin, end);
+		break;
+	case OPC_ROW:
+		run_rows(a, in, out, begin, end);
+		break;
+	case OPC_REDUCE:
+		run_reduce(a, in, out, begin, end);
+		break;
+	case OPC_NONE:
+		break;
+	default:
+		run_elementwise(a, in, out, begin, end);
+		break;
+	}
+}
+
+/* ---- fp16 / bf16 ------------------------------------------------------ */
+
+uint16_t npu_f32_to_f16(float f)
+{
+	uint32_t x;
+	uint32_t sign, exp, man;
+
+	memcpy(&x, &f, 4);
+	sign = (x >> 16) & 0x8000;
+	exp = (x >> 23) & 0xff;
+	man = x & 0x7fffff;
+	if (exp == 0xff)				/* inf, nan (kept quiet) */
+		return (uint16_t)(sign | 0x7c00 | (man ? 0x200 | (man >> 13) : 0));
+	if (exp > 142)					/* overflow */
+		return (uint16_t)(sign | 0x7c00);
+	if (exp < 113) {				/* subnormal or zero */
+		uint32_t shift, half, rest;
+
+		if (exp < 102)
+			return (uint16_t)sign;
+		man |= 0x800000;
+		shift = 126 - exp;
+		half = man >> shift;
+		rest = man & ((1u << shift) - 1);
+		if (rest > (1u << (shift - 1)) || (rest == (1u << (shift - 1)) && (half & 1)))
+			half++;
+		return (uint16_t)(sign | half);
+	}
+	/* Normal: round the 13 dropped bits to nearest even; a carry may
+	 * bump the exponent, up to infinity, which is right. */
+	{
+		uint32_t h = ((exp - 112) << 10) | (man >> 13), rest = man & 0x1fff;
+
+		if (rest > 0x1000 || (rest == 0x1000 && (h & 1)))
+			h++;
+		return (uint16_t)(sign | h);
+	}
+}
+
+float npu_f16_to_f32(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, x;
+	float f;
+
+	if (exp == 0x1f) {
+		x = sign | 0x7f800000 | (man << 13);
+	} else if (exp) {
+		x = sign | ((exp + 112) << 23) | (man << 13);
+	} else {
+		f = (float)man * 0x1p-24f;		/* subnormal (or zero) */
+		return sign ? -f : f;
+	}
+	memcpy(&f, &x, 4);
+	return f;
+}
+
+uint16_t npu_f32_to_bf16(float f)
+{
+	uint32_t x;
+
+	memcpy(&x, &f, 4);
+	if ((x & 0x7fffffff) > 0x7f800000)		/* nan: keep it a quiet nan */
+		return (uint16_t)((x >> 16) | 0x40);
+	x += 0x7fff + ((x >> 16) & 1);
+	return (uint16_t)(x >> 16);
+}
+
+float npu_bf16_to_f32(uint16_t b)
+{
+	uint32_t x = (uint32_t)b << 16;
+	float f;
+
+	memcpy(&f, &x, 4);
+	return f;
+}

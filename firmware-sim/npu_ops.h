@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The op library the AI cores run: pure computation on host memory.
+ *
+ * The engine gathers each tensor of a kernel launch out of device memory
+ * (through the MMU) into a host buffer, keeping its strides, runs the op
+ * on those views split into units across cores, and scatters the output
+ * back. This file knows nothing of queues or MMUs, so it is tested
+ * directly against reference implementations.
+ */
+#ifndef NPU_OPS_H
+#define NPU_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "npu_fw_if.h"
+
+/* A tensor in host memory: `data` is element 0, strides in elements. */
+struct npu_view {
+	void *data;
+	uint32_t dtype;
+	uint32_t ndim;
+	uint64_t shape[NPU_FW_MAX_DIMS];
+	uint64_t stride[NPU_FW_MAX_DIMS];
+};
+
+/* Largest tensor extent a launch may touch. */
+#define NPU_OPS_MAX_EXTENT	(1ull << 30)
+
+/*
+ * Check a launch's arguments. NULL when the op can run, else why not
+ * (logged by the device with the failed task).
+ */
+const char *npu_op_check(const struct npu_fw_kernel_args *a);
+
+/* How many inputs the op reads (0..2); only valid after npu_op_check(). */
+unsigned int npu_op_inputs(const struct npu_fw_kernel_args *a);
+
+/* Whether the op reads its output before writing it (GEMM with beta). */
+int npu_op_reads_output(const struct npu_fw_kernel_args *a);
+
+/* Bytes from element 0 to one past the last element of `t`. */
+uint64_t npu_tensor_extent(const struct npu_fw_tensor *t);
+
+size_t npu_dtype_size(uint32_t dtype);
+
+/* Independent units of work, to split across cores. */
+uint64_t npu_op_units(const struct npu_fw_kernel_args *a);
+
+/* Run units [begin, end). Views: in[0], in[1] (if used), out. */
+void npu_op_run(const struct npu_fw_kernel_args *a, const struct npu_view *in,
+		const struct npu_view *out, uint64_t begin, uint64_t end);
+
+/* IEEE binary16 and bfloat16 conversions (round to nearest even). */
+uint16_t npu_f32_to_f16(float f);
+float npu_f16_to_f32(uint16_t h);
+uint16_t npu_f32_to_bf16(float f);
+float npu_bf16_to_f32(uint16_t b);
+
+#endif /* NPU_OPS_H */

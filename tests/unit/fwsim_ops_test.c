@@ -1,0 +1,398 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The op library against reference implementations written here, in
+ * double precision. Tolerances: elementwise ops 1e-6 relative (plus 1e-7
+ * absolute), reductions and rows 1e-5, GEMM 1e-4 relative to the sum of
+ * the absolute products. fp16/bf16 conversions are exact (IEEE
+ * round-to-nearest-even), checked exhaustively for fp16.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kselftest_harness.h"
+#include "npu_ops.h"
+
+static uint32_t rng = 12345;
+
+static float frand(void)
+{
+	rng = rng * 1664525u + 1013904223u;
+	return (float)(rng >> 8) / (float)(1u << 24) * 4.0f - 2.0f;
+}
+
+static float *rand_buf(size_t n)
+{
+	float *p = malloc(n * sizeof(float));
+
+	for (size_t i = 0; i < n; i++)
+		p[i] = frand();
+	return p;
+}
+
+/* A dense row-major fp32 tensor descriptor and view over `data`. */
+static void dense(struct npu_fw_tensor *t, struct npu_view *v, void *data, uint32_t dtype,
+		  uint32_t ndim, const uint64_t *shape)
+{
+	memset(t, 0, sizeof(*t));
+	t->dtype = dtype;
+	t->ndim = ndim;
+	for (int k = (int)ndim - 1, s = 1; k >= 0; s *= (int)shape[k], k--) {
+		t->shape[k] = shape[k];
+		t->stride[k] = (uint64_t)s;
+	}
+	if (v) {
+		v->data = data;
+		v->dtype = dtype;
+		v->ndim = ndim;
+		memcpy(v->shape, t->shape, sizeof(v->shape));
+		memcpy(v->stride, t->stride, sizeof(v->stride));
+	}
+}
+
+static void run_all(struct npu_fw_kernel_args *a, struct npu_view *in, struct npu_view *out)
+{
+	uint64_t units = npu_op_units(a);
+
+	/* In three uneven parts, as cores would. */
+	npu_op_run(a, in, out, 0, units / 3);
+	npu_op_run(a, in, out, units / 3, units / 2);
+	npu_op_run(a, in, out, units / 2, units);
+}
+
+static int close_to(double want, double got, double rel, double abs_tol)
+{
+	return fabs(want - got) <= rel * fabs(want) + abs_tol || (isnan(want) && isnan(got));
+}
+
+TEST(binary_ops_with_broadcast)
+{
+	static const uint32_t ops[] = { NPU_OP_ADD, NPU_OP_SUB, NPU_OP_MUL, NPU_OP_DIV,
+					NPU_OP_MAX, NPU_OP_MIN };
+	uint64_t shape[3] = { 3, 5, 7 };
+	float *x = rand_buf(105), *row = rand_buf(7), *y = calloc(105, 4);
+
+	for (size_t o = 0; o < 6; o++) {
+		struct npu_fw_kernel_args a = { .op = ops[o] };
+		struct npu_view in[2], out;
+
+		dense(&a.in[0], &in[0], x, NPU_DT_F32, 3, shape);
+		dense(&a.in[1], &in[1], row, NPU_DT_F32, 3, shape);
+		/* in1 is one row of 7, broadcast over the first two dimensions. */
+		a.in[1].stride[0] = a.in[1].stride[1] = 0;
+		in[1].stride[0] = in[1].stride[1] = 0;
+		dense(&a.out, &out, y, NPU_DT_F32, 3, shape);
+		ASSERT_EQ(NULL, npu_op_check(&a));
+		run_all(&a, in, &out);
+		for (int i = 0; i < 105; i++) {
+			double p = x[i], q = row[i % 7], want;
+
+			switch (ops[o]) {
+			case NPU_OP_ADD: want = p + q; break;
+			case NPU_OP_SUB: want = p - q; break;
+			case NPU_OP_MUL: want = p * q; break;
+			case NPU_OP_DIV: want = p / q; break;
+			case NPU_OP_MAX: want = fmax(p, q); break;
+			default: want = fmin(p, q); break;
+			}
+			ASSERT_TRUE(close_to(want, y[i], 1e-6, 1e-7)) TH_LOG("op %u i %d", ops[o], i);
+		}
+	}
+	free(x), free(row), free(y);
+}
+
+TEST(unary_ops)
+{
+	static const uint32_t ops[] = { NPU_OP_RELU, NPU_OP_GELU, NPU_OP_SIGMOID, NPU_OP_TANH,
+					NPU_OP_EXP };
+	uint64_t shape[1] = { 1000 };
+	float *x = rand_buf(1000), *y = calloc(1000, 4);
+
+	for (size_t o = 0; o < 5; o++) {
+		struct npu_fw_kernel_args a = { .op = ops[o] };
+		struct npu_view in[2], out;
+
+		dense(&a.in[0], &in[0], x, NPU_DT_F32, 1, shape);
+		dense(&a.out, &out, y, NPU_DT_F32, 1, shape);
+		ASSERT_EQ(NULL, npu_op_check(&a));
+		run_all(&a, in, &out);
+		for (int i = 0; i < 1000; i++) {
+			double p = x[i], want;
+
+			switch (ops[o]) {
+			case NPU_OP_RELU: want = p > 0 ? p : 0; break;
+			case NPU_OP_GELU: want = 0.5 * p * (1 + tanh(sqrt(2 / M_PI) * (p + 0.044715 * p * p * p))); break;
+			case NPU_OP_SIGMOID: want = 1 / (1 + exp(-p)); break;
+			case NPU_OP_TANH: want = tanh(p); break;
+			default: want = exp(p); break;
+			}
+			ASSERT_TRUE(close_to(want, y[i], 1e-6, 1e-7)) TH_LOG("op %u x %g got %g", ops[o], p, y[i]);
+		}
+	}
+	free(x), free(y);
+}
+
+static void gemm_case(struct __test_metadata *_metadata, uint64_t m, uint64_t n, uint64_t k,
+		      int ta, int tb, float alpha, float beta)
+{
+	uint64_t sa[2] = { ta ? k : m, ta ? m : k }, sb[2] = { tb ? n : k, tb ? k : n };
+	uint64_t sc[2] = { m, n };
+	float *A = rand_buf(m * k), *B = rand_buf(k * n), *C = rand_buf(m * n);
+	float *C0 = malloc(m * n * 4);
+	struct npu_fw_kernel_args a = { .op = NPU_OP_GEMM, .alpha = alpha, .beta = beta };
+	struct npu_view in[2], out;
+
+	memcpy(C0, C, m * n * 4);
+	a.flags = (ta ? NPU_OP_F_TRANS_A : 0) | (tb ? NPU_OP_F_TRANS_B : 0);
+	dense(&a.in[0], &in[0], A, NPU_DT_F32, 2, sa);
+	dense(&a.in[1], &in[1], B, NPU_DT_F32, 2, sb);
+	dense(&a.out, &out, C, NPU_DT_F32, 2, sc);
+	ASSERT_EQ(NULL, npu_op_check(&a));
+	run_all(&a, in, &out);
+	for (uint64_t i = 0; i < m; i++) {
+		for (uint64_t j = 0; j < n; j++) {
+			double acc = 0, mag = 0;
+
+			for (uint64_t p = 0; p < k; p++) {
+				double x = ta ? A[p * m + i] : A[i * k + p];
+				double y = tb ? B[j * k + p] : B[p * n + j];
+
+				acc += x * y;
+				mag += fabs(x * y);
+			}
+			acc = alpha * acc + (beta == 0 ? 0 : beta * C0[i * n + j]);
+			ASSERT_TRUE(fabs(acc - C[i * n + j]) <= 1e-4 * (fabs(alpha) * mag + fabs(beta * C0[i * n + j])) + 1e-6)
+				TH_LOG("C[%lu][%lu] want %g got %g", i, j, acc, C[i * n + j]);
+		}
+	}
+	free(A), free(B), free(C), free(C0);
+}
+
+TEST(gemm_all_transposes_alpha_beta)
+{
+	for (int ta = 0; ta < 2; ta++)
+		for (int tb = 0; tb < 2; tb++) {
+			gemm_case(_metadata, 37, 53, 41, ta, tb, 1.0f, 0.0f);
+			gemm_case(_metadata, 16, 9, 70, ta, tb, -0.5f, 2.0f);
+		}
+}
+
+TEST(gemm_beta_zero_ignores_nan_in_output)
+{
+	uint64_t s[2] = { 2, 2 };
+	float A[4] = { 1, 2, 3, 4 }, B[4] = { 1, 0, 0, 1 }, C[4] = { NAN, NAN, NAN, NAN };
+	struct npu_fw_kernel_args a = { .op = NPU_OP_GEMM, .alpha = 1 };
+	struct npu_view in[2], out;
+
+	dense(&a.in[0], &in[0], A, NPU_DT_F32, 2, s);
+	dense(&a.in[1], &in[1], B, NPU_DT_F32, 2, s);
+	dense(&a.out, &out, C, NPU_DT_F32, 2, s);
+	ASSERT_EQ(NULL, npu_op_check(&a));
+	EXPECT_FALSE(npu_op_reads_output(&a));
+	run_all(&a, in, &out);
+	EXPECT_EQ(0, memcmp(A, C, sizeof(A)));
+}
+
+TEST(softmax_and_layernorm_rows)
+{
+	uint64_t shape[2] = { 6, 33 };
+	float *x = rand_buf(198), *y = calloc(198, 4);
+
+	for (int op = NPU_OP_SOFTMAX; op <= NPU_OP_LAYERNORM; op++) {
+		struct npu_fw_kernel_args a = { .op = (uint32_t)op, .eps = 1e-5f };
+		struct npu_view in[2], out;
+
+		dense(&a.in[0], &in[0], x, NPU_DT_F32, 2, shape);
+		dense(&a.out, &out, y, NPU_DT_F32, 2, shape);
+		ASSERT_EQ(NULL, npu_op_check(&a));
+		run_all(&a, in, &out);
+		for (int r = 0; r < 6; r++) {
+			double m = -1e30, s = 0, mean = 0, var = 0;
+			const float *xr = x + r * 33;
+
+			for (int j = 0; j < 33; j++) {
+				m = fmax(m, xr[j]);
+				mean += xr[j] / 33.0;
+			}
+			for (int j = 0; j < 33; j++) {
+				s += exp(xr[j] - m);
+				var += (xr[j] - mean) * (xr[j] - mean) / 33.0;
+			}
+			for (int j = 0; j < 33; j++) {
+				double want = op == NPU_OP_SOFTMAX ? exp(xr[j] - m) / s :
+					      (xr[j] - mean) / sqrt(var + 1e-5);
+
+				ASSERT_TRUE(close_to(want, y[r * 33 + j], 1e-5, 1e-6)) TH_LOG("op %d r %d j %d", op, r, j);
+			}
+		}
+	}
+	free(x), free(y);
+}
+
+TEST(reductions_over_each_axis)
+{
+	uint64_t shape[3] = { 4, 5, 6 };
+	float *x = rand_buf(120), y[120];
+
+	for (uint32_t op = NPU_OP_REDUCE_SUM; op <= NPU_OP_REDUCE_MAX; op++) {
+		for (uint32_t ax = 0; ax < 3; ax++) {
+			struct npu_fw_kernel_args a = { .op = op, .axis = ax };
+			uint64_t oshape[3] = { 4, 5, 6 };
+			struct npu_view in[2], out;
+
+			oshape[ax] = 1;
+			dense(&a.in[0], &in[0], x, NPU_DT_F32, 3, shape);
+			dense(&a.out, &out, y, NPU_DT_F32, 3, oshape);
+			ASSERT_EQ(NULL, npu_op_check(&a));
+			run_all(&a, in, &out);
+			for (uint64_t i = 0; i < oshape[0]; i++)
+				for (uint64_t j = 0; j < oshape[1]; j++)
+					for (uint64_t l = 0; l < oshape[2]; l++) {
+						double sum = 0, mx = -1e30;
+
+						for (uint64_t t = 0; t < shape[ax]; t++) {
+							uint64_t ix[3] = { i, j, l };
+
+							ix[ax] = t;
+							sum += x[ix[0] * 30 + ix[1] * 6 + ix[2]];
+							mx = fmax(mx, x[ix[0] * 30 + ix[1] * 6 + ix[2]]);
+						}
+						double want = op == NPU_OP_REDUCE_SUM ? sum :
+							      op == NPU_OP_REDUCE_MEAN ? sum / shape[ax] : mx;
+						float got = y[i * oshape[1] * oshape[2] + j * oshape[2] + l];
+
+						ASSERT_TRUE(close_to(want, got, 1e-5, 1e-6)) TH_LOG("op %u axis %u", op, ax);
+					}
+		}
+	}
+	free(x);
+}
+
+TEST(transpose_3d)
+{
+	uint64_t shape[3] = { 2, 3, 4 }, oshape[3] = { 4, 2, 3 };
+	float x[24], y[24];
+	struct npu_fw_kernel_args a = { .op = NPU_OP_TRANSPOSE, .perm = { 2, 0, 1 } };
+	struct npu_view in[2], out;
+
+	for (int i = 0; i < 24; i++)
+		x[i] = (float)i;
+	dense(&a.in[0], &in[0], x, NPU_DT_F32, 3, shape);
+	dense(&a.out, &out, y, NPU_DT_F32, 3, oshape);
+	ASSERT_EQ(NULL, npu_op_check(&a));
+	run_all(&a, in, &out);
+	for (int p = 0; p < 4; p++)
+		for (int i = 0; i < 2; i++)
+			for (int j = 0; j < 3; j++)
+				ASSERT_EQ(x[i * 12 + j * 4 + p], y[p * 6 + i * 3 + j]);
+}
+
+TEST(fp16_conversions_are_exact)
+{
+	/* Every binary16 value survives f16 -> f32 -> f16. */
+	for (uint32_t h = 0; h < 0x10000; h++) {
+		float f = npu_f16_to_f32((uint16_t)h);
+
+		if (isnan(f))
+			continue;
+		ASSERT_EQ(h, npu_f32_to_f16(f)) TH_LOG("h %#x", h);
+	}
+	EXPECT_EQ(0x3c00, npu_f32_to_f16(1.0f));
+	EXPECT_EQ(0x7bff, npu_f32_to_f16(65504.0f));
+	EXPECT_EQ(0x7c00, npu_f32_to_f16(65520.0f));		/* rounds to infinity */
+	EXPECT_EQ(0x0001, npu_f32_to_f16(5.9604645e-8f));	/* smallest subnormal */
+	EXPECT_EQ(0x0000, npu_f32_to_f16(2.9802322e-8f));	/* half of it: ties to even */
+	EXPECT_EQ(0x3c00, npu_f32_to_f16(1.0f + 0x1p-11f));	/* tie, to even */
+	EXPECT_EQ(0x3c01, npu_f32_to_f16(1.0f + 0x1p-11f + 0x1p-20f));
+	EXPECT_EQ(0x7e00, npu_f32_to_f16(NAN) & 0x7e00);
+}
+
+TEST(bf16_conversions_round_to_even)
+{
+	EXPECT_EQ(0x3f80, npu_f32_to_bf16(1.0f));
+	EXPECT_EQ(0x3f80, npu_f32_to_bf16(1.0f + 0x1p-8f));		/* tie, to even */
+	EXPECT_EQ(0x3f82, npu_f32_to_bf16(1.0f + 0x1p-7f + 0x1p-8f));	/* tie, to even (up) */
+	EXPECT_EQ(0x7f80, npu_f32_to_bf16(INFINITY));
+	EXPECT_TRUE(isnan(npu_bf16_to_f32(npu_f32_to_bf16(NAN))));
+	for (uint32_t b = 0; b < 0x10000; b += 7) {
+		float f = npu_bf16_to_f32((uint16_t)b);
+
+		if (!isnan(f))
+			ASSERT_EQ(b, npu_f32_to_bf16(f));
+	}
+}
+
+TEST(cast_op_between_dtypes)
+{
+	uint64_t shape[1] = { 4 };
+	float x[4] = { 1.0f, -2.5f, 65504.0f, 0.1f }, back[4];
+	uint16_t h[4];
+	struct npu_fw_kernel_args a = { .op = NPU_OP_CAST };
+	struct npu_view in[2], out;
+
+	dense(&a.in[0], &in[0], x, NPU_DT_F32, 1, shape);
+	dense(&a.out, &out, h, NPU_DT_F16, 1, shape);
+	ASSERT_EQ(NULL, npu_op_check(&a));
+	run_all(&a, in, &out);
+	EXPECT_EQ(0x3c00, h[0]);
+	EXPECT_EQ(0xc100, h[1]);
+	dense(&a.in[0], &in[0], h, NPU_DT_F16, 1, shape);
+	dense(&a.out, &out, back, NPU_DT_F32, 1, shape);
+	run_all(&a, in, &out);
+	EXPECT_EQ(65504.0f, back[2]);
+	EXPECT_TRUE(fabsf(back[3] - 0.1f) < 1e-4f);
+}
+
+TEST(bad_launches_are_refused_with_a_reason)
+{
+	uint64_t s2[2] = { 4, 4 }, s3[2] = { 4, 3 }, s1[1] = { 16 };
+	struct npu_fw_kernel_args good = { .op = NPU_OP_ADD }, a;
+
+	dense(&good.in[0], NULL, NULL, NPU_DT_F32, 2, s2);
+	dense(&good.in[1], NULL, NULL, NPU_DT_F32, 2, s2);
+	dense(&good.out, NULL, NULL, NPU_DT_F32, 2, s2);
+	ASSERT_EQ(NULL, npu_op_check(&good));
+
+	a = good, a.op = 999;
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "unknown op"));
+	a = good, a.flags = 1;
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "flags"));
+	a = good, a.out.ndim = 5;
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "rank"));
+	a = good, a.in[1].shape[1] = 3;
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "shapes differ"));
+	a = good, a.out.stride[0] = 0;
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "broadcast"));
+	a = good, a.in[0].dtype = NPU_DT_F16;
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "fp32"));
+	a = good, a.in[0].dtype = 7;
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "dtype"));
+	a = good, a.in[0].shape[3] = 1;
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "unused"));
+	a = good, a.in[0].shape[0] = 0;
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "out of range"));
+	a = good, a.out.stride[0] = 1ull << 30, a.out.shape[0] = 1ull << 30;
+	EXPECT_NE(NULL, npu_op_check(&a));
+
+	a = good, a.op = NPU_OP_GEMM;
+	dense(&a.in[1], NULL, NULL, NPU_DT_F32, 2, s3);
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "GEMM shapes"));
+	a.flags = 8;
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "GEMM flags"));
+	a = good, a.op = NPU_OP_GEMM, a.alpha = NAN;
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "finite"));
+
+	a = good, a.op = NPU_OP_TRANSPOSE, a.perm[0] = 0, a.perm[1] = 0;
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "permutation"));
+	a = good, a.op = NPU_OP_REDUCE_SUM, a.axis = 2;
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "axis"));
+	a = good, a.op = NPU_OP_REDUCE_SUM, a.axis = 0;
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "reduce output"));
+	a = good, a.op = NPU_OP_LAYERNORM, a.eps = -1;
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "eps"));
+	a = good, a.op = NPU_OP_RELU;
+	dense(&a.out, NULL, NULL, NPU_DT_F32, 1, s1);
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "shapes differ"));
+}
+
+TEST_HARNESS_MAIN
