@@ -30,7 +30,7 @@ KSFT       := $(O)/kselftest
 obj = $(patsubst %.c,$(O)/obj/%.o,$(1))
 
 FWSIM_CORE := firmware-sim/npu_dev.c firmware-sim/npu_engine.c firmware-sim/npu_mmu.c \
-	firmware-sim/npu_ops.c \
+	firmware-sim/npu_ops.c firmware-sim/npu_cores.c \
 	firmware-sim/ivshmem_server.c
 FWSIM_SRCS := $(FWSIM_CORE) firmware-sim/fwsim.c firmware-sim/main.c
 LIB_SRCS   := $(sort $(wildcard userspace/lib/*.c))
@@ -53,7 +53,7 @@ userspace: $(O)/bin/npu-fwsim $(LIBSO) $(LIBA) $(TOOLS)
 
 $(O)/obj/firmware-sim/%.o: firmware-sim/%.c
 	@mkdir -p $(@D)
-	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(DEPFLAGS) $(CFLAGS) -Ikernel -c $< -o $@
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(DEPFLAGS) $(CFLAGS) -Ikernel -Iuapi $(DRM_CFLAGS) -c $< -o $@
 
 $(O)/bin/npu-fwsim: $(call obj,$(FWSIM_SRCS))
 	@mkdir -p $(@D)
@@ -106,7 +106,7 @@ $(O)/tests/unit/%: $(O)/obj/tests/unit/%.o $(call obj,$(FWSIM_CORE)) $(LIBA)
 
 $(O)/tests/selftests/%: $(O)/obj/tests/selftests/%.o $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) -lm -o $@
 
 $(O)/tests/bench/%: $(O)/obj/tests/bench/%.o
 	@mkdir -p $(@D)

@@ -11,6 +11,7 @@
 #include "npu_dev.h"
 #include "npu_engine.h"
 
+#include <errno.h>
 #include <stddef.h>
 #include <string.h>
 #include <time.h>
@@ -113,6 +114,7 @@ void npu_dev_init(struct npu_dev *dev, void *hbm,
 	dev->opaque = opaque;
 	pthread_mutex_init(&dev->lock, NULL);
 	pthread_cond_init(&dev->work, NULL);
+	npu_cores_init(&dev->cores);
 	npu_dev_reset(dev);
 }
 
@@ -149,11 +151,16 @@ int npu_dev_start_engine(struct npu_dev *dev)
 {
 	int err;
 
+	if (npu_cores_start(&dev->cores, dev->cfg.num_cores))
+		return EAGAIN;
 	dev->engine_stop = false;
 	err = pthread_create(&dev->engine, NULL, engine_main, dev);
-	if (!err)
-		dev->engine_running = true;
-	return err;
+	if (err) {
+		npu_cores_stop(&dev->cores);
+		return err;
+	}
+	dev->engine_running = true;
+	return 0;
 }
 
 void npu_dev_stop_engine(struct npu_dev *dev)
@@ -166,6 +173,7 @@ void npu_dev_stop_engine(struct npu_dev *dev)
 	pthread_mutex_unlock(&dev->lock);
 	pthread_join(dev->engine, NULL);
 	dev->engine_running = false;
+	npu_cores_stop(&dev->cores);
 }
 
 static void queue_doorbell(struct npu_dev *dev)

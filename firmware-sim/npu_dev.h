@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "npu_cores.h"
 #include "npu_fw_if.h"
 #include "npu_mmu.h"
 
@@ -48,6 +49,7 @@ struct npu_dev {
 	void *host_mem;			/* host RAM the device may DMA to */
 	size_t host_mem_size;
 	struct npu_mmu mmu;
+	struct npu_cores cores;
 
 	/*
 	 * lock serialises everything that touches queues, the TLB or the

@@ -9,9 +9,11 @@
  */
 #include "npu_engine.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "npu_dev.h"
+#include "npu_ops.h"
 
 #define LOAD_ACQ(p)		__atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define STORE_REL(p, v)		__atomic_store_n((p), (v), __ATOMIC_RELEASE)
@@ -115,6 +117,91 @@ static int dma_fill(struct npu_dev *dev, struct npu_fw_queue *q, uint64_t dst,
 	return 0;
 }
 
+/* Move bytes between device VA and a host buffer, page by page. */
+static int dma_host(struct npu_dev *dev, struct npu_fw_queue *q, uint64_t va,
+		    void *buf, uint64_t size, enum npu_access access, struct fault *f)
+{
+	uint8_t *h = buf;
+
+	while (size) {
+		uint8_t *d;
+		uint64_t avail, n;
+
+		if (xlate(dev, q, va, access, &d, &avail, f))
+			return -1;
+		n = size < avail ? size : avail;
+		if (access == NPU_ACCESS_WRITE)
+			memcpy(d, h, n);
+		else
+			memcpy(h, d, n);
+		va += n;
+		h += n;
+		size -= n;
+	}
+	return 0;
+}
+
+/*
+ * A kernel launch: read and check the argument block, gather the tensors
+ * into host buffers (keeping their strides), run the op on the cores and
+ * scatter the output back. An output with gaps between its elements is
+ * gathered first, so the gaps are written back unchanged.
+ */
+static int run_kernel(struct npu_dev *dev, struct npu_fw_queue *q,
+		      const struct npu_fw_task *t, struct fault *f)
+{
+	struct drm_npu_kernel_args a;
+	struct npu_view v[3] = { 0 };	/* in[0], in[1], out */
+	const struct drm_npu_tensor *ts[3];
+	unsigned int n_in, i;
+	int ret = -1;
+
+	if (dma_host(dev, q, t->args[0], &a, sizeof(a), NPU_ACCESS_READ, f))
+		return -1;
+	if (t->args[1] > NPU_DEV_CORES_MAX || npu_op_check(&a)) {
+		f->code = NPU_FW_EKERNEL;
+		f->access = NPU_ACCESS_READ;
+		f->address = t->args[0];
+		return -1;
+	}
+	n_in = npu_op_inputs(&a);
+	ts[0] = &a.in[0];
+	ts[1] = &a.in[1];
+	ts[2] = &a.out;
+	for (i = 0; i < 3; i++) {
+		const struct drm_npu_tensor *tt = ts[i];
+		uint64_t extent, elems = 1;
+		int gather;
+
+		if (i < 2 && i >= n_in)
+			continue;
+		extent = npu_tensor_extent(tt);
+		for (uint32_t k = 0; k < tt->ndim; k++)
+			elems *= tt->shape[k];
+		gather = i < 2 || npu_op_reads_output(&a) ||
+			 extent != elems * npu_dtype_size(tt->dtype);
+		v[i].data = malloc(extent);
+		if (!v[i].data) {
+			f->code = NPU_FW_EKERNEL;
+			f->address = tt->va;
+			goto out;
+		}
+		v[i].dtype = tt->dtype;
+		v[i].ndim = tt->ndim;
+		memcpy(v[i].shape, tt->shape, sizeof(v[i].shape));
+		memcpy(v[i].stride, tt->stride, sizeof(v[i].stride));
+		if (gather && dma_host(dev, q, tt->va, v[i].data, extent, NPU_ACCESS_READ, f))
+			goto out;
+	}
+	npu_cores_run(&dev->cores, &a, v, &v[2], (unsigned int)t->args[1]);
+	ret = dma_host(dev, q, a.out.va, v[2].data, npu_tensor_extent(&a.out),
+		       NPU_ACCESS_WRITE, f);
+out:
+	for (i = 0; i < 3; i++)
+		free(v[i].data);
+	return ret;
+}
+
 static void queue_fault(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 			const struct fault *f)
 {
@@ -150,6 +237,9 @@ static void run_one(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q)
 		break;
 	case NPU_FW_TASK_FENCE:
 		STORE_REL(&q->done_seq, t.args[0]);
+		break;
+	case NPU_FW_TASK_KERNEL:
+		bad = run_kernel(dev, q, &t, &f);
 		break;
 	default:
 		bad = -1;

@@ -43,7 +43,7 @@ size_t npu_dtype_size(uint32_t dtype)
 	}
 }
 
-uint64_t npu_tensor_extent(const struct npu_fw_tensor *t)
+uint64_t npu_tensor_extent(const struct drm_npu_tensor *t)
 {
 	uint64_t last = 0;
 
@@ -52,7 +52,7 @@ uint64_t npu_tensor_extent(const struct npu_fw_tensor *t)
 	return (last + 1) * npu_dtype_size(t->dtype);
 }
 
-static uint64_t elements(const struct npu_fw_tensor *t)
+static uint64_t elements(const struct drm_npu_tensor *t)
 {
 	uint64_t n = 1;
 
@@ -61,13 +61,13 @@ static uint64_t elements(const struct npu_fw_tensor *t)
 	return n;
 }
 
-static const char *check_tensor(const struct npu_fw_tensor *t, int is_out)
+static const char *check_tensor(const struct drm_npu_tensor *t, int is_out)
 {
-	if (t->ndim < 1 || t->ndim > NPU_FW_MAX_DIMS)
+	if (t->ndim < 1 || t->ndim > NPU_MAX_DIMS)
 		return "tensor rank must be 1 to 4";
 	if (!npu_dtype_size(t->dtype))
 		return "unknown dtype";
-	for (uint32_t k = 0; k < NPU_FW_MAX_DIMS; k++) {
+	for (uint32_t k = 0; k < NPU_MAX_DIMS; k++) {
 		if (k >= t->ndim) {
 			if (t->shape[k] || t->stride[k])
 				return "unused dimensions must be zero";
@@ -83,13 +83,13 @@ static const char *check_tensor(const struct npu_fw_tensor *t, int is_out)
 	return NULL;
 }
 
-static int same_shape(const struct npu_fw_tensor *a, const struct npu_fw_tensor *b)
+static int same_shape(const struct drm_npu_tensor *a, const struct drm_npu_tensor *b)
 {
 	return a->ndim == b->ndim &&
 	       !memcmp(a->shape, b->shape, sizeof(a->shape[0]) * a->ndim);
 }
 
-static int all_f32(const struct npu_fw_kernel_args *a, unsigned int n)
+static int all_f32(const struct drm_npu_kernel_args *a, unsigned int n)
 {
 	for (unsigned int i = 0; i < n; i++)
 		if (a->in[i].dtype != NPU_DT_F32)
@@ -97,21 +97,21 @@ static int all_f32(const struct npu_fw_kernel_args *a, unsigned int n)
 	return a->out.dtype == NPU_DT_F32;
 }
 
-unsigned int npu_op_inputs(const struct npu_fw_kernel_args *a)
+unsigned int npu_op_inputs(const struct drm_npu_kernel_args *a)
 {
 	enum op_class c = op_class(a->op);
 
 	return c == OPC_BINARY || c == OPC_GEMM ? 2 : c == OPC_NONE ? 0 : 1;
 }
 
-int npu_op_reads_output(const struct npu_fw_kernel_args *a)
+int npu_op_reads_output(const struct drm_npu_kernel_args *a)
 {
 	return a->op == NPU_OP_GEMM && a->beta != 0.0f;
 }
 
-static const char *check_gemm(const struct npu_fw_kernel_args *a)
+static const char *check_gemm(const struct drm_npu_kernel_args *a)
 {
-	const struct npu_fw_tensor *A = &a->in[0], *B = &a->in[1], *C = &a->out;
+	const struct drm_npu_tensor *A = &a->in[0], *B = &a->in[1], *C = &a->out;
 	int ta = a->flags & NPU_OP_F_TRANS_A, tb = a->flags & NPU_OP_F_TRANS_B;
 	uint64_t m, n, k;
 
@@ -130,7 +130,7 @@ static const char *check_gemm(const struct npu_fw_kernel_args *a)
 	return NULL;
 }
 
-const char *npu_op_check(const struct npu_fw_kernel_args *a)
+const char *npu_op_check(const struct drm_npu_kernel_args *a)
 {
 	enum op_class c = op_class(a->op);
 	unsigned int n = npu_op_inputs(a);
@@ -187,7 +187,7 @@ const char *npu_op_check(const struct npu_fw_kernel_args *a)
 	return "unknown op";
 }
 
-uint64_t npu_op_units(const struct npu_fw_kernel_args *a)
+uint64_t npu_op_units(const struct drm_npu_kernel_args *a)
 {
 	switch (op_class(a->op)) {
 	case OPC_GEMM:
@@ -262,11 +262,11 @@ static float unary(uint32_t op, float x)
 	}
 }
 
-static void run_elementwise(const struct npu_fw_kernel_args *a, const struct npu_view *in,
+static void run_elementwise(const struct drm_npu_kernel_args *a, const struct npu_view *in,
 			    const struct npu_view *out, uint64_t begin, uint64_t end)
 {
 	enum op_class c = op_class(a->op);
-	uint64_t ix[NPU_FW_MAX_DIMS], jx[NPU_FW_MAX_DIMS];
+	uint64_t ix[NPU_MAX_DIMS], jx[NPU_MAX_DIMS];
 
 	for (uint64_t e = begin; e < end; e++) {
 		uint32_t nd = out->ndim;
@@ -291,7 +291,7 @@ static void run_elementwise(const struct npu_fw_kernel_args *a, const struct npu
 	}
 }
 
-static void run_gemm(const struct npu_fw_kernel_args *a, const struct npu_view *in,
+static void run_gemm(const struct drm_npu_kernel_args *a, const struct npu_view *in,
 		     const struct npu_view *out, uint64_t begin, uint64_t end)
 {
 	const float *A = in[0].data, *B = in[1].data;
@@ -323,12 +323,12 @@ static void run_gemm(const struct npu_fw_kernel_args *a, const struct npu_view *
 	}
 }
 
-static void run_rows(const struct npu_fw_kernel_args *a, const struct npu_view *in,
+static void run_rows(const struct drm_npu_kernel_args *a, const struct npu_view *in,
 		     const struct npu_view *out, uint64_t begin, uint64_t end)
 {
 	uint32_t last = out->ndim - 1;
 	uint64_t n = out->shape[last], si = in[0].stride[last], so = out->stride[last];
-	uint64_t ix[NPU_FW_MAX_DIMS] = { 0 };
+	uint64_t ix[NPU_MAX_DIMS] = { 0 };
 
 	for (uint64_t r = begin; r < end; r++) {
 		const float *x;
@@ -367,11 +367,11 @@ static void run_rows(const struct npu_fw_kernel_args *a, const struct npu_view *
 	}
 }
 
-static void run_reduce(const struct npu_fw_kernel_args *a, const struct npu_view *in,
+static void run_reduce(const struct drm_npu_kernel_args *a, const struct npu_view *in,
 		       const struct npu_view *out, uint64_t begin, uint64_t end)
 {
 	uint32_t nd = out->ndim, ax = a->axis;
-	uint64_t ix[NPU_FW_MAX_DIMS], n = in[0].shape[ax];
+	uint64_t ix[NPU_MAX_DIMS], n = in[0].shape[ax];
 
 	for (uint64_t e = begin; e < end; e++) {
 		const float *x;
@@ -392,7 +392,7 @@ static void run_reduce(const struct npu_fw_kernel_args *a, const struct npu_view
 	}
 }
 
-void npu_op_run(const struct npu_fw_kernel_args *a, const struct npu_view *in,
+void npu_op_run(const struct drm_npu_kernel_args *a, const struct npu_view *in,
 		const struct npu_view *out, uint64_t begin, uint64_t end)
 {
 	switch (op_class(a->op)) {

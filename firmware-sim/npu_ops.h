@@ -21,8 +21,8 @@ struct npu_view {
 	void *data;
 	uint32_t dtype;
 	uint32_t ndim;
-	uint64_t shape[NPU_FW_MAX_DIMS];
-	uint64_t stride[NPU_FW_MAX_DIMS];
+	uint64_t shape[NPU_MAX_DIMS];
+	uint64_t stride[NPU_MAX_DIMS];
 };
 
 /* Largest tensor extent a launch may touch. */
@@ -32,24 +32,24 @@ struct npu_view {
  * Check a launch's arguments. NULL when the op can run, else why not
  * (logged by the device with the failed task).
  */
-const char *npu_op_check(const struct npu_fw_kernel_args *a);
+const char *npu_op_check(const struct drm_npu_kernel_args *a);
 
 /* How many inputs the op reads (0..2); only valid after npu_op_check(). */
-unsigned int npu_op_inputs(const struct npu_fw_kernel_args *a);
+unsigned int npu_op_inputs(const struct drm_npu_kernel_args *a);
 
 /* Whether the op reads its output before writing it (GEMM with beta). */
-int npu_op_reads_output(const struct npu_fw_kernel_args *a);
+int npu_op_reads_output(const struct drm_npu_kernel_args *a);
 
 /* Bytes from element 0 to one past the last element of `t`. */
-uint64_t npu_tensor_extent(const struct npu_fw_tensor *t);
+uint64_t npu_tensor_extent(const struct drm_npu_tensor *t);
 
 size_t npu_dtype_size(uint32_t dtype);
 
 /* Independent units of work, to split across cores. */
-uint64_t npu_op_units(const struct npu_fw_kernel_args *a);
+uint64_t npu_op_units(const struct drm_npu_kernel_args *a);
 
 /* Run units [begin, end). Views: in[0], in[1] (if used), out. */
-void npu_op_run(const struct npu_fw_kernel_args *a, const struct npu_view *in,
+void npu_op_run(const struct drm_npu_kernel_args *a, const struct npu_view *in,
 		const struct npu_view *out, uint64_t begin, uint64_t end);
 
 /* IEEE binary16 and bfloat16 conversions (round to nearest even). */

@@ -23,6 +23,8 @@
 
 #include <linux/types.h>
 
+#include <drm/npu_accel.h>	/* the kernel argument block */
+
 #define NPU_FW_MAGIC		0x3055504eU	/* "NPU0" */
 
 /*
@@ -204,78 +206,19 @@ enum npu_fw_task_type {
 	NPU_FW_TASK_COPY = 1,	/* args: dst VA, src VA, bytes */
 	NPU_FW_TASK_FILL = 2,	/* args: dst VA, bytes (multiple of 4), u32 pattern */
 	NPU_FW_TASK_FENCE = 3,	/* args: seq; done_seq = seq, raise NPU_VEC_QUEUE */
-	/* args: VA of a struct npu_fw_kernel_args, block dim (cores, 0 = all) */
+	/* args: VA of a struct drm_npu_kernel_args, block dim (cores, 0 = all) */
 	NPU_FW_TASK_KERNEL = 4,
 };
 
 /*
  * Kernel launches: an op from the device's op library on tensors in
- * device memory. The argument block lives in device memory too (the task
- * carries its VA); the device copies it in and checks it before running.
- * A bad block, a shape or stride the op cannot take, or a fault while
- * reading or writing a tensor fails the task (queue FAULTED, error
- * NPU_FW_EKERNEL with the op's reason in the error log, or NPU_FW_EFAULT).
+ * device memory. Userspace writes the argument block (struct
+ * drm_npu_kernel_args, in the uapi, since it is ABI) to device memory and
+ * the task carries its VA; the device copies it in and checks it before
+ * running. A bad block, a shape or stride the op cannot take fails the
+ * task with NPU_FW_EKERNEL; a fault reading or writing a tensor with
+ * NPU_FW_EFAULT. Either way the queue stops as for any fault.
  */
-enum npu_fw_dtype {
-	NPU_DT_F32 = 0,
-	NPU_DT_F16 = 1,
-	NPU_DT_BF16 = 2,
-};
-
-#define NPU_FW_MAX_DIMS		4
-
-/*
- * A strided view of device memory: element (i0, i1, ...) of a tensor lives
- * at va + sum(i_k * stride_k) * element size. Strides are in elements and
- * not negative; a stride of 0 broadcasts along that dimension.
- */
-struct npu_fw_tensor {
-	__u64 va;
-	__u32 dtype;			/* enum npu_fw_dtype */
-	__u32 ndim;			/* 1..NPU_FW_MAX_DIMS */
-	__u64 shape[NPU_FW_MAX_DIMS];
-	__u64 stride[NPU_FW_MAX_DIMS];
-};
-
-enum npu_fw_op {
-	/* out = in0 (op) in1, elementwise; fp32; same shapes (0-strides broadcast) */
-	NPU_OP_ADD = 1, NPU_OP_SUB, NPU_OP_MUL, NPU_OP_DIV, NPU_OP_MAX, NPU_OP_MIN,
-	/* out = f(in0), elementwise; fp32 */
-	NPU_OP_RELU = 16, NPU_OP_GELU, NPU_OP_SIGMOID, NPU_OP_TANH, NPU_OP_EXP,
-	/*
-	 * out[M,N] = alpha * op(in0)[M,K] x op(in1)[K,N] + beta * out; fp32,
-	 * 2-D. flags: NPU_OP_F_TRANS_A / NPU_OP_F_TRANS_B.
-	 */
-	NPU_OP_GEMM = 32,
-	/* Along the last dimension; fp32. LAYERNORM uses eps, no affine part. */
-	NPU_OP_SOFTMAX = 48, NPU_OP_LAYERNORM,
-	/* Over dimension `axis` of in0; out has that dimension of size 1; fp32 */
-	NPU_OP_REDUCE_SUM = 64, NPU_OP_REDUCE_MEAN, NPU_OP_REDUCE_MAX,
-	/* out = in0 with dimensions swapped: perm[k] gives in0's dim for out's k */
-	NPU_OP_TRANSPOSE = 80,
-	/* out = in0 converted to out's dtype (f32 <-> f16 / bf16) */
-	NPU_OP_CAST = 96,
-};
-
-#define NPU_OP_F_TRANS_A	(1u << 0)
-#define NPU_OP_F_TRANS_B	(1u << 1)
-
-struct npu_fw_kernel_args {
-	__u32 op;			/* enum npu_fw_op */
-	__u32 flags;
-	__u32 axis;			/* REDUCE_* */
-	__u32 perm[NPU_FW_MAX_DIMS];	/* TRANSPOSE */
-	float alpha, beta, eps;		/* GEMM, LAYERNORM */
-	struct npu_fw_tensor in[2];
-	struct npu_fw_tensor out;
-};
-
-struct npu_fw_task {
-	__u16 type;
-	__u16 flags;
-	__u32 pad;
-	__u64 args[7];
-};
 
 /* Capability bits in npu_fw_ctrl.caps. None defined in interface 1.0. */
 

@@ -36,7 +36,8 @@
 static_assert(sizeof(struct drm_npu_task) == sizeof(struct npu_fw_task));
 static_assert((int)NPU_TASK_NOP == (int)NPU_FW_TASK_NOP &&
 	      (int)NPU_TASK_COPY == (int)NPU_FW_TASK_COPY &&
-	      (int)NPU_TASK_FILL == (int)NPU_FW_TASK_FILL);
+	      (int)NPU_TASK_FILL == (int)NPU_FW_TASK_FILL &&
+	      (int)NPU_TASK_KERNEL == (int)NPU_FW_TASK_KERNEL);
 
 static struct npu_fw_queue __iomem *npu_queue_slot(struct npu_device *ndev, u32 id)
 {
@@ -86,8 +87,17 @@ static void npu_queue_update(struct npu_device *ndev, struct npu_queue *q,
 		u32 head = readl(&slot->head);
 
 		q->failed = true;
-		q->status = readl(&slot->error) == NPU_FW_EFAULT ? NPU_JOB_FAULT :
-								   NPU_JOB_INVALID;
+		switch (readl(&slot->error)) {
+		case NPU_FW_EFAULT:
+			q->status = NPU_JOB_FAULT;
+			break;
+		case NPU_FW_EKERNEL:
+			q->status = NPU_JOB_KERNEL_ERROR;
+			break;
+		default:
+			q->status = NPU_JOB_INVALID;
+			break;
+		}
 		q->fault_access = readl(&slot->error_access);
 		q->fault_address = readq(&slot->error_address);
 		job = list_first_entry_or_null(&q->jobs, struct npu_job, link);
@@ -96,7 +106,8 @@ static void npu_queue_update(struct npu_device *ndev, struct npu_queue *q,
 		/* Nothing behind the failed task will run. */
 		list_splice_tail_init(&q->jobs, retired);
 		npu_info(ndev, "context %u: %s at %#llx (%s) in batch %llu, task %u\n",
-			 q->ctx->id, q->status == NPU_JOB_FAULT ? "MMU fault" : "invalid task",
+			 q->ctx->id, q->status == NPU_JOB_FAULT ? "MMU fault" :
+			 q->status == NPU_JOB_KERNEL_ERROR ? "kernel error" : "invalid task",
 			 q->fault_address, q->fault_access ? "write" : "read",
 			 q->error_seq, q->error_task);
 	}
@@ -292,6 +303,12 @@ static bool npu_task_valid(const struct drm_npu_task *t)
 			return false;
 		first_unused = 3;
 		break;
+	case NPU_TASK_KERNEL:
+		/* The argument block itself is the device's to check. */
+		if (t->args[1] > NPU_MAX_BLOCK_DIM)
+			return false;
+		first_unused = 2;
+		break;
 	default:
 		return false;
 	}
@@ -355,6 +372,15 @@ static struct npu_job *npu_job_create(struct npu_ctx *ctx,
 				ret = npu_job_hold_range(job, ctx, t->args[1], t->args[2], &cap);
 		} else if (t->type == NPU_TASK_FILL) {
 			ret = npu_job_hold_range(job, ctx, t->args[0], t->args[1], &cap);
+		} else if (t->type == NPU_TASK_KERNEL) {
+			/*
+			 * Only the argument block: the tensors it names are in
+			 * device memory the driver does not parse. Closing one
+			 * early makes the launch fault, never reach freed memory
+			 * (unmapping waits for the task running on the device).
+			 */
+			ret = npu_job_hold_range(job, ctx, t->args[0],
+						 sizeof(struct drm_npu_kernel_args), &cap);
 		}
 	}
 	mutex_unlock(&ctx->lock);

@@ -279,4 +279,98 @@ TEST_F(engine, engine_thread_runs_rung_work)
 	npu_dev_stop_engine(&self->dev);
 }
 
+/* A dense 2-D fp32 tensor at `va`. */
+static struct drm_npu_tensor t2d(uint64_t va, uint64_t rows, uint64_t cols)
+{
+	struct drm_npu_tensor t = { .va = va, .dtype = NPU_DT_F32, .ndim = 2,
+				    .shape = { rows, cols }, .stride = { cols, 1 } };
+
+	return t;
+}
+
+/* GEMM 8x16 by 16x4 with everything in device memory; `cores` > 0 threads. */
+static void gemm_through_device(FIXTURE_DATA(engine) *self,
+				struct __test_metadata *_metadata, int threaded)
+{
+	uint64_t va = TEST_VA_BASE;
+	float *A = (float *)(self->hbm + DATA), *B = A + 128, *C = B + 64;
+	struct drm_npu_kernel_args *k = (struct drm_npu_kernel_args *)(self->hbm + DATA + 8192);
+	struct npu_fw_queue *q = qslot(self, 0);
+
+	map(self, 1, va, DATA, 3, NPU_PTE_WRITE);
+	for (int i = 0; i < 128; i++)
+		A[i] = (float)(i % 7) - 3;
+	for (int i = 0; i < 64; i++)
+		B[i] = (float)(i % 5) - 2;
+	memset(k, 0, sizeof(*k));
+	k->op = NPU_OP_GEMM;
+	k->alpha = 1.0f;
+	k->in[0] = t2d(va, 8, 16);
+	k->in[1] = t2d(va + 512, 16, 4);
+	k->out = t2d(va + 768, 8, 4);
+	if (threaded)
+		ASSERT_EQ(0, npu_dev_start_engine(&self->dev));
+	ASSERT_EQ(0, start_queue(self, 0, 1));
+	push(self, 0, NPU_FW_TASK_KERNEL, va + 8192, 3, 0);
+	push(self, 0, NPU_FW_TASK_FENCE, 1, 0, 0);
+	ring(self, 0);
+	for (int i = 0; i < 2000 && __atomic_load_n(&q->done_seq, __ATOMIC_ACQUIRE) != 1; i++)
+		usleep(1000);
+	ASSERT_EQ(1, q->done_seq) TH_LOG("state %u error %u", q->state, q->error);
+	for (int i = 0; i < 8; i++)
+		for (int j = 0; j < 4; j++) {
+			float want = 0;
+
+			for (int p = 0; p < 16; p++)
+				want += A[i * 16 + p] * B[p * 4 + j];
+			ASSERT_EQ(want, C[i * 4 + j]);
+		}
+	if (threaded)
+		npu_dev_stop_engine(&self->dev);
+}
+
+TEST_F(engine, kernel_gemm_inline)
+{
+	gemm_through_device(self, _metadata, 0);
+}
+
+TEST_F(engine, kernel_gemm_on_core_threads)
+{
+	gemm_through_device(self, _metadata, 1);
+}
+
+TEST_F(engine, kernel_with_bad_arguments_fails_the_task)
+{
+	struct drm_npu_kernel_args *k = (struct drm_npu_kernel_args *)(self->hbm + DATA);
+	struct npu_fw_queue *q = qslot(self, 0);
+
+	map(self, 1, TEST_VA_BASE, DATA, 1, NPU_PTE_WRITE);
+	memset(k, 0, sizeof(*k));
+	k->op = NPU_OP_GEMM;				/* shapes all zero */
+	ASSERT_EQ(0, start_queue(self, 0, 1));
+	push(self, 0, NPU_FW_TASK_KERNEL, TEST_VA_BASE, 0, 0);
+	ring(self, 0);
+	EXPECT_EQ(NPU_QUEUE_FAULTED, q->state);
+	EXPECT_EQ(NPU_FW_EKERNEL, q->error);
+	EXPECT_EQ(TEST_VA_BASE, q->error_address);
+}
+
+TEST_F(engine, kernel_on_unmapped_tensor_faults)
+{
+	struct drm_npu_kernel_args *k = (struct drm_npu_kernel_args *)(self->hbm + DATA);
+	struct npu_fw_queue *q = qslot(self, 0);
+
+	map(self, 1, TEST_VA_BASE, DATA, 1, NPU_PTE_WRITE);
+	memset(k, 0, sizeof(*k));
+	k->op = NPU_OP_RELU;
+	k->in[0] = t2d(TEST_VA_BASE + (1 << 20), 4, 4);	/* never mapped */
+	k->out = t2d(TEST_VA_BASE + 1024, 4, 4);
+	ASSERT_EQ(0, start_queue(self, 0, 1));
+	push(self, 0, NPU_FW_TASK_KERNEL, TEST_VA_BASE, 0, 0);
+	ring(self, 0);
+	EXPECT_EQ(NPU_QUEUE_FAULTED, q->state);
+	EXPECT_EQ(NPU_FW_EFAULT, q->error);
+	EXPECT_EQ(TEST_VA_BASE + (1 << 20), q->error_address);
+}
+
 TEST_HARNESS_MAIN

@@ -233,7 +233,12 @@ enum drm_npu_task_type {
 	/* args[0] dst VA, args[1] bytes (> 0, multiple of 4),
 	 * args[2] 32-bit pattern (upper bits zero) */
 	NPU_TASK_FILL = 2,
+	/* args[0] VA of a struct drm_npu_kernel_args, args[1] how many AI
+	 * cores to split it across (0: all, at most NPU_MAX_BLOCK_DIM) */
+	NPU_TASK_KERNEL = 4,
 };
+
+#define NPU_MAX_BLOCK_DIM	64
 
 /**
  * struct drm_npu_task - one task
@@ -251,6 +256,73 @@ struct drm_npu_task {
 	__u32 pad;
 	__u64 args[7];
 };
+
+/*
+ * Kernel launches (NPU_TASK_KERNEL) run an op from the device's op
+ * library. Their argument block is written to device memory by userspace
+ * and read by the device as it is; the driver passes its address on.
+ */
+enum drm_npu_dtype {
+	NPU_DT_F32 = 0,
+	NPU_DT_F16 = 1,
+	NPU_DT_BF16 = 2,
+};
+
+#define NPU_MAX_DIMS		4
+
+/*
+ * A strided view of device memory: element (i0, i1, ...) of a tensor lives
+ * at va + sum(i_k * stride_k) * element size. Strides are in elements and
+ * not negative; a stride of 0 broadcasts along that dimension.
+ */
+struct drm_npu_tensor {
+	__u64 va;
+	__u32 dtype;			/* enum drm_npu_dtype */
+	__u32 ndim;			/* 1..NPU_MAX_DIMS */
+	__u64 shape[NPU_MAX_DIMS];
+	__u64 stride[NPU_MAX_DIMS];
+};
+
+enum drm_npu_op {
+	/* out = in0 (op) in1, elementwise; fp32; same shapes (0-strides broadcast) */
+	NPU_OP_ADD = 1, NPU_OP_SUB, NPU_OP_MUL, NPU_OP_DIV, NPU_OP_MAX, NPU_OP_MIN,
+	/* out = f(in0), elementwise; fp32 */
+	NPU_OP_RELU = 16, NPU_OP_GELU, NPU_OP_SIGMOID, NPU_OP_TANH, NPU_OP_EXP,
+	/*
+	 * out[M,N] = alpha * op(in0)[M,K] x op(in1)[K,N] + beta * out; fp32,
+	 * 2-D. flags: NPU_OP_F_TRANS_A / NPU_OP_F_TRANS_B.
+	 */
+	NPU_OP_GEMM = 32,
+	/* Along the last dimension; fp32. LAYERNORM uses eps, no affine part. */
+	NPU_OP_SOFTMAX = 48, NPU_OP_LAYERNORM,
+	/* Over dimension `axis` of in0; out has that dimension of size 1; fp32 */
+	NPU_OP_REDUCE_SUM = 64, NPU_OP_REDUCE_MEAN, NPU_OP_REDUCE_MAX,
+	/* out = in0 with dimensions swapped: perm[k] gives in0's dim for out's k */
+	NPU_OP_TRANSPOSE = 80,
+	/* out = in0 converted to out's dtype (f32 <-> f16 / bf16) */
+	NPU_OP_CAST = 96,
+};
+
+#define NPU_OP_F_TRANS_A	(1u << 0)
+#define NPU_OP_F_TRANS_B	(1u << 1)
+
+struct drm_npu_kernel_args {
+	__u32 op;			/* enum drm_npu_op */
+	__u32 flags;
+	__u32 axis;			/* REDUCE_* */
+	__u32 perm[NPU_MAX_DIMS];	/* TRANSPOSE */
+	float alpha, beta, eps;		/* GEMM, LAYERNORM */
+	struct drm_npu_tensor in[2];
+	struct drm_npu_tensor out;
+};
+
+struct npu_fw_task {
+	__u16 type;
+	__u16 flags;
+	__u32 pad;
+	__u64 args[7];
+};
+
 
 #define NPU_SUBMIT_MAX_TASKS	256
 
@@ -281,6 +353,7 @@ enum drm_npu_job_status {
 	NPU_JOB_FAULT = 1,		/* MMU fault: see fault_* */
 	NPU_JOB_INVALID = 2,		/* the device rejected a task */
 	NPU_JOB_ABORTED = 3,		/* the device went away */
+	NPU_JOB_KERNEL_ERROR = 4,	/* a kernel launch had bad arguments */
 };
 
 /**
