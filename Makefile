@@ -26,6 +26,9 @@ DEPFLAGS   := -MMD -MP
 DRM_CFLAGS := $(shell pkg-config --cflags libdrm 2>/dev/null || echo -I/usr/include/libdrm)
 DRM_LIBS   := $(shell pkg-config --libs libdrm 2>/dev/null || echo -ldrm)
 KSFT       := $(O)/kselftest
+# The GEMM benchmark compares against OpenBLAS (Debian: libopenblas-dev).
+BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
+BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
 
 obj = $(patsubst %.c,$(O)/obj/%.o,$(1))
 
@@ -94,7 +97,8 @@ $(KSFT)/kselftest_harness.h:
 # selftests with -Wall): tests drop the warnings it trips.
 TEST_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -Wno-unused-parameter -Wno-sign-compare -Wno-clobbered \
 	$(DEPFLAGS) $(CFLAGS) -I$(KSFT) \
-	-Ikernel -Ifirmware-sim -Iuserspace/include -Iuapi -Itests/selftests $(DRM_CFLAGS)
+	-Ikernel -Ifirmware-sim -Iuserspace/include -Iuapi -Itests/selftests $(DRM_CFLAGS) \
+	$(BLAS_CFLAGS)
 
 $(O)/obj/tests/%.o: tests/%.c $(KSFT)/kselftest_harness.h
 	@mkdir -p $(@D)
@@ -110,7 +114,7 @@ $(O)/tests/selftests/%: $(O)/obj/tests/selftests/%.o $(LIBA)
 
 $(O)/tests/bench/%: $(O)/obj/tests/bench/%.o
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) -lm -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) $(BLAS_LIBS) -lm -o $@
 
 tests: $(UNIT) $(SELFTESTS) $(BENCH)
 
@@ -128,7 +132,10 @@ run: setup
 
 bench: setup
 	$(MAKE) all
-	@rc=0; tests/vm/run --quiet --out $(O)/vm/bench -- tests/bench/run $(O) || rc=$$?; \
+	@mkdir -p $(O)/vm
+	$(O)/tests/bench/gemm_bench --blas-only >$(O)/vm/host-blas.txt
+	@rc=0; NPU_BENCH_HOST_BLAS=$(CURDIR)/$(O)/vm/host-blas.txt \
+		tests/vm/run --quiet --out $(O)/vm/bench -- tests/bench/run $(O) || rc=$$?; \
 		cat $(O)/vm/bench/output.log; exit $$rc
 
 install: userspace
