@@ -45,6 +45,7 @@ int32_t npu_engine_queue_start(struct npu_dev *dev, uint64_t qid)
 	q = slot(dev, qid);
 	n = q->ring_entries;
 	if (!n || (n & (n - 1)) || n > NPU_FW_RING_MAX || !q->context ||
+	    q->priority >= NPU_FW_PRIORITIES ||
 	    q->tail != 0 || !in_hbm(dev, q->ring_offset, (uint64_t)n * sizeof(struct npu_fw_task)) ||
 	    !in_hbm(dev, q->pt_root, NPU_PT_SIZE))
 		return -NPU_FW_EINVAL;
@@ -254,18 +255,33 @@ static void run_one(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q)
 		dev->ops->raise_irq(dev->opaque, NPU_VEC_QUEUE);
 }
 
+static bool runnable(struct npu_fw_queue *q)
+{
+	return LOAD_ACQ(&q->state) == NPU_QUEUE_RUNNING && q->head != LOAD_ACQ(&q->tail);
+}
+
+/*
+ * Strict priority between levels, so a busy low queue never delays a
+ * high one by more than the task it is running; round-robin within the
+ * top level, one task per queue per step.
+ */
 bool npu_engine_step(struct npu_dev *dev)
 {
-	bool ran = false;
+	int top = -1;
 
 	for (uint64_t qid = 0; qid < dev->cfg.num_queues; qid++) {
 		struct npu_fw_queue *q = slot(dev, qid);
 
-		if (LOAD_ACQ(&q->state) != NPU_QUEUE_RUNNING ||
-		    q->head == LOAD_ACQ(&q->tail))
-			continue;
-		run_one(dev, qid, q);
-		ran = true;
+		if (runnable(q) && (int)q->priority > top)
+			top = (int)q->priority;
 	}
-	return ran;
+	if (top < 0)
+		return false;
+	for (uint64_t qid = 0; qid < dev->cfg.num_queues; qid++) {
+		struct npu_fw_queue *q = slot(dev, qid);
+
+		if ((int)q->priority == top && runnable(q))
+			run_one(dev, qid, q);
+	}
+	return true;
 }

@@ -74,10 +74,11 @@ static void npu_ctx_release(struct kref *ref)
 {
 	struct npu_ctx *ctx = container_of(ref, struct npu_ctx, ref);
 	struct npu_device *ndev = ctx->ndev;
-	int idx;
+	int idx, i;
 
-	if (ctx->queue)
-		npu_queue_destroy(ctx->queue);
+	for (i = 0; i < NPU_CTX_QUEUES; i++)
+		if (ctx->queues[i])
+			npu_queue_destroy(ctx->queues[i]);
 	/* The id is about to be reused: nothing cached may survive it. */
 	if (drm_dev_enter(&ndev->drm, &idx)) {
 		npu_mmu_invalidate(ctx);

@@ -9,6 +9,8 @@
 #include "npu_drv.h"
 #include "npu_mmu.h"
 
+#define NPU_CTX_QUEUES	8	/* per context, the default queue included */
+
 struct npu_mem_stat {
 	u64 current_bytes;
 	u64 peak_bytes;
@@ -27,7 +29,7 @@ struct npu_ctx {
 	struct mutex lock;		/* protects va_mm and mmu */
 	struct drm_mm va_mm;
 	struct npu_mmu mmu;
-	struct npu_queue *queue;	/* created on first submit, under lock */
+	struct npu_queue *queues[NPU_CTX_QUEUES];	/* by id, under lock */
 	struct list_head userptrs;	/* registered host memory, under lock */
 	/* Under ndev->hbm_lock, like the device-wide counters. */
 	struct npu_mem_stat mem[NPU_MEM_REGION_COUNT];

@@ -70,6 +70,9 @@ static int npu_ioctl_get_param(struct drm_device *drm, void *data,
 	case NPU_PARAM_HBM_USED:
 		args->value = npu_gem_hbm_used(ndev);
 		return 0;
+	case NPU_PARAM_QUEUES_PER_CONTEXT:
+		args->value = NPU_CTX_QUEUES;
+		return 0;
 	case NPU_PARAM_FW_HEARTBEAT:
 	case NPU_PARAM_FW_PING_NS:
 		break;
@@ -96,6 +99,8 @@ static const struct drm_ioctl_desc npu_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(NPU_SUBMIT, npu_ioctl_submit, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_WAIT, npu_ioctl_wait, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_USERPTR, npu_ioctl_userptr, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_QUEUE_CREATE, npu_ioctl_queue_create, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_QUEUE_DESTROY, npu_ioctl_queue_destroy, DRM_RENDER_ALLOW),
 };
 
 /*

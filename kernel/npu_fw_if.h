@@ -166,7 +166,9 @@ struct npu_fw_errlog {
  * A queue is a ring of 64-byte tasks in HBM plus a slot in the queue
  * table (in the reserved area, at NPU_FW_QUEUE_TABLE). The host writes
  * tasks at tail, then tail, then rings NPU_VEC_QUEUE; the device runs
- * them in order from head. A FENCE task sets done_seq and raises
+ * them in order from head: the runnable queues of the highest priority
+ * first, one task per queue in turn among equals. A FENCE task sets
+ * done_seq and raises
  * NPU_VEC_QUEUE, which is how the host learns of completions.
  *
  * If a task faults (MMU) or is malformed, the device stops that queue in
@@ -174,6 +176,7 @@ struct npu_fw_errlog {
  * it in the error log and raises NPU_VEC_QUEUE. Other queues go on.
  */
 #define NPU_FW_QUEUE_TABLE	0x2000
+#define NPU_FW_PRIORITIES	4
 #define NPU_FW_MAX_QUEUES	256
 #define NPU_FW_RING_MAX		65536
 
@@ -191,7 +194,7 @@ struct npu_fw_queue {
 	__u64 pt_root;		/* HBM offset of the context's root table */
 	/* host -> device */
 	__u32 tail;		/* free-running; slot = tail % ring_entries */
-	__u32 pad0;
+	__u32 priority;		/* 0 (low) .. NPU_FW_PRIORITIES - 1; set while stopped */
 	/* device -> host */
 	__u32 head;		/* free-running: the next task to run */
 	__u32 state;		/* enum npu_fw_queue_state */

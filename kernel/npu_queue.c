@@ -30,7 +30,7 @@
 #include "npu_ipc.h"
 #include "npu_queue.h"
 
-#define NPU_RING_ENTRIES	1024	/* > NPU_SUBMIT_MAX_TASKS + its fence */
+static_assert(NPU_QUEUE_DEPTH_MIN > NPU_SUBMIT_MAX_TASKS);	/* + its fence */
 
 /* User tasks are written to the ring as they are, once checked. */
 static_assert(sizeof(struct drm_npu_task) == sizeof(struct npu_fw_task));
@@ -205,8 +205,21 @@ void npu_queue_abort_all(struct npu_device *ndev)
 	npu_jobs_free(&retired);
 }
 
-/* Under ctx->lock. */
-static int npu_queue_create(struct npu_ctx *ctx)
+static void npu_queue_release(struct kref *ref)
+{
+	struct npu_queue *q = container_of(ref, struct npu_queue, ref);
+
+	mutex_destroy(&q->submit_lock);
+	kfree(q);
+}
+
+static void npu_queue_put(struct npu_queue *q)
+{
+	kref_put(&q->ref, npu_queue_release);
+}
+
+/* Under ctx->lock: a new queue at ctx->queues[id]. */
+static int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries)
 {
 	struct npu_device *ndev = ctx->ndev;
 	struct npu_fw_queue __iomem *slot;
@@ -223,8 +236,11 @@ static int npu_queue_create(struct npu_ctx *ctx)
 		return ret == -ENOSPC ? -EBUSY : ret;
 	}
 	q->hw_id = ret;
+	kref_init(&q->ref);
 	q->ctx = ctx;
-	q->entries = NPU_RING_ENTRIES;
+	q->id = id;
+	q->priority = priority;
+	q->entries = entries;
 	mutex_init(&q->submit_lock);
 	INIT_LIST_HEAD(&q->jobs);
 	init_waitqueue_head(&q->wq);
@@ -239,6 +255,7 @@ static int npu_queue_create(struct npu_ctx *ctx)
 	writel(q->entries, &slot->ring_entries);
 	writel(ctx->id, &slot->context);
 	writeq(ctx->mmu.root, &slot->pt_root);
+	writel(priority, &slot->priority);
 	writel(0, &slot->tail);
 	args[0] = q->hw_id;
 	ret = npu_ipc_send(ndev, NPU_FW_CMD_QUEUE_START, args, NULL);
@@ -248,7 +265,7 @@ static int npu_queue_create(struct npu_ctx *ctx)
 	mutex_lock(&ndev->queue_lock);
 	ndev->queues[q->hw_id] = q;
 	mutex_unlock(&ndev->queue_lock);
-	ctx->queue = q;
+	ctx->queues[id] = q;
 	return 0;
 
 err_ring:
@@ -260,26 +277,116 @@ err_id:
 	return ret;
 }
 
-/* From context release: no job can reference the context any more. */
+/*
+ * Take the queue out of service: the device stops it, work still queued
+ * fails as aborted (waiters wake), and the ring and slot are freed. The
+ * caller has removed it from its context's table already.
+ */
 void npu_queue_destroy(struct npu_queue *q)
 {
 	struct npu_device *ndev = q->ctx->ndev;
 	u64 args[4] = { q->hw_id };
+	LIST_HEAD(retired);
 	int idx;
 
 	mutex_lock(&ndev->queue_lock);
 	ndev->queues[q->hw_id] = NULL;
-	WARN_ON(!list_empty(&q->jobs));
 	mutex_unlock(&ndev->queue_lock);
 
 	if (drm_dev_enter(&ndev->drm, &idx)) {
 		npu_ipc_send(ndev, NPU_FW_CMD_QUEUE_STOP, args, NULL);
 		drm_dev_exit(idx);
 	}
+
+	/* A submitter holding submit_lock is writing the ring: let it finish. */
+	mutex_lock(&q->submit_lock);
+	mutex_lock(&ndev->queue_lock);
+	if (!q->failed) {
+		struct npu_job *job = list_first_entry_or_null(&q->jobs, struct npu_job, link);
+
+		q->failed = true;
+		q->status = NPU_JOB_ABORTED;
+		q->error_seq = job ? job->seq : q->next_seq + 1;
+	}
+	list_splice_tail_init(&q->jobs, &retired);
+	wake_up_all(&q->wq);
+	mutex_unlock(&ndev->queue_lock);
 	npu_hbm_free(ndev, q->ctx, NPU_MEM_REGION_QUEUES, &q->ring);
 	ida_free(&ndev->queue_ida, q->hw_id);
-	mutex_destroy(&q->submit_lock);
-	kfree(q);
+	mutex_unlock(&q->submit_lock);
+
+	npu_jobs_free(&retired);
+	npu_queue_put(q);
+}
+
+/*
+ * The queue `id` of ctx, referenced; the default queue (0) is created on
+ * first use. NULL-free: returns an ERR_PTR.
+ */
+static struct npu_queue *npu_queue_lookup(struct npu_ctx *ctx, u32 id, bool create)
+{
+	struct npu_queue *q;
+	int ret = 0;
+
+	if (id >= NPU_CTX_QUEUES)
+		return ERR_PTR(-EINVAL);
+	mutex_lock(&ctx->lock);
+	if (!ctx->queues[id] && id == 0 && create)
+		ret = npu_queue_create(ctx, 0, NPU_QUEUE_PRIORITY_NORMAL, NPU_QUEUE_DEPTH_DEFAULT);
+	q = ctx->queues[id];
+	if (q)
+		kref_get(&q->ref);
+	mutex_unlock(&ctx->lock);
+	if (ret)
+		return ERR_PTR(ret);
+	return q ? q : ERR_PTR(-EINVAL);
+}
+
+int npu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct npu_ctx *ctx = file->driver_priv;
+	struct drm_npu_queue_create *args = data;
+	u32 depth = args->depth ? args->depth : NPU_QUEUE_DEPTH_DEFAULT;
+	int ret = -EBUSY, idx;
+	u32 id;
+
+	if (args->flags || args->queue || args->priority > NPU_QUEUE_PRIORITY_REALTIME ||
+	    !is_power_of_2(depth) || depth < NPU_QUEUE_DEPTH_MIN || depth > NPU_QUEUE_DEPTH_MAX)
+		return -EINVAL;
+	if (args->priority == NPU_QUEUE_PRIORITY_REALTIME && !capable(CAP_SYS_NICE))
+		return -EPERM;
+	if (!drm_dev_enter(drm, &idx))
+		return -ENODEV;
+	mutex_lock(&ctx->lock);
+	for (id = 1; id < NPU_CTX_QUEUES; id++) {
+		if (!ctx->queues[id]) {
+			ret = npu_queue_create(ctx, id, args->priority, depth);
+			break;
+		}
+	}
+	mutex_unlock(&ctx->lock);
+	drm_dev_exit(idx);
+	if (!ret)
+		args->queue = id;
+	return ret;
+}
+
+int npu_ioctl_queue_destroy(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct npu_ctx *ctx = file->driver_priv;
+	struct drm_npu_queue_destroy *args = data;
+	struct npu_queue *q;
+
+	if (args->pad || !args->queue || args->queue >= NPU_CTX_QUEUES)
+		return -EINVAL;
+	mutex_lock(&ctx->lock);
+	q = ctx->queues[args->queue];
+	ctx->queues[args->queue] = NULL;
+	mutex_unlock(&ctx->lock);
+	if (!q)
+		return -EINVAL;
+	npu_queue_destroy(q);
+	return 0;
 }
 
 static bool npu_task_valid(const struct drm_npu_task *t)
@@ -453,11 +560,12 @@ int npu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 	struct npu_ctx *ctx = file->driver_priv;
 	struct drm_npu_submit *args = data;
 	struct drm_npu_task *tasks;
+	struct npu_queue *q;
 	struct npu_job *job;
 	int ret = 0, idx;
 	u32 i;
 
-	if (args->flags || !args->count || args->count > NPU_SUBMIT_MAX_TASKS)
+	if (args->flags || args->pad || !args->count || args->count > NPU_SUBMIT_MAX_TASKS)
 		return -EINVAL;
 	tasks = kvmalloc_array(args->count, sizeof(*tasks), GFP_KERNEL);
 	if (!tasks)
@@ -478,25 +586,26 @@ int npu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 		ret = -ENODEV;
 		goto out_free;
 	}
-	mutex_lock(&ctx->lock);
-	if (!ctx->queue)
-		ret = npu_queue_create(ctx);
-	mutex_unlock(&ctx->lock);
-	if (ret)
+	q = npu_queue_lookup(ctx, args->queue, true);
+	if (IS_ERR(q)) {
+		ret = PTR_ERR(q);
 		goto out_exit;
-	if (READ_ONCE(ctx->queue->failed)) {
+	}
+	if (READ_ONCE(q->failed)) {
 		ret = -EIO;
-		goto out_exit;
+		goto out_put;
 	}
 
 	job = npu_job_create(ctx, tasks, args->count);
 	if (IS_ERR(job)) {
 		ret = PTR_ERR(job);
-		goto out_exit;
+		goto out_put;
 	}
-	ret = npu_queue_push(ndev, ctx->queue, job, tasks, args->count, &args->seq);
+	ret = npu_queue_push(ndev, q, job, tasks, args->count, &args->seq);
 	if (ret)
 		npu_job_free(job);
+out_put:
+	npu_queue_put(q);
 out_exit:
 	drm_dev_exit(idx);
 out_free:
@@ -518,15 +627,14 @@ int npu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file)
 	long timeout, left;
 	int ret;
 
-	if (args->pad)
+	q = npu_queue_lookup(ctx, args->queue, false);
+	if (IS_ERR(q))
+		/* The default queue not created yet: no batch to wait for. */
+		return args->queue == 0 && !args->seq ? 0 : PTR_ERR(q);
+	if (args->seq > READ_ONCE(q->next_seq)) {
+		npu_queue_put(q);
 		return -EINVAL;
-	mutex_lock(&ctx->lock);
-	q = ctx->queue;
-	mutex_unlock(&ctx->lock);
-	if (!q)
-		return args->seq ? -EINVAL : 0;
-	if (args->seq > READ_ONCE(q->next_seq))
-		return -EINVAL;
+	}
 
 	if (args->timeout_ns < 0)
 		timeout = MAX_SCHEDULE_TIMEOUT;
@@ -535,8 +643,10 @@ int npu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file)
 				MAX_SCHEDULE_TIMEOUT - 1);
 	left = wait_event_interruptible_timeout(q->wq, npu_queue_settled(q, args->seq),
 						timeout);
-	if (left < 0)
+	if (left < 0) {
+		npu_queue_put(q);
 		return left;
+	}
 
 	mutex_lock(&ndev->queue_lock);
 	args->status = NPU_JOB_DONE;
@@ -552,5 +662,6 @@ int npu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file)
 		ret = -ETIMEDOUT;
 	}
 	mutex_unlock(&ndev->queue_lock);
+	npu_queue_put(q);
 	return ret;
 }

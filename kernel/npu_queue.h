@@ -22,10 +22,17 @@ struct npu_job {
 	struct npu_bo_map **maps;	/* referenced, with their buffers */
 };
 
-/* A context's queue: one hardware queue slot and a ring in HBM. */
+/*
+ * A queue of a context: one hardware queue slot and a ring in HBM.
+ * Referenced by the context's table and by every ioctl using it, so a
+ * destroy cannot free it under a submitter or a waiter.
+ */
 struct npu_queue {
+	struct kref ref;
 	struct npu_ctx *ctx;
+	u32 id;				/* in the context, 0 = default */
 	u32 hw_id;
+	u32 priority;
 	u32 entries;
 	struct drm_mm_node ring;
 
@@ -49,6 +56,8 @@ int npu_queue_init_device(struct npu_device *ndev);
 int npu_queue_quiesce_hw(struct npu_device *ndev);
 void npu_queue_abort_all(struct npu_device *ndev);
 void npu_queue_destroy(struct npu_queue *q);
+int npu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *file);
+int npu_ioctl_queue_destroy(struct drm_device *drm, void *data, struct drm_file *file);
 int npu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file);
 int npu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file);
 

@@ -291,7 +291,7 @@ TEST_F(q, bad_submissions_queue_nothing)
 	/* Nothing was queued: no sequence number was handed out. */
 	EXPECT_EQ(-EINVAL, npu_wait(self->fd, 1, 0, NULL));
 	EXPECT_EQ(0, npu_wait(self->fd, 0, 0, NULL));
-	w.pad = 1;
+	w.queue = 99;				/* no such queue */
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_WAIT, &w));
 	EXPECT_EQ(EINVAL, errno);
 	npu_gem_close(self->fd, c.handle);

@@ -41,6 +41,8 @@ extern "C" {
 #define DRM_NPU_SUBMIT			0x04
 #define DRM_NPU_WAIT			0x05
 #define DRM_NPU_USERPTR			0x06
+#define DRM_NPU_QUEUE_CREATE		0x07
+#define DRM_NPU_QUEUE_DESTROY		0x08
 
 #define DRM_IOCTL_NPU_GET_PARAM \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_GET_PARAM, struct drm_npu_get_param)
@@ -56,6 +58,10 @@ extern "C" {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_WAIT, struct drm_npu_wait)
 #define DRM_IOCTL_NPU_USERPTR \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_USERPTR, struct drm_npu_userptr)
+#define DRM_IOCTL_NPU_QUEUE_CREATE \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_QUEUE_CREATE, struct drm_npu_queue_create)
+#define DRM_IOCTL_NPU_QUEUE_DESTROY \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_QUEUE_DESTROY, struct drm_npu_queue_destroy)
 
 /* Parameters readable with DRM_IOCTL_NPU_GET_PARAM. */
 enum drm_npu_param {
@@ -84,6 +90,8 @@ enum drm_npu_param {
 	NPU_PARAM_FW_PING_NS = 9,
 	/* Bytes of HBM in use device-wide: buffers and page tables. */
 	NPU_PARAM_HBM_USED = 10,
+	/* Queues one context may have, its default queue included. */
+	NPU_PARAM_QUEUES_PER_CONTEXT = 11,
 };
 
 /**
@@ -324,6 +332,55 @@ struct npu_fw_task {
 };
 
 
+/*
+ * Queues. Every context has a default queue, id 0, created on first use
+ * at normal priority; NPU_QUEUE_CREATE adds more. The device runs the
+ * runnable queues of the highest priority first and shares fairly
+ * (one task each in turn) among equal priorities.
+ */
+enum drm_npu_queue_priority {
+	NPU_QUEUE_PRIORITY_LOW = 0,
+	NPU_QUEUE_PRIORITY_NORMAL = 1,
+	NPU_QUEUE_PRIORITY_HIGH = 2,
+	NPU_QUEUE_PRIORITY_REALTIME = 3,	/* needs CAP_SYS_NICE */
+};
+
+#define NPU_QUEUE_DEPTH_DEFAULT	1024
+#define NPU_QUEUE_DEPTH_MIN	512	/* a full batch and its fence fit */
+#define NPU_QUEUE_DEPTH_MAX	65536
+
+/**
+ * struct drm_npu_queue_create - add a queue to this context
+ * @priority: in, an enum drm_npu_queue_priority
+ * @depth: in, tasks the ring holds: 0 for NPU_QUEUE_DEPTH_DEFAULT, else a
+ *         power of two from NPU_QUEUE_DEPTH_MIN to NPU_QUEUE_DEPTH_MAX
+ * @flags: in, must be zero
+ * @queue: out, the queue's id for SUBMIT and WAIT (never 0)
+ *
+ * Errors: -EINVAL bad priority, depth or flags; -EPERM REALTIME without
+ * CAP_SYS_NICE; -EBUSY the context or the device has no queue left;
+ * -ENOMEM.
+ */
+struct drm_npu_queue_create {
+	__u32 priority;
+	__u32 depth;
+	__u32 flags;
+	__u32 queue;
+};
+
+/**
+ * struct drm_npu_queue_destroy - remove a queue
+ * @queue: in, an id from QUEUE_CREATE
+ * @pad: must be zero
+ *
+ * Work still queued is stopped and fails with NPU_JOB_ABORTED; waiters
+ * wake. Errors: -EINVAL for an id this context has not created.
+ */
+struct drm_npu_queue_destroy {
+	__u32 queue;
+	__u32 pad;
+};
+
 #define NPU_SUBMIT_MAX_TASKS	256
 
 /**
@@ -331,7 +388,9 @@ struct npu_fw_task {
  * @tasks: in, pointer to @count struct drm_npu_task
  * @count: in, 1..NPU_SUBMIT_MAX_TASKS
  * @flags: in, must be zero
- * @seq: out, the batch's sequence number on this context's queue
+ * @seq: out, the batch's sequence number on that queue
+ * @queue: in, the queue: 0 for the default one, or an id from QUEUE_CREATE
+ * @pad: must be zero
  *
  * Buffers the tasks touch stay alive until the batch completes, even if
  * they are closed; what the batch kept alive is released just after its
@@ -346,6 +405,8 @@ struct drm_npu_submit {
 	__u32 count;
 	__u32 flags;
 	__u64 seq;
+	__u32 queue;
+	__u32 pad;
 };
 
 enum drm_npu_job_status {
@@ -364,11 +425,12 @@ enum drm_npu_job_status {
  * @error_task: out, for a failed batch the index of the task that failed
  * @fault_address: out, for NPU_JOB_FAULT the device VA
  * @fault_access: out, 0 read, 1 write
- * @pad: must be zero
+ * @queue: in, the queue the batch was submitted to (0: the default one)
  *
  * Returns 0 when the batch completed, -EIO when it (or an earlier one)
  * failed, with the out fields saying how, -ETIMEDOUT when it did not
- * finish in time, -EINVAL for a @seq never handed out, -EINTR.
+ * finish in time, -EINVAL for a @seq never handed out or an unknown
+ * @queue, -EINTR.
  */
 struct drm_npu_wait {
 	__u64 seq;
@@ -377,7 +439,7 @@ struct drm_npu_wait {
 	__u32 error_task;
 	__u64 fault_address;
 	__u32 fault_access;
-	__u32 pad;
+	__u32 queue;
 };
 
 #if defined(__cplusplus)
