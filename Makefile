@@ -41,6 +41,7 @@ TOOLS      := $(patsubst userspace/tools/%.c,$(O)/bin/%,$(wildcard userspace/too
 UNIT       := $(patsubst tests/unit/%.c,$(O)/tests/unit/%,$(wildcard tests/unit/*.c))
 SELFTESTS  := $(patsubst tests/selftests/%.c,$(O)/tests/selftests/%,$(wildcard tests/selftests/*.c))
 BENCH      := $(patsubst tests/bench/%.c,$(O)/tests/bench/%,$(wildcard tests/bench/*.c))
+HOST_BENCH := $(patsubst tests/bench/host/%.c,$(O)/tests/bench-host/%,$(wildcard tests/bench/host/*.c))
 
 LIBSO      := $(O)/lib/libnpurt.so.$(NPURT_VERSION)
 LIBA       := $(O)/lib/libnpurt.a
@@ -116,7 +117,12 @@ $(O)/tests/bench/%: $(O)/obj/tests/bench/%.o
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) $(BLAS_LIBS) -lm -o $@
 
-tests: $(UNIT) $(SELFTESTS) $(BENCH)
+# Benchmarks of the device core alone, run on the host.
+$(O)/tests/bench-host/%: $(O)/obj/tests/bench/host/%.o $(call obj,$(FWSIM_CORE))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -lpthread -lm -o $@
+
+tests: $(UNIT) $(SELFTESTS) $(BENCH) $(HOST_BENCH)
 
 # ---- entry points --------------------------------------------------------
 setup:
@@ -133,6 +139,7 @@ run: setup
 bench: setup
 	$(MAKE) all
 	@mkdir -p $(O)/vm
+	@for b in $(HOST_BENCH); do echo "== $$(basename $$b) (host)"; $$b || exit 1; done
 	$(O)/tests/bench/gemm_bench --blas-only >$(O)/vm/host-blas.txt
 	@rc=0; NPU_BENCH_HOST_BLAS=$(CURDIR)/$(O)/vm/host-blas.txt \
 		tests/vm/run --quiet --out $(O)/vm/bench -- tests/bench/run $(O) || rc=$$?; \
