@@ -121,7 +121,8 @@ static const struct file_operations npu_fops = {
 };
 
 static const struct drm_driver npu_drm_driver = {
-	.driver_features = DRIVER_GEM | NPU_DRIVER_NODE_FEATURE,
+	.driver_features = DRIVER_GEM | DRIVER_SYNCOBJ | DRIVER_SYNCOBJ_TIMELINE |
+			   NPU_DRIVER_NODE_FEATURE,
 	.fops = &npu_fops,
 	.open = npu_ctx_open,
 	.postclose = npu_ctx_postclose,

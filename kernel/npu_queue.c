@@ -18,6 +18,7 @@
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
 #include <drm/drm_managed.h>
+#include <linux/dma-fence.h>
 #include <linux/interrupt.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/sched/signal.h>
@@ -25,6 +26,7 @@
 #include <linux/uaccess.h>
 
 #include "npu_ctx.h"
+#include "npu_fence.h"
 #include "npu_gem.h"
 #include "npu_hw.h"
 #include "npu_ipc.h"
@@ -55,7 +57,24 @@ static void npu_job_free(struct npu_job *job)
 		drm_gem_object_put(obj);
 	}
 	kfree(job->maps);
+	/* Last: whoever waits on the fence finds the buffers released. */
+	if (job->fence) {
+		if (job->error)
+			dma_fence_set_error(job->fence, job->error);
+		dma_fence_signal(job->fence);
+		dma_fence_put(job->fence);
+	}
 	kfree(job);
+}
+
+/* Under queue_lock: every job left on q fails with `error`. */
+static void npu_queue_fail_jobs(struct npu_queue *q, int error, struct list_head *retired)
+{
+	struct npu_job *job;
+
+	list_for_each_entry(job, &q->jobs, link)
+		job->error = error;
+	list_splice_tail_init(&q->jobs, retired);
 }
 
 static void npu_jobs_free(struct list_head *jobs)
@@ -104,7 +123,7 @@ static void npu_queue_update(struct npu_device *ndev, struct npu_queue *q,
 		q->error_seq = job ? job->seq : q->done_seq + 1;
 		q->error_task = job ? head - job->first_slot : 0;
 		/* Nothing behind the failed task will run. */
-		list_splice_tail_init(&q->jobs, retired);
+		npu_queue_fail_jobs(q, -EIO, retired);
 		npu_info(ndev, "context %u: %s at %#llx (%s) in batch %llu, task %u\n",
 			 q->ctx->id, q->status == NPU_JOB_FAULT ? "MMU fault" :
 			 q->status == NPU_JOB_KERNEL_ERROR ? "kernel error" : "invalid task",
@@ -198,7 +217,7 @@ void npu_queue_abort_all(struct npu_device *ndev)
 			q->status = NPU_JOB_ABORTED;
 			q->error_seq = job ? job->seq : q->next_seq + 1;
 		}
-		list_splice_tail_init(&q->jobs, &retired);
+		npu_queue_fail_jobs(q, -ENODEV, &retired);
 		wake_up_all(&q->wq);
 	}
 	mutex_unlock(&ndev->queue_lock);
@@ -241,6 +260,7 @@ static int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entri
 	q->id = id;
 	q->priority = priority;
 	q->entries = entries;
+	q->fence_context = dma_fence_context_alloc(1);
 	mutex_init(&q->submit_lock);
 	INIT_LIST_HEAD(&q->jobs);
 	init_waitqueue_head(&q->wq);
@@ -308,7 +328,7 @@ void npu_queue_destroy(struct npu_queue *q)
 		q->status = NPU_JOB_ABORTED;
 		q->error_seq = job ? job->seq : q->next_seq + 1;
 	}
-	list_splice_tail_init(&q->jobs, &retired);
+	npu_queue_fail_jobs(q, -ECANCELED, &retired);
 	wake_up_all(&q->wq);
 	mutex_unlock(&ndev->queue_lock);
 	npu_hbm_free(ndev, q->ctx, NPU_MEM_REGION_QUEUES, &q->ring);
@@ -505,10 +525,14 @@ static bool npu_queue_has_room(struct npu_device *ndev, struct npu_queue *q, u32
 	return READ_ONCE(q->failed) || READ_ONCE(q->tail) - head + need <= q->entries;
 }
 
-/* Write the batch and its fence to the ring and ring the doorbell. */
+/*
+ * Write the batch and its FENCE task to the ring and ring the doorbell.
+ * On success the job belongs to the queue and *out_fence is a reference
+ * to its dma_fence.
+ */
 static int npu_queue_push(struct npu_device *ndev, struct npu_queue *q,
 			  struct npu_job *job, const struct drm_npu_task *tasks,
-			  u32 count, u64 *seq)
+			  u32 count, u64 *seq, struct dma_fence **out_fence)
 {
 	struct npu_fw_queue __iomem *slot = npu_queue_slot(ndev, q->hw_id);
 	struct npu_fw_task fence = { .type = NPU_FW_TASK_FENCE };
@@ -528,12 +552,19 @@ static int npu_queue_push(struct npu_device *ndev, struct npu_queue *q,
 	job->seq = q->next_seq + 1;
 	job->first_slot = q->tail;
 	job->ntasks = count;
+	job->fence = npu_fence_create(q->fence_context, job->seq);
+	if (!job->fence) {
+		mutex_unlock(&q->submit_lock);
+		return -ENOMEM;
+	}
 	mutex_lock(&ndev->queue_lock);
 	if (q->failed) {
 		mutex_unlock(&ndev->queue_lock);
 		mutex_unlock(&q->submit_lock);
+		job->error = -ECANCELED;	/* never queued */
 		return -EIO;
 	}
+	*out_fence = dma_fence_get(job->fence);
 	list_add_tail(&job->link, &q->jobs);
 	mutex_unlock(&ndev->queue_lock);
 
@@ -559,6 +590,9 @@ int npu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 	struct npu_device *ndev = to_npu_device(drm);
 	struct npu_ctx *ctx = file->driver_priv;
 	struct drm_npu_submit *args = data;
+	struct drm_npu_syncobj in[NPU_SUBMIT_MAX_SYNCOBJS], out[NPU_SUBMIT_MAX_SYNCOBJS];
+	struct npu_syncobj_out outs;
+	struct dma_fence *fence;
 	struct drm_npu_task *tasks;
 	struct npu_queue *q;
 	struct npu_job *job;
@@ -581,10 +615,22 @@ int npu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 			goto out_free;
 		}
 	}
+	ret = npu_syncobj_copy(args->in_syncobjs, args->in_count, in);
+	if (!ret)
+		ret = npu_syncobj_copy(args->out_syncobjs, args->out_count, out);
+	if (ret)
+		goto out_free;
+	/* Dependencies first: nothing is held while waiting for them. */
+	ret = npu_syncobj_wait_in(file, in, args->in_count);
+	if (ret)
+		goto out_free;
+	ret = npu_syncobj_prepare_out(file, out, args->out_count, &outs);
+	if (ret)
+		goto out_free;
 
 	if (!drm_dev_enter(drm, &idx)) {
 		ret = -ENODEV;
-		goto out_free;
+		goto out_release;
 	}
 	q = npu_queue_lookup(ctx, args->queue, true);
 	if (IS_ERR(q)) {
@@ -601,13 +647,19 @@ int npu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 		ret = PTR_ERR(job);
 		goto out_put;
 	}
-	ret = npu_queue_push(ndev, q, job, tasks, args->count, &args->seq);
-	if (ret)
+	ret = npu_queue_push(ndev, q, job, tasks, args->count, &args->seq, &fence);
+	if (ret) {
 		npu_job_free(job);
+		goto out_put;
+	}
+	npu_syncobj_install_out(&outs, fence);
+	dma_fence_put(fence);
 out_put:
 	npu_queue_put(q);
 out_exit:
 	drm_dev_exit(idx);
+out_release:
+	npu_syncobj_release_out(&outs);
 out_free:
 	kvfree(tasks);
 	return ret;

@@ -20,6 +20,8 @@ struct npu_job {
 	u32 ntasks;
 	u32 nmaps;
 	struct npu_bo_map **maps;	/* referenced, with their buffers */
+	struct dma_fence *fence;	/* signalled when the job is freed */
+	int error;			/* the fence's error, 0 if it completed */
 };
 
 /*
@@ -34,6 +36,7 @@ struct npu_queue {
 	u32 hw_id;
 	u32 priority;
 	u32 entries;
+	u64 fence_context;
 	struct drm_mm_node ring;
 
 	struct mutex submit_lock;	/* tail, next_seq */

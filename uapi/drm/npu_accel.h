@@ -381,6 +381,17 @@ struct drm_npu_queue_destroy {
 	__u32 pad;
 };
 
+/*
+ * A syncobj a submit waits for or signals. point 0 is a binary syncobj;
+ * a nonzero point is a timeline point.
+ */
+struct drm_npu_syncobj {
+	__u32 handle;
+	__u32 flags;		/* must be zero */
+	__u64 point;
+};
+
+#define NPU_SUBMIT_MAX_SYNCOBJS	16
 #define NPU_SUBMIT_MAX_TASKS	256
 
 /**
@@ -391,14 +402,21 @@ struct drm_npu_queue_destroy {
  * @seq: out, the batch's sequence number on that queue
  * @queue: in, the queue: 0 for the default one, or an id from QUEUE_CREATE
  * @pad: must be zero
+ * @in_syncobjs: in, pointer to @in_count struct drm_npu_syncobj the batch
+ *               waits for (the submit blocks until they signal)
+ * @out_syncobjs: in, pointer to @out_count struct drm_npu_syncobj that get
+ *                the batch's fence; it signals when the batch completes,
+ *                with an error if it failed or was aborted
+ * @in_count, @out_count: in, at most NPU_SUBMIT_MAX_SYNCOBJS each
  *
  * Buffers the tasks touch stay alive until the batch completes, even if
  * they are closed; what the batch kept alive is released just after its
  * waiters are woken. Blocks while the queue is full.
  *
- * Errors: -EINVAL malformed tasks (nothing is queued); -EFAULT bad
- * @tasks; -EIO the context faulted earlier and takes no more work;
- * -EBUSY no hardware queue is free; -ENOMEM.
+ * Errors: -EINVAL malformed tasks or syncobj entries (nothing is
+ * queued); -ENOENT an unknown syncobj handle or point; -EFAULT bad
+ * pointers; -EIO the queue failed earlier and takes no more work;
+ * -EBUSY no hardware queue is free; -ENOMEM; -EINTR.
  */
 struct drm_npu_submit {
 	__u64 tasks;
@@ -407,6 +425,10 @@ struct drm_npu_submit {
 	__u64 seq;
 	__u32 queue;
 	__u32 pad;
+	__u64 in_syncobjs;
+	__u64 out_syncobjs;
+	__u32 in_count;
+	__u32 out_count;
 };
 
 enum drm_npu_job_status {

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Batch fences and DRM syncobjs.
+ *
+ * Every batch gets a dma_fence on its queue's timeline (seqno = the
+ * batch's sequence number), signalled when the batch is retired, with an
+ * error when it failed or was aborted. A fence can outlive its queue
+ * inside a syncobj, so it carries its own lock.
+ *
+ * In-syncobjs are waited for on the host before the batch is queued;
+ * out-syncobjs get the batch's fence once it is queued. Everything that
+ * can fail (lookups, allocations) happens before queueing, so a failed
+ * submit leaves every syncobj as it was.
+ */
+#include <drm/drm_file.h>
+#include <drm/drm_syncobj.h>
+#include <linux/dma-fence.h>
+#include <linux/dma-fence-chain.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "npu_fence.h"
+
+struct npu_fence {
+	struct dma_fence base;
+	spinlock_t lock;
+};
+
+static const char *npu_fence_driver_name(struct dma_fence *f)
+{
+	return "npu";
+}
+
+static const char *npu_fence_timeline_name(struct dma_fence *f)
+{
+	return "npu-queue";
+}
+
+static const struct dma_fence_ops npu_fence_ops = {
+	.get_driver_name = npu_fence_driver_name,
+	.get_timeline_name = npu_fence_timeline_name,
+};
+
+struct dma_fence *npu_fence_create(u64 context, u64 seqno)
+{
+	struct npu_fence *f = kzalloc(sizeof(*f), GFP_KERNEL);
+
+	if (!f)
+		return NULL;
+	spin_lock_init(&f->lock);
+	dma_fence_init(&f->base, &npu_fence_ops, &f->lock, context, seqno);
+	return &f->base;
+}
+
+int npu_syncobj_copy(u64 uptr, u32 count, struct drm_npu_syncobj *out)
+{
+	u32 i;
+
+	if (count > NPU_SUBMIT_MAX_SYNCOBJS)
+		return -EINVAL;
+	if (count && copy_from_user(out, u64_to_user_ptr(uptr), count * sizeof(*out)))
+		return -EFAULT;
+	for (i = 0; i < count; i++)
+		if (out[i].flags)
+			return -EINVAL;
+	return 0;
+}
+
+int npu_syncobj_wait_in(struct drm_file *file, const struct drm_npu_syncobj *in,
+			u32 count)
+{
+	u32 i;
+	int ret;
+
+	for (i = 0; i < count; i++) {
+		struct dma_fence *fence;
+
+		ret = drm_syncobj_find_fence(file, in[i].handle, in[i].point, 0, &fence);
+		if (ret)
+			return ret;
+		ret = dma_fence_wait(fence, true);
+		dma_fence_put(fence);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+void npu_syncobj_release_out(struct npu_syncobj_out *out)
+{
+	u32 i;
+
+	for (i = 0; i < out->count; i++) {
+		dma_fence_chain_free(out->chain[i]);
+		if (out->syncobj[i])
+			drm_syncobj_put(out->syncobj[i]);
+	}
+	out->count = 0;
+}
+
+int npu_syncobj_prepare_out(struct drm_file *file, const struct drm_npu_syncobj *sync,
+			    u32 count, struct npu_syncobj_out *out)
+{
+	u32 i;
+
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < count; i++) {
+		out->count = i + 1;
+		out->point[i] = sync[i].point;
+		out->syncobj[i] = drm_syncobj_find(file, sync[i].handle);
+		if (!out->syncobj[i])
+			goto err_noent;
+		if (sync[i].point) {
+			out->chain[i] = dma_fence_chain_alloc();
+			if (!out->chain[i])
+				goto err_nomem;
+		}
+	}
+	return 0;
+
+err_noent:
+	npu_syncobj_release_out(out);
+	return -ENOENT;
+err_nomem:
+	npu_syncobj_release_out(out);
+	return -ENOMEM;
+}
+
+/* Cannot fail: everything was looked up and allocated beforehand. */
+void npu_syncobj_install_out(struct npu_syncobj_out *out, struct dma_fence *fence)
+{
+	u32 i;
+
+	for (i = 0; i < out->count; i++) {
+		if (out->chain[i]) {
+			drm_syncobj_add_point(out->syncobj[i], out->chain[i], fence,
+					      out->point[i]);
+			out->chain[i] = NULL;	/* the syncobj owns it now */
+		} else {
+			drm_syncobj_replace_fence(out->syncobj[i], fence);
+		}
+	}
+	npu_syncobj_release_out(out);
+}
