@@ -26,6 +26,7 @@ static void usage(FILE *out)
 		"      --heartbeat-ms N   heartbeat period (default 100)\n"
 		"  -g, --guest-ram PATH   guest RAM file shared with QEMU, for DMA\n"
 		"      --die-with-parent  exit when the parent process exits\n"
+		"      --fault-injection  accept fault-injection commands (for tests)\n"
 		"  -v, --verbose          log connections\n"
 		"  -h, --help             this text\n");
 }
@@ -72,7 +73,7 @@ static int parse_u32(const char *s, uint32_t *out)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_HEARTBEAT = 256, OPT_DIE };
+	enum { OPT_HEARTBEAT = 256, OPT_DIE, OPT_INJECT };
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "hbm-size", required_argument, NULL, 'm' },
@@ -81,6 +82,7 @@ int main(int argc, char **argv)
 		{ "heartbeat-ms", required_argument, NULL, OPT_HEARTBEAT },
 		{ "guest-ram", required_argument, NULL, 'g' },
 		{ "die-with-parent", no_argument, NULL, OPT_DIE },
+		{ "fault-injection", no_argument, NULL, OPT_INJECT },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -125,6 +127,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_DIE:
 			o.die_with_parent = 1;
+			break;
+		case OPT_INJECT:
+			o.cfg.fault_injection = true;
 			break;
 		case 'v':
 			o.verbose = 1;

@@ -12,6 +12,7 @@
 #include "npu_engine.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stddef.h>
 #include <string.h>
 #include <time.h>
@@ -67,10 +68,59 @@ uint64_t npu_dev_clock_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void raise_irq(struct npu_dev *dev, unsigned int vector)
+/* Under dev->lock. */
+static void clear_injections(struct npu_dev *dev)
 {
+	dev->hang_context = 0;
+	__atomic_store_n(&dev->drop_irqs, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&dev->heartbeat_stopped, false, __ATOMIC_RELAXED);
+}
+
+void npu_dev_raise_irq(struct npu_dev *dev, unsigned int vector)
+{
+	uint32_t n = __atomic_load_n(&dev->drop_irqs, __ATOMIC_RELAXED);
+
+	/* Lose this one if an injected fault says so (engine and mailbox
+	 * both raise interrupts, so the count is taken atomically). */
+	while (n && !__atomic_compare_exchange_n(&dev->drop_irqs, &n, n - 1, false,
+						 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	if (n)
+		return;
 	if (dev->ops && dev->ops->raise_irq)
 		dev->ops->raise_irq(dev->opaque, vector);
+}
+
+static int32_t inject(struct npu_dev *dev, uint64_t kind, uint64_t arg)
+{
+	if (!dev->cfg.fault_injection)
+		return -NPU_FW_EBADCMD;
+	switch (kind) {
+	case NPU_FW_INJECT_NONE:
+		clear_injections(dev);
+		return NPU_FW_OK;
+	case NPU_FW_INJECT_HANG_CONTEXT:
+		dev->hang_context = (uint32_t)arg;
+		return NPU_FW_OK;
+	case NPU_FW_INJECT_STOP_HEARTBEAT:
+		__atomic_store_n(&dev->heartbeat_stopped, true, __ATOMIC_RELAXED);
+		return NPU_FW_OK;
+	case NPU_FW_INJECT_DROP_IRQS:
+		__atomic_store_n(&dev->drop_irqs, (uint32_t)arg, __ATOMIC_RELAXED);
+		return NPU_FW_OK;
+	default:
+		return -NPU_FW_EINVAL;
+	}
+}
+
+/* NPU_FW_CMD_RESET: under dev->lock. */
+static int32_t recover(struct npu_dev *dev)
+{
+	for (uint64_t qid = 0; qid < dev->cfg.num_queues; qid++)
+		npu_engine_queue_stop(dev, qid);
+	npu_mmu_invalidate(dev, 0);
+	clear_injections(dev);
+	return NPU_FW_OK;
 }
 
 void npu_dev_reset(struct npu_dev *dev)
@@ -84,7 +134,7 @@ void npu_dev_reset(struct npu_dev *dev)
 	       NPU_FW_RESERVED_SIZE - sizeof(c->magic));
 
 	c->if_version = NPU_FW_IF_VERSION(NPU_FW_IF_MAJOR, NPU_FW_IF_MINOR);
-	c->caps = 0;
+	c->caps = dev->cfg.fault_injection ? NPU_FW_CAP_FAULT_INJECTION : 0;
 	c->fw_version = NPU_DEV_FW_VERSION;
 	c->fw_peer_id = 0;
 	c->hbm_offset = 0;
@@ -96,6 +146,7 @@ void npu_dev_reset(struct npu_dev *dev)
 	c->heartbeat_period_ms = dev->cfg.heartbeat_ms;
 	dev->mbox_seen = 0;
 	npu_mmu_invalidate(dev, 0);
+	clear_injections(dev);
 
 	STORE_REL(&c->magic, NPU_FW_MAGIC);
 	STORE_REL(&c->state, NPU_FW_STATE_READY);
@@ -140,6 +191,8 @@ static void *engine_main(void *arg)
 		 * between steps. Work rung meanwhile is picked up by the loop. */
 		while (!dev->engine_stop && npu_engine_step(dev)) {
 			pthread_mutex_unlock(&dev->lock);
+			while (__atomic_load_n(&dev->mbox_waiting, __ATOMIC_ACQUIRE))
+				sched_yield();
 			pthread_mutex_lock(&dev->lock);
 		}
 	}
@@ -220,6 +273,10 @@ static int32_t mbox_exec(struct npu_dev *dev, struct npu_fw_mbox *mb)
 		return npu_engine_queue_start(dev, mb->args[0]);
 	case NPU_FW_CMD_QUEUE_STOP:
 		return npu_engine_queue_stop(dev, mb->args[0]);
+	case NPU_FW_CMD_INJECT:
+		return inject(dev, mb->args[0], mb->args[1]);
+	case NPU_FW_CMD_RESET:
+		return recover(dev);
 	case NPU_FW_CMD_SCRUB: {
 		uint64_t off = mb->args[0], len = mb->args[1];
 
@@ -248,7 +305,9 @@ static void mbox_doorbell(struct npu_dev *dev)
 	dev->mbox_seen = seq;
 
 	memset(mb->result, 0, sizeof(mb->result));
+	__atomic_fetch_add(&dev->mbox_waiting, 1, __ATOMIC_ACQ_REL);
 	pthread_mutex_lock(&dev->lock);
+	__atomic_fetch_sub(&dev->mbox_waiting, 1, __ATOMIC_ACQ_REL);
 	if (LOAD_ACQ(&dev->ctrl->state) != NPU_FW_STATE_READY)
 		status = -NPU_FW_EHALTED;
 	else
@@ -256,7 +315,7 @@ static void mbox_doorbell(struct npu_dev *dev)
 	pthread_mutex_unlock(&dev->lock);
 	mb->status = status;
 	STORE_REL(&mb->done_seq, seq);
-	raise_irq(dev, NPU_VEC_MBOX);
+	npu_dev_raise_irq(dev, NPU_VEC_MBOX);
 }
 
 void npu_dev_doorbell(struct npu_dev *dev, unsigned int vector)
@@ -275,7 +334,8 @@ void npu_dev_doorbell(struct npu_dev *dev, unsigned int vector)
 
 void npu_dev_heartbeat(struct npu_dev *dev)
 {
-	if (LOAD_ACQ(&dev->ctrl->state) != NPU_FW_STATE_READY)
+	if (LOAD_ACQ(&dev->ctrl->state) != NPU_FW_STATE_READY ||
+	    __atomic_load_n(&dev->heartbeat_stopped, __ATOMIC_RELAXED))
 		return;
 	__atomic_fetch_add(&dev->ctrl->heartbeat, 1, __ATOMIC_RELEASE);
 }

@@ -27,6 +27,7 @@ struct npu_dev_config {
 	uint32_t num_queues;
 	uint32_t num_cores;
 	uint32_t heartbeat_ms;
+	bool fault_injection;	/* accept NPU_FW_CMD_INJECT (tests) */
 };
 
 #define NPU_DEV_HBM_MIN		(4ull << 20)
@@ -62,6 +63,14 @@ struct npu_dev {
 	bool engine_running;
 	bool engine_stop;
 	bool work_pending;
+	/* Mailbox commands waiting for the lock: the engine steps aside, as
+	 * pthread mutexes are not fair and a busy engine would starve them. */
+	uint32_t mbox_waiting;
+
+	/* Injected faults: hang_context under lock, the others atomic. */
+	uint32_t hang_context;		/* its queues make no progress; 0: none */
+	bool heartbeat_stopped;
+	uint32_t drop_irqs;		/* interrupts still to lose */
 };
 
 /* Default configuration, as npu-fwsim starts without options. */
@@ -107,6 +116,9 @@ void npu_dev_halt(struct npu_dev *dev);
 
 /* Host memory the device can reach by DMA (NULL, 0 to detach). */
 void npu_dev_attach_host_mem(struct npu_dev *dev, void *mem, size_t size);
+
+/* Raise host interrupt `vector`, unless an injected fault drops it. */
+void npu_dev_raise_irq(struct npu_dev *dev, unsigned int vector);
 
 /* Append an entry to the error log in the control block. */
 void npu_dev_log_error(struct npu_dev *dev, uint32_t code, uint32_t context,

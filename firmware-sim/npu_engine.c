@@ -212,8 +212,7 @@ static void queue_fault(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *
 	STORE_REL(&q->state, NPU_QUEUE_FAULTED);
 	npu_dev_log_error(dev, f->code, q->context, f->address,
 			  (qid << 8) | f->access);
-	if (dev->ops && dev->ops->raise_irq)
-		dev->ops->raise_irq(dev->opaque, NPU_VEC_QUEUE);
+	npu_dev_raise_irq(dev, NPU_VEC_QUEUE);
 }
 
 /* Run the task at head of queue `qid`. */
@@ -251,12 +250,15 @@ static void run_one(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q)
 		return;
 	}
 	STORE_REL(&q->head, head + 1);
-	if (t.type == NPU_FW_TASK_FENCE && dev->ops && dev->ops->raise_irq)
-		dev->ops->raise_irq(dev->opaque, NPU_VEC_QUEUE);
+	if (t.type == NPU_FW_TASK_FENCE)
+		npu_dev_raise_irq(dev, NPU_VEC_QUEUE);
 }
 
-static bool runnable(struct npu_fw_queue *q)
+static bool runnable(struct npu_dev *dev, struct npu_fw_queue *q)
 {
+	/* An injected hang: the context's queues look busy but never move. */
+	if (dev->hang_context && q->context == dev->hang_context)
+		return false;
 	return LOAD_ACQ(&q->state) == NPU_QUEUE_RUNNING && q->head != LOAD_ACQ(&q->tail);
 }
 
@@ -272,7 +274,7 @@ bool npu_engine_step(struct npu_dev *dev)
 	for (uint64_t qid = 0; qid < dev->cfg.num_queues; qid++) {
 		struct npu_fw_queue *q = slot(dev, qid);
 
-		if (runnable(q) && (int)q->priority > top)
+		if (runnable(dev, q) && (int)q->priority > top)
 			top = (int)q->priority;
 	}
 	if (top < 0)
@@ -280,7 +282,7 @@ bool npu_engine_step(struct npu_dev *dev)
 	for (uint64_t qid = 0; qid < dev->cfg.num_queues; qid++) {
 		struct npu_fw_queue *q = slot(dev, qid);
 
-		if ((int)q->priority == top && runnable(q))
+		if ((int)q->priority == top && runnable(dev, q))
 			run_one(dev, qid, q);
 	}
 	return true;

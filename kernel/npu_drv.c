@@ -22,6 +22,7 @@
 #include "npu_hw.h"
 #include "npu_ipc.h"
 #include "npu_queue.h"
+#include "npu_recovery.h"
 #include "npu_stats.h"
 #include <drm/npu_accel.h>
 
@@ -157,6 +158,7 @@ static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (IS_ERR(ndev))
 		return PTR_ERR(ndev);
 	ndev->pdev = pdev;
+	npu_recovery_init(ndev);
 	ndev->regs = regs;
 	ndev->ctrl = ctrl;
 	pci_set_drvdata(pdev, ndev);
@@ -191,6 +193,7 @@ static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = drm_dev_register(&ndev->drm, 0);
 	if (ret)
 		return ret;
+	npu_recovery_start(ndev);
 
 	npu_info(ndev, "interface %u.%u, HBM %llu MiB, %u queues, %u cores, PING %llu us\n",
 		 NPU_FW_IF_VERSION_MAJOR(ndev->fw.if_version),
@@ -204,6 +207,7 @@ static void npu_remove(struct pci_dev *pdev)
 {
 	struct npu_device *ndev = pci_get_drvdata(pdev);
 
+	npu_recovery_stop(ndev);
 	/* Open files keep the drm_device; they now get -ENODEV. */
 	drm_dev_unplug(&ndev->drm);
 	/* The device stops touching memory, then work in flight is failed. */

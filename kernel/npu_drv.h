@@ -10,6 +10,7 @@
 #include <linux/mutex.h>
 #include <linux/pci.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 
 #include "npu_fw_if.h"
 
@@ -62,6 +63,11 @@ struct npu_device {
 	struct mutex queue_lock;
 	struct ida queue_ida;			/* hardware queue slots */
 	struct npu_queue **queues;		/* by slot, fw.num_queues of them */
+
+	/* Watchdog; see npu_recovery.c. */
+	struct delayed_work watchdog;
+	u64 last_beat;
+	unsigned long last_beat_time;
 };
 
 static inline struct npu_device *to_npu_device(struct drm_device *drm)

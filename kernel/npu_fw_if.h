@@ -87,6 +87,23 @@ enum npu_fw_cmd {
 	NPU_FW_CMD_QUEUE_START = 4,
 	/* Stop queue args[0]; once answered the device no longer touches it. */
 	NPU_FW_CMD_QUEUE_STOP = 5,
+	/*
+	 * Test only, with NPU_FW_CAP_FAULT_INJECTION: args[0] an enum
+	 * npu_fw_inject, args[1] its argument. Otherwise -NPU_FW_EBADCMD.
+	 */
+	NPU_FW_CMD_INJECT = 6,
+	/*
+	 * Recover the device: stop every queue, drop the TLB and any injected
+	 * fault, restart the heartbeat. Identity, HBM and the mailbox stay.
+	 */
+	NPU_FW_CMD_RESET = 7,
+};
+
+enum npu_fw_inject {
+	NPU_FW_INJECT_NONE = 0,		/* clear every injected fault */
+	NPU_FW_INJECT_HANG_CONTEXT = 1,	/* queues of context args[1] stop making progress */
+	NPU_FW_INJECT_STOP_HEARTBEAT = 2,
+	NPU_FW_INJECT_DROP_IRQS = 3,	/* the next args[1] interrupts are lost */
 };
 
 /* Mailbox and error-log status codes (negative in npu_fw_mbox.status). */
@@ -223,7 +240,8 @@ enum npu_fw_task_type {
  * NPU_FW_EFAULT. Either way the queue stops as for any fault.
  */
 
-/* Capability bits in npu_fw_ctrl.caps. None defined in interface 1.0. */
+/* Capability bits in npu_fw_ctrl.caps. */
+#define NPU_FW_CAP_FAULT_INJECTION	(1ull << 0)	/* NPU_FW_CMD_INJECT works */
 
 /*
  * The control block at offset 0 of BAR2. Everything up to `heartbeat` is

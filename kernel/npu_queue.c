@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Task queues, batches and their completion.
+ * Task queues, batches and their completion. The ioctls that create
+ * queues and submit to them are in npu_submit.c.
  *
  * Each context gets one hardware queue on its first submit: a slot in
  * the device's queue table and a ring in HBM. A batch is the user's tasks
@@ -31,22 +32,16 @@
 #include "npu_hw.h"
 #include "npu_ipc.h"
 #include "npu_queue.h"
+#include "npu_recovery.h"
 
 static_assert(NPU_QUEUE_DEPTH_MIN > NPU_SUBMIT_MAX_TASKS);	/* + its fence */
-
-/* User tasks are written to the ring as they are, once checked. */
-static_assert(sizeof(struct drm_npu_task) == sizeof(struct npu_fw_task));
-static_assert((int)NPU_TASK_NOP == (int)NPU_FW_TASK_NOP &&
-	      (int)NPU_TASK_COPY == (int)NPU_FW_TASK_COPY &&
-	      (int)NPU_TASK_FILL == (int)NPU_FW_TASK_FILL &&
-	      (int)NPU_TASK_KERNEL == (int)NPU_FW_TASK_KERNEL);
 
 static struct npu_fw_queue __iomem *npu_queue_slot(struct npu_device *ndev, u32 id)
 {
 	return (struct npu_fw_queue __iomem *)(ndev->hbm + NPU_FW_QUEUE_TABLE) + id;
 }
 
-static void npu_job_free(struct npu_job *job)
+void npu_job_free(struct npu_job *job)
 {
 	u32 i;
 
@@ -133,9 +128,9 @@ static void npu_queue_update(struct npu_device *ndev, struct npu_queue *q,
 	wake_up_all(&q->wq);
 }
 
-static irqreturn_t npu_queue_irq(int irq, void *arg)
+/* Retire whatever the device finished, on every queue. */
+void npu_queue_poll(struct npu_device *ndev)
 {
-	struct npu_device *ndev = arg;
 	LIST_HEAD(retired);
 	u32 i;
 
@@ -145,7 +140,101 @@ static irqreturn_t npu_queue_irq(int irq, void *arg)
 			npu_queue_update(ndev, ndev->queues[i], &retired);
 	mutex_unlock(&ndev->queue_lock);
 	npu_jobs_free(&retired);
+}
+
+static irqreturn_t npu_queue_irq(int irq, void *arg)
+{
+	npu_queue_poll(arg);
 	return IRQ_HANDLED;
+}
+
+static int npu_job_status_errno(u32 status)
+{
+	switch (status) {
+	case NPU_JOB_TIMEOUT: return -ETIMEDOUT;
+	case NPU_JOB_ABORTED: return -ENODEV;
+	default: return -EIO;
+	}
+}
+
+/* Under queue_lock: q fails with `status`; its jobs go to `retired`. */
+static void npu_queue_fail(struct npu_device *ndev, struct npu_queue *q, u32 status,
+			   struct list_head *retired)
+{
+	struct npu_job *job = list_first_entry_or_null(&q->jobs, struct npu_job, link);
+
+	if (!q->failed) {
+		q->failed = true;
+		q->status = status;
+		q->error_seq = job ? job->seq : q->next_seq + 1;
+		q->error_task = job ? readl(&npu_queue_slot(ndev, q->hw_id)->head) -
+				      job->first_slot : 0;
+	}
+	npu_queue_fail_jobs(q, npu_job_status_errno(status), retired);
+	wake_up_all(&q->wq);
+}
+
+/*
+ * Fail every queue with `status` and, if `fw_cmd`, send it to the device
+ * before what the work held is released. Returns the command's result.
+ */
+int npu_queue_fail_all(struct npu_device *ndev, u32 status, u32 fw_cmd)
+{
+	u64 args[4] = { 0 };
+	LIST_HEAD(retired);
+	int ret = 0;
+	u32 i;
+
+	mutex_lock(&ndev->queue_lock);
+	for (i = 0; i < ndev->fw.num_queues; i++)
+		if (ndev->queues[i])
+			npu_queue_fail(ndev, ndev->queues[i], status, &retired);
+	mutex_unlock(&ndev->queue_lock);
+	if (fw_cmd)
+		ret = npu_ipc_send(ndev, fw_cmd, args, NULL);
+	npu_jobs_free(&retired);
+	return ret;
+}
+
+/*
+ * A queue that has work and whose head has not moved for its time limit
+ * is hung: the device stops it and its work fails with NPU_JOB_TIMEOUT.
+ */
+void npu_queue_check_hung(struct npu_device *ndev)
+{
+	u32 hung[NPU_FW_MAX_QUEUES], n = 0, i;
+	u64 args[4] = { 0 };
+	LIST_HEAD(retired);
+
+	mutex_lock(&ndev->queue_lock);
+	for (i = 0; i < ndev->fw.num_queues; i++) {
+		struct npu_queue *q = ndev->queues[i];
+		unsigned int limit;
+		u32 head;
+
+		if (!q || q->failed || list_empty(&q->jobs))
+			continue;
+		head = readl(&npu_queue_slot(ndev, i)->head);
+		if (head != q->last_head) {
+			q->last_head = head;
+			q->last_progress = jiffies;
+			continue;
+		}
+		limit = q->timeout_ms ? q->timeout_ms : npu_recovery_job_timeout_ms();
+		if (!time_after(jiffies, q->last_progress + msecs_to_jiffies(limit)))
+			continue;
+		npu_err(ndev, "context %u queue %u: no progress for %u ms, stopping it\n",
+			q->ctx->id, q->id, limit);
+		npu_queue_fail(ndev, q, NPU_JOB_TIMEOUT, &retired);
+		hung[n++] = i;
+	}
+	mutex_unlock(&ndev->queue_lock);
+	/* Stopped on the device before anything the work held is released. */
+	for (i = 0; i < n; i++) {
+		args[0] = hung[i];
+		npu_ipc_send(ndev, NPU_FW_CMD_QUEUE_STOP, args, NULL);
+	}
+	npu_jobs_free(&retired);
 }
 
 static void npu_queue_fini_device(struct drm_device *drm, void *arg)
@@ -201,27 +290,7 @@ int npu_queue_quiesce_hw(struct npu_device *ndev)
 /* The device is gone: fail everything in flight so nothing waits forever. */
 void npu_queue_abort_all(struct npu_device *ndev)
 {
-	LIST_HEAD(retired);
-	u32 i;
-
-	mutex_lock(&ndev->queue_lock);
-	for (i = 0; i < ndev->fw.num_queues; i++) {
-		struct npu_queue *q = ndev->queues[i];
-		struct npu_job *job;
-
-		if (!q)
-			continue;
-		job = list_first_entry_or_null(&q->jobs, struct npu_job, link);
-		if (!q->failed) {
-			q->failed = true;
-			q->status = NPU_JOB_ABORTED;
-			q->error_seq = job ? job->seq : q->next_seq + 1;
-		}
-		npu_queue_fail_jobs(q, -ENODEV, &retired);
-		wake_up_all(&q->wq);
-	}
-	mutex_unlock(&ndev->queue_lock);
-	npu_jobs_free(&retired);
+	npu_queue_fail_all(ndev, NPU_JOB_ABORTED, 0);
 }
 
 static void npu_queue_release(struct kref *ref)
@@ -232,13 +301,14 @@ static void npu_queue_release(struct kref *ref)
 	kfree(q);
 }
 
-static void npu_queue_put(struct npu_queue *q)
+void npu_queue_put(struct npu_queue *q)
 {
 	kref_put(&q->ref, npu_queue_release);
 }
 
 /* Under ctx->lock: a new queue at ctx->queues[id]. */
-static int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries)
+int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries,
+		     u32 timeout_ms)
 {
 	struct npu_device *ndev = ctx->ndev;
 	struct npu_fw_queue __iomem *slot;
@@ -260,6 +330,7 @@ static int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entri
 	q->id = id;
 	q->priority = priority;
 	q->entries = entries;
+	q->timeout_ms = timeout_ms;
 	q->fence_context = dma_fence_context_alloc(1);
 	mutex_init(&q->submit_lock);
 	INIT_LIST_HEAD(&q->jobs);
@@ -321,15 +392,7 @@ void npu_queue_destroy(struct npu_queue *q)
 	/* A submitter holding submit_lock is writing the ring: let it finish. */
 	mutex_lock(&q->submit_lock);
 	mutex_lock(&ndev->queue_lock);
-	if (!q->failed) {
-		struct npu_job *job = list_first_entry_or_null(&q->jobs, struct npu_job, link);
-
-		q->failed = true;
-		q->status = NPU_JOB_ABORTED;
-		q->error_seq = job ? job->seq : q->next_seq + 1;
-	}
-	npu_queue_fail_jobs(q, -ECANCELED, &retired);
-	wake_up_all(&q->wq);
+	npu_queue_fail(ndev, q, NPU_JOB_ABORTED, &retired);
 	mutex_unlock(&ndev->queue_lock);
 	npu_hbm_free(ndev, q->ctx, NPU_MEM_REGION_QUEUES, &q->ring);
 	ida_free(&ndev->queue_ida, q->hw_id);
@@ -343,7 +406,7 @@ void npu_queue_destroy(struct npu_queue *q)
  * The queue `id` of ctx, referenced; the default queue (0) is created on
  * first use. NULL-free: returns an ERR_PTR.
  */
-static struct npu_queue *npu_queue_lookup(struct npu_ctx *ctx, u32 id, bool create)
+struct npu_queue *npu_queue_lookup(struct npu_ctx *ctx, u32 id, bool create)
 {
 	struct npu_queue *q;
 	int ret = 0;
@@ -352,7 +415,7 @@ static struct npu_queue *npu_queue_lookup(struct npu_ctx *ctx, u32 id, bool crea
 		return ERR_PTR(-EINVAL);
 	mutex_lock(&ctx->lock);
 	if (!ctx->queues[id] && id == 0 && create)
-		ret = npu_queue_create(ctx, 0, NPU_QUEUE_PRIORITY_NORMAL, NPU_QUEUE_DEPTH_DEFAULT);
+		ret = npu_queue_create(ctx, 0, NPU_QUEUE_PRIORITY_NORMAL, NPU_QUEUE_DEPTH_DEFAULT, 0);
 	q = ctx->queues[id];
 	if (q)
 		kref_get(&q->ref);
@@ -360,162 +423,6 @@ static struct npu_queue *npu_queue_lookup(struct npu_ctx *ctx, u32 id, bool crea
 	if (ret)
 		return ERR_PTR(ret);
 	return q ? q : ERR_PTR(-EINVAL);
-}
-
-int npu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *file)
-{
-	struct npu_ctx *ctx = file->driver_priv;
-	struct drm_npu_queue_create *args = data;
-	u32 depth = args->depth ? args->depth : NPU_QUEUE_DEPTH_DEFAULT;
-	int ret = -EBUSY, idx;
-	u32 id;
-
-	if (args->flags || args->queue || args->priority > NPU_QUEUE_PRIORITY_REALTIME ||
-	    !is_power_of_2(depth) || depth < NPU_QUEUE_DEPTH_MIN || depth > NPU_QUEUE_DEPTH_MAX)
-		return -EINVAL;
-	if (args->priority == NPU_QUEUE_PRIORITY_REALTIME && !capable(CAP_SYS_NICE))
-		return -EPERM;
-	if (!drm_dev_enter(drm, &idx))
-		return -ENODEV;
-	mutex_lock(&ctx->lock);
-	for (id = 1; id < NPU_CTX_QUEUES; id++) {
-		if (!ctx->queues[id]) {
-			ret = npu_queue_create(ctx, id, args->priority, depth);
-			break;
-		}
-	}
-	mutex_unlock(&ctx->lock);
-	drm_dev_exit(idx);
-	if (!ret)
-		args->queue = id;
-	return ret;
-}
-
-int npu_ioctl_queue_destroy(struct drm_device *drm, void *data, struct drm_file *file)
-{
-	struct npu_ctx *ctx = file->driver_priv;
-	struct drm_npu_queue_destroy *args = data;
-	struct npu_queue *q;
-
-	if (args->pad || !args->queue || args->queue >= NPU_CTX_QUEUES)
-		return -EINVAL;
-	mutex_lock(&ctx->lock);
-	q = ctx->queues[args->queue];
-	ctx->queues[args->queue] = NULL;
-	mutex_unlock(&ctx->lock);
-	if (!q)
-		return -EINVAL;
-	npu_queue_destroy(q);
-	return 0;
-}
-
-static bool npu_task_valid(const struct drm_npu_task *t)
-{
-	u64 unused = 0;
-	int i, first_unused;
-
-	if (t->flags || t->pad)
-		return false;
-	switch (t->type) {
-	case NPU_TASK_NOP:
-		first_unused = 0;
-		break;
-	case NPU_TASK_COPY:
-		if (!t->args[2])
-			return false;
-		first_unused = 3;
-		break;
-	case NPU_TASK_FILL:
-		if (!t->args[1] || (t->args[0] | t->args[1]) & 3 || t->args[2] > U32_MAX)
-			return false;
-		first_unused = 3;
-		break;
-	case NPU_TASK_KERNEL:
-		/* The argument block itself is the device's to check. */
-		if (t->args[1] > NPU_MAX_BLOCK_DIM)
-			return false;
-		first_unused = 2;
-		break;
-	default:
-		return false;
-	}
-	for (i = first_unused; i < ARRAY_SIZE(t->args); i++)
-		unused |= t->args[i];
-	return !unused;
-}
-
-/*
- * Under ctx->lock: take a reference on every mapping (and its buffer) in
- * [va, va + size). An address nothing maps is left for the device to
- * fault on: that is how a context learns it touched what it may not.
- */
-static int npu_job_hold_range(struct npu_job *job, struct npu_ctx *ctx,
-			      u64 va, u64 size, u32 *cap)
-{
-	struct drm_mm_node *node;
-	u64 end = va + size;
-
-	if (end < va)
-		end = U64_MAX;
-	drm_mm_for_each_node_in_range(node, &ctx->va_mm, va, end) {
-		struct npu_bo_map *map = container_of(node, struct npu_bo_map, va);
-
-		if (!kref_get_unless_zero(&map->ref))
-			continue;	/* going away: not mapped for the device */
-		if (job->nmaps == *cap) {
-			struct npu_bo_map **maps;
-
-			*cap = max(8u, *cap * 2);
-			maps = krealloc(job->maps, *cap * sizeof(*maps), GFP_KERNEL);
-			if (!maps) {
-				npu_bo_map_put(map);
-				return -ENOMEM;
-			}
-			job->maps = maps;
-		}
-		drm_gem_object_get(&map->bo->base);
-		job->maps[job->nmaps++] = map;
-	}
-	return 0;
-}
-
-static struct npu_job *npu_job_create(struct npu_ctx *ctx,
-				      const struct drm_npu_task *tasks, u32 count)
-{
-	struct npu_job *job = kzalloc(sizeof(*job), GFP_KERNEL);
-	u32 i, cap = 0;
-	int ret = 0;
-
-	if (!job)
-		return ERR_PTR(-ENOMEM);
-	INIT_LIST_HEAD(&job->link);
-	mutex_lock(&ctx->lock);
-	for (i = 0; i < count && !ret; i++) {
-		const struct drm_npu_task *t = &tasks[i];
-
-		if (t->type == NPU_TASK_COPY) {
-			ret = npu_job_hold_range(job, ctx, t->args[0], t->args[2], &cap);
-			if (!ret)
-				ret = npu_job_hold_range(job, ctx, t->args[1], t->args[2], &cap);
-		} else if (t->type == NPU_TASK_FILL) {
-			ret = npu_job_hold_range(job, ctx, t->args[0], t->args[1], &cap);
-		} else if (t->type == NPU_TASK_KERNEL) {
-			/*
-			 * Only the argument block: the tensors it names are in
-			 * device memory the driver does not parse. Closing one
-			 * early makes the launch fault, never reach freed memory
-			 * (unmapping waits for the task running on the device).
-			 */
-			ret = npu_job_hold_range(job, ctx, t->args[0],
-						 sizeof(struct drm_npu_kernel_args), &cap);
-		}
-	}
-	mutex_unlock(&ctx->lock);
-	if (ret) {
-		npu_job_free(job);
-		return ERR_PTR(ret);
-	}
-	return job;
 }
 
 static bool npu_queue_has_room(struct npu_device *ndev, struct npu_queue *q, u32 need)
@@ -530,9 +437,9 @@ static bool npu_queue_has_room(struct npu_device *ndev, struct npu_queue *q, u32
  * On success the job belongs to the queue and *out_fence is a reference
  * to its dma_fence.
  */
-static int npu_queue_push(struct npu_device *ndev, struct npu_queue *q,
-			  struct npu_job *job, const struct drm_npu_task *tasks,
-			  u32 count, u64 *seq, struct dma_fence **out_fence)
+int npu_queue_push(struct npu_device *ndev, struct npu_queue *q, struct npu_job *job,
+		   const struct drm_npu_task *tasks, u32 count, u64 *seq,
+		   struct dma_fence **out_fence)
 {
 	struct npu_fw_queue __iomem *slot = npu_queue_slot(ndev, q->hw_id);
 	struct npu_fw_task fence = { .type = NPU_FW_TASK_FENCE };
@@ -565,6 +472,11 @@ static int npu_queue_push(struct npu_device *ndev, struct npu_queue *q,
 		return -EIO;
 	}
 	*out_fence = dma_fence_get(job->fence);
+	if (list_empty(&q->jobs)) {
+		/* The progress watch starts when the queue gets work. */
+		q->last_head = readl(&slot->head);
+		q->last_progress = jiffies;
+	}
 	list_add_tail(&job->link, &q->jobs);
 	mutex_unlock(&ndev->queue_lock);
 
@@ -585,135 +497,3 @@ static int npu_queue_push(struct npu_device *ndev, struct npu_queue *q,
 	return 0;
 }
 
-int npu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
-{
-	struct npu_device *ndev = to_npu_device(drm);
-	struct npu_ctx *ctx = file->driver_priv;
-	struct drm_npu_submit *args = data;
-	struct drm_npu_syncobj in[NPU_SUBMIT_MAX_SYNCOBJS], out[NPU_SUBMIT_MAX_SYNCOBJS];
-	struct npu_syncobj_out outs;
-	struct dma_fence *fence;
-	struct drm_npu_task *tasks;
-	struct npu_queue *q;
-	struct npu_job *job;
-	int ret = 0, idx;
-	u32 i;
-
-	if (args->flags || args->pad || !args->count || args->count > NPU_SUBMIT_MAX_TASKS)
-		return -EINVAL;
-	tasks = kvmalloc_array(args->count, sizeof(*tasks), GFP_KERNEL);
-	if (!tasks)
-		return -ENOMEM;
-	if (copy_from_user(tasks, u64_to_user_ptr(args->tasks),
-			   args->count * sizeof(*tasks))) {
-		ret = -EFAULT;
-		goto out_free;
-	}
-	for (i = 0; i < args->count; i++) {
-		if (!npu_task_valid(&tasks[i])) {
-			ret = -EINVAL;
-			goto out_free;
-		}
-	}
-	ret = npu_syncobj_copy(args->in_syncobjs, args->in_count, in);
-	if (!ret)
-		ret = npu_syncobj_copy(args->out_syncobjs, args->out_count, out);
-	if (ret)
-		goto out_free;
-	/* Dependencies first: nothing is held while waiting for them. */
-	ret = npu_syncobj_wait_in(file, in, args->in_count);
-	if (ret)
-		goto out_free;
-	ret = npu_syncobj_prepare_out(file, out, args->out_count, &outs);
-	if (ret)
-		goto out_free;
-
-	if (!drm_dev_enter(drm, &idx)) {
-		ret = -ENODEV;
-		goto out_release;
-	}
-	q = npu_queue_lookup(ctx, args->queue, true);
-	if (IS_ERR(q)) {
-		ret = PTR_ERR(q);
-		goto out_exit;
-	}
-	if (READ_ONCE(q->failed)) {
-		ret = -EIO;
-		goto out_put;
-	}
-
-	job = npu_job_create(ctx, tasks, args->count);
-	if (IS_ERR(job)) {
-		ret = PTR_ERR(job);
-		goto out_put;
-	}
-	ret = npu_queue_push(ndev, q, job, tasks, args->count, &args->seq, &fence);
-	if (ret) {
-		npu_job_free(job);
-		goto out_put;
-	}
-	npu_syncobj_install_out(&outs, fence);
-	dma_fence_put(fence);
-out_put:
-	npu_queue_put(q);
-out_exit:
-	drm_dev_exit(idx);
-out_release:
-	npu_syncobj_release_out(&outs);
-out_free:
-	kvfree(tasks);
-	return ret;
-}
-
-static bool npu_queue_settled(struct npu_queue *q, u64 seq)
-{
-	return READ_ONCE(q->done_seq) >= seq || READ_ONCE(q->failed);
-}
-
-int npu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file)
-{
-	struct npu_device *ndev = to_npu_device(drm);
-	struct npu_ctx *ctx = file->driver_priv;
-	struct drm_npu_wait *args = data;
-	struct npu_queue *q;
-	long timeout, left;
-	int ret;
-
-	q = npu_queue_lookup(ctx, args->queue, false);
-	if (IS_ERR(q))
-		/* The default queue not created yet: no batch to wait for. */
-		return args->queue == 0 && !args->seq ? 0 : PTR_ERR(q);
-	if (args->seq > READ_ONCE(q->next_seq)) {
-		npu_queue_put(q);
-		return -EINVAL;
-	}
-
-	if (args->timeout_ns < 0)
-		timeout = MAX_SCHEDULE_TIMEOUT;
-	else
-		timeout = min_t(u64, nsecs_to_jiffies64(args->timeout_ns) + !!args->timeout_ns,
-				MAX_SCHEDULE_TIMEOUT - 1);
-	left = wait_event_interruptible_timeout(q->wq, npu_queue_settled(q, args->seq),
-						timeout);
-	if (left < 0) {
-		npu_queue_put(q);
-		return left;
-	}
-
-	mutex_lock(&ndev->queue_lock);
-	args->status = NPU_JOB_DONE;
-	if (args->seq <= q->done_seq) {
-		ret = 0;
-	} else if (q->failed && args->seq >= q->error_seq) {
-		args->status = q->status;
-		args->error_task = q->error_task;
-		args->fault_address = q->fault_address;
-		args->fault_access = q->fault_access;
-		ret = -EIO;
-	} else {
-		ret = -ETIMEDOUT;
-	}
-	mutex_unlock(&ndev->queue_lock);
-	npu_queue_put(q);
-	return ret;
-}

@@ -36,6 +36,7 @@ struct npu_queue {
 	u32 hw_id;
 	u32 priority;
 	u32 entries;
+	u32 timeout_ms;			/* without progress; 0: the default */
 	u64 fence_context;
 	struct drm_mm_node ring;
 
@@ -52,12 +53,28 @@ struct npu_queue {
 	u32 error_task;
 	u32 fault_access;
 	u64 fault_address;
+	u32 last_head;			/* progress watch, see npu_recovery.c */
+	unsigned long last_progress;
 	wait_queue_head_t wq;
 };
 
+struct dma_fence;
+struct drm_npu_task;
+
 int npu_queue_init_device(struct npu_device *ndev);
+int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries,
+		     u32 timeout_ms);
+struct npu_queue *npu_queue_lookup(struct npu_ctx *ctx, u32 id, bool create);
+void npu_queue_put(struct npu_queue *q);
+int npu_queue_push(struct npu_device *ndev, struct npu_queue *q, struct npu_job *job,
+		   const struct drm_npu_task *tasks, u32 count, u64 *seq,
+		   struct dma_fence **out_fence);
+void npu_job_free(struct npu_job *job);
 int npu_queue_quiesce_hw(struct npu_device *ndev);
 void npu_queue_abort_all(struct npu_device *ndev);
+void npu_queue_poll(struct npu_device *ndev);
+void npu_queue_check_hung(struct npu_device *ndev);
+int npu_queue_fail_all(struct npu_device *ndev, u32 status, u32 fw_cmd);
 void npu_queue_destroy(struct npu_queue *q);
 int npu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *file);
 int npu_ioctl_queue_destroy(struct drm_device *drm, void *data, struct drm_file *file);

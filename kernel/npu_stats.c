@@ -9,9 +9,13 @@
 #include <drm/drm_file.h>
 #include <linux/debugfs.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
+#include <linux/fs.h>
+#include <linux/module.h>
 #include <linux/seq_file.h>
+#include <linux/uaccess.h>
 
 #include "npu_ctx.h"
+#include "npu_ipc.h"
 #include "npu_stats.h"
 
 static const char *const npu_region_names[NPU_MEM_REGION_COUNT] = {
@@ -85,6 +89,52 @@ static int npu_errlog_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(npu_errlog);
 
+/*
+ * Fault injection for tests, when the firmware offers it: write
+ * "hang <context id>", "heartbeat-stop", "drop-irqs <n>" or "clear".
+ */
+static ssize_t npu_inject_write(struct file *f, const char __user *ubuf, size_t len,
+				loff_t *pos)
+{
+	struct npu_device *ndev = file_inode(f)->i_private;
+	u64 args[4] = { NPU_FW_INJECT_NONE };
+	char buf[32], word[16];
+	unsigned int arg = 0;
+	int n, ret, idx;
+
+	if (!(ndev->fw.caps & NPU_FW_CAP_FAULT_INJECTION))
+		return -EOPNOTSUPP;
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = '\0';
+	n = sscanf(buf, "%15s %u", word, &arg);
+	if (n < 1)
+		return -EINVAL;
+	if (!strcmp(word, "hang") && n == 2)
+		args[0] = NPU_FW_INJECT_HANG_CONTEXT;
+	else if (!strcmp(word, "heartbeat-stop"))
+		args[0] = NPU_FW_INJECT_STOP_HEARTBEAT;
+	else if (!strcmp(word, "drop-irqs") && n == 2)
+		args[0] = NPU_FW_INJECT_DROP_IRQS;
+	else if (strcmp(word, "clear"))
+		return -EINVAL;
+	args[1] = arg;
+	if (!drm_dev_enter(&ndev->drm, &idx))
+		return -ENODEV;
+	ret = npu_ipc_send(ndev, NPU_FW_CMD_INJECT, args, NULL);
+	drm_dev_exit(idx);
+	return ret ? ret : len;
+}
+
+static const struct file_operations npu_inject_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = npu_inject_write,
+	.llseek = noop_llseek,
+};
+
 void npu_debugfs_init(struct drm_minor *minor)
 {
 	struct npu_device *ndev = to_npu_device(minor->dev);
@@ -92,4 +142,6 @@ void npu_debugfs_init(struct drm_minor *minor)
 	debugfs_create_file("npu_mem", 0444, minor->debugfs_root, ndev, &npu_mem_fops);
 	debugfs_create_file("npu_errlog", 0444, minor->debugfs_root, ndev,
 			    &npu_errlog_fops);
+	debugfs_create_file("npu_inject", 0200, minor->debugfs_root, ndev,
+			    &npu_inject_fops);
 }

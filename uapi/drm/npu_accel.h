@@ -356,6 +356,10 @@ enum drm_npu_queue_priority {
  *         power of two from NPU_QUEUE_DEPTH_MIN to NPU_QUEUE_DEPTH_MAX
  * @flags: in, must be zero
  * @queue: out, the queue's id for SUBMIT and WAIT (never 0)
+ * @timeout_ms: in, how long the queue may go without progress while it
+ *              has work before it is declared hung: 0 for the driver's
+ *              default (module parameter job_timeout_ms)
+ * @pad: must be zero
  *
  * Errors: -EINVAL bad priority, depth or flags; -EPERM REALTIME without
  * CAP_SYS_NICE; -EBUSY the context or the device has no queue left;
@@ -366,6 +370,8 @@ struct drm_npu_queue_create {
 	__u32 depth;
 	__u32 flags;
 	__u32 queue;
+	__u32 timeout_ms;
+	__u32 pad;
 };
 
 /**
@@ -374,7 +380,8 @@ struct drm_npu_queue_create {
  * @pad: must be zero
  *
  * Work still queued is stopped and fails with NPU_JOB_ABORTED; waiters
- * wake. Errors: -EINVAL for an id this context has not created.
+ * wake. The default queue (0) may be destroyed too; it comes back on its
+ * next use. Errors: -EINVAL for a queue this context does not have.
  */
 struct drm_npu_queue_destroy {
 	__u32 queue;
@@ -437,6 +444,8 @@ enum drm_npu_job_status {
 	NPU_JOB_INVALID = 2,		/* the device rejected a task */
 	NPU_JOB_ABORTED = 3,		/* the device went away */
 	NPU_JOB_KERNEL_ERROR = 4,	/* a kernel launch had bad arguments */
+	NPU_JOB_TIMEOUT = 5,		/* the queue made no progress in its time limit */
+	NPU_JOB_RESET = 6,		/* the device was reset (firmware stopped) */
 };
 
 /**

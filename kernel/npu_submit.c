@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The work ioctls: queue creation and destruction, submitting batches and
+ * waiting for them. Everything a caller passes is checked here, before any
+ * queue is touched; npu_queue.c owns what happens after.
+ *
+ * Locking: see npu_queue.c. Batches are built under ctx->lock (to look
+ * their addresses up); nothing here holds a lock while it waits.
+ */
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <linux/capability.h>
+#include <linux/dma-fence.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "npu_ctx.h"
+#include "npu_fence.h"
+#include "npu_gem.h"
+#include "npu_queue.h"
+
+/* User tasks are written to the ring as they are, once checked. */
+static_assert(sizeof(struct drm_npu_task) == sizeof(struct npu_fw_task));
+static_assert((int)NPU_TASK_NOP == (int)NPU_FW_TASK_NOP &&
+	      (int)NPU_TASK_COPY == (int)NPU_FW_TASK_COPY &&
+	      (int)NPU_TASK_FILL == (int)NPU_FW_TASK_FILL &&
+	      (int)NPU_TASK_KERNEL == (int)NPU_FW_TASK_KERNEL);
+
+static bool npu_task_valid(const struct drm_npu_task *t)
+{
+	u64 unused = 0;
+	int i, first_unused;
+
+	if (t->flags || t->pad)
+		return false;
+	switch (t->type) {
+	case NPU_TASK_NOP:
+		first_unused = 0;
+		break;
+	case NPU_TASK_COPY:
+		if (!t->args[2])
+			return false;
+		first_unused = 3;
+		break;
+	case NPU_TASK_FILL:
+		if (!t->args[1] || (t->args[0] | t->args[1]) & 3 || t->args[2] > U32_MAX)
+			return false;
+		first_unused = 3;
+		break;
+	case NPU_TASK_KERNEL:
+		/* The argument block itself is the device's to check. */
+		if (t->args[1] > NPU_MAX_BLOCK_DIM)
+			return false;
+		first_unused = 2;
+		break;
+	default:
+		return false;
+	}
+	for (i = first_unused; i < ARRAY_SIZE(t->args); i++)
+		unused |= t->args[i];
+	return !unused;
+}
+
+/*
+ * Under ctx->lock: take a reference on every mapping (and its buffer) in
+ * [va, va + size). An address nothing maps is left for the device to
+ * fault on: that is how a context learns it touched what it may not.
+ */
+static int npu_job_hold_range(struct npu_job *job, struct npu_ctx *ctx,
+			      u64 va, u64 size, u32 *cap)
+{
+	struct drm_mm_node *node;
+	u64 end = va + size;
+
+	if (end < va)
+		end = U64_MAX;
+	drm_mm_for_each_node_in_range(node, &ctx->va_mm, va, end) {
+		struct npu_bo_map *map = container_of(node, struct npu_bo_map, va);
+
+		if (!kref_get_unless_zero(&map->ref))
+			continue;	/* going away: not mapped for the device */
+		if (job->nmaps == *cap) {
+			struct npu_bo_map **maps;
+
+			*cap = max(8u, *cap * 2);
+			maps = krealloc(job->maps, *cap * sizeof(*maps), GFP_KERNEL);
+			if (!maps) {
+				npu_bo_map_put(map);
+				return -ENOMEM;
+			}
+			job->maps = maps;
+		}
+		drm_gem_object_get(&map->bo->base);
+		job->maps[job->nmaps++] = map;
+	}
+	return 0;
+}
+
+static struct npu_job *npu_job_create(struct npu_ctx *ctx,
+				      const struct drm_npu_task *tasks, u32 count)
+{
+	struct npu_job *job = kzalloc(sizeof(*job), GFP_KERNEL);
+	u32 i, cap = 0;
+	int ret = 0;
+
+	if (!job)
+		return ERR_PTR(-ENOMEM);
+	INIT_LIST_HEAD(&job->link);
+	mutex_lock(&ctx->lock);
+	for (i = 0; i < count && !ret; i++) {
+		const struct drm_npu_task *t = &tasks[i];
+
+		if (t->type == NPU_TASK_COPY) {
+			ret = npu_job_hold_range(job, ctx, t->args[0], t->args[2], &cap);
+			if (!ret)
+				ret = npu_job_hold_range(job, ctx, t->args[1], t->args[2], &cap);
+		} else if (t->type == NPU_TASK_FILL) {
+			ret = npu_job_hold_range(job, ctx, t->args[0], t->args[1], &cap);
+		} else if (t->type == NPU_TASK_KERNEL) {
+			/*
+			 * Only the argument block: the tensors it names are in
+			 * device memory the driver does not parse. Closing one
+			 * early makes the launch fault, never reach freed memory
+			 * (unmapping waits for the task running on the device).
+			 */
+			ret = npu_job_hold_range(job, ctx, t->args[0],
+						 sizeof(struct drm_npu_kernel_args), &cap);
+		}
+	}
+	mutex_unlock(&ctx->lock);
+	if (ret) {
+		npu_job_free(job);
+		return ERR_PTR(ret);
+	}
+	return job;
+}
+
+int npu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct npu_ctx *ctx = file->driver_priv;
+	struct drm_npu_queue_create *args = data;
+	u32 depth = args->depth ? args->depth : NPU_QUEUE_DEPTH_DEFAULT;
+	int ret = -EBUSY, idx;
+	u32 id;
+
+	if (args->flags || args->queue || args->pad ||
+	    args->priority > NPU_QUEUE_PRIORITY_REALTIME ||
+	    !is_power_of_2(depth) || depth < NPU_QUEUE_DEPTH_MIN || depth > NPU_QUEUE_DEPTH_MAX)
+		return -EINVAL;
+	if (args->priority == NPU_QUEUE_PRIORITY_REALTIME && !capable(CAP_SYS_NICE))
+		return -EPERM;
+	if (!drm_dev_enter(drm, &idx))
+		return -ENODEV;
+	mutex_lock(&ctx->lock);
+	for (id = 1; id < NPU_CTX_QUEUES; id++) {
+		if (!ctx->queues[id]) {
+			ret = npu_queue_create(ctx, id, args->priority, depth, args->timeout_ms);
+			break;
+		}
+	}
+	mutex_unlock(&ctx->lock);
+	drm_dev_exit(idx);
+	if (!ret)
+		args->queue = id;
+	return ret;
+}
+
+int npu_ioctl_queue_destroy(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct npu_ctx *ctx = file->driver_priv;
+	struct drm_npu_queue_destroy *args = data;
+	struct npu_queue *q;
+
+	if (args->pad || args->queue >= NPU_CTX_QUEUES)
+		return -EINVAL;
+	mutex_lock(&ctx->lock);
+	q = ctx->queues[args->queue];
+	ctx->queues[args->queue] = NULL;
+	mutex_unlock(&ctx->lock);
+	if (!q)
+		return -EINVAL;
+	npu_queue_destroy(q);
+	return 0;
+}
+
+int npu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct npu_device *ndev = to_npu_device(drm);
+	struct npu_ctx *ctx = file->driver_priv;
+	struct drm_npu_submit *args = data;
+	struct drm_npu_syncobj in[NPU_SUBMIT_MAX_SYNCOBJS], out[NPU_SUBMIT_MAX_SYNCOBJS];
+	struct npu_syncobj_out outs;
+	struct dma_fence *fence;
+	struct drm_npu_task *tasks;
+	struct npu_queue *q;
+	struct npu_job *job;
+	int ret = 0, idx;
+	u32 i;
+
+	if (args->flags || args->pad || !args->count || args->count > NPU_SUBMIT_MAX_TASKS)
+		return -EINVAL;
+	tasks = kvmalloc_array(args->count, sizeof(*tasks), GFP_KERNEL);
+	if (!tasks)
+		return -ENOMEM;
+	if (copy_from_user(tasks, u64_to_user_ptr(args->tasks),
+			   args->count * sizeof(*tasks))) {
+		ret = -EFAULT;
+		goto out_free;
+	}
+	for (i = 0; i < args->count; i++) {
+		if (!npu_task_valid(&tasks[i])) {
+			ret = -EINVAL;
+			goto out_free;
+		}
+	}
+	ret = npu_syncobj_copy(args->in_syncobjs, args->in_count, in);
+	if (!ret)
+		ret = npu_syncobj_copy(args->out_syncobjs, args->out_count, out);
+	if (ret)
+		goto out_free;
+	/* Dependencies first: nothing is held while waiting for them. */
+	ret = npu_syncobj_wait_in(file, in, args->in_count);
+	if (ret)
+		goto out_free;
+	ret = npu_syncobj_prepare_out(file, out, args->out_count, &outs);
+	if (ret)
+		goto out_free;
+
+	if (!drm_dev_enter(drm, &idx)) {
+		ret = -ENODEV;
+		goto out_release;
+	}
+	q = npu_queue_lookup(ctx, args->queue, true);
+	if (IS_ERR(q)) {
+		ret = PTR_ERR(q);
+		goto out_exit;
+	}
+	if (READ_ONCE(q->failed)) {
+		ret = -EIO;
+		goto out_put;
+	}
+
+	job = npu_job_create(ctx, tasks, args->count);
+	if (IS_ERR(job)) {
+		ret = PTR_ERR(job);
+		goto out_put;
+	}
+	ret = npu_queue_push(ndev, q, job, tasks, args->count, &args->seq, &fence);
+	if (ret) {
+		npu_job_free(job);
+		goto out_put;
+	}
+	npu_syncobj_install_out(&outs, fence);
+	dma_fence_put(fence);
+out_put:
+	npu_queue_put(q);
+out_exit:
+	drm_dev_exit(idx);
+out_release:
+	npu_syncobj_release_out(&outs);
+out_free:
+	kvfree(tasks);
+	return ret;
+}
+
+static bool npu_queue_settled(struct npu_queue *q, u64 seq)
+{
+	return READ_ONCE(q->done_seq) >= seq || READ_ONCE(q->failed);
+}
+
+int npu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct npu_device *ndev = to_npu_device(drm);
+	struct npu_ctx *ctx = file->driver_priv;
+	struct drm_npu_wait *args = data;
+	struct npu_queue *q;
+	long timeout, left;
+	int ret;
+
+	q = npu_queue_lookup(ctx, args->queue, false);
+	if (IS_ERR(q))
+		/* The default queue not created yet: no batch to wait for. */
+		return args->queue == 0 && !args->seq ? 0 : PTR_ERR(q);
+	if (args->seq > READ_ONCE(q->next_seq)) {
+		npu_queue_put(q);
+		return -EINVAL;
+	}
+
+	if (args->timeout_ns < 0)
+		timeout = MAX_SCHEDULE_TIMEOUT;
+	else
+		timeout = min_t(u64, nsecs_to_jiffies64(args->timeout_ns) + !!args->timeout_ns,
+				MAX_SCHEDULE_TIMEOUT - 1);
+	left = wait_event_interruptible_timeout(q->wq, npu_queue_settled(q, args->seq),
+						timeout);
+	if (left < 0) {
+		npu_queue_put(q);
+		return left;
+	}
+
+	mutex_lock(&ndev->queue_lock);
+	args->status = NPU_JOB_DONE;
+	if (args->seq <= q->done_seq) {
+		ret = 0;
+	} else if (q->failed && args->seq >= q->error_seq) {
+		args->status = q->status;
+		args->error_task = q->error_task;
+		args->fault_address = q->fault_address;
+		args->fault_access = q->fault_access;
+		ret = -EIO;
+	} else {
+		ret = -ETIMEDOUT;
+	}
+	mutex_unlock(&ndev->queue_lock);
+	npu_queue_put(q);
+	return ret;
+}

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Timeouts and recovery, driven by the firmware's fault injection
+ * (npu-fwsim --fault-injection, through debugfs npu_inject): a hung queue
+ * is detected by lack of progress and its waiters fail in time while other
+ * contexts go on; lost interrupts cost latency only; a stopped heartbeat
+ * resets the device, which stays usable.
+ */
+#include <time.h>
+
+#include "kselftest_harness.h"
+#include "npu_selftest.h"
+
+#define SEC (1000000000ll)
+
+static int inject(const char *what)
+{
+	char path[96];
+
+	for (int minor = 0; minor < 256; minor++) {
+		snprintf(path, sizeof(path), "/sys/kernel/debug/dri/%d/npu_inject", minor);
+		if (!access(path, F_OK))
+			return npu_sysfs_write(path, what);
+	}
+	return -ENOENT;
+}
+
+/* This file's context id, from fdinfo. */
+static unsigned int client_id(int fd)
+{
+	char path[64], buf[2048];
+	const char *p;
+	ssize_t n;
+	int f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = open(path, O_RDONLY);
+	n = f < 0 ? -1 : read(f, buf, sizeof(buf) - 1);
+	if (f >= 0)
+		close(f);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strstr(buf, "drm-client-id:\t");
+	return p ? (unsigned int)strtoul(p + 15, NULL, 10) : 0;
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * SEC + ts.tv_nsec;
+}
+
+static int make_queue(int fd, uint32_t timeout_ms, uint32_t *id)
+{
+	struct drm_npu_queue_create c = { .priority = NPU_QUEUE_PRIORITY_NORMAL,
+					  .timeout_ms = timeout_ms };
+
+	*id = 0;
+	if (ioctl(fd, DRM_IOCTL_NPU_QUEUE_CREATE, &c))
+		return -errno;
+	*id = c.queue;
+	return 0;
+}
+
+static int submit_on(int fd, uint32_t queue, struct drm_npu_task *t, uint64_t *seq)
+{
+	struct drm_npu_submit s = { .tasks = (uintptr_t)t, .count = 1, .queue = queue };
+
+	*seq = 0;
+	if (ioctl(fd, DRM_IOCTL_NPU_SUBMIT, &s))
+		return -errno;
+	*seq = s.seq;
+	return 0;
+}
+
+static int wait_on(int fd, uint32_t queue, uint64_t seq, int64_t timeout,
+		   struct drm_npu_wait *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->seq = seq;
+	w->timeout_ns = timeout;
+	w->queue = queue;
+	return ioctl(fd, DRM_IOCTL_NPU_WAIT, w) ? -errno : 0;
+}
+
+/* The default queue failed with everything else in a reset: replace it. */
+static int queue_destroy_default(int fd)
+{
+	struct drm_npu_queue_destroy d = { .queue = 0 };
+
+	return ioctl(fd, DRM_IOCTL_NPU_QUEUE_DESTROY, &d) && errno != EINVAL ? -errno : 0;
+}
+
+FIXTURE(rec) {
+	int a, b;
+	struct drm_npu_bo_create ba, bb;
+};
+
+FIXTURE_SETUP(rec)
+{
+	uint64_t caps = 0;
+
+	self->a = npu_open();
+	self->b = npu_open();
+	ASSERT_LE(0, self->a);
+	ASSERT_LE(0, self->b);
+	ASSERT_EQ(0, npu_get_param(self->a, NPU_PARAM_DEVICE_CAPS, &caps));
+	if (access("/sys/kernel/debug/dri", F_OK) || inject("clear"))
+		SKIP(return, "no fault injection (npu-fwsim --fault-injection, debugfs)");
+	ASSERT_EQ(0, npu_bo_create(self->a, 1 << 20, NPU_BO_PAGE_NORMAL_ONLY, &self->ba));
+	ASSERT_EQ(0, npu_bo_create(self->b, 1 << 20, NPU_BO_PAGE_NORMAL_ONLY, &self->bb));
+}
+
+FIXTURE_TEARDOWN(rec)
+{
+	inject("clear");
+	close(self->a);
+	close(self->b);
+}
+
+TEST_F(rec, hung_queue_fails_in_time_and_others_go_on)
+{
+	struct drm_npu_task t = npu_task_fill(self->ba.device_va, 4096, 1);
+	struct drm_npu_wait w;
+	char cmd[32];
+	uint32_t q;
+	uint64_t seq, seq_b;
+	int64_t t0, elapsed;
+
+	ASSERT_EQ(0, make_queue(self->a, 500, &q));
+	snprintf(cmd, sizeof(cmd), "hang %u", client_id(self->a));
+	ASSERT_EQ(0, inject(cmd));
+	t0 = now_ns();
+	ASSERT_EQ(0, submit_on(self->a, q, &t, &seq));
+	/* Meanwhile another context's work completes. */
+	t = npu_task_fill(self->bb.device_va, 4096, 2);
+	ASSERT_EQ(0, submit_on(self->b, 0, &t, &seq_b));
+	EXPECT_EQ(0, wait_on(self->b, 0, seq_b, 10 * SEC, &w));
+
+	EXPECT_EQ(-EIO, wait_on(self->a, q, seq, 10 * SEC, &w));
+	elapsed = now_ns() - t0;
+	EXPECT_EQ(NPU_JOB_TIMEOUT, w.status);
+	/* Within the queue's limit plus a second. */
+	EXPECT_GT(1500 * 1000000ll, elapsed) TH_LOG("took %lld ms", (long long)(elapsed / 1000000));
+	EXPECT_LT(450 * 1000000ll, elapsed);
+	t = npu_task_fill(self->ba.device_va, 4096, 3);
+	EXPECT_EQ(-EIO, submit_on(self->a, q, &t, &seq));
+
+	/* With the hang gone, a new queue of the same context works. */
+	ASSERT_EQ(0, inject("clear"));
+	uint32_t q2;
+
+	ASSERT_EQ(0, make_queue(self->a, 0, &q2));
+	ASSERT_EQ(0, submit_on(self->a, q2, &t, &seq));
+	EXPECT_EQ(0, wait_on(self->a, q2, seq, 10 * SEC, &w));
+}
+
+TEST_F(rec, lost_interrupts_cost_latency_not_a_hang)
+{
+	struct drm_npu_task t = npu_task_fill(self->ba.device_va, 4096, 4);
+	struct drm_npu_wait w;
+	uint64_t seq;
+
+	ASSERT_EQ(0, inject("drop-irqs 1000"));
+	for (int i = 0; i < 5; i++) {
+		ASSERT_EQ(0, submit_on(self->a, 0, &t, &seq));
+		EXPECT_EQ(0, wait_on(self->a, 0, seq, 5 * SEC, &w));
+	}
+}
+
+TEST_F(rec, stopped_heartbeat_resets_the_device)
+{
+	struct drm_npu_task t = npu_task_fill(self->ba.device_va, 4096, 5);
+	struct drm_npu_wait w;
+	uint64_t seq, beat1 = 0, beat2 = 0, rtt;
+	char cmd[32];
+	uint32_t q;
+
+	/* Work that cannot finish, on a queue patient enough to wait it out. */
+	ASSERT_EQ(0, make_queue(self->a, 30000, &q));
+	snprintf(cmd, sizeof(cmd), "hang %u", client_id(self->a));
+	ASSERT_EQ(0, inject(cmd));
+	ASSERT_EQ(0, submit_on(self->a, q, &t, &seq));
+	ASSERT_EQ(0, inject("heartbeat-stop"));
+
+	EXPECT_EQ(-EIO, wait_on(self->a, q, seq, 10 * SEC, &w));
+	EXPECT_EQ(NPU_JOB_RESET, w.status);
+
+	/* The device is usable again: heartbeat, mailbox, new work. */
+	ASSERT_EQ(0, npu_get_param(self->b, NPU_PARAM_FW_HEARTBEAT, &beat1));
+	usleep(500000);
+	ASSERT_EQ(0, npu_get_param(self->b, NPU_PARAM_FW_HEARTBEAT, &beat2));
+	EXPECT_LT(beat1, beat2);
+	EXPECT_EQ(0, npu_get_param(self->b, NPU_PARAM_FW_PING_NS, &rtt));
+	ASSERT_EQ(0, queue_destroy_default(self->b));
+	t = npu_task_fill(self->bb.device_va, 4096, 6);
+	ASSERT_EQ(0, submit_on(self->b, 0, &t, &seq));
+	EXPECT_EQ(0, wait_on(self->b, 0, seq, 10 * SEC, &w));
+}
+
+TEST_F(rec, bad_injections_are_refused)
+{
+	EXPECT_EQ(-EINVAL, inject("bogus"));
+	EXPECT_EQ(-EINVAL, inject("hang"));
+	EXPECT_EQ(0, inject("clear"));
+}
+
+TEST_HARNESS_MAIN
