@@ -27,6 +27,10 @@ _Static_assert(NPU_FW_QUEUE_TABLE + NPU_FW_MAX_QUEUES * sizeof(struct npu_fw_que
 	       NPU_FW_RESERVED_SIZE, "queue table must fit the reserved area");
 _Static_assert(sizeof(struct npu_fw_queue) == 64 && sizeof(struct npu_fw_task) == 64,
 	       "queue slots and tasks are 64 bytes");
+_Static_assert(NPU_FW_QUEUE_TABLE + NPU_FW_MAX_QUEUES * sizeof(struct npu_fw_queue) <=
+	       NPU_FW_SYNC_TABLE, "the queue table must end before the sync table");
+_Static_assert(NPU_FW_SYNC_TABLE + NPU_FW_MAX_SYNCS * sizeof(struct npu_fw_sync) <=
+	       NPU_FW_RESERVED_SIZE, "the sync table must fit the reserved area");
 
 #define LOAD_ACQ(p)		__atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define STORE_REL(p, v)		__atomic_store_n((p), (v), __ATOMIC_RELEASE)

@@ -29,6 +29,20 @@ static struct npu_fw_queue *slot(struct npu_dev *dev, uint64_t qid)
 	return (struct npu_fw_queue *)(dev->hbm + NPU_FW_QUEUE_TABLE) + qid;
 }
 
+/* The sync entry `id`, or NULL when out of range. */
+static struct npu_fw_sync *sync_entry(struct npu_dev *dev, uint64_t id)
+{
+	if (id >= NPU_FW_MAX_SYNCS)
+		return NULL;
+	return (struct npu_fw_sync *)(dev->hbm + NPU_FW_SYNC_TABLE) + id;
+}
+
+static const struct npu_fw_task *head_task(struct npu_dev *dev, struct npu_fw_queue *q)
+{
+	return (const struct npu_fw_task *)(dev->hbm + q->ring_offset) +
+	       (q->head & (q->ring_entries - 1));
+}
+
 static int in_hbm(struct npu_dev *dev, uint64_t off, uint64_t len)
 {
 	return off >= NPU_FW_RESERVED_SIZE && off <= dev->cfg.hbm_size &&
@@ -241,6 +255,41 @@ static void run_one(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q)
 	case NPU_FW_TASK_KERNEL:
 		bad = run_kernel(dev, q, &t, &f);
 		break;
+	case NPU_FW_TASK_TIMESTAMP: {
+		uint64_t now = npu_dev_clock_ns();
+
+		bad = t.args[0] & 7 ? -1 :
+		      dma_host(dev, q, t.args[0], &now, sizeof(now), NPU_ACCESS_WRITE, &f);
+		break;
+	}
+	case NPU_FW_TASK_BARRIER:
+		/* Tasks run one at a time, in order: everything before is done. */
+		break;
+	case NPU_FW_TASK_EVENT_RECORD:
+	case NPU_FW_TASK_EVENT_WAIT:
+	case NPU_FW_TASK_EVENT_RESET:
+	case NPU_FW_TASK_NOTIFY_RECORD:
+	case NPU_FW_TASK_NOTIFY_WAIT: {
+		struct npu_fw_sync *s = sync_entry(dev, t.args[0]);
+
+		if (!s) {
+			bad = -1;
+			break;
+		}
+		/* Waits only run once runnable() saw them satisfied. */
+		if (t.type == NPU_FW_TASK_EVENT_RECORD) {
+			s->timestamp_ns = npu_dev_clock_ns();
+			STORE_REL(&s->value, 1);
+			npu_dev_raise_irq(dev, NPU_VEC_QUEUE);	/* host waiters */
+		} else if (t.type == NPU_FW_TASK_EVENT_RESET) {
+			STORE_REL(&s->value, 0);
+		} else if (t.type == NPU_FW_TASK_NOTIFY_RECORD) {
+			__atomic_fetch_add(&s->value, 1, __ATOMIC_ACQ_REL);
+		} else if (t.type == NPU_FW_TASK_NOTIFY_WAIT) {
+			__atomic_fetch_sub(&s->value, 1, __ATOMIC_ACQ_REL);
+		}
+		break;
+	}
 	default:
 		bad = -1;
 		break;
@@ -256,10 +305,20 @@ static void run_one(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q)
 
 static bool runnable(struct npu_dev *dev, struct npu_fw_queue *q)
 {
+	const struct npu_fw_task *t;
+	struct npu_fw_sync *s;
+
 	/* An injected hang: the context's queues look busy but never move. */
 	if (dev->hang_context && q->context == dev->hang_context)
 		return false;
-	return LOAD_ACQ(&q->state) == NPU_QUEUE_RUNNING && q->head != LOAD_ACQ(&q->tail);
+	if (LOAD_ACQ(&q->state) != NPU_QUEUE_RUNNING || q->head == LOAD_ACQ(&q->tail))
+		return false;
+	/* A queue waiting on an event or notify is blocked until it allows. */
+	t = head_task(dev, q);
+	if (t->type != NPU_FW_TASK_EVENT_WAIT && t->type != NPU_FW_TASK_NOTIFY_WAIT)
+		return true;
+	s = sync_entry(dev, t->args[0]);
+	return !s || LOAD_ACQ(&s->value) != 0;	/* a bad id runs, and faults */
 }
 
 /*

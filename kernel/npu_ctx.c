@@ -14,6 +14,7 @@
 
 #include "npu_ctx.h"
 #include "npu_queue.h"
+#include "npu_sync.h"
 
 static void npu_ctx_fini_device(struct drm_device *drm, void *arg)
 {
@@ -47,6 +48,7 @@ int npu_ctx_open(struct drm_device *drm, struct drm_file *file)
 	ctx->ndev = ndev;
 	mutex_init(&ctx->lock);
 	INIT_LIST_HEAD(&ctx->userptrs);
+	xa_init(&ctx->syncs);
 	drm_mm_init(&ctx->va_mm, NPU_VA_BASE, NPU_VA_END - NPU_VA_BASE);
 
 	mutex_lock(&ctx->lock);
@@ -93,6 +95,8 @@ static void npu_ctx_release(struct kref *ref)
 
 void npu_ctx_postclose(struct drm_device *drm, struct drm_file *file)
 {
+	/* Batches in flight hold the events and notifies they use. */
+	npu_sync_ctx_fini(file->driver_priv);
 	npu_ctx_put(file->driver_priv);
 	file->driver_priv = NULL;
 }

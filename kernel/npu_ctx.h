@@ -5,6 +5,7 @@
 #include <drm/drm_mm.h>
 #include <drm/npu_accel.h>
 #include <linux/kref.h>
+#include <linux/xarray.h>
 
 #include "npu_drv.h"
 #include "npu_mmu.h"
@@ -31,6 +32,7 @@ struct npu_ctx {
 	struct npu_mmu mmu;
 	struct npu_queue *queues[NPU_CTX_QUEUES];	/* by id, under lock */
 	struct list_head userptrs;	/* registered host memory, under lock */
+	struct xarray syncs;		/* events and notifies held, by id */
 	/* Under ndev->hbm_lock, like the device-wide counters. */
 	struct npu_mem_stat mem[NPU_MEM_REGION_COUNT];
 };

@@ -24,6 +24,7 @@
 #include "npu_queue.h"
 #include "npu_recovery.h"
 #include "npu_stats.h"
+#include "npu_sync.h"
 #include <drm/npu_accel.h>
 
 #define NPU_DRIVER_DESC		"NPU task-scheduler device"
@@ -102,6 +103,12 @@ static const struct drm_ioctl_desc npu_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(NPU_USERPTR, npu_ioctl_userptr, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_QUEUE_CREATE, npu_ioctl_queue_create, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_QUEUE_DESTROY, npu_ioctl_queue_destroy, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_SYNC_CREATE, npu_ioctl_sync_create, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_SYNC_DESTROY, npu_ioctl_sync_destroy, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_EVENT_QUERY, npu_ioctl_event_query, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_EVENT_WAIT, npu_ioctl_event_wait, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_NOTIFY_EXPORT, npu_ioctl_notify_export, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_NOTIFY_IMPORT, npu_ioctl_notify_import, DRM_RENDER_ALLOW),
 };
 
 /*
@@ -176,6 +183,9 @@ static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		return ret;
 	ret = npu_queue_init_device(ndev);
+	if (ret)
+		return ret;
+	ret = npu_sync_init_device(ndev);
 	if (ret)
 		return ret;
 

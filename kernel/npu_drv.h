@@ -64,6 +64,10 @@ struct npu_device {
 	struct ida queue_ida;			/* hardware queue slots */
 	struct npu_queue **queues;		/* by slot, fw.num_queues of them */
 
+	/* Events and notifies; see npu_sync.c. */
+	struct ida sync_ida;
+	wait_queue_head_t sync_wq;
+
 	/* Watchdog; see npu_recovery.c. */
 	struct delayed_work watchdog;
 	u64 last_beat;

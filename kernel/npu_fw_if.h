@@ -228,6 +228,28 @@ enum npu_fw_task_type {
 	NPU_FW_TASK_FENCE = 3,	/* args: seq; done_seq = seq, raise NPU_VEC_QUEUE */
 	/* args: VA of a struct drm_npu_kernel_args, block dim (cores, 0 = all) */
 	NPU_FW_TASK_KERNEL = 4,
+	NPU_FW_TASK_TIMESTAMP = 5,	/* args: VA; writes the device clock (u64 ns) */
+	NPU_FW_TASK_BARRIER = 6,	/* earlier tasks of the queue are complete */
+	NPU_FW_TASK_EVENT_RECORD = 7,	/* args: sync id; value = 1, stamp, interrupt */
+	NPU_FW_TASK_EVENT_WAIT = 8,	/* args: sync id; the queue waits for value != 0 */
+	NPU_FW_TASK_EVENT_RESET = 9,	/* args: sync id; value = 0 */
+	NPU_FW_TASK_NOTIFY_RECORD = 10,	/* args: sync id; value += 1 */
+	NPU_FW_TASK_NOTIFY_WAIT = 11,	/* args: sync id; waits for value > 0, then -= 1 */
+};
+
+/*
+ * Events and notifies: one table of 16-byte entries in the reserved area,
+ * indexed by sync id, written by the device's tasks (and zeroed by the
+ * host when it hands an id out). A queue whose next task waits on an
+ * entry is simply not runnable until the entry allows it: the device
+ * blocks the queue, never the host.
+ */
+#define NPU_FW_SYNC_TABLE	0x8000
+#define NPU_FW_MAX_SYNCS	2048
+
+struct npu_fw_sync {
+	__u64 value;		/* event: 0 or 1 (recorded); notify: records pending */
+	__u64 timestamp_ns;	/* event: device clock at its last record */
 };
 
 /*

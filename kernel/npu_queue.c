@@ -33,6 +33,7 @@
 #include "npu_ipc.h"
 #include "npu_queue.h"
 #include "npu_recovery.h"
+#include "npu_sync.h"
 
 static_assert(NPU_QUEUE_DEPTH_MIN > NPU_SUBMIT_MAX_TASKS);	/* + its fence */
 
@@ -52,6 +53,9 @@ void npu_job_free(struct npu_job *job)
 		drm_gem_object_put(obj);
 	}
 	kfree(job->maps);
+	for (i = 0; i < job->nsyncs; i++)
+		npu_sync_put(job->syncs[i]);
+	kfree(job->syncs);
 	/* Last: whoever waits on the fence finds the buffers released. */
 	if (job->fence) {
 		if (job->error)
@@ -140,6 +144,8 @@ void npu_queue_poll(struct npu_device *ndev)
 			npu_queue_update(ndev, ndev->queues[i], &retired);
 	mutex_unlock(&ndev->queue_lock);
 	npu_jobs_free(&retired);
+	/* The same interrupt announces event records. */
+	wake_up_all(&ndev->sync_wq);
 }
 
 static irqreturn_t npu_queue_irq(int irq, void *arg)

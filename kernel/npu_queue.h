@@ -11,6 +11,7 @@
 
 struct npu_ctx;
 struct npu_bo_map;
+struct npu_sync;
 
 /* A batch in flight: what it holds alive until the device is done. */
 struct npu_job {
@@ -20,6 +21,8 @@ struct npu_job {
 	u32 ntasks;
 	u32 nmaps;
 	struct npu_bo_map **maps;	/* referenced, with their buffers */
+	u32 nsyncs;
+	struct npu_sync **syncs;	/* events and notifies it names, referenced */
 	struct dma_fence *fence;	/* signalled when the job is freed */
 	int error;			/* the fence's error, 0 if it completed */
 };

@@ -18,13 +18,21 @@
 #include "npu_fence.h"
 #include "npu_gem.h"
 #include "npu_queue.h"
+#include "npu_sync.h"
 
 /* User tasks are written to the ring as they are, once checked. */
 static_assert(sizeof(struct drm_npu_task) == sizeof(struct npu_fw_task));
 static_assert((int)NPU_TASK_NOP == (int)NPU_FW_TASK_NOP &&
 	      (int)NPU_TASK_COPY == (int)NPU_FW_TASK_COPY &&
 	      (int)NPU_TASK_FILL == (int)NPU_FW_TASK_FILL &&
-	      (int)NPU_TASK_KERNEL == (int)NPU_FW_TASK_KERNEL);
+	      (int)NPU_TASK_KERNEL == (int)NPU_FW_TASK_KERNEL &&
+	      (int)NPU_TASK_TIMESTAMP == (int)NPU_FW_TASK_TIMESTAMP &&
+	      (int)NPU_TASK_BARRIER == (int)NPU_FW_TASK_BARRIER &&
+	      (int)NPU_TASK_EVENT_RECORD == (int)NPU_FW_TASK_EVENT_RECORD &&
+	      (int)NPU_TASK_EVENT_WAIT == (int)NPU_FW_TASK_EVENT_WAIT &&
+	      (int)NPU_TASK_EVENT_RESET == (int)NPU_FW_TASK_EVENT_RESET &&
+	      (int)NPU_TASK_NOTIFY_RECORD == (int)NPU_FW_TASK_NOTIFY_RECORD &&
+	      (int)NPU_TASK_NOTIFY_WAIT == (int)NPU_FW_TASK_NOTIFY_WAIT);
 
 static bool npu_task_valid(const struct drm_npu_task *t)
 {
@@ -52,6 +60,22 @@ static bool npu_task_valid(const struct drm_npu_task *t)
 		if (t->args[1] > NPU_MAX_BLOCK_DIM)
 			return false;
 		first_unused = 2;
+		break;
+	case NPU_TASK_TIMESTAMP:
+		if (t->args[0] & 7)
+			return false;
+		first_unused = 1;
+		break;
+	case NPU_TASK_BARRIER:
+		first_unused = 0;
+		break;
+	case NPU_TASK_EVENT_RECORD:
+	case NPU_TASK_EVENT_WAIT:
+	case NPU_TASK_EVENT_RESET:
+	case NPU_TASK_NOTIFY_RECORD:
+	case NPU_TASK_NOTIFY_WAIT:
+		/* Whether the context holds it is checked with the context. */
+		first_unused = 1;
 		break;
 	default:
 		return false;
@@ -96,11 +120,41 @@ static int npu_job_hold_range(struct npu_job *job, struct npu_ctx *ctx,
 	return 0;
 }
 
+/*
+ * Under ctx->lock: the event or notify a task names must be one this
+ * context holds, of the task's kind; the job keeps it alive.
+ */
+static int npu_job_hold_sync(struct npu_job *job, struct npu_ctx *ctx,
+			     const struct drm_npu_task *t, u32 *cap)
+{
+	u32 kind = t->type <= NPU_TASK_EVENT_RESET ? NPU_SYNC_EVENT : NPU_SYNC_NOTIFY;
+	struct npu_sync *s;
+
+	if (t->args[0] > U32_MAX)
+		return -EINVAL;
+	s = npu_sync_hold(ctx, (u32)t->args[0], kind);
+	if (!s)
+		return -EINVAL;
+	if (job->nsyncs == *cap) {
+		struct npu_sync **syncs;
+
+		*cap = max(4u, *cap * 2);
+		syncs = krealloc(job->syncs, *cap * sizeof(*syncs), GFP_KERNEL);
+		if (!syncs) {
+			npu_sync_put(s);
+			return -ENOMEM;
+		}
+		job->syncs = syncs;
+	}
+	job->syncs[job->nsyncs++] = s;
+	return 0;
+}
+
 static struct npu_job *npu_job_create(struct npu_ctx *ctx,
 				      const struct drm_npu_task *tasks, u32 count)
 {
 	struct npu_job *job = kzalloc(sizeof(*job), GFP_KERNEL);
-	u32 i, cap = 0;
+	u32 i, cap = 0, sync_cap = 0;
 	int ret = 0;
 
 	if (!job)
@@ -116,6 +170,10 @@ static struct npu_job *npu_job_create(struct npu_ctx *ctx,
 				ret = npu_job_hold_range(job, ctx, t->args[1], t->args[2], &cap);
 		} else if (t->type == NPU_TASK_FILL) {
 			ret = npu_job_hold_range(job, ctx, t->args[0], t->args[1], &cap);
+		} else if (t->type == NPU_TASK_TIMESTAMP) {
+			ret = npu_job_hold_range(job, ctx, t->args[0], 8, &cap);
+		} else if (t->type >= NPU_TASK_EVENT_RECORD) {
+			ret = npu_job_hold_sync(job, ctx, t, &sync_cap);
 		} else if (t->type == NPU_TASK_KERNEL) {
 			/*
 			 * Only the argument block: the tensors it names are in

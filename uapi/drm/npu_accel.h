@@ -43,6 +43,12 @@ extern "C" {
 #define DRM_NPU_USERPTR			0x06
 #define DRM_NPU_QUEUE_CREATE		0x07
 #define DRM_NPU_QUEUE_DESTROY		0x08
+#define DRM_NPU_SYNC_CREATE		0x09
+#define DRM_NPU_SYNC_DESTROY		0x0a
+#define DRM_NPU_EVENT_QUERY		0x0b
+#define DRM_NPU_EVENT_WAIT		0x0c
+#define DRM_NPU_NOTIFY_EXPORT		0x0d
+#define DRM_NPU_NOTIFY_IMPORT		0x0e
 
 #define DRM_IOCTL_NPU_GET_PARAM \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_GET_PARAM, struct drm_npu_get_param)
@@ -62,6 +68,18 @@ extern "C" {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_QUEUE_CREATE, struct drm_npu_queue_create)
 #define DRM_IOCTL_NPU_QUEUE_DESTROY \
 	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_QUEUE_DESTROY, struct drm_npu_queue_destroy)
+#define DRM_IOCTL_NPU_SYNC_CREATE \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_SYNC_CREATE, struct drm_npu_sync_create)
+#define DRM_IOCTL_NPU_SYNC_DESTROY \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_SYNC_DESTROY, struct drm_npu_sync_destroy)
+#define DRM_IOCTL_NPU_EVENT_QUERY \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_EVENT_QUERY, struct drm_npu_event_query)
+#define DRM_IOCTL_NPU_EVENT_WAIT \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_EVENT_WAIT, struct drm_npu_event_wait)
+#define DRM_IOCTL_NPU_NOTIFY_EXPORT \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_NOTIFY_EXPORT, struct drm_npu_notify_export)
+#define DRM_IOCTL_NPU_NOTIFY_IMPORT \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_NOTIFY_IMPORT, struct drm_npu_notify_import)
 
 /* Parameters readable with DRM_IOCTL_NPU_GET_PARAM. */
 enum drm_npu_param {
@@ -244,6 +262,20 @@ enum drm_npu_task_type {
 	/* args[0] VA of a struct drm_npu_kernel_args, args[1] how many AI
 	 * cores to split it across (0: all, at most NPU_MAX_BLOCK_DIM) */
 	NPU_TASK_KERNEL = 4,
+	/* args[0] VA: the device writes its clock there (u64, ns; 8-aligned) */
+	NPU_TASK_TIMESTAMP = 5,
+	/* everything before it on the queue has completed */
+	NPU_TASK_BARRIER = 6,
+	/* args[0] an event of this context: record (stamping the device
+	 * clock), wait for a record (blocking the queue on the device, not
+	 * the host), reset */
+	NPU_TASK_EVENT_RECORD = 7,
+	NPU_TASK_EVENT_WAIT = 8,
+	NPU_TASK_EVENT_RESET = 9,
+	/* args[0] a notify this context holds: a record releases exactly one
+	 * wait (auto-reset); records made before a wait are not lost */
+	NPU_TASK_NOTIFY_RECORD = 10,
+	NPU_TASK_NOTIFY_WAIT = 11,
 };
 
 #define NPU_MAX_BLOCK_DIM	64
@@ -399,6 +431,82 @@ struct drm_npu_syncobj {
 };
 
 #define NPU_SUBMIT_MAX_SYNCOBJS	16
+/*
+ * Events and notifies: device-side sync objects, used by tasks.
+ * An event is recorded (with a device timestamp) and waited for; it stays
+ * recorded until reset. A notify counts records; each wait consumes one.
+ * Events belong to the context that created them; notifies can be shared
+ * with other processes as file descriptors.
+ */
+enum drm_npu_sync_kind {
+	NPU_SYNC_EVENT = 1,
+	NPU_SYNC_NOTIFY = 2,
+};
+
+/**
+ * struct drm_npu_sync_create - create an event or a notify
+ * @kind: in, an enum drm_npu_sync_kind
+ * @flags: in, must be zero
+ * @id: out, its id, for tasks and the calls below
+ * @pad: must be zero
+ *
+ * Errors: -EINVAL; -ENOSPC the device's table is full.
+ */
+struct drm_npu_sync_create {
+	__u32 kind;
+	__u32 flags;
+	__u32 id;
+	__u32 pad;
+};
+
+/* Drop this context's hold of an event or notify: -EINVAL if it has none. */
+struct drm_npu_sync_destroy {
+	__u32 id;
+	__u32 pad;
+};
+
+/**
+ * struct drm_npu_event_query - an event's state
+ * @id: in
+ * @recorded: out, 1 once recorded (until reset), else 0
+ * @timestamp_ns: out, the device clock at its last record
+ */
+struct drm_npu_event_query {
+	__u32 id;
+	__u32 recorded;
+	__u64 timestamp_ns;
+};
+
+/**
+ * struct drm_npu_event_wait - wait on the host for an event to be recorded
+ * @id: in
+ * @pad: must be zero
+ * @timeout_ns: in, relative; 0 polls; negative waits without limit
+ *
+ * Returns 0 once recorded, -ETIMEDOUT, -EINTR.
+ */
+struct drm_npu_event_wait {
+	__u32 id;
+	__u32 pad;
+	__s64 timeout_ns;
+};
+
+/* Share a notify: @fd (out) gives whoever holds it access to it. */
+struct drm_npu_notify_export {
+	__u32 id;
+	__u32 flags;		/* must be zero */
+	__s32 fd;
+	__u32 pad;
+};
+
+/* Take a notify from an exported fd: @id (out) is its id here. */
+struct drm_npu_notify_import {
+	__s32 fd;
+	__u32 flags;		/* must be zero */
+	__u32 id;
+	__u32 pad;
+};
+
 #define NPU_SUBMIT_MAX_TASKS	256
 
 /**

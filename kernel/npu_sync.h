@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef __NPU_SYNC_H__
+#define __NPU_SYNC_H__
+
+#include <linux/kref.h>
+#include <linux/types.h>
+
+#include "npu_drv.h"
+
+struct npu_ctx;
+
+/* An event or notify: one entry of the device's sync table. */
+struct npu_sync {
+	struct kref ref;	/* contexts holding it, exported fds, jobs */
+	struct npu_device *ndev;
+	u32 id;
+	u32 kind;		/* enum drm_npu_sync_kind */
+};
+
+int npu_sync_init_device(struct npu_device *ndev);
+void npu_sync_ctx_fini(struct npu_ctx *ctx);
+struct npu_sync *npu_sync_hold(struct npu_ctx *ctx, u32 id, u32 kind);
+void npu_sync_put(struct npu_sync *s);
+
+int npu_ioctl_sync_create(struct drm_device *drm, void *data, struct drm_file *file);
+int npu_ioctl_sync_destroy(struct drm_device *drm, void *data, struct drm_file *file);
+int npu_ioctl_event_query(struct drm_device *drm, void *data, struct drm_file *file);
+int npu_ioctl_event_wait(struct drm_device *drm, void *data, struct drm_file *file);
+int npu_ioctl_notify_export(struct drm_device *drm, void *data, struct drm_file *file);
+int npu_ioctl_notify_import(struct drm_device *drm, void *data, struct drm_file *file);
+
+#endif /* __NPU_SYNC_H__ */
