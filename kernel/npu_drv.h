@@ -66,6 +66,7 @@ struct npu_device {
 
 	/* Events and notifies; see npu_sync.c. */
 	struct ida sync_ida;
+	atomic_t syncs_in_use;
 	wait_queue_head_t sync_wq;
 
 	/* Watchdog; see npu_recovery.c. */

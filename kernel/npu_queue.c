@@ -98,6 +98,8 @@ static void npu_queue_update(struct npu_device *ndev, struct npu_queue *q,
 		if (job->seq > done)
 			break;
 		list_move_tail(&job->link, retired);
+		if (list_empty(&q->jobs))
+			q->ctx->busy_ns += ktime_to_ns(ktime_sub(ktime_get(), q->busy_since));
 	}
 	q->done_seq = max(q->done_seq, done);
 
@@ -479,9 +481,10 @@ int npu_queue_push(struct npu_device *ndev, struct npu_queue *q, struct npu_job 
 	}
 	*out_fence = dma_fence_get(job->fence);
 	if (list_empty(&q->jobs)) {
-		/* The progress watch starts when the queue gets work. */
+		/* The progress watch and the busy clock start with work. */
 		q->last_head = readl(&slot->head);
 		q->last_progress = jiffies;
+		q->busy_since = ktime_get();
 	}
 	list_add_tail(&job->link, &q->jobs);
 	mutex_unlock(&ndev->queue_lock);

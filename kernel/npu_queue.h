@@ -56,6 +56,7 @@ struct npu_queue {
 	u32 error_task;
 	u32 fault_access;
 	u64 fault_address;
+	ktime_t busy_since;		/* when the job list last became non-empty */
 	u32 last_head;			/* progress watch, see npu_recovery.c */
 	unsigned long last_progress;
 	wait_queue_head_t wq;

@@ -16,6 +16,7 @@
 
 #include "npu_ctx.h"
 #include "npu_ipc.h"
+#include "npu_queue.h"
 #include "npu_stats.h"
 
 static const char *const npu_region_names[NPU_MEM_REGION_COUNT] = {
@@ -30,17 +31,22 @@ void npu_show_fdinfo(struct seq_file *m, struct file *f)
 	struct drm_file *file = f->private_data;
 	struct npu_ctx *ctx = file->driver_priv;
 	struct npu_device *ndev = ctx->ndev;
-	u64 cur[NPU_MEM_REGION_COUNT];
+	u64 cur[NPU_MEM_REGION_COUNT], busy;
 	int r;
 
 	mutex_lock(&ndev->hbm_lock);
 	for (r = 0; r < NPU_MEM_REGION_COUNT; r++)
 		cur[r] = ctx->mem[r].current_bytes;
 	mutex_unlock(&ndev->hbm_lock);
+	mutex_lock(&ndev->queue_lock);
+	busy = ctx->busy_ns;
+	mutex_unlock(&ndev->queue_lock);
 
 	seq_printf(m, "drm-driver:\t%s\n", ndev->drm.driver->name);
 	seq_printf(m, "drm-pdev:\t%s\n", pci_name(ndev->pdev));
 	seq_printf(m, "drm-client-id:\t%u\n", ctx->id);
+	/* Time this context's queues had work on the device. */
+	seq_printf(m, "drm-engine-npu:\t%llu ns\n", busy);
 	/* Everything an NPU context holds is resident: nothing is swapped. */
 	for (r = 0; r < NPU_MEM_REGION_COUNT; r++) {
 		seq_printf(m, "drm-total-%s:\t%llu KiB\n", npu_region_names[r], cur[r] >> 10);
@@ -64,6 +70,43 @@ static int npu_mem_show(struct seq_file *m, void *unused)
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(npu_mem);
+
+static int npu_queues_show(struct seq_file *m, void *unused)
+{
+	struct npu_device *ndev = m->private;
+	static const char *const states[] = { "stopped", "running", "faulted" };
+	u32 i;
+	int idx;
+
+	if (!drm_dev_enter(&ndev->drm, &idx))
+		return -ENODEV;
+	seq_printf(m, "%-4s %-7s %-5s %-4s %-8s %10s %10s %10s %10s %7s %s\n", "hw", "context",
+		   "queue", "prio", "state", "head", "tail", "done", "submitted", "pending",
+		   "status");
+	mutex_lock(&ndev->queue_lock);
+	for (i = 0; i < ndev->fw.num_queues; i++) {
+		struct npu_fw_queue __iomem *slot =
+			(struct npu_fw_queue __iomem *)(ndev->hbm + NPU_FW_QUEUE_TABLE) + i;
+		struct npu_queue *q = ndev->queues[i];
+		u32 state = readl(&slot->state);
+		struct npu_job *job;
+		unsigned int pending = 0;
+
+		if (!q)
+			continue;
+		list_for_each_entry(job, &q->jobs, link)
+			pending++;
+		seq_printf(m, "%-4u %-7u %-5u %-4u %-8s %10u %10u %10llu %10llu %7u %s\n", i,
+			   q->ctx->id, q->id, q->priority, state < 3 ? states[state] : "?",
+			   readl(&slot->head), readl(&slot->tail), readq(&slot->done_seq),
+			   q->next_seq, pending, q->failed ? "failed" : "ok");
+	}
+	mutex_unlock(&ndev->queue_lock);
+	seq_printf(m, "events and notifies in use: %d\n", atomic_read(&ndev->syncs_in_use));
+	drm_dev_exit(idx);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(npu_queues);
 
 static int npu_errlog_show(struct seq_file *m, void *unused)
 {
@@ -144,4 +187,6 @@ void npu_debugfs_init(struct drm_minor *minor)
 			    &npu_errlog_fops);
 	debugfs_create_file("npu_inject", 0200, minor->debugfs_root, ndev,
 			    &npu_inject_fops);
+	debugfs_create_file("npu_queues", 0444, minor->debugfs_root, ndev,
+			    &npu_queues_fops);
 }

@@ -45,6 +45,7 @@ static void npu_sync_release(struct kref *ref)
 	struct npu_sync *s = container_of(ref, struct npu_sync, ref);
 
 	ida_free(&s->ndev->sync_ida, s->id);
+	atomic_dec(&s->ndev->syncs_in_use);
 	kfree(s);
 }
 
@@ -99,6 +100,7 @@ int npu_ioctl_sync_create(struct drm_device *drm, void *data, struct drm_file *f
 		goto out_exit;
 	}
 	kref_init(&s->ref);
+	atomic_inc(&ndev->syncs_in_use);
 	s->ndev = ndev;
 	s->id = ret;
 	s->kind = args->kind;

@@ -11,6 +11,8 @@
 
 #define SEC (1000000000ll)
 
+static int read_file(const char *path, char *buf, size_t len);
+
 static int export_fd(int fd, uint32_t handle)
 {
 	int out = -1;
@@ -184,6 +186,61 @@ TEST(fdinfo_reports_the_context_memory)
 	snprintf(want, sizeof(want), "drm-total-hbm:\t%u KiB\n", 1024);
 	EXPECT_NE(NULL, strstr(buf, want)) TH_LOG("%s", buf);
 	EXPECT_NE(NULL, strstr(buf, "drm-resident-pagetables:\t"));
+	close(fd);
+}
+
+TEST(fdinfo_reports_device_busy_time)
+{
+	struct drm_npu_bo_create c;
+	struct drm_npu_task t;
+	char path[64], buf[4096];
+	const char *p;
+	uint64_t seq;
+	int fd = npu_open();
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, npu_bo_create(fd, 8 << 20, NPU_BO_PAGE_HUGE_FIRST, &c));
+	t = npu_task_fill(c.device_va, 8 << 20, 1);
+	for (int i = 0; i < 10; i++)
+		ASSERT_EQ(0, npu_submit(fd, &t, 1, &seq));
+	ASSERT_EQ(0, npu_wait(fd, seq, 10 * SEC, NULL));
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	/* Retirement trails the wake-up a little: poll briefly. */
+	for (int i = 0; i < 100; i++) {
+		ASSERT_EQ(0, read_file(path, buf, sizeof(buf)));
+		p = strstr(buf, "drm-engine-npu:\t");
+		ASSERT_NE(NULL, p);
+		if (strtoull(p + 16, NULL, 10) > 0)
+			break;
+		usleep(10000);
+	}
+	EXPECT_LT(0, strtoull(p + 16, NULL, 10)) TH_LOG("%s", buf);
+	close(fd);
+}
+
+TEST(debugfs_shows_queues)
+{
+	struct drm_npu_bo_create c;
+	struct drm_npu_task t;
+	char buf[8192];
+	uint64_t seq;
+	int found = 0, fd = npu_open();
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, npu_bo_create(fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
+	t = npu_task_fill(c.device_va, 4096, 1);
+	ASSERT_EQ(0, npu_submit(fd, &t, 1, &seq));
+	ASSERT_EQ(0, npu_wait(fd, seq, 10 * SEC, NULL));
+	for (int minor = 0; minor < 256 && !found; minor++) {
+		char path[96];
+
+		snprintf(path, sizeof(path), "/sys/kernel/debug/dri/%d/npu_queues", minor);
+		found = !read_file(path, buf, sizeof(buf));
+	}
+	if (!found)
+		SKIP(return, "debugfs not mounted");
+	EXPECT_NE(NULL, strstr(buf, "running"));
+	EXPECT_NE(NULL, strstr(buf, "events and notifies in use:"));
 	close(fd);
 }
 
