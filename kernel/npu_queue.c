@@ -453,6 +453,7 @@ int npu_queue_push(struct npu_device *ndev, struct npu_queue *q, struct npu_job 
 	struct npu_fw_task fence = { .type = NPU_FW_TASK_FENCE };
 	void __iomem *ring = ndev->hbm + q->ring.start;
 	u32 need = count + 1, i;
+	u64 job_seq;
 	int ret;
 
 	mutex_lock(&q->submit_lock);
@@ -479,6 +480,12 @@ int npu_queue_push(struct npu_device *ndev, struct npu_queue *q, struct npu_job 
 		job->error = -ECANCELED;	/* never queued */
 		return -EIO;
 	}
+	/*
+	 * Once on the list the job belongs to the completion side: a fault or
+	 * reset may retire and free it at any moment. Read nothing from it
+	 * after this point.
+	 */
+	job_seq = job->seq;
 	*out_fence = dma_fence_get(job->fence);
 	if (list_empty(&q->jobs)) {
 		/* The progress watch and the busy clock start with work. */
@@ -492,16 +499,16 @@ int npu_queue_push(struct npu_device *ndev, struct npu_queue *q, struct npu_job 
 	for (i = 0; i < count; i++)
 		memcpy_toio(ring + ((q->tail + i) % q->entries) * sizeof(fence),
 			    &tasks[i], sizeof(fence));
-	fence.args[0] = job->seq;
+	fence.args[0] = job_seq;
 	memcpy_toio(ring + ((q->tail + count) % q->entries) * sizeof(fence),
 		    &fence, sizeof(fence));
-	q->next_seq = job->seq;
+	q->next_seq = job_seq;
 	WRITE_ONCE(q->tail, q->tail + need);
 	/* The tasks land before the tail that publishes them. */
 	wmb();
 	writel(q->tail, &slot->tail);
 	npu_hw_doorbell(ndev, NPU_VEC_QUEUE);
-	*seq = job->seq;
+	*seq = job_seq;
 	mutex_unlock(&q->submit_lock);
 	return 0;
 }
