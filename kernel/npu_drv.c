@@ -103,6 +103,7 @@ static const struct drm_ioctl_desc npu_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(NPU_USERPTR, npu_ioctl_userptr, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_QUEUE_CREATE, npu_ioctl_queue_create, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_QUEUE_DESTROY, npu_ioctl_queue_destroy, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_QUEUE_ABORT, npu_ioctl_queue_abort, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_SYNC_CREATE, npu_ioctl_sync_create, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_SYNC_DESTROY, npu_ioctl_sync_destroy, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_EVENT_QUERY, npu_ioctl_event_query, DRM_RENDER_ALLOW),

@@ -381,17 +381,23 @@ err_id:
  * fails as aborted (waiters wake), and the ring and slot are freed. The
  * caller has removed it from its context's table already.
  */
-void npu_queue_destroy(struct npu_queue *q)
+/*
+ * Stop the queue on the device and fail what it still has as aborted
+ * (waiters wake). With `destroy`, also free its ring and slot: the caller
+ * has taken it out of its context's table.
+ */
+static void npu_queue_stop(struct npu_queue *q, bool destroy)
 {
 	struct npu_device *ndev = q->ctx->ndev;
 	u64 args[4] = { q->hw_id };
 	LIST_HEAD(retired);
 	int idx;
 
-	mutex_lock(&ndev->queue_lock);
-	ndev->queues[q->hw_id] = NULL;
-	mutex_unlock(&ndev->queue_lock);
-
+	if (destroy) {
+		mutex_lock(&ndev->queue_lock);
+		ndev->queues[q->hw_id] = NULL;
+		mutex_unlock(&ndev->queue_lock);
+	}
 	if (drm_dev_enter(&ndev->drm, &idx)) {
 		npu_ipc_send(ndev, NPU_FW_CMD_QUEUE_STOP, args, NULL);
 		drm_dev_exit(idx);
@@ -402,12 +408,25 @@ void npu_queue_destroy(struct npu_queue *q)
 	mutex_lock(&ndev->queue_lock);
 	npu_queue_fail(ndev, q, NPU_JOB_ABORTED, &retired);
 	mutex_unlock(&ndev->queue_lock);
-	npu_hbm_free(ndev, q->ctx, NPU_MEM_REGION_QUEUES, &q->ring);
-	ida_free(&ndev->queue_ida, q->hw_id);
+	if (destroy) {
+		npu_hbm_free(ndev, q->ctx, NPU_MEM_REGION_QUEUES, &q->ring);
+		ida_free(&ndev->queue_ida, q->hw_id);
+	}
 	mutex_unlock(&q->submit_lock);
 
 	npu_jobs_free(&retired);
+}
+
+/* Take the queue out of service for good; see npu_queue_stop(). */
+void npu_queue_destroy(struct npu_queue *q)
+{
+	npu_queue_stop(q, true);
 	npu_queue_put(q);
+}
+
+void npu_queue_abort(struct npu_queue *q)
+{
+	npu_queue_stop(q, false);
 }
 
 /*

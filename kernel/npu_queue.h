@@ -80,8 +80,10 @@ void npu_queue_poll(struct npu_device *ndev);
 void npu_queue_check_hung(struct npu_device *ndev);
 int npu_queue_fail_all(struct npu_device *ndev, u32 status, u32 fw_cmd);
 void npu_queue_destroy(struct npu_queue *q);
+void npu_queue_abort(struct npu_queue *q);
 int npu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *file);
 int npu_ioctl_queue_destroy(struct drm_device *drm, void *data, struct drm_file *file);
+int npu_ioctl_queue_abort(struct drm_device *drm, void *data, struct drm_file *file);
 int npu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file);
 int npu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file);
 

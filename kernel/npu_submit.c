@@ -241,6 +241,21 @@ int npu_ioctl_queue_destroy(struct drm_device *drm, void *data, struct drm_file 
 	return 0;
 }
 
+int npu_ioctl_queue_abort(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct drm_npu_queue_destroy *args = data;
+	struct npu_queue *q;
+
+	if (args->pad)
+		return -EINVAL;
+	q = npu_queue_lookup(file->driver_priv, args->queue, false);
+	if (IS_ERR(q))
+		return PTR_ERR(q);
+	npu_queue_abort(q);
+	npu_queue_put(q);
+	return 0;
+}
+
 int npu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 {
 	struct npu_device *ndev = to_npu_device(drm);

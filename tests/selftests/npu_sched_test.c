@@ -199,6 +199,33 @@ TEST_F(s, queues_fail_independently)
 	EXPECT_EQ(0, wait_on(self->fd, q1, seq, 10 * SEC, NULL));
 }
 
+TEST_F(s, abort_fails_queued_work_and_keeps_the_queue)
+{
+	struct drm_npu_queue_destroy a = { 0 };
+	struct drm_npu_bo_create c;
+	struct drm_npu_task t;
+	struct drm_npu_wait w;
+	uint64_t seq = 0;
+	uint32_t q;
+
+	ASSERT_EQ(0, queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, &q));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 64 * MiB, NPU_BO_PAGE_HUGE_FIRST, &c));
+	t = npu_task_fill(c.device_va, 64 * MiB, 1);
+	for (int i = 0; i < 200; i++)
+		ASSERT_EQ(0, submit_on(self->fd, q, &t, 1, &seq));
+	a.queue = q;
+	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_QUEUE_ABORT, &a));
+	EXPECT_EQ(-EIO, wait_on(self->fd, q, seq, 10 * SEC, &w));
+	EXPECT_EQ(NPU_JOB_ABORTED, w.status);
+	/* The queue is still there, failed, until destroyed. */
+	EXPECT_EQ(-EIO, submit_on(self->fd, q, &t, 1, &seq));
+	a.queue = 7;
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_QUEUE_ABORT, &a));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(0, queue_destroy(self->fd, q));
+	npu_gem_close(self->fd, c.handle);
+}
+
 TEST_F(s, destroy_with_work_queued_aborts_it)
 {
 	struct drm_npu_bo_create c;

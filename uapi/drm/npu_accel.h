@@ -49,6 +49,7 @@ extern "C" {
 #define DRM_NPU_EVENT_WAIT		0x0c
 #define DRM_NPU_NOTIFY_EXPORT		0x0d
 #define DRM_NPU_NOTIFY_IMPORT		0x0e
+#define DRM_NPU_QUEUE_ABORT		0x0f
 
 #define DRM_IOCTL_NPU_GET_PARAM \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_GET_PARAM, struct drm_npu_get_param)
@@ -80,6 +81,8 @@ extern "C" {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_NOTIFY_EXPORT, struct drm_npu_notify_export)
 #define DRM_IOCTL_NPU_NOTIFY_IMPORT \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_NOTIFY_IMPORT, struct drm_npu_notify_import)
+#define DRM_IOCTL_NPU_QUEUE_ABORT \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_QUEUE_ABORT, struct drm_npu_queue_destroy)
 
 /* Parameters readable with DRM_IOCTL_NPU_GET_PARAM. */
 enum drm_npu_param {
@@ -412,7 +415,9 @@ struct drm_npu_queue_create {
  * @pad: must be zero
  *
  * Work still queued is stopped and fails with NPU_JOB_ABORTED; waiters
- * wake. The default queue (0) may be destroyed too; it comes back on its
+ * wake. NPU_QUEUE_ABORT (same struct) does that and keeps the queue, in
+ * the failed state, until it is destroyed. The default queue (0) may be
+ * destroyed too; it comes back on its
  * next use. Errors: -EINVAL for a queue this context does not have.
  */
 struct drm_npu_queue_destroy {
