@@ -152,6 +152,94 @@ TEST_F(k, cast_to_half_and_back)
 	EXPECT_EQ(0, memcmp(x, back, 16));
 }
 
+/* Every elementwise op, reduction, layernorm and transpose through the
+ * device, against references computed here (1e-5 relative + 1e-6). */
+TEST_F(k, every_other_op_matches_reference)
+{
+	static const uint32_t ops[] = {
+		NPU_OP_ADD, NPU_OP_SUB, NPU_OP_MUL, NPU_OP_DIV, NPU_OP_MAX, NPU_OP_MIN,
+		NPU_OP_RELU, NPU_OP_GELU, NPU_OP_SIGMOID, NPU_OP_TANH, NPU_OP_EXP,
+		NPU_OP_LAYERNORM, NPU_OP_REDUCE_SUM, NPU_OP_REDUCE_MEAN, NPU_OP_REDUCE_MAX,
+		NPU_OP_TRANSPOSE,
+	};
+	const uint64_t r = 12, c = 20;
+	float *x = (float *)(self->map + T0_OFF), *y = (float *)(self->map + T1_OFF);
+	float *out = (float *)(self->map + OUT_OFF);
+	uint64_t va = self->bo.device_va;
+
+	for (uint64_t i = 0; i < r * c; i++) {
+		x[i] = sinf((float)i * 0.37f) * 2.0f;
+		y[i] = cosf((float)i * 0.11f) + 1.5f;	/* no zeros: DIV */
+	}
+	for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
+		struct drm_npu_kernel_args a = { .op = ops[o], .eps = 1e-5f };
+		uint32_t op = ops[o];
+
+		a.in[0] = dense2(va + T0_OFF, NPU_DT_F32, r, c);
+		a.in[1] = dense2(va + T1_OFF, NPU_DT_F32, r, c);
+		a.out = dense2(va + OUT_OFF, NPU_DT_F32, r, c);
+		if (op >= NPU_OP_REDUCE_SUM && op <= NPU_OP_REDUCE_MAX) {
+			a.axis = 1;
+			a.out = dense2(va + OUT_OFF, NPU_DT_F32, r, 1);
+		} else if (op == NPU_OP_TRANSPOSE) {
+			a.perm[0] = 1;
+			a.out = dense2(va + OUT_OFF, NPU_DT_F32, c, r);
+		}
+		if (op >= NPU_OP_RELU)
+			memset(&a.in[1], 0, sizeof(a.in[1]));
+		ASSERT_EQ(0, launch(self, &a, 2, NULL)) TH_LOG("op %u", op);
+
+		for (uint64_t i = 0; i < r; i++) {
+			double sum = 0, sq = 0, mx = -1e30;
+
+			for (uint64_t j = 0; j < c; j++) {
+				sum += x[i * c + j];
+				sq += (double)x[i * c + j] * x[i * c + j];
+				mx = fmax(mx, x[i * c + j]);
+			}
+			for (uint64_t j = 0; j < c; j++) {
+				double p = x[i * c + j], q = y[i * c + j], want, got;
+
+				switch (op) {
+				case NPU_OP_ADD: want = p + q; break;
+				case NPU_OP_SUB: want = p - q; break;
+				case NPU_OP_MUL: want = p * q; break;
+				case NPU_OP_DIV: want = p / q; break;
+				case NPU_OP_MAX: want = fmax(p, q); break;
+				case NPU_OP_MIN: want = fmin(p, q); break;
+				case NPU_OP_RELU: want = p > 0 ? p : 0; break;
+				case NPU_OP_GELU:
+					want = 0.5 * p * (1 + tanh(0.7978845608 * (p + 0.044715 * p * p * p)));
+					break;
+				case NPU_OP_SIGMOID: want = 1 / (1 + exp(-p)); break;
+				case NPU_OP_TANH: want = tanh(p); break;
+				case NPU_OP_EXP: want = exp(p); break;
+				case NPU_OP_LAYERNORM: {
+					double mean = sum / c, var = sq / c - mean * mean;
+
+					want = (p - mean) / sqrt(var + 1e-5);
+					break;
+				}
+				case NPU_OP_REDUCE_SUM: want = sum; break;
+				case NPU_OP_REDUCE_MEAN: want = sum / c; break;
+				case NPU_OP_REDUCE_MAX: want = mx; break;
+				default: want = p; break;	/* transpose */
+				}
+				if (op >= NPU_OP_REDUCE_SUM && op <= NPU_OP_REDUCE_MAX)
+					got = out[i];
+				else if (op == NPU_OP_TRANSPOSE)
+					got = out[j * r + i];
+				else
+					got = out[i * c + j];
+				ASSERT_TRUE(fabs(want - got) <= 1e-5 * fabs(want) + 1e-6)
+					TH_LOG("op %u [%lu][%lu]: want %g got %g", op, i, j, want, got);
+				if (op >= NPU_OP_REDUCE_SUM && op <= NPU_OP_REDUCE_MAX)
+					break;
+			}
+		}
+	}
+}
+
 TEST_F(k, bad_argument_block_is_a_kernel_error)
 {
 	struct drm_npu_kernel_args a = { .op = NPU_OP_GEMM };	/* no shapes */
