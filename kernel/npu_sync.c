@@ -139,36 +139,55 @@ int npu_ioctl_sync_destroy(struct drm_device *drm, void *data, struct drm_file *
 	return 0;
 }
 
+/*
+ * The caller's event `id`, referenced, with the device entered: its table
+ * entry, or an ERR_PTR. Undone by npu_event_exit().
+ */
+static struct npu_fw_sync __iomem *npu_event_enter(struct drm_device *drm,
+						   struct drm_file *file, u32 id,
+						   struct npu_sync **sp, int *idx)
+{
+	struct npu_ctx *ctx = file->driver_priv;
+	struct npu_sync *s;
+
+	mutex_lock(&ctx->lock);
+	s = npu_sync_hold(ctx, id, NPU_SYNC_EVENT);
+	mutex_unlock(&ctx->lock);
+	if (!s)
+		return IOMEM_ERR_PTR(-EINVAL);
+	if (!drm_dev_enter(drm, idx)) {
+		npu_sync_put(s);
+		return IOMEM_ERR_PTR(-ENODEV);
+	}
+	*sp = s;
+	return npu_sync_entry(to_npu_device(drm), s->id);
+}
+
+static void npu_event_exit(struct npu_sync *s, int idx)
+{
+	drm_dev_exit(idx);
+	npu_sync_put(s);
+}
+
 int npu_ioctl_event_query(struct drm_device *drm, void *data, struct drm_file *file)
 {
-	struct npu_device *ndev = to_npu_device(drm);
-	struct npu_ctx *ctx = file->driver_priv;
 	struct drm_npu_event_query *args = data;
 	struct npu_fw_sync __iomem *e;
 	struct npu_sync *s;
 	int idx;
 
-	mutex_lock(&ctx->lock);
-	s = npu_sync_hold(ctx, args->id, NPU_SYNC_EVENT);
-	mutex_unlock(&ctx->lock);
-	if (!s)
-		return -EINVAL;
-	if (!drm_dev_enter(drm, &idx)) {
-		npu_sync_put(s);
-		return -ENODEV;
-	}
-	e = npu_sync_entry(ndev, s->id);
+	e = npu_event_enter(drm, file, args->id, &s, &idx);
+	if (IS_ERR(e))
+		return PTR_ERR(e);
 	args->recorded = readq(&e->value) != 0;
 	args->timestamp_ns = readq(&e->timestamp_ns);
-	drm_dev_exit(idx);
-	npu_sync_put(s);
+	npu_event_exit(s, idx);
 	return 0;
 }
 
 int npu_ioctl_event_wait(struct drm_device *drm, void *data, struct drm_file *file)
 {
 	struct npu_device *ndev = to_npu_device(drm);
-	struct npu_ctx *ctx = file->driver_priv;
 	struct drm_npu_event_wait *args = data;
 	struct npu_fw_sync __iomem *e;
 	struct npu_sync *s;
@@ -177,23 +196,15 @@ int npu_ioctl_event_wait(struct drm_device *drm, void *data, struct drm_file *fi
 
 	if (args->pad)
 		return -EINVAL;
-	mutex_lock(&ctx->lock);
-	s = npu_sync_hold(ctx, args->id, NPU_SYNC_EVENT);
-	mutex_unlock(&ctx->lock);
-	if (!s)
-		return -EINVAL;
-	if (!drm_dev_enter(drm, &idx)) {
-		npu_sync_put(s);
-		return -ENODEV;
-	}
-	e = npu_sync_entry(ndev, s->id);
+	e = npu_event_enter(drm, file, args->id, &s, &idx);
+	if (IS_ERR(e))
+		return PTR_ERR(e);
 	timeout = args->timeout_ns < 0 ? MAX_SCHEDULE_TIMEOUT :
 		  min_t(u64, nsecs_to_jiffies64(args->timeout_ns) + !!args->timeout_ns,
 			MAX_SCHEDULE_TIMEOUT - 1);
 	left = wait_event_interruptible_timeout(ndev->sync_wq, readq(&e->value) != 0,
 						timeout);
-	drm_dev_exit(idx);
-	npu_sync_put(s);
+	npu_event_exit(s, idx);
 	if (left < 0)
 		return left;
 	return left ? 0 : -ETIMEDOUT;

@@ -23,36 +23,6 @@ static int sync_create(int fd, uint32_t kind, uint32_t *id)
 	return 0;
 }
 
-static int make_queue(int fd, uint32_t *id)
-{
-	struct drm_npu_queue_create c = { .priority = NPU_QUEUE_PRIORITY_NORMAL };
-
-	*id = 0;
-	if (ioctl(fd, DRM_IOCTL_NPU_QUEUE_CREATE, &c))
-		return -errno;
-	*id = c.queue;
-	return 0;
-}
-
-static int submit_on(int fd, uint32_t q, const struct drm_npu_task *t, uint32_t n,
-		     uint64_t *seq)
-{
-	struct drm_npu_submit s = { .tasks = (uintptr_t)t, .count = n, .queue = q };
-
-	*seq = 0;
-	if (ioctl(fd, DRM_IOCTL_NPU_SUBMIT, &s))
-		return -errno;
-	*seq = s.seq;
-	return 0;
-}
-
-static int wait_on(int fd, uint32_t q, uint64_t seq, int64_t timeout)
-{
-	struct drm_npu_wait w = { .seq = seq, .timeout_ns = timeout, .queue = q };
-
-	return ioctl(fd, DRM_IOCTL_NPU_WAIT, &w) ? -errno : 0;
-}
-
 static struct drm_npu_task task1(uint16_t type, uint64_t arg)
 {
 	struct drm_npu_task t = { .type = type, .args = { arg } };
@@ -74,8 +44,8 @@ FIXTURE_SETUP(ev)
 	ASSERT_EQ(0, npu_bo_create(self->fd, 1 << 20, NPU_BO_PAGE_NORMAL_ONLY, &self->bo));
 	self->map = npu_bo_mmap(self->fd, self->bo.handle, 1 << 20);
 	ASSERT_NE(MAP_FAILED, self->map);
-	ASSERT_EQ(0, make_queue(self->fd, &self->qa));
-	ASSERT_EQ(0, make_queue(self->fd, &self->qb));
+	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &self->qa));
+	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &self->qb));
 }
 
 FIXTURE_TEARDOWN(ev)
@@ -95,13 +65,13 @@ TEST_F(ev, timestamps_and_barrier)
 	uint64_t seq, *ts = (uint64_t *)self->map;
 
 	t[2].args[0] = 0;
-	ASSERT_EQ(0, submit_on(self->fd, self->qa, t, 4, &seq));
-	ASSERT_EQ(0, wait_on(self->fd, self->qa, seq, 10 * SEC));
+	ASSERT_EQ(0, npu_submit_on(self->fd, self->qa, t, 4, &seq));
+	ASSERT_EQ(0, npu_wait_on(self->fd, self->qa, seq, 10 * SEC, NULL));
 	EXPECT_NE(0, ts[0]);
 	EXPECT_LT(ts[0], ts[1]);
 	/* Misaligned timestamps are refused at submit. */
 	t[0].args[0] = self->bo.device_va + 4;
-	EXPECT_EQ(-EINVAL, submit_on(self->fd, self->qa, t, 1, &seq));
+	EXPECT_EQ(-EINVAL, npu_submit_on(self->fd, self->qa, t, 1, &seq));
 }
 
 TEST_F(ev, record_query_reset_and_host_wait)
@@ -120,7 +90,7 @@ TEST_F(ev, record_query_reset_and_host_wait)
 	EXPECT_EQ(ETIMEDOUT, errno);
 
 	t = task1(NPU_TASK_EVENT_RECORD, e);
-	ASSERT_EQ(0, submit_on(self->fd, self->qa, &t, 1, &seq));
+	ASSERT_EQ(0, npu_submit_on(self->fd, self->qa, &t, 1, &seq));
 	w.timeout_ns = 10 * SEC;
 	EXPECT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_EVENT_WAIT, &w));
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_EVENT_QUERY, &q));
@@ -128,8 +98,8 @@ TEST_F(ev, record_query_reset_and_host_wait)
 	EXPECT_NE(0, q.timestamp_ns);
 
 	t = task1(NPU_TASK_EVENT_RESET, e);
-	ASSERT_EQ(0, submit_on(self->fd, self->qa, &t, 1, &seq));
-	ASSERT_EQ(0, wait_on(self->fd, self->qa, seq, 10 * SEC));
+	ASSERT_EQ(0, npu_submit_on(self->fd, self->qa, &t, 1, &seq));
+	ASSERT_EQ(0, npu_wait_on(self->fd, self->qa, seq, 10 * SEC, NULL));
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_EVENT_QUERY, &q));
 	EXPECT_EQ(0, q.recorded);
 }
@@ -143,14 +113,14 @@ TEST_F(ev, device_blocks_a_queue_on_another_queues_event)
 	ASSERT_EQ(0, sync_create(self->fd, NPU_SYNC_EVENT, &e));
 	wait_then_fill[0] = task1(NPU_TASK_EVENT_WAIT, e);
 	wait_then_fill[1] = npu_task_fill(self->bo.device_va + 4096, 4, 0xb);
-	ASSERT_EQ(0, submit_on(self->fd, self->qb, wait_then_fill, 2, &sb));
+	ASSERT_EQ(0, npu_submit_on(self->fd, self->qb, wait_then_fill, 2, &sb));
 	/* Queue B is blocked on the device; its fill has not run. */
-	EXPECT_EQ(-ETIMEDOUT, wait_on(self->fd, self->qb, sb, 200000000));
+	EXPECT_EQ(-ETIMEDOUT, npu_wait_on(self->fd, self->qb, sb, 200000000, NULL));
 	EXPECT_EQ(0, self->map[1024]);
 	/* Queue A records: B goes on, with no host step in between. */
 	rec = task1(NPU_TASK_EVENT_RECORD, e);
-	ASSERT_EQ(0, submit_on(self->fd, self->qa, &rec, 1, &sa));
-	EXPECT_EQ(0, wait_on(self->fd, self->qb, sb, 10 * SEC));
+	ASSERT_EQ(0, npu_submit_on(self->fd, self->qa, &rec, 1, &sa));
+	EXPECT_EQ(0, npu_wait_on(self->fd, self->qb, sb, 10 * SEC, NULL));
 	EXPECT_EQ(0xb, self->map[1024]);
 }
 
@@ -163,19 +133,19 @@ TEST_F(ev, notify_releases_exactly_one_wait_per_record)
 	ASSERT_EQ(0, sync_create(self->fd, NPU_SYNC_NOTIFY, &n));
 	waits[0] = task1(NPU_TASK_NOTIFY_WAIT, n);
 	waits[1] = npu_task_fill(self->bo.device_va + 4096, 4, 1);
-	ASSERT_EQ(0, submit_on(self->fd, self->qb, waits, 2, &first));
+	ASSERT_EQ(0, npu_submit_on(self->fd, self->qb, waits, 2, &first));
 	waits[1] = npu_task_fill(self->bo.device_va + 8192, 4, 2);
-	ASSERT_EQ(0, submit_on(self->fd, self->qb, waits, 2, &sb));
+	ASSERT_EQ(0, npu_submit_on(self->fd, self->qb, waits, 2, &sb));
 
 	rec = task1(NPU_TASK_NOTIFY_RECORD, n);
-	ASSERT_EQ(0, submit_on(self->fd, self->qa, &rec, 1, &sa));
-	EXPECT_EQ(0, wait_on(self->fd, self->qb, first, 10 * SEC));
+	ASSERT_EQ(0, npu_submit_on(self->fd, self->qa, &rec, 1, &sa));
+	EXPECT_EQ(0, npu_wait_on(self->fd, self->qb, first, 10 * SEC, NULL));
 	EXPECT_EQ(1, self->map[1024]);
 	/* One record, one wait: the second stays blocked (auto-reset). */
-	EXPECT_EQ(-ETIMEDOUT, wait_on(self->fd, self->qb, sb, 200000000));
+	EXPECT_EQ(-ETIMEDOUT, npu_wait_on(self->fd, self->qb, sb, 200000000, NULL));
 	EXPECT_EQ(0, self->map[2048]);
-	ASSERT_EQ(0, submit_on(self->fd, self->qa, &rec, 1, &sa));
-	EXPECT_EQ(0, wait_on(self->fd, self->qb, sb, 10 * SEC));
+	ASSERT_EQ(0, npu_submit_on(self->fd, self->qa, &rec, 1, &sa));
+	EXPECT_EQ(0, npu_wait_on(self->fd, self->qb, sb, 10 * SEC, NULL));
 	EXPECT_EQ(2, self->map[2048]);
 }
 
@@ -209,13 +179,13 @@ TEST_F(ev, notify_crosses_processes_as_an_fd)
 			_exit(1);
 		t[0] = task1(NPU_TASK_NOTIFY_WAIT, im.id);
 		t[1] = npu_task_fill(b.device_va, 4, 9);
-		if (submit_on(fd, 0, t, 2, &s) || write(ready[1], "r", 1) != 1)
+		if (npu_submit_on(fd, 0, t, 2, &s) || write(ready[1], "r", 1) != 1)
 			_exit(2);
-		_exit(wait_on(fd, 0, s, 20 * SEC) ? 3 : 0);
+		_exit(npu_wait_on(fd, 0, s, 20 * SEC, NULL) ? 3 : 0);
 	}
 	ASSERT_EQ(1, read(ready[0], &c, 1));
 	rec = task1(NPU_TASK_NOTIFY_RECORD, n);
-	ASSERT_EQ(0, submit_on(self->fd, self->qa, &rec, 1, &seq));
+	ASSERT_EQ(0, npu_submit_on(self->fd, self->qa, &rec, 1, &seq));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_EQ(0, WEXITSTATUS(status));
 
@@ -223,7 +193,7 @@ TEST_F(ev, notify_crosses_processes_as_an_fd)
 	int other = npu_open();
 
 	ASSERT_LE(0, other);
-	EXPECT_EQ(-EINVAL, submit_on(other, 0, &rec, 1, &seq));
+	EXPECT_EQ(-EINVAL, npu_submit_on(other, 0, &rec, 1, &seq));
 	close(other);
 	close(ex.fd);
 	close(ready[0]);
@@ -256,9 +226,9 @@ TEST_F(ev, bad_arguments)
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_NOTIFY_EXPORT, &ex));
 	EXPECT_EQ(EINVAL, errno);
 	t = task1(NPU_TASK_NOTIFY_WAIT, e);
-	EXPECT_EQ(-EINVAL, submit_on(self->fd, self->qa, &t, 1, &seq));
+	EXPECT_EQ(-EINVAL, npu_submit_on(self->fd, self->qa, &t, 1, &seq));
 	t = task1(NPU_TASK_EVENT_RECORD, 4000);
-	EXPECT_EQ(-EINVAL, submit_on(self->fd, self->qa, &t, 1, &seq));
+	EXPECT_EQ(-EINVAL, npu_submit_on(self->fd, self->qa, &t, 1, &seq));
 	/* Only notify fds import. */
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_NOTIFY_IMPORT, &im));
 	EXPECT_EQ(EBADF, errno);
@@ -272,7 +242,7 @@ TEST_F(ev, bad_arguments)
 	d.id = e;
 	EXPECT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_SYNC_DESTROY, &d));
 	t = task1(NPU_TASK_EVENT_RECORD, e);
-	EXPECT_EQ(-EINVAL, submit_on(self->fd, self->qa, &t, 1, &seq));
+	EXPECT_EQ(-EINVAL, npu_submit_on(self->fd, self->qa, &t, 1, &seq));
 }
 
 TEST(the_table_fills_up_and_empties_on_close)

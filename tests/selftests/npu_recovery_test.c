@@ -53,39 +53,6 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * SEC + ts.tv_nsec;
 }
 
-static int make_queue(int fd, uint32_t timeout_ms, uint32_t *id)
-{
-	struct drm_npu_queue_create c = { .priority = NPU_QUEUE_PRIORITY_NORMAL,
-					  .timeout_ms = timeout_ms };
-
-	*id = 0;
-	if (ioctl(fd, DRM_IOCTL_NPU_QUEUE_CREATE, &c))
-		return -errno;
-	*id = c.queue;
-	return 0;
-}
-
-static int submit_on(int fd, uint32_t queue, struct drm_npu_task *t, uint64_t *seq)
-{
-	struct drm_npu_submit s = { .tasks = (uintptr_t)t, .count = 1, .queue = queue };
-
-	*seq = 0;
-	if (ioctl(fd, DRM_IOCTL_NPU_SUBMIT, &s))
-		return -errno;
-	*seq = s.seq;
-	return 0;
-}
-
-static int wait_on(int fd, uint32_t queue, uint64_t seq, int64_t timeout,
-		   struct drm_npu_wait *w)
-{
-	memset(w, 0, sizeof(*w));
-	w->seq = seq;
-	w->timeout_ns = timeout;
-	w->queue = queue;
-	return ioctl(fd, DRM_IOCTL_NPU_WAIT, w) ? -errno : 0;
-}
-
 /* The default queue failed with everything else in a reset: replace it. */
 static int queue_destroy_default(int fd)
 {
@@ -130,32 +97,32 @@ TEST_F(rec, hung_queue_fails_in_time_and_others_go_on)
 	uint64_t seq, seq_b;
 	int64_t t0, elapsed;
 
-	ASSERT_EQ(0, make_queue(self->a, 500, &q));
+	ASSERT_EQ(0, npu_queue_create(self->a, NPU_QUEUE_PRIORITY_NORMAL, 0, 500, &q));
 	snprintf(cmd, sizeof(cmd), "hang %u", client_id(self->a));
 	ASSERT_EQ(0, inject(cmd));
 	t0 = now_ns();
-	ASSERT_EQ(0, submit_on(self->a, q, &t, &seq));
+	ASSERT_EQ(0, npu_submit_on(self->a, q, &t, 1, &seq));
 	/* Meanwhile another context's work completes. */
 	t = npu_task_fill(self->bb.device_va, 4096, 2);
-	ASSERT_EQ(0, submit_on(self->b, 0, &t, &seq_b));
-	EXPECT_EQ(0, wait_on(self->b, 0, seq_b, 10 * SEC, &w));
+	ASSERT_EQ(0, npu_submit_on(self->b, 0, &t, 1, &seq_b));
+	EXPECT_EQ(0, npu_wait_on(self->b, 0, seq_b, 10 * SEC, &w));
 
-	EXPECT_EQ(-EIO, wait_on(self->a, q, seq, 10 * SEC, &w));
+	EXPECT_EQ(-EIO, npu_wait_on(self->a, q, seq, 10 * SEC, &w));
 	elapsed = now_ns() - t0;
 	EXPECT_EQ(NPU_JOB_TIMEOUT, w.status);
 	/* Within the queue's limit plus a second. */
 	EXPECT_GT(1500 * 1000000ll, elapsed) TH_LOG("took %lld ms", (long long)(elapsed / 1000000));
 	EXPECT_LT(450 * 1000000ll, elapsed);
 	t = npu_task_fill(self->ba.device_va, 4096, 3);
-	EXPECT_EQ(-EIO, submit_on(self->a, q, &t, &seq));
+	EXPECT_EQ(-EIO, npu_submit_on(self->a, q, &t, 1, &seq));
 
 	/* With the hang gone, a new queue of the same context works. */
 	ASSERT_EQ(0, inject("clear"));
 	uint32_t q2;
 
-	ASSERT_EQ(0, make_queue(self->a, 0, &q2));
-	ASSERT_EQ(0, submit_on(self->a, q2, &t, &seq));
-	EXPECT_EQ(0, wait_on(self->a, q2, seq, 10 * SEC, &w));
+	ASSERT_EQ(0, npu_queue_create(self->a, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q2));
+	ASSERT_EQ(0, npu_submit_on(self->a, q2, &t, 1, &seq));
+	EXPECT_EQ(0, npu_wait_on(self->a, q2, seq, 10 * SEC, &w));
 }
 
 TEST_F(rec, lost_interrupts_cost_latency_not_a_hang)
@@ -166,8 +133,8 @@ TEST_F(rec, lost_interrupts_cost_latency_not_a_hang)
 
 	ASSERT_EQ(0, inject("drop-irqs 1000"));
 	for (int i = 0; i < 5; i++) {
-		ASSERT_EQ(0, submit_on(self->a, 0, &t, &seq));
-		EXPECT_EQ(0, wait_on(self->a, 0, seq, 5 * SEC, &w));
+		ASSERT_EQ(0, npu_submit_on(self->a, 0, &t, 1, &seq));
+		EXPECT_EQ(0, npu_wait_on(self->a, 0, seq, 5 * SEC, &w));
 	}
 }
 
@@ -180,13 +147,13 @@ TEST_F(rec, stopped_heartbeat_resets_the_device)
 	uint32_t q;
 
 	/* Work that cannot finish, on a queue patient enough to wait it out. */
-	ASSERT_EQ(0, make_queue(self->a, 30000, &q));
+	ASSERT_EQ(0, npu_queue_create(self->a, NPU_QUEUE_PRIORITY_NORMAL, 0, 30000, &q));
 	snprintf(cmd, sizeof(cmd), "hang %u", client_id(self->a));
 	ASSERT_EQ(0, inject(cmd));
-	ASSERT_EQ(0, submit_on(self->a, q, &t, &seq));
+	ASSERT_EQ(0, npu_submit_on(self->a, q, &t, 1, &seq));
 	ASSERT_EQ(0, inject("heartbeat-stop"));
 
-	EXPECT_EQ(-EIO, wait_on(self->a, q, seq, 10 * SEC, &w));
+	EXPECT_EQ(-EIO, npu_wait_on(self->a, q, seq, 10 * SEC, &w));
 	EXPECT_EQ(NPU_JOB_RESET, w.status);
 
 	/* The device is usable again: heartbeat, mailbox, new work. */
@@ -197,8 +164,8 @@ TEST_F(rec, stopped_heartbeat_resets_the_device)
 	EXPECT_EQ(0, npu_get_param(self->b, NPU_PARAM_FW_PING_NS, &rtt));
 	ASSERT_EQ(0, queue_destroy_default(self->b));
 	t = npu_task_fill(self->bb.device_va, 4096, 6);
-	ASSERT_EQ(0, submit_on(self->b, 0, &t, &seq));
-	EXPECT_EQ(0, wait_on(self->b, 0, seq, 10 * SEC, &w));
+	ASSERT_EQ(0, npu_submit_on(self->b, 0, &t, 1, &seq));
+	EXPECT_EQ(0, npu_wait_on(self->b, 0, seq, 10 * SEC, &w));
 }
 
 TEST_F(rec, bad_injections_are_refused)

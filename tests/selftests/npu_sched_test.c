@@ -12,47 +12,6 @@
 #define MiB (1ull << 20)
 #define SEC (1000000000ll)
 
-static int queue_create(int fd, uint32_t priority, uint32_t depth, uint32_t *id)
-{
-	struct drm_npu_queue_create args = { .priority = priority, .depth = depth };
-
-	*id = 0;
-	if (ioctl(fd, DRM_IOCTL_NPU_QUEUE_CREATE, &args))
-		return -errno;
-	*id = args.queue;
-	return 0;
-}
-
-static int queue_destroy(int fd, uint32_t id)
-{
-	struct drm_npu_queue_destroy args = { .queue = id };
-
-	return ioctl(fd, DRM_IOCTL_NPU_QUEUE_DESTROY, &args) ? -errno : 0;
-}
-
-static int submit_on(int fd, uint32_t queue, const struct drm_npu_task *t, uint32_t n,
-		     uint64_t *seq)
-{
-	struct drm_npu_submit args = { .tasks = (uintptr_t)t, .count = n, .queue = queue };
-
-	*seq = 0;
-	if (ioctl(fd, DRM_IOCTL_NPU_SUBMIT, &args))
-		return -errno;
-	*seq = args.seq;
-	return 0;
-}
-
-static int wait_on(int fd, uint32_t queue, uint64_t seq, int64_t timeout,
-		   struct drm_npu_wait *out)
-{
-	struct drm_npu_wait args = { .seq = seq, .timeout_ns = timeout, .queue = queue };
-	int ret = ioctl(fd, DRM_IOCTL_NPU_WAIT, &args) ? -errno : 0;
-
-	if (out)
-		*out = args;
-	return ret;
-}
-
 FIXTURE(s) {
 	int fd;
 	uint64_t buffers_before;
@@ -84,27 +43,27 @@ TEST_F(s, creation_rules_and_limits)
 	int n = 0, ret;
 
 	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_QUEUES_PER_CONTEXT, &per_ctx));
-	EXPECT_EQ(-EINVAL, queue_create(self->fd, 4, 0, &id));
-	EXPECT_EQ(-EINVAL, queue_create(self->fd, 0, 1000, &id));
-	EXPECT_EQ(-EINVAL, queue_create(self->fd, 0, 256, &id));
-	EXPECT_EQ(-EINVAL, queue_create(self->fd, 0, 1 << 17, &id));
+	EXPECT_EQ(-EINVAL, npu_queue_create(self->fd, 4, 0, 0, &id));
+	EXPECT_EQ(-EINVAL, npu_queue_create(self->fd, 0, 1000, 0, &id));
+	EXPECT_EQ(-EINVAL, npu_queue_create(self->fd, 0, 256, 0, &id));
+	EXPECT_EQ(-EINVAL, npu_queue_create(self->fd, 0, 1 << 17, 0, &id));
 	struct drm_npu_queue_create c = { .flags = 1 };
 
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_QUEUE_CREATE, &c));
 	EXPECT_EQ(EINVAL, errno);
 
 	/* Up to the per-context limit (the default queue counts)... */
-	while (n < 16 && !(ret = queue_create(self->fd, n % 3, 512, &ids[n])))
+	while (n < 16 && !(ret = npu_queue_create(self->fd, n % 3, 512, 0, &ids[n])))
 		n++;
 	EXPECT_EQ(-EBUSY, ret);
 	/* The device's own queue count may be the tighter limit. */
 	EXPECT_EQ((int)((hw && hw < per_ctx ? hw : per_ctx) - 1), n);
 	for (int i = 0; i < n; i++) {
 		EXPECT_NE(0, ids[i]);
-		EXPECT_EQ(0, queue_destroy(self->fd, ids[i]));
+		EXPECT_EQ(0, npu_queue_destroy(self->fd, ids[i]));
 	}
-	EXPECT_EQ(-EINVAL, queue_destroy(self->fd, ids[0]));	/* twice */
-	EXPECT_EQ(-EINVAL, queue_destroy(self->fd, 0));		/* the default one */
+	EXPECT_EQ(-EINVAL, npu_queue_destroy(self->fd, ids[0]));	/* twice */
+	EXPECT_EQ(-EINVAL, npu_queue_destroy(self->fd, 0));		/* the default one */
 	EXPECT_EQ(0, npu_usage_settles(self->fd, NPU_MEM_REGION_QUEUES, 0));
 }
 
@@ -114,15 +73,15 @@ TEST_F(s, realtime_needs_cap_sys_nice)
 	int status;
 	uint32_t id;
 
-	ASSERT_EQ(0, queue_create(self->fd, NPU_QUEUE_PRIORITY_REALTIME, 0, &id));
-	EXPECT_EQ(0, queue_destroy(self->fd, id));
+	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_REALTIME, 0, 0, &id));
+	EXPECT_EQ(0, npu_queue_destroy(self->fd, id));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
 		if (setgid(65534) || setuid(65534))
 			_exit(2);
-		_exit(queue_create(self->fd, NPU_QUEUE_PRIORITY_REALTIME, 0, &id) == -EPERM &&
-		      queue_create(self->fd, NPU_QUEUE_PRIORITY_HIGH, 0, &id) == 0 ? 0 : 1);
+		_exit(npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_REALTIME, 0, 0, &id) == -EPERM &&
+		      npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_HIGH, 0, 0, &id) == 0 ? 0 : 1);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_EQ(0, WEXITSTATUS(status));
@@ -135,20 +94,20 @@ TEST_F(s, high_priority_is_not_held_up_by_busy_low)
 	uint32_t low, high;
 	uint64_t low_seq = 0, high_seq = 0;
 
-	ASSERT_EQ(0, queue_create(self->fd, NPU_QUEUE_PRIORITY_LOW, 0, &low));
-	ASSERT_EQ(0, queue_create(self->fd, NPU_QUEUE_PRIORITY_HIGH, 0, &high));
+	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_LOW, 0, 0, &low));
+	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_HIGH, 0, 0, &high));
 	ASSERT_EQ(0, npu_bo_create(self->fd, 64 * MiB, NPU_BO_PAGE_HUGE_FIRST, &big));
 	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &small));
 	/* Seconds of low-priority work... */
 	t = npu_task_fill(big.device_va, 64 * MiB, 1);
 	for (int i = 0; i < 200; i++)
-		ASSERT_EQ(0, submit_on(self->fd, low, &t, 1, &low_seq));
+		ASSERT_EQ(0, npu_submit_on(self->fd, low, &t, 1, &low_seq));
 	/* ...then a small high-priority job: it runs next, not after them. */
 	t = npu_task_fill(small.device_va, 4096, 2);
-	ASSERT_EQ(0, submit_on(self->fd, high, &t, 1, &high_seq));
-	EXPECT_EQ(0, wait_on(self->fd, high, high_seq, 10 * SEC, NULL));
-	EXPECT_EQ(-ETIMEDOUT, wait_on(self->fd, low, low_seq, 0, NULL));
-	EXPECT_EQ(0, wait_on(self->fd, low, low_seq, -1, NULL));
+	ASSERT_EQ(0, npu_submit_on(self->fd, high, &t, 1, &high_seq));
+	EXPECT_EQ(0, npu_wait_on(self->fd, high, high_seq, 10 * SEC, NULL));
+	EXPECT_EQ(-ETIMEDOUT, npu_wait_on(self->fd, low, low_seq, 0, NULL));
+	EXPECT_EQ(0, npu_wait_on(self->fd, low, low_seq, -1, NULL));
 }
 
 TEST_F(s, equal_priorities_share_the_device)
@@ -158,19 +117,19 @@ TEST_F(s, equal_priorities_share_the_device)
 	uint32_t q1, q2;
 	uint64_t s1 = 0, s2 = 0;
 
-	ASSERT_EQ(0, queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, &q1));
-	ASSERT_EQ(0, queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, &q2));
+	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q1));
+	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q2));
 	ASSERT_EQ(0, npu_bo_create(self->fd, 64 * MiB, NPU_BO_PAGE_HUGE_FIRST, &a));
 	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &b));
 	t = npu_task_fill(a.device_va, 64 * MiB, 1);
 	for (int i = 0; i < 200; i++)
-		ASSERT_EQ(0, submit_on(self->fd, q1, &t, 1, &s1));
+		ASSERT_EQ(0, npu_submit_on(self->fd, q1, &t, 1, &s1));
 	/* One task on an equal queue waits at most one turn, not 200. */
 	t = npu_task_fill(b.device_va, 4096, 2);
-	ASSERT_EQ(0, submit_on(self->fd, q2, &t, 1, &s2));
-	EXPECT_EQ(0, wait_on(self->fd, q2, s2, 10 * SEC, NULL));
-	EXPECT_EQ(-ETIMEDOUT, wait_on(self->fd, q1, s1, 0, NULL));
-	EXPECT_EQ(0, wait_on(self->fd, q1, s1, -1, NULL));
+	ASSERT_EQ(0, npu_submit_on(self->fd, q2, &t, 1, &s2));
+	EXPECT_EQ(0, npu_wait_on(self->fd, q2, s2, 10 * SEC, NULL));
+	EXPECT_EQ(-ETIMEDOUT, npu_wait_on(self->fd, q1, s1, 0, NULL));
+	EXPECT_EQ(0, npu_wait_on(self->fd, q1, s1, -1, NULL));
 }
 
 TEST_F(s, queues_fail_independently)
@@ -181,22 +140,22 @@ TEST_F(s, queues_fail_independently)
 	uint32_t q1, q2;
 	uint64_t seq;
 
-	ASSERT_EQ(0, queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, &q1));
-	ASSERT_EQ(0, queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, &q2));
+	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q1));
+	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q2));
 	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
 	t = npu_task_copy(c.device_va, c.device_va + (1ull << 30), 4);
-	ASSERT_EQ(0, submit_on(self->fd, q1, &t, 1, &seq));
-	EXPECT_EQ(-EIO, wait_on(self->fd, q1, seq, 10 * SEC, &w));
+	ASSERT_EQ(0, npu_submit_on(self->fd, q1, &t, 1, &seq));
+	EXPECT_EQ(-EIO, npu_wait_on(self->fd, q1, seq, 10 * SEC, &w));
 	EXPECT_EQ(NPU_JOB_FAULT, w.status);
-	EXPECT_EQ(-EIO, submit_on(self->fd, q1, &t, 1, &seq));
+	EXPECT_EQ(-EIO, npu_submit_on(self->fd, q1, &t, 1, &seq));
 	t = npu_task_fill(c.device_va, 4096, 3);
-	ASSERT_EQ(0, submit_on(self->fd, q2, &t, 1, &seq));
-	EXPECT_EQ(0, wait_on(self->fd, q2, seq, 10 * SEC, NULL));
+	ASSERT_EQ(0, npu_submit_on(self->fd, q2, &t, 1, &seq));
+	EXPECT_EQ(0, npu_wait_on(self->fd, q2, seq, 10 * SEC, NULL));
 	/* A failed queue can be replaced by a new one. */
-	EXPECT_EQ(0, queue_destroy(self->fd, q1));
-	ASSERT_EQ(0, queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, &q1));
-	ASSERT_EQ(0, submit_on(self->fd, q1, &t, 1, &seq));
-	EXPECT_EQ(0, wait_on(self->fd, q1, seq, 10 * SEC, NULL));
+	EXPECT_EQ(0, npu_queue_destroy(self->fd, q1));
+	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q1));
+	ASSERT_EQ(0, npu_submit_on(self->fd, q1, &t, 1, &seq));
+	EXPECT_EQ(0, npu_wait_on(self->fd, q1, seq, 10 * SEC, NULL));
 }
 
 TEST_F(s, abort_fails_queued_work_and_keeps_the_queue)
@@ -208,21 +167,21 @@ TEST_F(s, abort_fails_queued_work_and_keeps_the_queue)
 	uint64_t seq = 0;
 	uint32_t q;
 
-	ASSERT_EQ(0, queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, &q));
+	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
 	ASSERT_EQ(0, npu_bo_create(self->fd, 64 * MiB, NPU_BO_PAGE_HUGE_FIRST, &c));
 	t = npu_task_fill(c.device_va, 64 * MiB, 1);
 	for (int i = 0; i < 200; i++)
-		ASSERT_EQ(0, submit_on(self->fd, q, &t, 1, &seq));
+		ASSERT_EQ(0, npu_submit_on(self->fd, q, &t, 1, &seq));
 	a.queue = q;
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_QUEUE_ABORT, &a));
-	EXPECT_EQ(-EIO, wait_on(self->fd, q, seq, 10 * SEC, &w));
+	EXPECT_EQ(-EIO, npu_wait_on(self->fd, q, seq, 10 * SEC, &w));
 	EXPECT_EQ(NPU_JOB_ABORTED, w.status);
 	/* The queue is still there, failed, until destroyed. */
-	EXPECT_EQ(-EIO, submit_on(self->fd, q, &t, 1, &seq));
+	EXPECT_EQ(-EIO, npu_submit_on(self->fd, q, &t, 1, &seq));
 	a.queue = 7;
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_QUEUE_ABORT, &a));
 	EXPECT_EQ(EINVAL, errno);
-	EXPECT_EQ(0, queue_destroy(self->fd, q));
+	EXPECT_EQ(0, npu_queue_destroy(self->fd, q));
 	npu_gem_close(self->fd, c.handle);
 }
 
@@ -236,23 +195,23 @@ TEST_F(s, destroy_with_work_queued_aborts_it)
 	pid_t pid;
 	int status;
 
-	ASSERT_EQ(0, queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, &q));
+	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
 	ASSERT_EQ(0, npu_bo_create(self->fd, 64 * MiB, NPU_BO_PAGE_HUGE_FIRST, &c));
 	t = npu_task_fill(c.device_va, 64 * MiB, 1);
 	for (int i = 0; i < 200; i++)
-		ASSERT_EQ(0, submit_on(self->fd, q, &t, 1, &seq));
+		ASSERT_EQ(0, npu_submit_on(self->fd, q, &t, 1, &seq));
 	/* A waiter in another thread of control is woken by the destroy. */
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0)
-		_exit(wait_on(self->fd, q, seq, 60 * SEC, &w) == -EIO &&
+		_exit(npu_wait_on(self->fd, q, seq, 60 * SEC, &w) == -EIO &&
 		      w.status == NPU_JOB_ABORTED ? 0 : 1);
 	usleep(200000);
-	EXPECT_EQ(0, queue_destroy(self->fd, q));
+	EXPECT_EQ(0, npu_queue_destroy(self->fd, q));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_EQ(0, WEXITSTATUS(status));
-	EXPECT_EQ(-EINVAL, wait_on(self->fd, q, seq, 0, NULL));
-	EXPECT_EQ(-EINVAL, submit_on(self->fd, q, &t, 1, &seq));
+	EXPECT_EQ(-EINVAL, npu_wait_on(self->fd, q, seq, 0, NULL));
+	EXPECT_EQ(-EINVAL, npu_submit_on(self->fd, q, &t, 1, &seq));
 	npu_gem_close(self->fd, c.handle);
 }
 

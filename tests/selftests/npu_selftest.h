@@ -152,12 +152,12 @@ static inline uint64_t npu_hbm_used(int fd)
 
 /* Helpers initialise every out-parameter, success or not. */
 
-/* SUBMIT: 0 or -errno. */
-static inline int npu_submit(int fd, const struct drm_npu_task *tasks, uint32_t count,
-			     uint64_t *seq)
+/* SUBMIT on queue `queue` (0: the default one): 0 or -errno. */
+static inline int npu_submit_on(int fd, uint32_t queue, const struct drm_npu_task *tasks,
+				uint32_t count, uint64_t *seq)
 {
 	struct drm_npu_submit args = {
-		.tasks = (uintptr_t)tasks, .count = count,
+		.tasks = (uintptr_t)tasks, .count = count, .queue = queue,
 	};
 
 	if (seq)
@@ -169,16 +169,48 @@ static inline int npu_submit(int fd, const struct drm_npu_task *tasks, uint32_t 
 	return 0;
 }
 
-/* WAIT: 0 or -errno; *out (if given) gets the result either way. */
-static inline int npu_wait(int fd, uint64_t seq, int64_t timeout_ns,
-			   struct drm_npu_wait *out)
+static inline int npu_submit(int fd, const struct drm_npu_task *tasks, uint32_t count,
+			     uint64_t *seq)
 {
-	struct drm_npu_wait args = { .seq = seq, .timeout_ns = timeout_ns };
+	return npu_submit_on(fd, 0, tasks, count, seq);
+}
+
+/* WAIT on queue `queue`: 0 or -errno; *out (if given) gets the result. */
+static inline int npu_wait_on(int fd, uint32_t queue, uint64_t seq, int64_t timeout_ns,
+			      struct drm_npu_wait *out)
+{
+	struct drm_npu_wait args = { .seq = seq, .timeout_ns = timeout_ns, .queue = queue };
 	int ret = ioctl(fd, DRM_IOCTL_NPU_WAIT, &args) ? -errno : 0;
 
 	if (out)
 		*out = args;
 	return ret;
+}
+
+static inline int npu_wait(int fd, uint64_t seq, int64_t timeout_ns, struct drm_npu_wait *out)
+{
+	return npu_wait_on(fd, 0, seq, timeout_ns, out);
+}
+
+static inline int npu_queue_create(int fd, uint32_t priority, uint32_t depth,
+				   uint32_t timeout_ms, uint32_t *id)
+{
+	struct drm_npu_queue_create args = {
+		.priority = priority, .depth = depth, .timeout_ms = timeout_ms,
+	};
+
+	*id = 0;
+	if (ioctl(fd, DRM_IOCTL_NPU_QUEUE_CREATE, &args))
+		return -errno;
+	*id = args.queue;
+	return 0;
+}
+
+static inline int npu_queue_destroy(int fd, uint32_t id)
+{
+	struct drm_npu_queue_destroy args = { .queue = id };
+
+	return ioctl(fd, DRM_IOCTL_NPU_QUEUE_DESTROY, &args) ? -errno : 0;
 }
 
 static inline struct drm_npu_task npu_task_fill(uint64_t va, uint64_t size, uint32_t pattern)
