@@ -117,16 +117,25 @@ TEST_F(q, tasks_run_in_order)
 
 TEST_F(q, wait_times_out_while_work_runs)
 {
+	struct drm_npu_sync_create ev = { .kind = NPU_SYNC_EVENT };
 	struct drm_npu_bo_create c;
-	struct drm_npu_task t = { 0 };
-	uint64_t seq = 0;
+	struct drm_npu_task t;
+	uint64_t seq = 0, rec;
+	uint32_t other;
 
-	ASSERT_EQ(0, npu_bo_create(self->fd, 64 * MiB, NPU_BO_PAGE_HUGE_FIRST, &c));
-	/* Gigabytes of fills: far longer than a poll takes. */
-	t = npu_task_fill(c.device_va, 64 * MiB, 7);
-	for (int i = 0; i < 64; i++)
-		ASSERT_EQ(0, npu_submit(self->fd, &t, 1, &seq));
+	/* Work held on the device until an event is recorded: no race. */
+	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_SYNC_CREATE, &ev));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
+	t = (struct drm_npu_task){ .type = NPU_TASK_EVENT_WAIT, .args = { ev.id } };
+	ASSERT_EQ(0, npu_submit(self->fd, &t, 1, &seq));
+	t = npu_task_fill(c.device_va, 4096, 7);
+	ASSERT_EQ(0, npu_submit(self->fd, &t, 1, &seq));
 	EXPECT_EQ(-ETIMEDOUT, npu_wait(self->fd, seq, 0, NULL));
+	EXPECT_EQ(-ETIMEDOUT, npu_wait(self->fd, seq, 100000000, NULL));
+
+	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &other));
+	t = (struct drm_npu_task){ .type = NPU_TASK_EVENT_RECORD, .args = { ev.id } };
+	ASSERT_EQ(0, npu_submit_on(self->fd, other, &t, 1, &rec));
 	EXPECT_EQ(0, npu_wait(self->fd, seq, -1, NULL));	/* no limit */
 	EXPECT_EQ(0, npu_wait(self->fd, seq, 0, NULL));
 	npu_gem_close(self->fd, c.handle);

@@ -87,49 +87,68 @@ TEST_F(s, realtime_needs_cap_sys_nice)
 	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
+static int sync_create(int fd, uint32_t kind, uint32_t *id)
+{
+	struct drm_npu_sync_create c = { .kind = kind };
+
+	*id = 0;
+	if (ioctl(fd, DRM_IOCTL_NPU_SYNC_CREATE, &c))
+		return -errno;
+	*id = c.id;
+	return 0;
+}
+
+/*
+ * Release a busy queue (200 big fills, then a timestamp) and a one-task
+ * queue (a timestamp) at the same instant, through one event both wait
+ * on, and compare the device's own timestamps: the short queue must not
+ * wait for the busy one's whole backlog. Host timing cannot skew it.
+ */
+static void short_beats_busy(struct __test_metadata *_metadata, int fd, uint32_t busy_prio,
+			     uint32_t short_prio)
+{
+	struct drm_npu_bo_create big, stamps;
+	struct drm_npu_task t[2];
+	uint32_t busy, quick, gate, go;
+	uint64_t s_busy = 0, s_quick = 0, s_go, *ts;
+
+	ASSERT_EQ(0, npu_queue_create(fd, busy_prio, 0, 30000, &busy));
+	ASSERT_EQ(0, npu_queue_create(fd, short_prio, 0, 30000, &quick));
+	ASSERT_EQ(0, npu_queue_create(fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &gate));
+	ASSERT_EQ(0, sync_create(fd, NPU_SYNC_EVENT, &go));
+	ASSERT_EQ(0, npu_bo_create(fd, 64 * MiB, NPU_BO_PAGE_HUGE_FIRST, &big));
+	ASSERT_EQ(0, npu_bo_create(fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &stamps));
+	ts = npu_bo_mmap(fd, stamps.handle, 4096);
+	ASSERT_NE(MAP_FAILED, ts);
+
+	t[0] = (struct drm_npu_task){ .type = NPU_TASK_EVENT_WAIT, .args = { go } };
+	ASSERT_EQ(0, npu_submit_on(fd, busy, t, 1, &s_busy));
+	ASSERT_EQ(0, npu_submit_on(fd, quick, t, 1, &s_quick));
+	t[0] = npu_task_fill(big.device_va, 64 * MiB, 1);
+	for (int i = 0; i < 200; i++)
+		ASSERT_EQ(0, npu_submit_on(fd, busy, t, 1, &s_busy));
+	t[0] = (struct drm_npu_task){ .type = NPU_TASK_TIMESTAMP, .args = { stamps.device_va } };
+	ASSERT_EQ(0, npu_submit_on(fd, busy, t, 1, &s_busy));
+	t[0].args[0] = stamps.device_va + 8;
+	ASSERT_EQ(0, npu_submit_on(fd, quick, t, 1, &s_quick));
+
+	t[0] = (struct drm_npu_task){ .type = NPU_TASK_EVENT_RECORD, .args = { go } };
+	ASSERT_EQ(0, npu_submit_on(fd, gate, t, 1, &s_go));
+	ASSERT_EQ(0, npu_wait_on(fd, quick, s_quick, 30 * SEC, NULL));
+	ASSERT_EQ(0, npu_wait_on(fd, busy, s_busy, -1, NULL));
+	EXPECT_LT(ts[1], ts[0]) TH_LOG("short done at %lu, busy at %lu", ts[1], ts[0]);
+	munmap(ts, 4096);
+}
+
 TEST_F(s, high_priority_is_not_held_up_by_busy_low)
 {
-	struct drm_npu_bo_create big, small;
-	struct drm_npu_task t;
-	uint32_t low, high;
-	uint64_t low_seq = 0, high_seq = 0;
-
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_LOW, 0, 0, &low));
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_HIGH, 0, 0, &high));
-	ASSERT_EQ(0, npu_bo_create(self->fd, 64 * MiB, NPU_BO_PAGE_HUGE_FIRST, &big));
-	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &small));
-	/* Seconds of low-priority work... */
-	t = npu_task_fill(big.device_va, 64 * MiB, 1);
-	for (int i = 0; i < 200; i++)
-		ASSERT_EQ(0, npu_submit_on(self->fd, low, &t, 1, &low_seq));
-	/* ...then a small high-priority job: it runs next, not after them. */
-	t = npu_task_fill(small.device_va, 4096, 2);
-	ASSERT_EQ(0, npu_submit_on(self->fd, high, &t, 1, &high_seq));
-	EXPECT_EQ(0, npu_wait_on(self->fd, high, high_seq, 10 * SEC, NULL));
-	EXPECT_EQ(-ETIMEDOUT, npu_wait_on(self->fd, low, low_seq, 0, NULL));
-	EXPECT_EQ(0, npu_wait_on(self->fd, low, low_seq, -1, NULL));
+	short_beats_busy(_metadata, self->fd, NPU_QUEUE_PRIORITY_LOW, NPU_QUEUE_PRIORITY_HIGH);
 }
 
 TEST_F(s, equal_priorities_share_the_device)
 {
-	struct drm_npu_bo_create a, b;
-	struct drm_npu_task t;
-	uint32_t q1, q2;
-	uint64_t s1 = 0, s2 = 0;
-
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q1));
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q2));
-	ASSERT_EQ(0, npu_bo_create(self->fd, 64 * MiB, NPU_BO_PAGE_HUGE_FIRST, &a));
-	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &b));
-	t = npu_task_fill(a.device_va, 64 * MiB, 1);
-	for (int i = 0; i < 200; i++)
-		ASSERT_EQ(0, npu_submit_on(self->fd, q1, &t, 1, &s1));
-	/* One task on an equal queue waits at most one turn, not 200. */
-	t = npu_task_fill(b.device_va, 4096, 2);
-	ASSERT_EQ(0, npu_submit_on(self->fd, q2, &t, 1, &s2));
-	EXPECT_EQ(0, npu_wait_on(self->fd, q2, s2, 10 * SEC, NULL));
-	EXPECT_EQ(-ETIMEDOUT, npu_wait_on(self->fd, q1, s1, 0, NULL));
-	EXPECT_EQ(0, npu_wait_on(self->fd, q1, s1, -1, NULL));
+	short_beats_busy(_metadata, self->fd, NPU_QUEUE_PRIORITY_NORMAL,
+			 NPU_QUEUE_PRIORITY_NORMAL);
 }
 
 TEST_F(s, queues_fail_independently)
@@ -165,12 +184,16 @@ TEST_F(s, abort_fails_queued_work_and_keeps_the_queue)
 	struct drm_npu_task t;
 	struct drm_npu_wait w;
 	uint64_t seq = 0;
-	uint32_t q;
+	uint32_t q, never;
 
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
-	ASSERT_EQ(0, npu_bo_create(self->fd, 64 * MiB, NPU_BO_PAGE_HUGE_FIRST, &c));
-	t = npu_task_fill(c.device_va, 64 * MiB, 1);
-	for (int i = 0; i < 200; i++)
+	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 30000, &q));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
+	/* Held on the device by an event nobody records: it cannot finish. */
+	ASSERT_EQ(0, sync_create(self->fd, NPU_SYNC_EVENT, &never));
+	t = (struct drm_npu_task){ .type = NPU_TASK_EVENT_WAIT, .args = { never } };
+	ASSERT_EQ(0, npu_submit_on(self->fd, q, &t, 1, &seq));
+	t = npu_task_fill(c.device_va, 4096, 1);
+	for (int i = 0; i < 20; i++)
 		ASSERT_EQ(0, npu_submit_on(self->fd, q, &t, 1, &seq));
 	a.queue = q;
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_QUEUE_ABORT, &a));
@@ -190,29 +213,40 @@ TEST_F(s, destroy_with_work_queued_aborts_it)
 	struct drm_npu_bo_create c;
 	struct drm_npu_task t;
 	struct drm_npu_wait w;
-	uint32_t q;
+	uint32_t q, never;
 	uint64_t seq = 0;
 	pid_t pid;
-	int status;
+	int status, ready[2];
+	char ch;
 
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
-	ASSERT_EQ(0, npu_bo_create(self->fd, 64 * MiB, NPU_BO_PAGE_HUGE_FIRST, &c));
-	t = npu_task_fill(c.device_va, 64 * MiB, 1);
-	for (int i = 0; i < 200; i++)
+	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 30000, &q));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
+	ASSERT_EQ(0, sync_create(self->fd, NPU_SYNC_EVENT, &never));
+	t = (struct drm_npu_task){ .type = NPU_TASK_EVENT_WAIT, .args = { never } };
+	ASSERT_EQ(0, npu_submit_on(self->fd, q, &t, 1, &seq));
+	t = npu_task_fill(c.device_va, 4096, 1);
+	for (int i = 0; i < 20; i++)
 		ASSERT_EQ(0, npu_submit_on(self->fd, q, &t, 1, &seq));
-	/* A waiter in another thread of control is woken by the destroy. */
+	/* A waiter in another process is woken by the destroy. */
+	ASSERT_EQ(0, pipe(ready));
 	pid = fork();
 	ASSERT_LE(0, pid);
-	if (pid == 0)
+	if (pid == 0) {
+		if (write(ready[1], "w", 1) != 1)
+			_exit(2);
 		_exit(npu_wait_on(self->fd, q, seq, 60 * SEC, &w) == -EIO &&
 		      w.status == NPU_JOB_ABORTED ? 0 : 1);
-	usleep(200000);
+	}
+	ASSERT_EQ(1, read(ready[0], &ch, 1));
+	usleep(100000);		/* let it block; correctness does not depend on it */
 	EXPECT_EQ(0, npu_queue_destroy(self->fd, q));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_EQ(0, WEXITSTATUS(status));
 	EXPECT_EQ(-EINVAL, npu_wait_on(self->fd, q, seq, 0, NULL));
 	EXPECT_EQ(-EINVAL, npu_submit_on(self->fd, q, &t, 1, &seq));
 	npu_gem_close(self->fd, c.handle);
+	close(ready[0]);
+	close(ready[1]);
 }
 
 TEST_HARNESS_MAIN
