@@ -13,29 +13,7 @@
 #define MiB (1ull << 20)
 #define SEC (1000000000ll)
 
-FIXTURE(q) {
-	int fd;
-	uint64_t buffers_before;
-};
-
-FIXTURE_SETUP(q)
-{
-	self->fd = npu_open();
-	ASSERT_LE(0, self->fd);
-	self->buffers_before = npu_dev_usage(self->fd, NPU_MEM_REGION_HBM);
-}
-
-FIXTURE_TEARDOWN(q)
-{
-	int fd;
-
-	close(self->fd);
-	fd = npu_open();
-	EXPECT_EQ(self->buffers_before,
-		  npu_usage_settles(fd, NPU_MEM_REGION_HBM, self->buffers_before));
-	EXPECT_EQ(0, npu_usage_settles(fd, NPU_MEM_REGION_QUEUES, 0));
-	close(fd);
-}
+NPU_BASELINE_FIXTURE(q);
 
 /* Pattern word i of a buffer; differs per buffer through `salt`. */
 static uint32_t pat(size_t i, uint32_t salt)

@@ -12,29 +12,7 @@
 #define MiB (1ull << 20)
 #define SEC (1000000000ll)
 
-FIXTURE(s) {
-	int fd;
-	uint64_t buffers_before;
-};
-
-FIXTURE_SETUP(s)
-{
-	self->fd = npu_open();
-	ASSERT_LE(0, self->fd);
-	self->buffers_before = npu_dev_usage(self->fd, NPU_MEM_REGION_HBM);
-}
-
-FIXTURE_TEARDOWN(s)
-{
-	int fd;
-
-	close(self->fd);
-	fd = npu_open();
-	EXPECT_EQ(self->buffers_before,
-		  npu_usage_settles(fd, NPU_MEM_REGION_HBM, self->buffers_before));
-	EXPECT_EQ(0, npu_usage_settles(fd, NPU_MEM_REGION_QUEUES, 0));
-	close(fd);
-}
+NPU_BASELINE_FIXTURE(s);
 
 TEST_F(s, creation_rules_and_limits)
 {
@@ -177,6 +155,25 @@ TEST_F(s, queues_fail_independently)
 	EXPECT_EQ(0, npu_wait_on(self->fd, q1, seq, 10 * SEC, NULL));
 }
 
+/*
+ * A new queue with 21 batches that cannot finish: the first waits on an
+ * event nobody records, holding the rest on the device. *seq: the last.
+ */
+static void queue_with_stuck_work(struct __test_metadata *_metadata, int fd,
+				  const struct drm_npu_bo_create *c, uint32_t *q, uint64_t *seq)
+{
+	struct drm_npu_task t;
+	uint32_t never;
+
+	ASSERT_EQ(0, npu_queue_create(fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 30000, q));
+	ASSERT_EQ(0, sync_create(fd, NPU_SYNC_EVENT, &never));
+	t = (struct drm_npu_task){ .type = NPU_TASK_EVENT_WAIT, .args = { never } };
+	ASSERT_EQ(0, npu_submit_on(fd, *q, &t, 1, seq));
+	t = npu_task_fill(c->device_va, 4096, 1);
+	for (int i = 0; i < 20; i++)
+		ASSERT_EQ(0, npu_submit_on(fd, *q, &t, 1, seq));
+}
+
 TEST_F(s, abort_fails_queued_work_and_keeps_the_queue)
 {
 	struct drm_npu_queue_destroy a = { 0 };
@@ -184,17 +181,11 @@ TEST_F(s, abort_fails_queued_work_and_keeps_the_queue)
 	struct drm_npu_task t;
 	struct drm_npu_wait w;
 	uint64_t seq = 0;
-	uint32_t q, never;
+	uint32_t q;
 
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 30000, &q));
 	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
-	/* Held on the device by an event nobody records: it cannot finish. */
-	ASSERT_EQ(0, sync_create(self->fd, NPU_SYNC_EVENT, &never));
-	t = (struct drm_npu_task){ .type = NPU_TASK_EVENT_WAIT, .args = { never } };
-	ASSERT_EQ(0, npu_submit_on(self->fd, q, &t, 1, &seq));
+	queue_with_stuck_work(_metadata, self->fd, &c, &q, &seq);
 	t = npu_task_fill(c.device_va, 4096, 1);
-	for (int i = 0; i < 20; i++)
-		ASSERT_EQ(0, npu_submit_on(self->fd, q, &t, 1, &seq));
 	a.queue = q;
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_QUEUE_ABORT, &a));
 	EXPECT_EQ(-EIO, npu_wait_on(self->fd, q, seq, 10 * SEC, &w));
@@ -213,20 +204,15 @@ TEST_F(s, destroy_with_work_queued_aborts_it)
 	struct drm_npu_bo_create c;
 	struct drm_npu_task t;
 	struct drm_npu_wait w;
-	uint32_t q, never;
+	uint32_t q;
 	uint64_t seq = 0;
 	pid_t pid;
 	int status, ready[2];
 	char ch;
 
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 30000, &q));
 	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
-	ASSERT_EQ(0, sync_create(self->fd, NPU_SYNC_EVENT, &never));
-	t = (struct drm_npu_task){ .type = NPU_TASK_EVENT_WAIT, .args = { never } };
-	ASSERT_EQ(0, npu_submit_on(self->fd, q, &t, 1, &seq));
+	queue_with_stuck_work(_metadata, self->fd, &c, &q, &seq);
 	t = npu_task_fill(c.device_va, 4096, 1);
-	for (int i = 0; i < 20; i++)
-		ASSERT_EQ(0, npu_submit_on(self->fd, q, &t, 1, &seq));
 	/* A waiter in another process is woken by the destroy. */
 	ASSERT_EQ(0, pipe(ready));
 	pid = fork();

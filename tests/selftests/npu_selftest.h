@@ -259,4 +259,32 @@ static inline int npu_sysfs_write(const char *path, const char *text)
 	return ret;
 }
 
+/*
+ * A fixture with an open device whose teardown checks that closing it gave
+ * back every buffer and queue the test made (after the short delay with
+ * which finished work releases them). Needs kselftest_harness.h first.
+ */
+#define NPU_BASELINE_FIXTURE(name)						\
+	FIXTURE(name) {								\
+		int fd;								\
+		uint64_t buffers_before;					\
+	};									\
+	FIXTURE_SETUP(name)							\
+	{									\
+		self->fd = npu_open();						\
+		ASSERT_LE(0, self->fd);						\
+		self->buffers_before = npu_dev_usage(self->fd, NPU_MEM_REGION_HBM); \
+	}									\
+	FIXTURE_TEARDOWN(name)							\
+	{									\
+		int fd;								\
+										\
+		close(self->fd);						\
+		fd = npu_open();						\
+		EXPECT_EQ(self->buffers_before,					\
+			  npu_usage_settles(fd, NPU_MEM_REGION_HBM, self->buffers_before)); \
+		EXPECT_EQ(0, npu_usage_settles(fd, NPU_MEM_REGION_QUEUES, 0));	\
+		close(fd);							\
+	}
+
 #endif /* NPU_SELFTEST_H */
