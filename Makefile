@@ -55,9 +55,15 @@ module:
 # ---- firmware-sim, libnpurt, tools ---------------------------------------
 userspace: $(O)/bin/npu-fwsim $(LIBSO) $(LIBA) $(TOOLS)
 
+# The op library is the device's compute: it gets the vectoriser whatever
+# CFLAGS say (-O3 keeps IEEE semantics; -std=c11 keeps FP contraction off,
+# so results do not depend on it).
+FWSIM_OPT_npu_ops := -O3
+
 $(O)/obj/firmware-sim/%.o: firmware-sim/%.c
 	@mkdir -p $(@D)
-	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(DEPFLAGS) $(CFLAGS) -Ikernel -Iuapi $(DRM_CFLAGS) -c $< -o $@
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(DEPFLAGS) $(CFLAGS) $(FWSIM_OPT_$*) -Ikernel -Iuapi \
+		$(DRM_CFLAGS) -c $< -o $@
 
 $(O)/bin/npu-fwsim: $(call obj,$(FWSIM_SRCS))
 	@mkdir -p $(@D)

@@ -291,6 +291,57 @@ static void run_elementwise(const struct drm_npu_kernel_args *a, const struct np
 	}
 }
 
+/*
+ * The common case, B rows and C rows contiguous: a panel of GEMM_KC rows
+ * of B stays in cache while every row of this slice uses it, and four
+ * rows of C are updated per pass over a B row, so each B element loaded
+ * feeds four multiply-adds. Each C element still sums its products in
+ * order of p, exactly as the plain loop does.
+ */
+#define GEMM_KC 256
+
+static void gemm_contiguous(const float *A, uint64_t ai, uint64_t ap, const float *B,
+			    uint64_t bp, float *C, uint64_t ci, uint64_t n, uint64_t k,
+			    float alpha, uint64_t begin, uint64_t end)
+{
+	for (uint64_t kb = 0; kb < k; kb += GEMM_KC) {
+		uint64_t ke = kb + GEMM_KC < k ? kb + GEMM_KC : k, i = begin;
+
+		for (; i + 4 <= end; i += 4) {
+			float *restrict c0 = C + i * ci, *restrict c1 = c0 + ci;
+			float *restrict c2 = c1 + ci, *restrict c3 = c2 + ci;
+
+			for (uint64_t p = kb; p < ke; p++) {
+				const float *restrict b = B + p * bp;
+				float a0 = alpha * A[i * ai + p * ap];
+				float a1 = alpha * A[(i + 1) * ai + p * ap];
+				float a2 = alpha * A[(i + 2) * ai + p * ap];
+				float a3 = alpha * A[(i + 3) * ai + p * ap];
+
+				for (uint64_t j = 0; j < n; j++) {
+					float bv = b[j];
+
+					c0[j] += a0 * bv;
+					c1[j] += a1 * bv;
+					c2[j] += a2 * bv;
+					c3[j] += a3 * bv;
+				}
+			}
+		}
+		for (; i < end; i++) {
+			float *restrict c = C + i * ci;
+
+			for (uint64_t p = kb; p < ke; p++) {
+				const float *restrict b = B + p * bp;
+				float s = alpha * A[i * ai + p * ap];
+
+				for (uint64_t j = 0; j < n; j++)
+					c[j] += s * b[j];
+			}
+		}
+	}
+}
+
 static void run_gemm(const struct drm_npu_kernel_args *a, const struct npu_view *in,
 		     const struct npu_view *out, uint64_t begin, uint64_t end)
 {
@@ -308,17 +359,20 @@ static void run_gemm(const struct drm_npu_kernel_args *a, const struct npu_view 
 
 		for (uint64_t j = 0; j < n; j++)	/* beta == 0 ignores C, as BLAS does */
 			c[j * cj] = a->beta == 0.0f ? 0.0f : a->beta * c[j * cj];
+	}
+	if (bj == 1 && cj == 1) {
+		gemm_contiguous(A, ai, ap, B, bp, C, ci, n, k, a->alpha, begin, end);
+		return;
+	}
+	for (uint64_t i = begin; i < end; i++) {
+		float *c = C + i * ci;
+
 		for (uint64_t p = 0; p < k; p++) {
 			float s = a->alpha * A[i * ai + p * ap];
 			const float *b = B + p * bp;
 
-			if (bj == 1 && cj == 1) {
-				for (uint64_t j = 0; j < n; j++)
-					c[j] += s * b[j];
-			} else {
-				for (uint64_t j = 0; j < n; j++)
-					c[j * cj] += s * b[j * bj];
-			}
+			for (uint64_t j = 0; j < n; j++)
+				c[j * cj] += s * b[j * bj];
 		}
 	}
 }

@@ -174,6 +174,8 @@ TEST(gemm_all_transposes_alpha_beta)
 		for (int tb = 0; tb < 2; tb++) {
 			gemm_case(_metadata, 37, 53, 41, ta, tb, 1.0f, 0.0f);
 			gemm_case(_metadata, 16, 9, 70, ta, tb, -0.5f, 2.0f);
+			/* K over the cache-blocking panel, rows not a multiple of 4. */
+			gemm_case(_metadata, 11, 33, 600, ta, tb, 0.75f, 1.0f);
 		}
 }
 
