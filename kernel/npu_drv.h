@@ -6,6 +6,8 @@
 #include <drm/drm_mm.h>
 #include <drm/npu_accel.h>
 #include <linux/idr.h>
+#include <linux/jiffies.h>
+#include <linux/sched.h>
 #include <drm/drm_print.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
@@ -78,6 +80,18 @@ struct npu_device {
 static inline struct npu_device *to_npu_device(struct drm_device *drm)
 {
 	return container_of(drm, struct npu_device, drm);
+}
+
+/*
+ * A uapi relative timeout in ns as jiffies for wait_event_*_timeout():
+ * negative waits without limit, 0 polls, anything else rounds up.
+ */
+static inline long npu_timeout_jiffies(s64 timeout_ns)
+{
+	if (timeout_ns < 0)
+		return MAX_SCHEDULE_TIMEOUT;
+	return min_t(u64, nsecs_to_jiffies64(timeout_ns) + !!timeout_ns,
+		     MAX_SCHEDULE_TIMEOUT - 1);
 }
 
 #define npu_err(ndev, fmt, ...)  drm_err(&(ndev)->drm, fmt, ##__VA_ARGS__)

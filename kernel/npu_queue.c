@@ -37,11 +37,6 @@
 
 static_assert(NPU_QUEUE_DEPTH_MIN > NPU_SUBMIT_MAX_TASKS);	/* + its fence */
 
-static struct npu_fw_queue __iomem *npu_queue_slot(struct npu_device *ndev, u32 id)
-{
-	return (struct npu_fw_queue __iomem *)(ndev->hbm + NPU_FW_QUEUE_TABLE) + id;
-}
-
 void npu_job_free(struct npu_job *job)
 {
 	u32 i;

@@ -65,6 +65,12 @@ struct npu_queue {
 struct dma_fence;
 struct drm_npu_task;
 
+/* Hardware queue `id`'s slot in the device's queue table. */
+static inline struct npu_fw_queue __iomem *npu_queue_slot(struct npu_device *ndev, u32 id)
+{
+	return (struct npu_fw_queue __iomem *)(ndev->hbm + NPU_FW_QUEUE_TABLE) + id;
+}
+
 int npu_queue_init_device(struct npu_device *ndev);
 int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries,
 		     u32 timeout_ms);

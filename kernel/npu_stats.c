@@ -85,8 +85,7 @@ static int npu_queues_show(struct seq_file *m, void *unused)
 		   "status");
 	mutex_lock(&ndev->queue_lock);
 	for (i = 0; i < ndev->fw.num_queues; i++) {
-		struct npu_fw_queue __iomem *slot =
-			(struct npu_fw_queue __iomem *)(ndev->hbm + NPU_FW_QUEUE_TABLE) + i;
+		struct npu_fw_queue __iomem *slot = npu_queue_slot(ndev, i);
 		struct npu_queue *q = ndev->queues[i];
 		u32 state = readl(&slot->state);
 		struct npu_job *job;

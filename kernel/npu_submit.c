@@ -359,11 +359,7 @@ int npu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file)
 		return -EINVAL;
 	}
 
-	if (args->timeout_ns < 0)
-		timeout = MAX_SCHEDULE_TIMEOUT;
-	else
-		timeout = min_t(u64, nsecs_to_jiffies64(args->timeout_ns) + !!args->timeout_ns,
-				MAX_SCHEDULE_TIMEOUT - 1);
+	timeout = npu_timeout_jiffies(args->timeout_ns);
 	left = wait_event_interruptible_timeout(q->wq, npu_queue_settled(q, args->seq),
 						timeout);
 	if (left < 0) {

@@ -199,9 +199,7 @@ int npu_ioctl_event_wait(struct drm_device *drm, void *data, struct drm_file *fi
 	e = npu_event_enter(drm, file, args->id, &s, &idx);
 	if (IS_ERR(e))
 		return PTR_ERR(e);
-	timeout = args->timeout_ns < 0 ? MAX_SCHEDULE_TIMEOUT :
-		  min_t(u64, nsecs_to_jiffies64(args->timeout_ns) + !!args->timeout_ns,
-			MAX_SCHEDULE_TIMEOUT - 1);
+	timeout = npu_timeout_jiffies(args->timeout_ns);
 	left = wait_event_interruptible_timeout(ndev->sync_wq, readq(&e->value) != 0,
 						timeout);
 	npu_event_exit(s, idx);

@@ -12,17 +12,6 @@
 
 #define SEC (1000000000ll)
 
-static int sync_create(int fd, uint32_t kind, uint32_t *id)
-{
-	struct drm_npu_sync_create c = { .kind = kind };
-
-	*id = 0;
-	if (ioctl(fd, DRM_IOCTL_NPU_SYNC_CREATE, &c))
-		return -errno;
-	*id = c.id;
-	return 0;
-}
-
 static struct drm_npu_task task1(uint16_t type, uint64_t arg)
 {
 	struct drm_npu_task t = { .type = type, .args = { arg } };
@@ -82,7 +71,7 @@ TEST_F(ev, record_query_reset_and_host_wait)
 	uint64_t seq;
 	uint32_t e;
 
-	ASSERT_EQ(0, sync_create(self->fd, NPU_SYNC_EVENT, &e));
+	ASSERT_EQ(0, npu_sync_create(self->fd, NPU_SYNC_EVENT, &e));
 	q.id = w.id = e;
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_EVENT_QUERY, &q));
 	EXPECT_EQ(0, q.recorded);
@@ -110,7 +99,7 @@ TEST_F(ev, device_blocks_a_queue_on_another_queues_event)
 	uint64_t sb, sa;
 	uint32_t e;
 
-	ASSERT_EQ(0, sync_create(self->fd, NPU_SYNC_EVENT, &e));
+	ASSERT_EQ(0, npu_sync_create(self->fd, NPU_SYNC_EVENT, &e));
 	wait_then_fill[0] = task1(NPU_TASK_EVENT_WAIT, e);
 	wait_then_fill[1] = npu_task_fill(self->bo.device_va + 4096, 4, 0xb);
 	ASSERT_EQ(0, npu_submit_on(self->fd, self->qb, wait_then_fill, 2, &sb));
@@ -130,7 +119,7 @@ TEST_F(ev, notify_releases_exactly_one_wait_per_record)
 	uint64_t sb, sa, first;
 	uint32_t n;
 
-	ASSERT_EQ(0, sync_create(self->fd, NPU_SYNC_NOTIFY, &n));
+	ASSERT_EQ(0, npu_sync_create(self->fd, NPU_SYNC_NOTIFY, &n));
 	waits[0] = task1(NPU_TASK_NOTIFY_WAIT, n);
 	waits[1] = npu_task_fill(self->bo.device_va + 4096, 4, 1);
 	ASSERT_EQ(0, npu_submit_on(self->fd, self->qb, waits, 2, &first));
@@ -159,7 +148,7 @@ TEST_F(ev, notify_crosses_processes_as_an_fd)
 	pid_t pid;
 	char c;
 
-	ASSERT_EQ(0, sync_create(self->fd, NPU_SYNC_NOTIFY, &n));
+	ASSERT_EQ(0, npu_sync_create(self->fd, NPU_SYNC_NOTIFY, &n));
 	ex.id = n;
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_NOTIFY_EXPORT, &ex));
 	ASSERT_LE(0, ex.fd);
@@ -216,8 +205,8 @@ TEST_F(ev, bad_arguments)
 	EXPECT_EQ(EINVAL, errno);
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_SYNC_DESTROY, &d));
 	EXPECT_EQ(EINVAL, errno);
-	ASSERT_EQ(0, sync_create(self->fd, NPU_SYNC_EVENT, &e));
-	ASSERT_EQ(0, sync_create(self->fd, NPU_SYNC_NOTIFY, &n));
+	ASSERT_EQ(0, npu_sync_create(self->fd, NPU_SYNC_EVENT, &e));
+	ASSERT_EQ(0, npu_sync_create(self->fd, NPU_SYNC_NOTIFY, &n));
 	/* Kinds do not mix. */
 	q.id = n;
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_EVENT_QUERY, &q));
@@ -251,7 +240,7 @@ TEST(the_table_fills_up_and_empties_on_close)
 	uint32_t id;
 
 	ASSERT_LE(0, fd);
-	while (n < 4096 && !(ret = sync_create(fd, NPU_SYNC_EVENT, &id)))
+	while (n < 4096 && !(ret = npu_sync_create(fd, NPU_SYNC_EVENT, &id)))
 		n++;
 	EXPECT_EQ(-ENOSPC, ret);
 	EXPECT_LT(1000, n);
@@ -260,7 +249,7 @@ TEST(the_table_fills_up_and_empties_on_close)
 	ASSERT_LE(0, fd);
 	/* Everything the closed file held is free again. */
 	for (int i = 0; i < n; i++) {
-		ASSERT_EQ(0, sync_create(fd, NPU_SYNC_EVENT, &id)) TH_LOG("%d", i);
+		ASSERT_EQ(0, npu_sync_create(fd, NPU_SYNC_EVENT, &id)) TH_LOG("%d", i);
 	}
 	close(fd);
 }

@@ -65,17 +65,6 @@ TEST_F(s, realtime_needs_cap_sys_nice)
 	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
-static int sync_create(int fd, uint32_t kind, uint32_t *id)
-{
-	struct drm_npu_sync_create c = { .kind = kind };
-
-	*id = 0;
-	if (ioctl(fd, DRM_IOCTL_NPU_SYNC_CREATE, &c))
-		return -errno;
-	*id = c.id;
-	return 0;
-}
-
 /*
  * Release a busy queue (200 big fills, then a timestamp) and a one-task
  * queue (a timestamp) at the same instant, through one event both wait
@@ -93,7 +82,7 @@ static void short_beats_busy(struct __test_metadata *_metadata, int fd, uint32_t
 	ASSERT_EQ(0, npu_queue_create(fd, busy_prio, 0, 30000, &busy));
 	ASSERT_EQ(0, npu_queue_create(fd, short_prio, 0, 30000, &quick));
 	ASSERT_EQ(0, npu_queue_create(fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &gate));
-	ASSERT_EQ(0, sync_create(fd, NPU_SYNC_EVENT, &go));
+	ASSERT_EQ(0, npu_sync_create(fd, NPU_SYNC_EVENT, &go));
 	ASSERT_EQ(0, npu_bo_create(fd, 64 * MiB, NPU_BO_PAGE_HUGE_FIRST, &big));
 	ASSERT_EQ(0, npu_bo_create(fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &stamps));
 	ts = npu_bo_mmap(fd, stamps.handle, 4096);
@@ -166,7 +155,7 @@ static void queue_with_stuck_work(struct __test_metadata *_metadata, int fd,
 	uint32_t never;
 
 	ASSERT_EQ(0, npu_queue_create(fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 30000, q));
-	ASSERT_EQ(0, sync_create(fd, NPU_SYNC_EVENT, &never));
+	ASSERT_EQ(0, npu_sync_create(fd, NPU_SYNC_EVENT, &never));
 	t = (struct drm_npu_task){ .type = NPU_TASK_EVENT_WAIT, .args = { never } };
 	ASSERT_EQ(0, npu_submit_on(fd, *q, &t, 1, seq));
 	t = npu_task_fill(c->device_va, 4096, 1);

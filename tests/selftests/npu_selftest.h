@@ -206,6 +206,18 @@ static inline int npu_queue_create(int fd, uint32_t priority, uint32_t depth,
 	return 0;
 }
 
+/* SYNC_CREATE an event or notify: 0 or -errno. */
+static inline int npu_sync_create(int fd, uint32_t kind, uint32_t *id)
+{
+	struct drm_npu_sync_create args = { .kind = kind };
+
+	*id = 0;
+	if (ioctl(fd, DRM_IOCTL_NPU_SYNC_CREATE, &args))
+		return -errno;
+	*id = args.id;
+	return 0;
+}
+
 static inline int npu_queue_destroy(int fd, uint32_t id)
 {
 	struct drm_npu_queue_destroy args = { .queue = id };
