@@ -25,6 +25,8 @@ WARN       := -Wall -Wextra -Werror
 DEPFLAGS   := -MMD -MP
 DRM_CFLAGS := $(shell pkg-config --cflags libdrm 2>/dev/null || echo -I/usr/include/libdrm)
 DRM_LIBS   := $(shell pkg-config --libs libdrm 2>/dev/null || echo -ldrm)
+URING_CFLAGS := $(shell pkg-config --cflags liburing 2>/dev/null)
+URING_LIBS   := $(shell pkg-config --libs liburing 2>/dev/null || echo -luring)
 KSFT       := $(O)/kselftest
 # The GEMM benchmark compares against OpenBLAS (Debian: libopenblas-dev).
 BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
@@ -73,11 +75,11 @@ $(O)/bin/npu-fwsim: $(call obj,$(FWSIM_SRCS))
 $(O)/obj/userspace/lib/%.o: userspace/lib/%.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(DEPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden \
-		-Iuserspace/include -Iuapi $(DRM_CFLAGS) -c $< -o $@
+		-Iuserspace/include -Iuapi $(DRM_CFLAGS) $(URING_CFLAGS) -c $< -o $@
 
 $(LIBSO): $(call obj,$(LIB_SRCS))
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libnpurt.so.$(NPURT_SOVER) $^ $(DRM_LIBS) -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libnpurt.so.$(NPURT_SOVER) $^ $(DRM_LIBS) $(URING_LIBS) -o $@
 	ln -sf libnpurt.so.$(NPURT_VERSION) $(O)/lib/libnpurt.so.$(NPURT_SOVER)
 	ln -sf libnpurt.so.$(NPURT_SOVER) $(O)/lib/libnpurt.so
 
@@ -93,7 +95,7 @@ $(O)/obj/userspace/tools/%.o: userspace/tools/%.c
 # Tools link libnpurt statically: they run from the build tree unchanged.
 $(O)/bin/%: $(O)/obj/userspace/tools/%.o $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) $(URING_LIBS) -o $@
 
 # ---- tests ---------------------------------------------------------------
 # kselftest_harness.h is extracted from Debian's linux-source, never copied in.
@@ -113,15 +115,15 @@ $(O)/obj/tests/%.o: tests/%.c $(KSFT)/kselftest_harness.h
 
 $(O)/tests/unit/%: $(O)/obj/tests/unit/%.o $(call obj,$(FWSIM_CORE)) $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) -lpthread -lm -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) $(URING_LIBS) -lpthread -lm -o $@
 
 $(O)/tests/selftests/%: $(O)/obj/tests/selftests/%.o $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) -lm -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) $(URING_LIBS) -lm -o $@
 
 $(O)/tests/bench/%: $(O)/obj/tests/bench/%.o
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) $(BLAS_LIBS) -lm -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) $(URING_LIBS) $(BLAS_LIBS) -lm -o $@
 
 # Benchmarks of the device core alone, run on the host.
 $(O)/tests/bench-host/%: $(O)/obj/tests/bench/host/%.o $(call obj,$(FWSIM_CORE))

@@ -10,6 +10,7 @@
 #define __NPU_COMPAT_H__
 
 #include <linux/err.h>
+#include <linux/hrtimer.h>
 #include <linux/pci.h>
 
 #include "npu_config.h"
@@ -62,5 +63,92 @@ static inline void __iomem *npu_pcim_map_bar(struct pci_dev *pdev, int bar,
 	return pcim_iomap_table(pdev)[bar];
 #endif
 }
+
+static inline void npu_hrtimer_setup(struct hrtimer *t,
+				     enum hrtimer_restart (*fn)(struct hrtimer *))
+{
+#ifdef HAVE_HRTIMER_SETUP
+	hrtimer_setup(t, fn, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
+#else
+	hrtimer_init(t, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
+	t->function = fn;
+#endif
+}
+
+/*
+ * io_uring commands. The driver API moved header (6.7), reached the
+ * payload through the SQE (6.6), gained issue_flags (6.3, backported to
+ * Debian's 6.1), split off done32 for 32-byte CQEs and changed the
+ * task-work callback type. Each is probed; npu_uring.c sees one API.
+ */
+#ifdef HAVE_IO_URING_CMD_H
+#include <linux/io_uring/cmd.h>
+#else
+#include <linux/io_uring.h>
+#endif
+
+static inline const void *npu_uring_cmd_payload(const struct io_uring_cmd *cmd)
+{
+#ifdef HAVE_IO_URING_SQE_CMD
+	return io_uring_sqe_cmd(cmd->sqe);
+#else
+	return cmd->cmd;
+#endif
+}
+
+/* Post the command's CQE: res, and res2 in the second half of a CQE32. */
+static inline void npu_uring_cmd_done(struct io_uring_cmd *cmd, s32 res, u64 res2,
+				      unsigned int issue_flags)
+{
+#if defined(HAVE_IO_URING_CMD_DONE32)
+	io_uring_cmd_done32(cmd, res, res2, issue_flags);
+#elif defined(HAVE_IO_URING_CMD_DONE_FLAGS)
+	io_uring_cmd_done(cmd, res, res2, issue_flags);
+#else
+	io_uring_cmd_done(cmd, res, res2);
+#endif
+}
+
+/*
+ * NPU_URING_TASK_WORK(name, fn) defines `name`, a task-work callback of
+ * this tree's type that calls fn(struct io_uring_cmd *, issue_flags).
+ */
+#if defined(HAVE_IO_URING_CMD_FROM_TW)
+#define NPU_URING_TASK_WORK(name, fn)						\
+	static void name(struct io_tw_req tw_req, io_tw_token_t tw)		\
+	{									\
+		fn(io_uring_cmd_from_tw(tw_req), IO_URING_CMD_TASK_WORK_ISSUE_FLAGS); \
+	}
+#elif defined(HAVE_IO_URING_CMD_TW_FLAGS)
+#define NPU_URING_TASK_WORK(name, fn)						\
+	static void name(struct io_uring_cmd *cmd, unsigned int issue_flags)	\
+	{									\
+		fn(cmd, issue_flags);						\
+	}
+#else
+#define NPU_URING_TASK_WORK(name, fn)						\
+	static void name(struct io_uring_cmd *cmd)				\
+	{									\
+		fn(cmd, 0);							\
+	}
+#endif
+
+/*
+ * Before 6.7 io_uring cannot cancel a driver's parked command: a ring
+ * closing, or a task exiting, would wait for it forever. There the
+ * driver looks at the request itself and cancels what is orphaned.
+ */
+#if !defined(HAVE_IO_URING_CMD_MARK_CANCELABLE) && defined(HAVE_IO_URING_REQ_TASK)
+#include <linux/io_uring_types.h>
+#include <linux/percpu-refcount.h>
+#define NPU_URING_REAP	1
+static inline bool npu_uring_cmd_orphaned(struct io_uring_cmd *cmd)
+{
+	struct io_kiocb *req = cmd_to_io_kiocb(cmd);
+
+	return (READ_ONCE(req->task->flags) & PF_EXITING) ||
+	       percpu_ref_is_dying(&req->ctx->refs);
+}
+#endif
 
 #endif /* __NPU_COMPAT_H__ */

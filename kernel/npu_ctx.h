@@ -33,6 +33,7 @@ struct npu_ctx {
 	struct npu_queue *queues[NPU_CTX_QUEUES];	/* by id, under lock */
 	struct list_head userptrs;	/* registered host memory, under lock */
 	struct xarray syncs;		/* events and notifies held, by id */
+	atomic_t ucmds;			/* its io_uring commands in flight */
 	/* Time its queues had work on the device, under ndev->queue_lock. */
 	u64 busy_ns;
 	/* Under ndev->hbm_lock, like the device-wide counters. */

@@ -25,6 +25,7 @@
 #include "npu_recovery.h"
 #include "npu_stats.h"
 #include "npu_sync.h"
+#include "npu_uring.h"
 #include <drm/npu_accel.h>
 
 #define NPU_DRIVER_DESC		"NPU task-scheduler device"
@@ -74,6 +75,9 @@ static int npu_ioctl_get_param(struct drm_device *drm, void *data,
 		return 0;
 	case NPU_PARAM_QUEUES_PER_CONTEXT:
 		args->value = NPU_CTX_QUEUES;
+		return 0;
+	case NPU_PARAM_URING_CMDS:
+		args->value = npu_uring_cmds_supported();
 		return 0;
 	case NPU_PARAM_FW_HEARTBEAT:
 	case NPU_PARAM_FW_PING_NS:
@@ -127,6 +131,9 @@ static const struct file_operations npu_fops = {
 	.llseek = noop_llseek,
 	.mmap = drm_gem_mmap,
 	.show_fdinfo = npu_show_fdinfo,
+#if IS_ENABLED(CONFIG_IO_URING)
+	.uring_cmd = npu_uring_cmd,
+#endif
 };
 
 static const struct drm_driver npu_drm_driver = {
@@ -189,6 +196,7 @@ static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = npu_sync_init_device(ndev);
 	if (ret)
 		return ret;
+	npu_uring_init_device(ndev);
 
 	ret = npu_ipc_ping(ndev, &rtt_ns);
 	if (ret) {

@@ -11,6 +11,7 @@
 #include <drm/drm_print.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
+#include <linux/spinlock.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 
@@ -70,6 +71,12 @@ struct npu_device {
 	struct ida sync_ida;
 	atomic_t syncs_in_use;
 	wait_queue_head_t sync_wq;
+
+	/* Parked io_uring commands; see npu_uring.c for the locking rules. */
+	spinlock_t ucmd_lock;
+	struct list_head ucmds;			/* every parked command */
+	struct list_head ucmd_events;		/* parked EVENT_WAITs */
+	atomic_t ucmd_count;			/* allocated, parked or completing */
 
 	/* Watchdog; see npu_recovery.c. */
 	struct delayed_work watchdog;

@@ -34,6 +34,7 @@
 #include "npu_queue.h"
 #include "npu_recovery.h"
 #include "npu_sync.h"
+#include "npu_uring.h"
 
 static_assert(NPU_QUEUE_DEPTH_MIN > NPU_SUBMIT_MAX_TASKS);	/* + its fence */
 
@@ -127,6 +128,7 @@ static void npu_queue_update(struct npu_device *ndev, struct npu_queue *q,
 			 q->error_seq, q->error_task);
 	}
 	wake_up_all(&q->wq);
+	npu_uring_queue_settle(q);
 }
 
 /* Retire whatever the device finished, on every queue. */
@@ -143,6 +145,7 @@ void npu_queue_poll(struct npu_device *ndev)
 	npu_jobs_free(&retired);
 	/* The same interrupt announces event records. */
 	wake_up_all(&ndev->sync_wq);
+	npu_uring_events_settle(ndev);
 }
 
 static irqreturn_t npu_queue_irq(int irq, void *arg)
@@ -175,6 +178,7 @@ static void npu_queue_fail(struct npu_device *ndev, struct npu_queue *q, u32 sta
 	}
 	npu_queue_fail_jobs(q, npu_job_status_errno(status), retired);
 	wake_up_all(&q->wq);
+	npu_uring_queue_settle(q);
 }
 
 /*
@@ -193,6 +197,7 @@ int npu_queue_fail_all(struct npu_device *ndev, u32 status, u32 fw_cmd)
 		if (ndev->queues[i])
 			npu_queue_fail(ndev, ndev->queues[i], status, &retired);
 	mutex_unlock(&ndev->queue_lock);
+	npu_uring_fail_events(ndev, status);
 	if (fw_cmd)
 		ret = npu_ipc_send(ndev, fw_cmd, args, NULL);
 	npu_jobs_free(&retired);
@@ -338,6 +343,7 @@ int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries,
 	mutex_init(&q->submit_lock);
 	INIT_LIST_HEAD(&q->jobs);
 	init_waitqueue_head(&q->wq);
+	INIT_LIST_HEAD(&q->ucmds);
 
 	ret = npu_hbm_alloc(ndev, ctx, NPU_MEM_REGION_QUEUES, &q->ring,
 			    q->entries * sizeof(struct npu_fw_task), PAGE_SIZE);
@@ -457,10 +463,10 @@ static bool npu_queue_has_room(struct npu_device *ndev, struct npu_queue *q, u32
 /*
  * Write the batch and its FENCE task to the ring and ring the doorbell.
  * On success the job belongs to the queue and *out_fence is a reference
- * to its dma_fence.
+ * to its dma_fence. A full ring blocks, or with `nowait` is -EAGAIN.
  */
 int npu_queue_push(struct npu_device *ndev, struct npu_queue *q, struct npu_job *job,
-		   const struct drm_npu_task *tasks, u32 count, u64 *seq,
+		   const struct drm_npu_task *tasks, u32 count, bool nowait, u64 *seq,
 		   struct dma_fence **out_fence)
 {
 	struct npu_fw_queue __iomem *slot = npu_queue_slot(ndev, q->hw_id);
@@ -473,6 +479,8 @@ int npu_queue_push(struct npu_device *ndev, struct npu_queue *q, struct npu_job 
 	mutex_lock(&q->submit_lock);
 	while (!npu_queue_has_room(ndev, q, need)) {
 		mutex_unlock(&q->submit_lock);
+		if (nowait)
+			return -EAGAIN;
 		ret = wait_event_interruptible(q->wq, npu_queue_has_room(ndev, q, need));
 		if (ret)
 			return ret;

@@ -60,6 +60,7 @@ struct npu_queue {
 	u32 last_head;			/* progress watch, see npu_recovery.c */
 	unsigned long last_progress;
 	wait_queue_head_t wq;
+	struct list_head ucmds;		/* parked io_uring commands, by seq */
 };
 
 struct dma_fence;
@@ -77,7 +78,7 @@ int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries,
 struct npu_queue *npu_queue_lookup(struct npu_ctx *ctx, u32 id, bool create);
 void npu_queue_put(struct npu_queue *q);
 int npu_queue_push(struct npu_device *ndev, struct npu_queue *q, struct npu_job *job,
-		   const struct drm_npu_task *tasks, u32 count, u64 *seq,
+		   const struct drm_npu_task *tasks, u32 count, bool nowait, u64 *seq,
 		   struct dma_fence **out_fence);
 void npu_job_free(struct npu_job *job);
 int npu_queue_quiesce_hw(struct npu_device *ndev);
@@ -90,6 +91,8 @@ void npu_queue_abort(struct npu_queue *q);
 int npu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *file);
 int npu_ioctl_queue_destroy(struct drm_device *drm, void *data, struct drm_file *file);
 int npu_ioctl_queue_abort(struct drm_device *drm, void *data, struct drm_file *file);
+int npu_submit(struct drm_file *file, struct drm_npu_submit *args, bool nowait,
+	       struct npu_queue **qp);
 int npu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file);
 int npu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file);
 

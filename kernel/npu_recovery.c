@@ -11,7 +11,9 @@
  *    not elapsed time: a long batch that keeps moving is never cut off;
  *  - it resets the device when the firmware heartbeat has not moved for
  *    heartbeat_timeout_ms: every batch fails with NPU_JOB_RESET, the
- *    firmware is told to recover, and the driver stays usable.
+ *    firmware is told to recover, and the driver stays usable;
+ *  - on kernels where io_uring cannot cancel driver commands, it cancels
+ *    those whose ring closed or whose task exits (see npu_uring.c).
  */
 #include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/module.h>
@@ -21,6 +23,7 @@
 #include "npu_ipc.h"
 #include "npu_queue.h"
 #include "npu_recovery.h"
+#include "npu_uring.h"
 
 #define NPU_WATCHDOG_MS		100
 
@@ -58,6 +61,7 @@ static void npu_watchdog(struct work_struct *work)
 
 	npu_queue_poll(ndev);
 	npu_queue_check_hung(ndev);
+	npu_uring_reap(ndev);
 
 	if (beat != ndev->last_beat) {
 		ndev->last_beat = beat;

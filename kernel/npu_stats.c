@@ -18,6 +18,7 @@
 #include "npu_ipc.h"
 #include "npu_queue.h"
 #include "npu_stats.h"
+#include "npu_uring.h"
 
 static const char *const npu_region_names[NPU_MEM_REGION_COUNT] = {
 	[NPU_MEM_REGION_HBM] = "hbm",
@@ -102,6 +103,7 @@ static int npu_queues_show(struct seq_file *m, void *unused)
 	}
 	mutex_unlock(&ndev->queue_lock);
 	seq_printf(m, "events and notifies in use: %d\n", atomic_read(&ndev->syncs_in_use));
+	npu_uring_debugfs_show(m, ndev);
 	drm_dev_exit(idx);
 	return 0;
 }

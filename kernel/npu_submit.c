@@ -101,6 +101,10 @@ static int npu_job_hold_range(struct npu_job *job, struct npu_ctx *ctx,
 	drm_mm_for_each_node_in_range(node, &ctx->va_mm, va, end) {
 		struct npu_bo_map *map = container_of(node, struct npu_bo_map, va);
 
+		/* A range past the VA space ends on the allocator's own node. */
+		if (node == &ctx->va_mm.head_node)
+			break;
+
 		if (!kref_get_unless_zero(&map->ref))
 			continue;	/* going away: not mapped for the device */
 		if (job->nmaps == *cap) {
@@ -256,11 +260,18 @@ int npu_ioctl_queue_abort(struct drm_device *drm, void *data, struct drm_file *f
 	return 0;
 }
 
-int npu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
+/*
+ * Queue a batch: SUBMIT for the ioctl and for io_uring. With `nowait`
+ * it returns -EAGAIN, having changed nothing, where it would block (on
+ * in-syncobjs or a full ring). With `qp` the caller gets the queue,
+ * referenced.
+ */
+int npu_submit(struct drm_file *file, struct drm_npu_submit *args, bool nowait,
+	       struct npu_queue **qp)
 {
+	struct drm_device *drm = file->minor->dev;
 	struct npu_device *ndev = to_npu_device(drm);
 	struct npu_ctx *ctx = file->driver_priv;
-	struct drm_npu_submit *args = data;
 	struct drm_npu_syncobj in[NPU_SUBMIT_MAX_SYNCOBJS], out[NPU_SUBMIT_MAX_SYNCOBJS];
 	struct npu_syncobj_out outs;
 	struct dma_fence *fence;
@@ -291,6 +302,10 @@ int npu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 		ret = npu_syncobj_copy(args->out_syncobjs, args->out_count, out);
 	if (ret)
 		goto out_free;
+	if (nowait && args->in_count) {
+		ret = -EAGAIN;
+		goto out_free;
+	}
 	/* Dependencies first: nothing is held while waiting for them. */
 	ret = npu_syncobj_wait_in(file, in, args->in_count);
 	if (ret)
@@ -318,15 +333,20 @@ int npu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 		ret = PTR_ERR(job);
 		goto out_put;
 	}
-	ret = npu_queue_push(ndev, q, job, tasks, args->count, &args->seq, &fence);
+	ret = npu_queue_push(ndev, q, job, tasks, args->count, nowait, &args->seq, &fence);
 	if (ret) {
 		npu_job_free(job);
 		goto out_put;
 	}
 	npu_syncobj_install_out(&outs, fence);
 	dma_fence_put(fence);
+	if (qp) {
+		*qp = q;
+		q = NULL;
+	}
 out_put:
-	npu_queue_put(q);
+	if (q)
+		npu_queue_put(q);
 out_exit:
 	drm_dev_exit(idx);
 out_release:
@@ -334,6 +354,11 @@ out_release:
 out_free:
 	kvfree(tasks);
 	return ret;
+}
+
+int npu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	return npu_submit(file, data, false, NULL);
 }
 
 static bool npu_queue_settled(struct npu_queue *q, u64 seq)

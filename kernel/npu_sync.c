@@ -65,6 +65,17 @@ struct npu_sync *npu_sync_hold(struct npu_ctx *ctx, u32 id, u32 kind)
 	return s;
 }
 
+/* Whether event s was recorded, and when (device time, ns). */
+bool npu_event_recorded(struct npu_sync *s, u64 *timestamp_ns)
+{
+	struct npu_fw_sync __iomem *e = npu_sync_entry(s->ndev, s->id);
+
+	if (!readq(&e->value))
+		return false;
+	*timestamp_ns = readq(&e->timestamp_ns);
+	return true;
+}
+
 void npu_sync_ctx_fini(struct npu_ctx *ctx)
 {
 	struct npu_sync *s;

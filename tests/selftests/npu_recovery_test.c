@@ -13,38 +13,6 @@
 
 #define SEC (1000000000ll)
 
-static int inject(const char *what)
-{
-	char path[96];
-
-	for (int minor = 0; minor < 256; minor++) {
-		snprintf(path, sizeof(path), "/sys/kernel/debug/dri/%d/npu_inject", minor);
-		if (!access(path, F_OK))
-			return npu_sysfs_write(path, what);
-	}
-	return -ENOENT;
-}
-
-/* This file's context id, from fdinfo. */
-static unsigned int client_id(int fd)
-{
-	char path[64], buf[2048];
-	const char *p;
-	ssize_t n;
-	int f;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = open(path, O_RDONLY);
-	n = f < 0 ? -1 : read(f, buf, sizeof(buf) - 1);
-	if (f >= 0)
-		close(f);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	p = strstr(buf, "drm-client-id:\t");
-	return p ? (unsigned int)strtoul(p + 15, NULL, 10) : 0;
-}
-
 static int64_t now_ns(void)
 {
 	struct timespec ts;
@@ -75,7 +43,7 @@ FIXTURE_SETUP(rec)
 	ASSERT_LE(0, self->a);
 	ASSERT_LE(0, self->b);
 	ASSERT_EQ(0, npu_get_param(self->a, NPU_PARAM_DEVICE_CAPS, &caps));
-	if (access("/sys/kernel/debug/dri", F_OK) || inject("clear"))
+	if (access("/sys/kernel/debug/dri", F_OK) || npu_inject("clear"))
 		SKIP(return, "no fault injection (npu-fwsim --fault-injection, debugfs)");
 	ASSERT_EQ(0, npu_bo_create(self->a, 1 << 20, NPU_BO_PAGE_NORMAL_ONLY, &self->ba));
 	ASSERT_EQ(0, npu_bo_create(self->b, 1 << 20, NPU_BO_PAGE_NORMAL_ONLY, &self->bb));
@@ -83,7 +51,7 @@ FIXTURE_SETUP(rec)
 
 FIXTURE_TEARDOWN(rec)
 {
-	inject("clear");
+	npu_inject("clear");
 	close(self->a);
 	close(self->b);
 }
@@ -98,8 +66,8 @@ TEST_F(rec, hung_queue_fails_in_time_and_others_go_on)
 	int64_t t0, elapsed;
 
 	ASSERT_EQ(0, npu_queue_create(self->a, NPU_QUEUE_PRIORITY_NORMAL, 0, 500, &q));
-	snprintf(cmd, sizeof(cmd), "hang %u", client_id(self->a));
-	ASSERT_EQ(0, inject(cmd));
+	snprintf(cmd, sizeof(cmd), "hang %u", npu_client_id(self->a));
+	ASSERT_EQ(0, npu_inject(cmd));
 	t0 = now_ns();
 	ASSERT_EQ(0, npu_submit_on(self->a, q, &t, 1, &seq));
 	/* Meanwhile another context's work completes. */
@@ -117,7 +85,7 @@ TEST_F(rec, hung_queue_fails_in_time_and_others_go_on)
 	EXPECT_EQ(-EIO, npu_submit_on(self->a, q, &t, 1, &seq));
 
 	/* With the hang gone, a new queue of the same context works. */
-	ASSERT_EQ(0, inject("clear"));
+	ASSERT_EQ(0, npu_inject("clear"));
 	uint32_t q2;
 
 	ASSERT_EQ(0, npu_queue_create(self->a, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q2));
@@ -131,7 +99,7 @@ TEST_F(rec, lost_interrupts_cost_latency_not_a_hang)
 	struct drm_npu_wait w;
 	uint64_t seq;
 
-	ASSERT_EQ(0, inject("drop-irqs 1000"));
+	ASSERT_EQ(0, npu_inject("drop-irqs 1000"));
 	for (int i = 0; i < 5; i++) {
 		ASSERT_EQ(0, npu_submit_on(self->a, 0, &t, 1, &seq));
 		EXPECT_EQ(0, npu_wait_on(self->a, 0, seq, 5 * SEC, &w));
@@ -148,10 +116,10 @@ TEST_F(rec, stopped_heartbeat_resets_the_device)
 
 	/* Work that cannot finish, on a queue patient enough to wait it out. */
 	ASSERT_EQ(0, npu_queue_create(self->a, NPU_QUEUE_PRIORITY_NORMAL, 0, 30000, &q));
-	snprintf(cmd, sizeof(cmd), "hang %u", client_id(self->a));
-	ASSERT_EQ(0, inject(cmd));
+	snprintf(cmd, sizeof(cmd), "hang %u", npu_client_id(self->a));
+	ASSERT_EQ(0, npu_inject(cmd));
 	ASSERT_EQ(0, npu_submit_on(self->a, q, &t, 1, &seq));
-	ASSERT_EQ(0, inject("heartbeat-stop"));
+	ASSERT_EQ(0, npu_inject("heartbeat-stop"));
 
 	EXPECT_EQ(-EIO, npu_wait_on(self->a, q, seq, 10 * SEC, &w));
 	EXPECT_EQ(NPU_JOB_RESET, w.status);
@@ -170,9 +138,9 @@ TEST_F(rec, stopped_heartbeat_resets_the_device)
 
 TEST_F(rec, bad_injections_are_refused)
 {
-	EXPECT_EQ(-EINVAL, inject("bogus"));
-	EXPECT_EQ(-EINVAL, inject("hang"));
-	EXPECT_EQ(0, inject("clear"));
+	EXPECT_EQ(-EINVAL, npu_inject("bogus"));
+	EXPECT_EQ(-EINVAL, npu_inject("hang"));
+	EXPECT_EQ(0, npu_inject("clear"));
 }
 
 TEST_HARNESS_MAIN

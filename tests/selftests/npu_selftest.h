@@ -271,6 +271,68 @@ static inline int npu_sysfs_write(const char *path, const char *text)
 	return ret;
 }
 
+/* The path of this device's debugfs file `name`: 0 or -ENOENT. */
+static inline int npu_debugfs_path(const char *name, char *path, size_t len)
+{
+	for (int minor = 0; minor < 256; minor++) {
+		snprintf(path, len, "/sys/kernel/debug/dri/%d/%s", minor, name);
+		if (!access(path, F_OK))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+/* A fault injection for npu-fwsim through debugfs npu_inject: 0 or -errno. */
+static inline int npu_inject(const char *what)
+{
+	char path[96];
+
+	if (npu_debugfs_path("npu_inject", path, sizeof(path)))
+		return -ENOENT;
+	return npu_sysfs_write(path, what);
+}
+
+/* The number after `key` in debugfs file `name`, or -1. */
+static inline long long npu_debugfs_value(const char *name, const char *key)
+{
+	char path[96], buf[8192];
+	const char *p;
+	ssize_t n;
+	int f;
+
+	if (npu_debugfs_path(name, path, sizeof(path)))
+		return -1;
+	f = open(path, O_RDONLY | O_CLOEXEC);
+	n = f < 0 ? -1 : read(f, buf, sizeof(buf) - 1);
+	if (f >= 0)
+		close(f);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	p = strstr(buf, key);
+	return p ? strtoll(p + strlen(key), NULL, 10) : -1;
+}
+
+/* This file's context id, from fdinfo (0 if unknown). */
+static inline unsigned int npu_client_id(int fd)
+{
+	char path[64], buf[2048];
+	const char *p;
+	ssize_t n;
+	int f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = open(path, O_RDONLY | O_CLOEXEC);
+	n = f < 0 ? -1 : read(f, buf, sizeof(buf) - 1);
+	if (f >= 0)
+		close(f);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strstr(buf, "drm-client-id:\t");
+	return p ? (unsigned int)strtoul(p + 15, NULL, 10) : 0;
+}
+
 /*
  * A fixture with an open device whose teardown checks that closing it gave
  * back every buffer and queue the test made (after the short delay with

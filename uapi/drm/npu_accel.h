@@ -113,6 +113,11 @@ enum drm_npu_param {
 	NPU_PARAM_HBM_USED = 10,
 	/* Queues one context may have, its default queue included. */
 	NPU_PARAM_QUEUES_PER_CONTEXT = 11,
+	/*
+	 * io_uring commands the driver takes: bit n set for NPU_URING_CMD_*
+	 * number n (see below); 0 on kernels without io_uring.
+	 */
+	NPU_PARAM_URING_CMDS = 12,
 };
 
 /**
@@ -585,6 +590,94 @@ struct drm_npu_wait {
 	__u32 fault_access;
 	__u32 queue;
 };
+
+/*
+ * io_uring commands: IORING_OP_URING_CMD on an open device node.
+ *
+ * The ring must be created with IORING_SETUP_SQE128 and
+ * IORING_SETUP_CQE32 (each command is rejected with -EINVAL otherwise);
+ * IORING_SETUP_IOPOLL is not supported. sqe->cmd_op is one of the
+ * NPU_URING_CMD_* below and the payload struct sits in sqe->cmd (80
+ * bytes). The payload is read once, when the command is issued.
+ *
+ * The cmd_op encodes the payload size the caller was built with, like an
+ * ioctl number: the kernel zero-extends a shorter payload and requires
+ * the bytes it does not know of a longer one to be zero. Unknown command
+ * numbers, flags and non-zero padding are -EINVAL.
+ *
+ * Each command posts one CQE: cqe->res is 0 or a negative errno and
+ * big_cqe[0] (the first extra 64 bits of the CQE32) is the second result:
+ *
+ *  - on success, what the command says (a sequence number, a timestamp);
+ *  - when a batch failed on the device: NPU_URING_RES2(status, task),
+ *    the enum drm_npu_job_status and the index of the failing task in its
+ *    batch; DRM_IOCTL_NPU_WAIT on the same sequence number gives the fault
+ *    address;
+ *  - otherwise 0.
+ *
+ * Commands that wait are parked in the kernel. They are cancelled with
+ * -ECANCELED when their queue is aborted or destroyed, when their ring is
+ * closed and when the task that submitted them exits; a device reset
+ * completes them with -EIO and NPU_JOB_RESET. A context may have at most
+ * NPU_URING_MAX_PARKED commands parked (-EBUSY beyond).
+ */
+#define NPU_URING_MAX_PARKED	65536
+
+#define NPU_URING_RES2(status, task)	(((__u64)(status) << 32) | (__u32)(task))
+#define NPU_URING_RES2_STATUS(res2)	((__u32)((res2) >> 32))
+#define NPU_URING_RES2_TASK(res2)	((__u32)(res2))
+
+/*
+ * NPU_URING_CMD_SUBMIT: struct drm_npu_submit, checked exactly as the
+ * ioctl checks it (@seq must be zero: it is an output there). The CQE
+ * arrives when the batch completes on the device: res 0 and res2 its
+ * sequence number, or res -EIO (-ECANCELED if aborted) and res2 saying
+ * how it failed. Errors that reject the batch before it is queued are
+ * those of DRM_IOCTL_NPU_SUBMIT, posted at once with res2 = 0.
+ */
+
+/**
+ * struct drm_npu_uring_wait - NPU_URING_CMD_WAIT: wait for a sequence number
+ * @seq: a sequence number the queue handed out (0: nothing to wait for)
+ * @timeout_ns: relative; 0 polls; negative waits without limit
+ * @queue: the queue (0: the default one)
+ * @flags: must be zero
+ *
+ * Completes when the queue's batches up to @seq completed: res 0, res2
+ * @seq. -EIO or -ECANCELED with res2 as for SUBMIT when one of them
+ * failed, -ETIMEDOUT when @timeout_ns passed first, -EINVAL for an
+ * unknown queue or a @seq not handed out yet.
+ */
+struct drm_npu_uring_wait {
+	__u64 seq;
+	__s64 timeout_ns;
+	__u32 queue;
+	__u32 flags;
+};
+
+/**
+ * struct drm_npu_uring_event_wait - NPU_URING_CMD_EVENT_WAIT
+ * @timeout_ns: relative; 0 polls; negative waits without limit
+ * @id: an event of this context
+ * @flags: must be zero
+ *
+ * Completes when the event is recorded: res 0, res2 the device timestamp
+ * of the record (ns). -ETIMEDOUT when @timeout_ns passed first, -EINVAL
+ * for an id that is not one of the caller's events.
+ */
+struct drm_npu_uring_event_wait {
+	__s64 timeout_ns;
+	__u32 id;
+	__u32 flags;
+};
+
+#define NPU_URING_CMD_BASE		0x40
+#define NPU_URING_CMD_SUBMIT \
+	DRM_IOW(DRM_COMMAND_BASE + NPU_URING_CMD_BASE + 0x0, struct drm_npu_submit)
+#define NPU_URING_CMD_WAIT \
+	DRM_IOW(DRM_COMMAND_BASE + NPU_URING_CMD_BASE + 0x1, struct drm_npu_uring_wait)
+#define NPU_URING_CMD_EVENT_WAIT \
+	DRM_IOW(DRM_COMMAND_BASE + NPU_URING_CMD_BASE + 0x2, struct drm_npu_uring_event_wait)
 
 #if defined(__cplusplus)
 }
