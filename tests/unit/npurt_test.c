@@ -38,6 +38,36 @@ TEST(missing_device_is_no_device)
 	EXPECT_EQ(NPURT_ERR_NO_DEVICE, npurt_device_open(-1, &dev));
 }
 
+TEST(streams_memory_and_events_check_their_arguments)
+{
+	npurt_stream *s = (npurt_stream *)0x1;
+	npurt_event *ev = (npurt_event *)0x1;
+	npurt_mem *m = (npurt_mem *)0x1;
+	int64_t ns;
+
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_stream_create(NULL, NPURT_PRIORITY_NORMAL, &s));
+	EXPECT_EQ((npurt_stream *)0x1, s);
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_stream_synchronize(NULL));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "npurt_stream_synchronize"));
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_memset_async(NULL, 0, 0, 4));
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_memcpy_async(NULL, 0, 0, 4));
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_mem_alloc(NULL, 4096, &m));
+	EXPECT_EQ((npurt_mem *)0x1, m);
+	EXPECT_EQ(NULL, npurt_mem_host_ptr(NULL));
+	EXPECT_EQ(0, npurt_mem_device_addr(NULL));
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_event_create(NULL, &ev));
+	EXPECT_EQ((npurt_event *)0x1, ev);
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_event_record(NULL, NULL));
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_stream_wait_event(NULL, NULL));
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_event_synchronize(NULL));
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_event_elapsed_ns(NULL, NULL, &ns));
+	EXPECT_EQ(NPURT_SUBMIT_IOCTL, npurt_device_submit_path(NULL));
+	/* Like free(NULL). */
+	npurt_stream_destroy(NULL);
+	npurt_event_destroy(NULL);
+	npurt_mem_free(NULL);
+}
+
 TEST(status_names_are_distinct)
 {
 	for (int a = NPURT_OK; a <= NPURT_ERR_INTERNAL; a++) {

@@ -101,6 +101,118 @@ NPURT_API npurt_status npurt_device_ping(npurt_device *dev, uint64_t *rtt_ns);
 /* The device node's file descriptor, for poll() and raw ioctls. */
 NPURT_API int npurt_device_fd(const npurt_device *dev);
 
+/* ---- submission path ----------------------------------------------- */
+
+/*
+ * How work reaches the driver. libnpurt submits through io_uring
+ * (IORING_OP_URING_CMD: one ring per device, shared by the threads using
+ * it) when the kernel and the driver take it, and with ioctls otherwise.
+ * NPURT_SUBMIT=ioctl or NPURT_SUBMIT=io_uring in the environment, read by
+ * npurt_device_open(), forces one; forcing io_uring where it is missing
+ * makes the open fail with NPURT_ERR_UNSUPPORTED.
+ */
+typedef enum npurt_submit_path {
+	NPURT_SUBMIT_IOCTL = 0,
+	NPURT_SUBMIT_IO_URING = 1,
+} npurt_submit_path;
+
+/* The path this device's work takes. */
+NPURT_API npurt_submit_path npurt_device_submit_path(const npurt_device *dev);
+
+/* ---- device memory ------------------------------------------------- */
+
+typedef struct npurt_mem npurt_mem;
+
+/*
+ * Allocate `size` bytes of device memory (HBM), zeroed, mapped for the
+ * device at npurt_mem_device_addr() and for the CPU at npurt_mem_host_ptr()
+ * (write-combined: write it sequentially, avoid reading it in loops).
+ */
+NPURT_API npurt_status npurt_mem_alloc(npurt_device *dev, size_t size, npurt_mem **mem);
+
+/* Free device memory; NULL is accepted. Work still using it keeps it alive. */
+NPURT_API void npurt_mem_free(npurt_mem *mem);
+
+/* The CPU mapping of the whole allocation. */
+NPURT_API void *npurt_mem_host_ptr(const npurt_mem *mem);
+
+/* The allocation's device address, which stream operations take. */
+NPURT_API uint64_t npurt_mem_device_addr(const npurt_mem *mem);
+
+/* ---- streams ------------------------------------------------------- */
+
+typedef struct npurt_stream npurt_stream;
+
+typedef enum npurt_stream_priority {
+	NPURT_PRIORITY_LOW = 0,
+	NPURT_PRIORITY_NORMAL = 1,
+	NPURT_PRIORITY_HIGH = 2,
+} npurt_stream_priority;
+
+/*
+ * A stream: work that runs on the device in the order it was issued, on
+ * one hardware queue of its own. Operations return once the work is
+ * queued; npurt_stream_synchronize() waits for it. A failed operation
+ * fails the stream: later ones return NPURT_ERR_DEVICE, and
+ * npurt_stream_synchronize() says which operation failed and how.
+ */
+NPURT_API npurt_status npurt_stream_create(npurt_device *dev,
+					   npurt_stream_priority priority,
+					   npurt_stream **stream);
+
+/* Wait for the stream's work, then release its queue; NULL is accepted. */
+NPURT_API void npurt_stream_destroy(npurt_stream *stream);
+
+/*
+ * Wait until all the work issued to the stream has completed.
+ * NPURT_ERR_DEVICE when some of it failed on the device (the message
+ * names the failure, the task and the address for a memory fault).
+ */
+NPURT_API npurt_status npurt_stream_synchronize(npurt_stream *stream);
+
+/*
+ * Fill `size` bytes at device address `dst` with the 32-bit `pattern`.
+ * `dst` and `size` are multiples of 4.
+ */
+NPURT_API npurt_status npurt_memset_async(npurt_stream *stream, uint64_t dst,
+					  uint32_t pattern, size_t size);
+
+/* Copy `size` bytes between device addresses. */
+NPURT_API npurt_status npurt_memcpy_async(npurt_stream *stream, uint64_t dst,
+					  uint64_t src, size_t size);
+
+/* ---- events -------------------------------------------------------- */
+
+typedef struct npurt_event npurt_event;
+
+NPURT_API npurt_status npurt_event_create(npurt_device *dev, npurt_event **event);
+
+/* Free an event; NULL is accepted. Work that records or waits on it keeps it alive. */
+NPURT_API void npurt_event_destroy(npurt_event *event);
+
+/*
+ * Record the event when the stream's work issued so far has run; the
+ * device timestamps the record. Recording again starts a new record:
+ * waits issued afterwards wait for the new one.
+ */
+NPURT_API npurt_status npurt_event_record(npurt_event *event, npurt_stream *stream);
+
+/*
+ * Make the stream's later work wait, on the device, for the event's
+ * latest record (none yet: the wait passes).
+ */
+NPURT_API npurt_status npurt_stream_wait_event(npurt_stream *stream, npurt_event *event);
+
+/* Wait on the host for the event's latest record (none yet: returns at once). */
+NPURT_API npurt_status npurt_event_synchronize(npurt_event *event);
+
+/*
+ * Device time between two recorded events' latest records, in ns.
+ * NPURT_ERR_INVALID when either has not been recorded yet.
+ */
+NPURT_API npurt_status npurt_event_elapsed_ns(npurt_event *start, npurt_event *end,
+					      int64_t *ns);
+
 #ifdef __cplusplus
 }
 #endif

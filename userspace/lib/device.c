@@ -24,16 +24,10 @@
 #include <drm/npu_accel.h>
 
 #include "error.h"
-#include "npurt.h"
+#include "internal.h"
 
 #define NPU_DRIVER	"npu"
 #define MAX_NODES	64
-
-struct npurt_device {
-	int fd;
-	char node[64];
-	char bus_id[32];
-};
 
 /* Write the driver bound to `node`'s device into `drv`; -1 if none. */
 static int node_driver(const char *cls, const char *node, char *drv, size_t len,
@@ -138,6 +132,7 @@ npurt_status npurt_device_open(int index, npurt_device **out)
 	struct node nodes[MAX_NODES];
 	npurt_device *dev;
 	drmVersionPtr ver;
+	npurt_status st;
 	int n, fd, err;
 
 	if (!out)
@@ -180,6 +175,12 @@ npurt_status npurt_device_open(int index, npurt_device **out)
 	dev->fd = fd;
 	memcpy(dev->node, nodes[index].path, sizeof(dev->node));
 	memcpy(dev->bus_id, nodes[index].bus_id, sizeof(dev->bus_id));
+	st = npurt_path_open(dev, "npurt_device_open");
+	if (st) {
+		close(fd);
+		free(dev);
+		return st;
+	}
 	*out = dev;
 	return NPURT_OK;
 }
@@ -188,6 +189,7 @@ void npurt_device_close(npurt_device *dev)
 {
 	if (!dev)
 		return;
+	npurt_path_close(dev);
 	close(dev->fd);
 	free(dev);
 }
@@ -271,4 +273,14 @@ npurt_status npurt_device_ping(npurt_device *dev, uint64_t *rtt_ns)
 	if (!st)
 		*rtt_ns = v;
 	return st;
+}
+
+npurt_submit_path npurt_device_submit_path(const npurt_device *dev)
+{
+	return dev ? dev->path : NPURT_SUBMIT_IOCTL;
+}
+
+int npurt_ioctl(npurt_device *dev, unsigned long request, void *arg)
+{
+	return drmIoctl(dev->fd, request, arg) ? errno : 0;
 }

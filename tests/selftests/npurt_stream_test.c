@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libnpurt streams, memory and events against npu.ko, on both submission
+ * paths (NPURT_SUBMIT=ioctl and NPURT_SUBMIT=io_uring): the data is what
+ * the operations say, failures are reported with where they happened,
+ * events order streams, and threads sharing the device's ring all see
+ * their own completions.
+ */
+#include <pthread.h>
+
+#include "kselftest_harness.h"
+#include "npu_selftest.h"
+#include "npurt.h"
+
+#define MiB (1u << 20)
+
+FIXTURE(rt) {
+	npurt_device *dev;
+	npurt_mem *a, *b;
+	npurt_stream *s;
+};
+
+FIXTURE_VARIANT(rt) {
+	const char *env;
+	npurt_submit_path path;
+};
+
+FIXTURE_VARIANT_ADD(rt, ioctl) { .env = "ioctl", .path = NPURT_SUBMIT_IOCTL };
+FIXTURE_VARIANT_ADD(rt, io_uring) { .env = "io_uring", .path = NPURT_SUBMIT_IO_URING };
+
+FIXTURE_SETUP(rt)
+{
+	setenv("NPURT_SUBMIT", variant->env, 1);
+	ASSERT_EQ(NPURT_OK, npurt_device_open(0, &self->dev)) TH_LOG("%s", npurt_last_error());
+	ASSERT_EQ(variant->path, npurt_device_submit_path(self->dev));
+	ASSERT_EQ(NPURT_OK, npurt_mem_alloc(self->dev, 4 * MiB, &self->a));
+	ASSERT_EQ(NPURT_OK, npurt_mem_alloc(self->dev, 4 * MiB, &self->b));
+	ASSERT_EQ(NPURT_OK, npurt_stream_create(self->dev, NPURT_PRIORITY_NORMAL, &self->s));
+}
+
+FIXTURE_TEARDOWN(rt)
+{
+	npurt_stream_destroy(self->s);
+	npurt_mem_free(self->a);
+	npurt_mem_free(self->b);
+	npurt_device_close(self->dev);
+	unsetenv("NPURT_SUBMIT");
+	EXPECT_EQ(0, npu_debugfs_value("npu_queues", "io_uring commands: "));
+}
+
+TEST_F(rt, memset_and_memcpy_land_in_order)
+{
+	uint64_t a = npurt_mem_device_addr(self->a), b = npurt_mem_device_addr(self->b);
+	uint32_t *hb = npurt_mem_host_ptr(self->b);
+
+	ASSERT_EQ(NPURT_OK, npurt_memset_async(self->s, a, 0x11111111, 4 * MiB));
+	ASSERT_EQ(NPURT_OK, npurt_memset_async(self->s, a + MiB, 0x22222222, MiB));
+	ASSERT_EQ(NPURT_OK, npurt_memcpy_async(self->s, b, a, 4 * MiB));
+	ASSERT_EQ(NPURT_OK, npurt_stream_synchronize(self->s)) TH_LOG("%s", npurt_last_error());
+	EXPECT_EQ(0x11111111, hb[0]);
+	EXPECT_EQ(0x22222222, hb[MiB / 4]);
+	EXPECT_EQ(0x22222222, hb[2 * MiB / 4 - 1]);
+	EXPECT_EQ(0x11111111, hb[2 * MiB / 4]);
+	EXPECT_EQ(0x11111111, hb[4 * MiB / 4 - 1]);
+	/* Synchronizing again with nothing new returns at once. */
+	EXPECT_EQ(NPURT_OK, npurt_stream_synchronize(self->s));
+}
+
+TEST_F(rt, bad_arguments_are_refused_before_the_device)
+{
+	uint64_t a = npurt_mem_device_addr(self->a);
+	npurt_stream *s = (npurt_stream *)0x1;
+
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_memset_async(self->s, a + 2, 0, 64));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "multiples of 4"));
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_memset_async(self->s, a, 0, 0));
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_memcpy_async(self->s, a, a, 0));
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_stream_create(self->dev, 7, &s));
+	EXPECT_EQ((npurt_stream *)0x1, s);
+	EXPECT_EQ(NPURT_OK, npurt_stream_synchronize(self->s));
+}
+
+TEST_F(rt, a_device_fault_fails_the_stream_and_says_where)
+{
+	uint64_t a = npurt_mem_device_addr(self->a);
+
+	ASSERT_EQ(NPURT_OK, npurt_memset_async(self->s, a, 1, 4096));
+	/* The top of the device address space: mapped by nothing. */
+	ASSERT_EQ(NPURT_OK, npurt_memset_async(self->s, NPU_VA_END - MiB, 1, 4096));
+	EXPECT_EQ(NPURT_ERR_DEVICE, npurt_stream_synchronize(self->s));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "memory fault")) TH_LOG("%s", npurt_last_error());
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "write")) TH_LOG("%s", npurt_last_error());
+	/* The stream takes no more work; another one does. */
+	EXPECT_EQ(NPURT_ERR_DEVICE, npurt_memset_async(self->s, a, 1, 4096));
+	EXPECT_EQ(NPURT_ERR_DEVICE, npurt_stream_synchronize(self->s));
+
+	npurt_stream *s2;
+
+	ASSERT_EQ(NPURT_OK, npurt_stream_create(self->dev, NPURT_PRIORITY_HIGH, &s2));
+	EXPECT_EQ(NPURT_OK, npurt_memset_async(s2, a, 3, 4096));
+	EXPECT_EQ(NPURT_OK, npurt_stream_synchronize(s2));
+	EXPECT_EQ(3, ((uint32_t *)npurt_mem_host_ptr(self->a))[0]);
+	npurt_stream_destroy(s2);
+}
+
+TEST_F(rt, events_order_streams_and_time_them)
+{
+	uint64_t a = npurt_mem_device_addr(self->a), b = npurt_mem_device_addr(self->b);
+	uint32_t *hb = npurt_mem_host_ptr(self->b);
+	npurt_event *start, *end;
+	npurt_stream *s2;
+	int64_t ns = -1;
+
+	ASSERT_EQ(NPURT_OK, npurt_event_create(self->dev, &start));
+	ASSERT_EQ(NPURT_OK, npurt_event_create(self->dev, &end));
+	ASSERT_EQ(NPURT_OK, npurt_stream_create(self->dev, NPURT_PRIORITY_NORMAL, &s2));
+	/* Never recorded: waits pass, elapsed time is refused. */
+	EXPECT_EQ(NPURT_OK, npurt_event_synchronize(end));
+	EXPECT_EQ(NPURT_OK, npurt_stream_wait_event(s2, end));
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_event_elapsed_ns(start, end, &ns));
+
+	for (int round = 1; round <= 3; round++) {
+		ASSERT_EQ(NPURT_OK, npurt_event_record(start, self->s));
+		ASSERT_EQ(NPURT_OK, npurt_memset_async(self->s, a, 0x100 + round, 4 * MiB));
+		ASSERT_EQ(NPURT_OK, npurt_event_record(end, self->s));
+		/* s2 copies only after the fill: it waits for this round's record. */
+		ASSERT_EQ(NPURT_OK, npurt_stream_wait_event(s2, end));
+		ASSERT_EQ(NPURT_OK, npurt_memcpy_async(s2, b, a, 4 * MiB));
+		ASSERT_EQ(NPURT_OK, npurt_event_synchronize(end)) TH_LOG("%s", npurt_last_error());
+		ASSERT_EQ(NPURT_OK, npurt_event_elapsed_ns(start, end, &ns));
+		EXPECT_LT(0, ns);
+		ASSERT_EQ(NPURT_OK, npurt_stream_synchronize(s2));
+		EXPECT_EQ(0x100 + round, hb[0]);
+		EXPECT_EQ(0x100 + round, hb[4 * MiB / 4 - 1]);
+	}
+	/* An event outlives the stream it was recorded on. */
+	npurt_stream_destroy(s2);
+	npurt_stream_destroy(self->s);
+	self->s = NULL;
+	EXPECT_EQ(NPURT_OK, npurt_event_synchronize(end));
+	EXPECT_EQ(NPURT_OK, npurt_event_elapsed_ns(start, end, &ns));
+	npurt_event_destroy(start);
+	npurt_event_destroy(end);
+}
+
+struct worker {
+	npurt_device *dev;
+	uint64_t addr;
+	uint32_t *host;
+	int id, ok;
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	npurt_stream *s;
+	int bad = 0;
+
+	if (npurt_stream_create(w->dev, NPURT_PRIORITY_NORMAL, &s))
+		return NULL;
+	for (int i = 0; i < 300; i++) {
+		if (npurt_memset_async(s, w->addr + 4096 * (i % 16), w->id * 1000 + i, 4096))
+			bad++;
+		if (i % 50 == 49 && npurt_stream_synchronize(s))
+			bad++;
+	}
+	if (npurt_stream_synchronize(s))
+		bad++;
+	/* Each page holds its last write, from the last 16 iterations. */
+	for (int p = 0; p < 16; p++)
+		if (w->host[p * 1024] != (uint32_t)(w->id * 1000 + 299 - (299 - p) % 16))
+			bad++;
+	npurt_stream_destroy(s);
+	w->ok = !bad;
+	return NULL;
+}
+
+TEST_F(rt, threads_share_the_device_and_each_sees_its_own_work)
+{
+	struct worker w[4];
+	pthread_t t[4];
+
+	for (int i = 0; i < 4; i++) {
+		w[i] = (struct worker){ .dev = self->dev, .id = i + 1,
+					.addr = npurt_mem_device_addr(self->a) + i * 64 * 1024,
+					.host = (uint32_t *)npurt_mem_host_ptr(self->a) + i * 16 * 1024 };
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, worker_main, &w[i]));
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		EXPECT_TRUE(w[i].ok) TH_LOG("thread %d", i);
+	}
+}
+
+TEST(bad_submit_path_in_the_environment_is_refused)
+{
+	npurt_device *dev = (npurt_device *)0x1;
+
+	setenv("NPURT_SUBMIT", "carrier-pigeon", 1);
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_device_open(0, &dev));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "NPURT_SUBMIT=carrier-pigeon"));
+	EXPECT_EQ((npurt_device *)0x1, dev);
+	/* Unset, the library picks io_uring: the driver here takes it. */
+	unsetenv("NPURT_SUBMIT");
+	ASSERT_EQ(NPURT_OK, npurt_device_open(0, &dev));
+	EXPECT_EQ(NPURT_SUBMIT_IO_URING, npurt_device_submit_path(dev));
+	npurt_device_close(dev);
+}
+
+TEST_HARNESS_MAIN

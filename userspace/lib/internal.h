@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* Internal: what the library's files share. */
+#ifndef NPURT_INTERNAL_H
+#define NPURT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <drm/npu_accel.h>
+
+#include "npurt.h"
+
+struct npurt_ring;
+
+struct npurt_device {
+	int fd;
+	char node[64];
+	char bus_id[32];
+	npurt_submit_path path;
+	struct npurt_ring *ring;	/* NPURT_SUBMIT_IO_URING only */
+	pthread_mutex_t lock;		/* streams' completion state */
+};
+
+/*
+ * Completion state of a stream. Streams number their batches like the
+ * driver does (1, 2, ...), so a batch's sequence number is known when it
+ * is issued on either path.
+ */
+struct npurt_stream {
+	npurt_device *dev;
+	uint32_t queue;
+	atomic_uint refs;		/* the user's, and events recorded on it */
+	bool destroyed;			/* queue gone; the rest is final */
+	uint64_t issued;		/* sequence number of the last batch */
+	/* Under dev->lock: whichever thread reaps completions writes them. */
+	uint64_t done;			/* every batch up to this one completed */
+	uint32_t outstanding;		/* io_uring commands without a CQE */
+	bool failed;
+	int error;			/* the failing batch's errno */
+	uint32_t status;		/* and its enum drm_npu_job_status */
+	uint32_t task;			/* and the index of its failing task */
+};
+
+/* submit.c: the two paths behind one interface. */
+npurt_status npurt_path_open(npurt_device *dev, const char *who);
+void npurt_path_close(npurt_device *dev);
+npurt_status npurt_path_submit(npurt_stream *s, const struct drm_npu_task *tasks,
+			       uint32_t count, const char *who);
+npurt_status npurt_path_wait(npurt_stream *s, uint64_t seq, const char *who);
+void npurt_path_drain(npurt_stream *s);
+
+/* A device ioctl: 0 or the errno, retried on EINTR. */
+int npurt_ioctl(npurt_device *dev, unsigned long request, void *arg);
+
+#endif /* NPURT_INTERNAL_H */

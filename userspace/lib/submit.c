@@ -1,0 +1,383 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The two submission paths behind one interface: ioctls, or io_uring
+ * commands on one ring per device.
+ *
+ * io_uring: each batch is a SUBMIT command whose CQE arrives when the
+ * batch has completed, so issuing costs one io_uring_enter() and waiting
+ * for work already done costs nothing. The ring is shared by every thread
+ * using the device:
+ *  - sq_lock serialises filling and submitting SQEs;
+ *  - dev->lock protects what completions update (streams' progress);
+ *    one thread at a time reaps CQEs for everybody and the others sleep
+ *    on cq_cond until it has dispatched a round (leader/followers), so a
+ *    thread waiting for its stream is woken by whoever reaped its CQE.
+ * The kernel may read a command's tasks after io_uring_enter() returns (a
+ * SUBMIT that would block is retried from an io_uring worker), so each
+ * command carries a copy of its tasks, freed when its CQE is reaped.
+ *
+ * Completions come as task work to the thread that submitted: the ring
+ * uses the default notification (no COOP/DEFER_TASKRUN), so that thread
+ * is interrupted to post them even when another thread is the one waiting.
+ */
+#include <errno.h>
+#include <liburing.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "internal.h"
+
+#define SQ_ENTRIES	256
+#define CQ_ENTRIES	8192	/* commands in flight before submitters reap */
+#define REAP_BATCH	64
+
+struct npurt_ring {
+	struct io_uring ring;
+	pthread_mutex_t sq_lock;
+	pthread_cond_t cq_cond;		/* with dev->lock */
+	bool reaping;			/* a thread reaps for all: dev->lock */
+	atomic_uint inflight;		/* commands whose CQE is not reaped */
+};
+
+/* A SUBMIT in flight. */
+struct cmd {
+	npurt_stream *stream;
+	uint32_t count;
+	struct drm_npu_task tasks[];
+};
+
+static npurt_status ring_open(npurt_device *dev)
+{
+	struct io_uring_params p = {
+		.flags = IORING_SETUP_SQE128 | IORING_SETUP_CQE32 | IORING_SETUP_CQSIZE,
+		.cq_entries = CQ_ENTRIES,
+	};
+	struct npurt_ring *r = calloc(1, sizeof(*r));
+	int ret;
+
+	if (!r)
+		return npurt_set_error(NPURT_ERR_NO_MEMORY, "out of memory");
+	ret = io_uring_queue_init_params(SQ_ENTRIES, &r->ring, &p);
+	if (ret) {
+		free(r);
+		return npurt_set_error(npurt_status_from_errno(-ret),
+				       "io_uring with 128-byte SQEs and 32-byte CQEs: %s",
+				       strerror(-ret));
+	}
+	pthread_mutex_init(&r->sq_lock, NULL);
+	pthread_cond_init(&r->cq_cond, NULL);
+	atomic_init(&r->inflight, 0);
+	dev->ring = r;
+	return NPURT_OK;
+}
+
+npurt_status npurt_path_open(npurt_device *dev, const char *who)
+{
+	struct drm_npu_get_param p = { .param = NPU_PARAM_URING_CMDS };
+	const char *env = getenv("NPURT_SUBMIT");
+	bool forced = false;
+	npurt_status st;
+
+	pthread_mutex_init(&dev->lock, NULL);
+	dev->path = NPURT_SUBMIT_IOCTL;
+	if (env && *env) {
+		if (!strcmp(env, "ioctl"))
+			return NPURT_OK;
+		if (strcmp(env, "io_uring"))
+			return npurt_set_error(NPURT_ERR_INVALID,
+					       "%s: NPURT_SUBMIT=%s: expected 'ioctl' or 'io_uring'",
+					       who, env);
+		forced = true;
+	}
+	/* Old drivers do not know the parameter: they take no commands. */
+	if (npurt_ioctl(dev, DRM_IOCTL_NPU_GET_PARAM, &p) ||
+	    !(p.value & (1u << (_IOC_NR(NPU_URING_CMD_SUBMIT) - DRM_COMMAND_BASE -
+				NPU_URING_CMD_BASE)))) {
+		if (forced)
+			return npurt_set_error(NPURT_ERR_UNSUPPORTED,
+					       "%s: NPURT_SUBMIT=io_uring: %s takes no io_uring commands",
+					       who, dev->node);
+		return NPURT_OK;
+	}
+	st = ring_open(dev);
+	if (st) {
+		if (forced)
+			return npurt_set_error(NPURT_ERR_UNSUPPORTED, "%s: NPURT_SUBMIT=io_uring: %s",
+					       who, npurt_last_error());
+		return NPURT_OK;	/* the kernel has no io_uring: ioctls it is */
+	}
+	dev->path = NPURT_SUBMIT_IO_URING;
+	return NPURT_OK;
+}
+
+void npurt_path_close(npurt_device *dev)
+{
+	struct npurt_ring *r = dev->ring;
+
+	/* Streams wait for their commands when destroyed: none is left. */
+	if (r) {
+		io_uring_queue_exit(&r->ring);
+		pthread_mutex_destroy(&r->sq_lock);
+		pthread_cond_destroy(&r->cq_cond);
+		free(r);
+	}
+	pthread_mutex_destroy(&dev->lock);
+}
+
+/* Under dev->lock: one CQE's news. */
+static void dispatch(npurt_device *dev, uint64_t user_data, int32_t res, uint64_t res2)
+{
+	struct cmd *c = (struct cmd *)(uintptr_t)user_data;
+	npurt_stream *s = c->stream;
+
+	if (res == 0) {
+		/* Batches complete in order: one done means all before it are. */
+		if (res2 > s->done)
+			s->done = res2;
+	} else if (!s->failed) {
+		s->failed = true;
+		s->error = -res;
+		s->status = NPU_URING_RES2_STATUS(res2);
+		s->task = NPU_URING_RES2_TASK(res2);
+	}
+	s->outstanding--;
+	atomic_fetch_sub(&dev->ring->inflight, 1);
+	free(c);
+}
+
+/*
+ * Reap completions until done(arg) holds: as the reaping thread, or
+ * asleep while another one reaps. Called and returns with dev->lock held.
+ */
+static void reap_until(npurt_device *dev, bool (*done)(void *), void *arg)
+{
+	struct npurt_ring *r = dev->ring;
+	struct { uint64_t user_data; int32_t res; uint64_t res2; } got[REAP_BATCH];
+
+	while (!done(arg)) {
+		struct io_uring_cqe *cqe;
+		unsigned int head, n = 0;
+		int ret;
+
+		if (r->reaping) {
+			pthread_cond_wait(&r->cq_cond, &dev->lock);
+			continue;
+		}
+		r->reaping = true;
+		pthread_mutex_unlock(&dev->lock);
+		do
+			ret = io_uring_wait_cqe(&r->ring, &cqe);
+		while (ret == -EINTR);
+		if (!ret) {
+			io_uring_for_each_cqe(&r->ring, head, cqe) {
+				if (n == REAP_BATCH)
+					break;
+				got[n].user_data = cqe->user_data;
+				got[n].res = cqe->res;
+				got[n].res2 = cqe->big_cqe[0];
+				n++;
+			}
+			io_uring_cq_advance(&r->ring, n);
+		}
+		pthread_mutex_lock(&dev->lock);
+		for (unsigned int i = 0; i < n; i++)
+			dispatch(dev, got[i].user_data, got[i].res, got[i].res2);
+		r->reaping = false;
+		pthread_cond_broadcast(&r->cq_cond);
+	}
+}
+
+static bool ring_has_room(void *arg)
+{
+	npurt_device *dev = arg;
+
+	return atomic_load(&dev->ring->inflight) < CQ_ENTRIES;
+}
+
+static npurt_status ring_submit(npurt_stream *s, const struct drm_npu_task *tasks,
+				uint32_t count, const char *who)
+{
+	npurt_device *dev = s->dev;
+	struct npurt_ring *r = dev->ring;
+	struct drm_npu_submit *args;
+	struct io_uring_sqe *sqe;
+	struct cmd *c;
+	int ret;
+
+	c = malloc(sizeof(*c) + count * sizeof(*tasks));
+	if (!c)
+		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
+	c->stream = s;
+	c->count = count;
+	memcpy(c->tasks, tasks, count * sizeof(*tasks));
+
+	/* Never more in flight than the CQ ring holds. */
+	if (!ring_has_room(dev)) {
+		pthread_mutex_lock(&dev->lock);
+		reap_until(dev, ring_has_room, dev);
+		pthread_mutex_unlock(&dev->lock);
+	}
+	pthread_mutex_lock(&dev->lock);
+	s->outstanding++;
+	s->issued++;
+	pthread_mutex_unlock(&dev->lock);
+	atomic_fetch_add(&r->inflight, 1);
+
+	pthread_mutex_lock(&r->sq_lock);
+	/* Each submit empties the SQ; a failed one left its entries there. */
+	while (!(sqe = io_uring_get_sqe(&r->ring)))
+		io_uring_submit(&r->ring);
+	/* A 128-byte SQE: the second half is the rest of the payload. */
+	memset(sqe, 0, sizeof(*sqe));
+	memset(sqe + 1, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = dev->fd;
+	sqe->cmd_op = NPU_URING_CMD_SUBMIT;
+	sqe->user_data = (uintptr_t)c;
+	args = (struct drm_npu_submit *)sqe->cmd;
+	args->tasks = (uintptr_t)c->tasks;
+	args->count = count;
+	args->queue = s->queue;
+	do
+		ret = io_uring_submit(&r->ring);
+	while (ret == -EINTR);
+	pthread_mutex_unlock(&r->sq_lock);
+	if (ret < 0)
+		/* Still in the SQ: it goes with the next submit. */
+		return npurt_set_error(NPURT_ERR_INTERNAL, "%s: io_uring_submit: %s",
+				       who, strerror(-ret));
+	return NPURT_OK;
+}
+
+npurt_status npurt_path_submit(npurt_stream *s, const struct drm_npu_task *tasks,
+			       uint32_t count, const char *who)
+{
+	struct drm_npu_submit args = {
+		.tasks = (uintptr_t)tasks, .count = count, .queue = s->queue,
+	};
+	bool failed;
+	int err;
+
+	pthread_mutex_lock(&s->dev->lock);
+	failed = s->failed;
+	pthread_mutex_unlock(&s->dev->lock);
+	if (failed)
+		return npurt_set_error(NPURT_ERR_DEVICE,
+				       "%s: the stream failed earlier (npurt_stream_synchronize says how)",
+				       who);
+	if (s->dev->path == NPURT_SUBMIT_IO_URING)
+		return ring_submit(s, tasks, count, who);
+
+	err = npurt_ioctl(s->dev, DRM_IOCTL_NPU_SUBMIT, &args);
+	if (err)
+		return npurt_set_error(npurt_status_from_errno(err), "%s: SUBMIT to queue %u: %s",
+				       who, s->queue, strerror(err));
+	s->issued = args.seq;
+	return NPURT_OK;
+}
+
+static const char *job_status_name(uint32_t status)
+{
+	switch (status) {
+	case NPU_JOB_FAULT: return "memory fault";
+	case NPU_JOB_INVALID: return "invalid task";
+	case NPU_JOB_ABORTED: return "aborted";
+	case NPU_JOB_KERNEL_ERROR: return "kernel error";
+	case NPU_JOB_TIMEOUT: return "no progress within the time limit";
+	case NPU_JOB_RESET: return "device reset";
+	}
+	return "unknown failure";
+}
+
+/* The stream failed: say how, with the fault address where there is one. */
+static npurt_status stream_failure(npurt_stream *s, const char *who)
+{
+	struct drm_npu_wait w = { .seq = s->issued, .timeout_ns = 0, .queue = s->queue };
+	uint32_t status = s->status, task = s->task;
+
+	if (!status)
+		return npurt_set_error(npurt_status_from_errno(s->error),
+				       "%s: queue %u refused work: %s", who, s->queue,
+				       strerror(s->error));
+	/* Any sequence number from the failing batch on reads its record. */
+	if (!s->destroyed && npurt_ioctl(s->dev, DRM_IOCTL_NPU_WAIT, &w) == EIO &&
+	    w.status == status) {
+		task = w.error_task;
+		if (status == NPU_JOB_FAULT)
+			return npurt_set_error(NPURT_ERR_DEVICE,
+					       "%s: queue %u: %s in task %u of a batch at device address %#llx (%s)",
+					       who, s->queue, job_status_name(status), task,
+					       (unsigned long long)w.fault_address,
+					       w.fault_access ? "write" : "read");
+	}
+	return npurt_set_error(status == NPU_JOB_TIMEOUT ? NPURT_ERR_TIMEOUT : NPURT_ERR_DEVICE,
+			       "%s: queue %u: %s in task %u of a batch", who, s->queue,
+			       job_status_name(status), task);
+}
+
+struct reached {
+	npurt_stream *s;
+	uint64_t seq;
+};
+
+static bool stream_reached(void *arg)
+{
+	struct reached *r = arg;
+
+	return r->s->done >= r->seq || r->s->failed;
+}
+
+static bool stream_idle(void *arg)
+{
+	npurt_stream *s = arg;
+
+	return !s->outstanding;
+}
+
+npurt_status npurt_path_wait(npurt_stream *s, uint64_t seq, const char *who)
+{
+	npurt_device *dev = s->dev;
+	struct reached until = { s, seq };
+	npurt_status st = NPURT_OK;
+	int err;
+
+	if (dev->path == NPURT_SUBMIT_IOCTL && !s->destroyed) {
+		struct drm_npu_wait w = { .seq = seq, .timeout_ns = -1, .queue = s->queue };
+
+		err = npurt_ioctl(dev, DRM_IOCTL_NPU_WAIT, &w);
+		pthread_mutex_lock(&dev->lock);
+		if (!err && seq > s->done)
+			s->done = seq;
+		if (err == EIO && !s->failed) {
+			s->failed = true;
+			s->error = EIO;
+			s->status = w.status;
+			s->task = w.error_task;
+		}
+		pthread_mutex_unlock(&dev->lock);
+		if (err && err != EIO)
+			return npurt_set_error(npurt_status_from_errno(err),
+					       "%s: WAIT on queue %u: %s", who, s->queue, strerror(err));
+	}
+	pthread_mutex_lock(&dev->lock);
+	if (dev->path == NPURT_SUBMIT_IO_URING)
+		reap_until(dev, stream_reached, &until);
+	if (s->done < seq)
+		st = stream_failure(s, who);
+	pthread_mutex_unlock(&dev->lock);
+	return st;
+}
+
+void npurt_path_drain(npurt_stream *s)
+{
+	npurt_device *dev = s->dev;
+
+	if (dev->path != NPURT_SUBMIT_IO_URING)
+		return;
+	pthread_mutex_lock(&dev->lock);
+	reap_until(dev, stream_idle, s);
+	pthread_mutex_unlock(&dev->lock);
+}
