@@ -121,9 +121,9 @@ $(O)/tests/selftests/%: $(O)/obj/tests/selftests/%.o $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) $(URING_LIBS) -lm -o $@
 
-$(O)/tests/bench/%: $(O)/obj/tests/bench/%.o
+$(O)/tests/bench/%: $(O)/obj/tests/bench/%.o $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) $(URING_LIBS) $(BLAS_LIBS) -lm -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) $(URING_LIBS) $(BLAS_LIBS) -lpthread -lm -o $@
 
 # Benchmarks of the device core alone, run on the host.
 $(O)/tests/bench-host/%: $(O)/obj/tests/bench/host/%.o $(call obj,$(FWSIM_CORE))

@@ -95,6 +95,17 @@ void npu_dev_raise_irq(struct npu_dev *dev, unsigned int vector)
 		dev->ops->raise_irq(dev->opaque, vector);
 }
 
+/* A queue interrupt, unless one is pending with the host (see npu_fw_if.h). */
+void npu_dev_raise_queue_irq(struct npu_dev *dev)
+{
+	struct npu_fw_ctrl *c = dev->ctrl;
+
+	if (__atomic_load_n(&c->irq_suppress, __ATOMIC_ACQUIRE) &&
+	    __atomic_exchange_n(&c->queue_irq_pending, 1, __ATOMIC_SEQ_CST))
+		return;
+	npu_dev_raise_irq(dev, NPU_VEC_QUEUE);
+}
+
 static int32_t inject(struct npu_dev *dev, uint64_t kind, uint64_t arg)
 {
 	if (!dev->cfg.fault_injection)
@@ -138,7 +149,8 @@ void npu_dev_reset(struct npu_dev *dev)
 	       NPU_FW_RESERVED_SIZE - sizeof(c->magic));
 
 	c->if_version = NPU_FW_IF_VERSION(NPU_FW_IF_MAJOR, NPU_FW_IF_MINOR);
-	c->caps = dev->cfg.fault_injection ? NPU_FW_CAP_FAULT_INJECTION : 0;
+	c->caps = (dev->cfg.fault_injection ? NPU_FW_CAP_FAULT_INJECTION : 0) |
+		  NPU_FW_CAP_NOTIFY_SUPPRESS;
 	c->fw_version = NPU_DEV_FW_VERSION;
 	c->fw_peer_id = 0;
 	c->hbm_offset = 0;
@@ -187,10 +199,19 @@ static void *engine_main(void *arg)
 	pthread_mutex_lock(&dev->lock);
 	while (!dev->engine_stop) {
 		if (!dev->work_pending) {
-			pthread_cond_wait(&dev->work, &dev->lock);
-			continue;
+			/*
+			 * Going to sleep: from now on the host rings. Then one
+			 * more look, for a tail written before it saw the 0.
+			 */
+			__atomic_store_n(&dev->ctrl->engine_awake, 0, __ATOMIC_SEQ_CST);
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+			if (!npu_engine_step(dev)) {
+				pthread_cond_wait(&dev->work, &dev->lock);
+				continue;
+			}
 		}
 		dev->work_pending = false;
+		__atomic_store_n(&dev->ctrl->engine_awake, 1, __ATOMIC_SEQ_CST);
 		/* One task per queue per step; mailbox commands get the lock
 		 * between steps. Work rung meanwhile is picked up by the loop. */
 		while (!dev->engine_stop && npu_engine_step(dev)) {

@@ -119,6 +119,7 @@ void npu_dev_attach_host_mem(struct npu_dev *dev, void *mem, size_t size);
 
 /* Raise host interrupt `vector`, unless an injected fault drops it. */
 void npu_dev_raise_irq(struct npu_dev *dev, unsigned int vector);
+void npu_dev_raise_queue_irq(struct npu_dev *dev);
 
 /* Append an entry to the error log in the control block. */
 void npu_dev_log_error(struct npu_dev *dev, uint32_t code, uint32_t context,

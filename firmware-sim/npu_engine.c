@@ -226,7 +226,7 @@ static void queue_fault(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *
 	STORE_REL(&q->state, NPU_QUEUE_FAULTED);
 	npu_dev_log_error(dev, f->code, q->context, f->address,
 			  (qid << 8) | f->access);
-	npu_dev_raise_irq(dev, NPU_VEC_QUEUE);
+	npu_dev_raise_queue_irq(dev);
 }
 
 /* Run the task at head of queue `qid`. */
@@ -280,7 +280,7 @@ static void run_one(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q)
 		if (t.type == NPU_FW_TASK_EVENT_RECORD) {
 			s->timestamp_ns = npu_dev_clock_ns();
 			STORE_REL(&s->value, 1);
-			npu_dev_raise_irq(dev, NPU_VEC_QUEUE);	/* host waiters */
+			npu_dev_raise_queue_irq(dev);	/* host waiters */
 		} else if (t.type == NPU_FW_TASK_EVENT_RESET) {
 			STORE_REL(&s->value, 0);
 		} else if (t.type == NPU_FW_TASK_NOTIFY_RECORD) {
@@ -300,7 +300,7 @@ static void run_one(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q)
 	}
 	STORE_REL(&q->head, head + 1);
 	if (t.type == NPU_FW_TASK_FENCE)
-		npu_dev_raise_irq(dev, NPU_VEC_QUEUE);
+		npu_dev_raise_queue_irq(dev);
 }
 
 static bool runnable(struct npu_dev *dev, struct npu_fw_queue *q)

@@ -264,6 +264,7 @@ struct npu_fw_sync {
 
 /* Capability bits in npu_fw_ctrl.caps. */
 #define NPU_FW_CAP_FAULT_INJECTION	(1ull << 0)	/* NPU_FW_CMD_INJECT works */
+#define NPU_FW_CAP_NOTIFY_SUPPRESS	(1ull << 1)	/* engine_awake, queue_irq_pending */
 
 /*
  * The control block at offset 0 of BAR2. Everything up to `heartbeat` is
@@ -289,7 +290,23 @@ struct npu_fw_ctrl {
 	__u32 state;			/* enum npu_fw_state */
 	__u32 pad0;
 	__u64 heartbeat;		/* bumped every heartbeat_period_ms while alive */
-	__u64 reserved1[6];
+	/*
+	 * Notification suppression (NPU_FW_CAP_NOTIFY_SUPPRESS): busy queues
+	 * cost neither a doorbell per batch nor an interrupt per FENCE.
+	 *  - engine_awake: 1 while the engine will look at every queue's tail
+	 *    again before it sleeps. The host writes a tail and, after a full
+	 *    barrier, rings NPU_VEC_QUEUE only if it reads 0; the engine clears
+	 *    it and, after a full barrier, looks at the tails once more.
+	 *  - queue_irq_pending: once the host has written irq_suppress = 1,
+	 *    the device sets it when it raises NPU_VEC_QUEUE and raises only
+	 *    if it was 0; the host clears it, then (full barrier) reads the
+	 *    queues' state.
+	 */
+	__u32 engine_awake;		/* device -> host */
+	__u32 queue_irq_pending;	/* both */
+	__u32 irq_suppress;		/* host -> device; cleared by a power-on reset */
+	__u32 pad1;
+	__u64 reserved1[4];
 
 	struct npu_fw_mbox mbox;
 	struct npu_fw_errlog errlog;

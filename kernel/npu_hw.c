@@ -78,6 +78,42 @@ void npu_hw_doorbell(struct npu_device *ndev, unsigned int vector)
 	       ndev->regs + NPU_REG_DOORBELL);
 }
 
+/*
+ * A queue's tail moved: ring, unless the engine is awake and will look at
+ * it anyway (notification suppression, see npu_fw_if.h).
+ */
+void npu_hw_queue_kick(struct npu_device *ndev)
+{
+	if (ndev->fw.caps & NPU_FW_CAP_NOTIFY_SUPPRESS) {
+		/* The tail store is ordered before the engine_awake load. */
+		mb();
+		if (readl(&ndev->ctrl->engine_awake))
+			return;
+	}
+	npu_hw_doorbell(ndev, NPU_VEC_QUEUE);
+}
+
+/*
+ * About to read the queues' completion state: the device may raise the
+ * next queue interrupt from here on.
+ */
+void npu_hw_queue_irq_ack(struct npu_device *ndev)
+{
+	if (!(ndev->fw.caps & NPU_FW_CAP_NOTIFY_SUPPRESS))
+		return;
+	writel(0, &ndev->ctrl->queue_irq_pending);
+	/* The clear is ordered before the loads of done_seq and state. */
+	mb();
+}
+
+static void npu_hw_irq_suppress_off(void *arg)
+{
+	struct npu_device *ndev = arg;
+
+	/* Whoever binds next may not know the protocol. */
+	writel(0, &ndev->ctrl->irq_suppress);
+}
+
 static int npu_hw_wait_ready(struct npu_device *ndev)
 {
 	unsigned long deadline = jiffies + msecs_to_jiffies(NPU_FW_BOOT_TIMEOUT_MS);
@@ -178,5 +214,10 @@ int npu_hw_init(struct npu_device *ndev)
 	 * Registered after the IRQ-vector allocation, and the IRQs are
 	 * requested later, so they are freed before the vectors.
 	 */
-	return devm_add_action_or_reset(&pdev->dev, npu_hw_free_vectors, pdev);
+	ret = devm_add_action_or_reset(&pdev->dev, npu_hw_free_vectors, pdev);
+	if (ret || !(ndev->fw.caps & NPU_FW_CAP_NOTIFY_SUPPRESS))
+		return ret;
+	writel(0, &ndev->ctrl->queue_irq_pending);
+	writel(1, &ndev->ctrl->irq_suppress);
+	return devm_add_action_or_reset(&pdev->dev, npu_hw_irq_suppress_off, ndev);
 }

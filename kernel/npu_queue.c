@@ -97,12 +97,11 @@ static void npu_queue_update(struct npu_device *ndev, struct npu_queue *q,
 		if (list_empty(&q->jobs))
 			q->ctx->busy_ns += ktime_to_ns(ktime_sub(ktime_get(), q->busy_since));
 	}
-	q->done_seq = max(q->done_seq, done);
+	WRITE_ONCE(q->done_seq, max(q->done_seq, done));
 
 	if (!q->failed && readl(&slot->state) == NPU_QUEUE_FAULTED) {
 		u32 head = readl(&slot->head);
 
-		q->failed = true;
 		switch (readl(&slot->error)) {
 		case NPU_FW_EFAULT:
 			q->status = NPU_JOB_FAULT;
@@ -119,6 +118,8 @@ static void npu_queue_update(struct npu_device *ndev, struct npu_queue *q,
 		job = list_first_entry_or_null(&q->jobs, struct npu_job, link);
 		q->error_seq = job ? job->seq : q->done_seq + 1;
 		q->error_task = job ? head - job->first_slot : 0;
+		/* Last: io_uring parking reads the record without queue_lock. */
+		smp_store_release(&q->failed, true);
 		/* Nothing behind the failed task will run. */
 		npu_queue_fail_jobs(q, -EIO, retired);
 		npu_info(ndev, "context %u: %s at %#llx (%s) in batch %llu, task %u\n",
@@ -137,6 +138,7 @@ void npu_queue_poll(struct npu_device *ndev)
 	LIST_HEAD(retired);
 	u32 i;
 
+	npu_hw_queue_irq_ack(ndev);
 	mutex_lock(&ndev->queue_lock);
 	for (i = 0; i < ndev->fw.num_queues; i++)
 		if (ndev->queues[i])
@@ -170,11 +172,11 @@ static void npu_queue_fail(struct npu_device *ndev, struct npu_queue *q, u32 sta
 	struct npu_job *job = list_first_entry_or_null(&q->jobs, struct npu_job, link);
 
 	if (!q->failed) {
-		q->failed = true;
 		q->status = status;
 		q->error_seq = job ? job->seq : q->next_seq + 1;
 		q->error_task = job ? readl(&npu_queue_slot(ndev, q->hw_id)->head) -
 				      job->first_slot : 0;
+		smp_store_release(&q->failed, true);	/* last, as above */
 	}
 	npu_queue_fail_jobs(q, npu_job_status_errno(status), retired);
 	wake_up_all(&q->wq);
@@ -462,8 +464,9 @@ static bool npu_queue_has_room(struct npu_device *ndev, struct npu_queue *q, u32
 
 /*
  * Write the batch and its FENCE task to the ring and ring the doorbell.
- * On success the job belongs to the queue and *out_fence is a reference
- * to its dma_fence. A full ring blocks, or with `nowait` is -EAGAIN.
+ * On success the job belongs to the queue and, if out_fence is given,
+ * *out_fence is a reference to its dma_fence (made only for those who
+ * ask). A full ring blocks, or with `nowait` is -EAGAIN.
  */
 int npu_queue_push(struct npu_device *ndev, struct npu_queue *q, struct npu_job *job,
 		   const struct drm_npu_task *tasks, u32 count, bool nowait, u64 *seq,
@@ -490,10 +493,12 @@ int npu_queue_push(struct npu_device *ndev, struct npu_queue *q, struct npu_job 
 	job->seq = q->next_seq + 1;
 	job->first_slot = q->tail;
 	job->ntasks = count;
-	job->fence = npu_fence_create(q->fence_context, job->seq);
-	if (!job->fence) {
-		mutex_unlock(&q->submit_lock);
-		return -ENOMEM;
+	if (out_fence) {
+		job->fence = npu_fence_create(q->fence_context, job->seq);
+		if (!job->fence) {
+			mutex_unlock(&q->submit_lock);
+			return -ENOMEM;
+		}
 	}
 	mutex_lock(&ndev->queue_lock);
 	if (q->failed) {
@@ -508,7 +513,8 @@ int npu_queue_push(struct npu_device *ndev, struct npu_queue *q, struct npu_job 
 	 * after this point.
 	 */
 	job_seq = job->seq;
-	*out_fence = dma_fence_get(job->fence);
+	if (out_fence)
+		*out_fence = dma_fence_get(job->fence);
 	if (list_empty(&q->jobs)) {
 		/* The progress watch and the busy clock start with work. */
 		q->last_head = readl(&slot->head);
@@ -529,7 +535,7 @@ int npu_queue_push(struct npu_device *ndev, struct npu_queue *q, struct npu_job 
 	/* The tasks land before the tail that publishes them. */
 	wmb();
 	writel(q->tail, &slot->tail);
-	npu_hw_doorbell(ndev, NPU_VEC_QUEUE);
+	npu_hw_queue_kick(ndev);
 	*seq = job_seq;
 	mutex_unlock(&q->submit_lock);
 	return 0;

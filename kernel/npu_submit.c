@@ -164,6 +164,12 @@ static struct npu_job *npu_job_create(struct npu_ctx *ctx,
 	if (!job)
 		return ERR_PTR(-ENOMEM);
 	INIT_LIST_HEAD(&job->link);
+	/* NOPs and barriers hold nothing: no need for the context's lock. */
+	for (i = 0; i < count; i++)
+		if (tasks[i].type != NPU_TASK_NOP && tasks[i].type != NPU_TASK_BARRIER)
+			break;
+	if (i == count)
+		return job;
 	mutex_lock(&ctx->lock);
 	for (i = 0; i < count && !ret; i++) {
 		const struct drm_npu_task *t = &tasks[i];
@@ -260,6 +266,9 @@ int npu_ioctl_queue_abort(struct drm_device *drm, void *data, struct drm_file *f
 	return 0;
 }
 
+/* Batches up to this many tasks are copied to the stack, not the heap. */
+#define NPU_SUBMIT_SMALL	4
+
 /*
  * Queue a batch: SUBMIT for the ioctl and for io_uring. With `nowait`
  * it returns -EAGAIN, having changed nothing, where it would block (on
@@ -273,9 +282,9 @@ int npu_submit(struct drm_file *file, struct drm_npu_submit *args, bool nowait,
 	struct npu_device *ndev = to_npu_device(drm);
 	struct npu_ctx *ctx = file->driver_priv;
 	struct drm_npu_syncobj in[NPU_SUBMIT_MAX_SYNCOBJS], out[NPU_SUBMIT_MAX_SYNCOBJS];
+	struct drm_npu_task small[NPU_SUBMIT_SMALL], *tasks = small;
 	struct npu_syncobj_out outs;
 	struct dma_fence *fence;
-	struct drm_npu_task *tasks;
 	struct npu_queue *q;
 	struct npu_job *job;
 	int ret = 0, idx;
@@ -283,9 +292,11 @@ int npu_submit(struct drm_file *file, struct drm_npu_submit *args, bool nowait,
 
 	if (args->flags || args->pad || !args->count || args->count > NPU_SUBMIT_MAX_TASKS)
 		return -EINVAL;
-	tasks = kvmalloc_array(args->count, sizeof(*tasks), GFP_KERNEL);
-	if (!tasks)
-		return -ENOMEM;
+	if (args->count > NPU_SUBMIT_SMALL) {
+		tasks = kvmalloc_array(args->count, sizeof(*tasks), GFP_KERNEL);
+		if (!tasks)
+			return -ENOMEM;
+	}
 	if (copy_from_user(tasks, u64_to_user_ptr(args->tasks),
 			   args->count * sizeof(*tasks))) {
 		ret = -EFAULT;
@@ -333,13 +344,16 @@ int npu_submit(struct drm_file *file, struct drm_npu_submit *args, bool nowait,
 		ret = PTR_ERR(job);
 		goto out_put;
 	}
-	ret = npu_queue_push(ndev, q, job, tasks, args->count, nowait, &args->seq, &fence);
+	ret = npu_queue_push(ndev, q, job, tasks, args->count, nowait, &args->seq,
+			     args->out_count ? &fence : NULL);
 	if (ret) {
 		npu_job_free(job);
 		goto out_put;
 	}
-	npu_syncobj_install_out(&outs, fence);
-	dma_fence_put(fence);
+	if (args->out_count) {
+		npu_syncobj_install_out(&outs, fence);
+		dma_fence_put(fence);
+	}
 	if (qp) {
 		*qp = q;
 		q = NULL;
@@ -352,7 +366,8 @@ out_exit:
 out_release:
 	npu_syncobj_release_out(&outs);
 out_free:
-	kvfree(tasks);
+	if (tasks != small)
+		kvfree(tasks);
 	return ret;
 }
 

@@ -22,7 +22,9 @@
  *
  * Locking: ndev->ucmd_lock protects the lists. It is innermost (taken
  * under ndev->queue_lock, never the other way) and irq-safe, because the
- * time limits expire in hard interrupt context.
+ * time limits expire in hard interrupt context. Parking takes only
+ * ucmd_lock; see npu_ucmd_settle_queue() for why that cannot miss a
+ * completion.
  */
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
@@ -146,15 +148,20 @@ static s32 npu_ucmd_status_errno(u32 status)
 	return status == NPU_JOB_ABORTED ? -ECANCELED : -EIO;
 }
 
-/* Under queue_lock and ucmd_lock: settle what q's state decides. */
+/*
+ * Under ucmd_lock: settle what q's state decides. The state is written
+ * under queue_lock, and every change is followed by npu_uring_queue_settle():
+ * a command parked after a change sees it here, one parked before is
+ * settled by that call.
+ */
 static void npu_ucmd_settle_queue(struct npu_queue *q)
 {
 	struct npu_ucmd *u, *tmp;
 
 	list_for_each_entry_safe(u, tmp, &q->ucmds, wait_link) {
-		if (u->seq <= q->done_seq)
+		if (u->seq <= READ_ONCE(q->done_seq))
 			npu_ucmd_settle(u, 0, u->seq);
-		else if (q->failed)
+		else if (smp_load_acquire(&q->failed))
 			/* Nothing after the failure runs: everything waiting fails. */
 			npu_ucmd_settle(u, npu_ucmd_status_errno(q->status),
 					NPU_URING_RES2(q->status, q->error_task));
@@ -169,9 +176,6 @@ void npu_uring_queue_settle(struct npu_queue *q)
 	struct npu_device *ndev = q->ctx->ndev;
 	unsigned long flags;
 
-	/* Commands are added under queue_lock, so this cannot miss one. */
-	if (list_empty(&q->ucmds))
-		return;
 	spin_lock_irqsave(&ndev->ucmd_lock, flags);
 	npu_ucmd_settle_queue(q);
 	spin_unlock_irqrestore(&ndev->ucmd_lock, flags);
@@ -225,16 +229,21 @@ void npu_uring_reap(struct npu_device *ndev)
 #endif
 }
 
-static enum hrtimer_restart npu_ucmd_expire(struct hrtimer *t)
+/* Settle u with res unless something else settled it first. */
+static void npu_ucmd_settle_parked(struct npu_ucmd *u, s32 res)
 {
-	struct npu_ucmd *u = container_of(t, struct npu_ucmd, timer);
 	struct npu_device *ndev = u->ndev;
 	unsigned long flags;
 
 	spin_lock_irqsave(&ndev->ucmd_lock, flags);
 	if (!list_empty(&u->link))
-		npu_ucmd_settle(u, -ETIMEDOUT, 0);
+		npu_ucmd_settle(u, res, 0);
 	spin_unlock_irqrestore(&ndev->ucmd_lock, flags);
+}
+
+static enum hrtimer_restart npu_ucmd_expire(struct hrtimer *t)
+{
+	npu_ucmd_settle_parked(container_of(t, struct npu_ucmd, timer), -ETIMEDOUT);
 	return HRTIMER_NORESTART;
 }
 
@@ -272,7 +281,6 @@ static void npu_ucmd_park_queue(struct npu_ucmd *u, s64 timeout_ns)
 	unsigned long flags;
 
 	npu_ucmd_parking(u);
-	mutex_lock(&ndev->queue_lock);
 	spin_lock_irqsave(&ndev->ucmd_lock, flags);
 	list_add_tail(&u->link, &ndev->ucmds);
 	/* Keep the order by seq: SUBMITs append, a WAIT walks back a little. */
@@ -283,7 +291,6 @@ static void npu_ucmd_park_queue(struct npu_ucmd *u, s64 timeout_ns)
 	npu_ucmd_settle_queue(q);
 	npu_ucmd_arm(u, timeout_ns);
 	spin_unlock_irqrestore(&ndev->ucmd_lock, flags);
-	mutex_unlock(&ndev->queue_lock);
 }
 
 static int npu_ucmd_submit(struct npu_ucmd *u, struct drm_file *file,
@@ -370,20 +377,6 @@ static int npu_ucmd_decode(const struct io_uring_cmd *cmd, u32 *op,
 	return 0;
 }
 
-#ifdef HAVE_IO_URING_CMD_MARK_CANCELABLE
-static void npu_ucmd_cancel(struct io_uring_cmd *cmd)
-{
-	struct npu_ucmd *u = npu_ucmd_of(cmd);
-	struct npu_device *ndev = u->ndev;
-	unsigned long flags;
-
-	spin_lock_irqsave(&ndev->ucmd_lock, flags);
-	if (!list_empty(&u->link))
-		npu_ucmd_settle(u, -ECANCELED, 0);
-	spin_unlock_irqrestore(&ndev->ucmd_lock, flags);
-}
-#endif
-
 /*
  * file_operations.uring_cmd. Errors found before a command parks are
  * returned here and become its CQE; a parked command completes later.
@@ -400,7 +393,7 @@ int npu_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 
 #ifdef HAVE_IO_URING_CMD_MARK_CANCELABLE
 	if (issue_flags & IO_URING_F_CANCEL) {
-		npu_ucmd_cancel(cmd);
+		npu_ucmd_settle_parked(npu_ucmd_of(cmd), -ECANCELED);
 		return 0;
 	}
 #endif
