@@ -87,11 +87,26 @@ struct npu_ucmd {
 	u64 res2;
 };
 
-static_assert(sizeof(struct npu_ucmd *) <= sizeof_field(struct io_uring_cmd, pdu));
+/*
+ * In the command's pdu, which io_uring keeps until the CQE is posted:
+ * `settled` outlives the npu_ucmd, which the task work frees first, so a
+ * late cancel from io_uring can tell it must not touch it.
+ */
+struct npu_ucmd_pdu {
+	struct npu_ucmd *u;
+	bool settled;		/* under ucmd_lock */
+};
+
+static_assert(sizeof(struct npu_ucmd_pdu) <= sizeof_field(struct io_uring_cmd, pdu));
+
+static struct npu_ucmd_pdu *npu_ucmd_pdu(struct io_uring_cmd *cmd)
+{
+	return (struct npu_ucmd_pdu *)cmd->pdu;
+}
 
 static struct npu_ucmd *npu_ucmd_of(struct io_uring_cmd *cmd)
 {
-	return *(struct npu_ucmd **)cmd->pdu;
+	return npu_ucmd_pdu(cmd)->u;
 }
 
 u64 npu_uring_cmds_supported(void)
@@ -138,6 +153,7 @@ static void npu_ucmd_settle(struct npu_ucmd *u, s32 res, u64 res2)
 {
 	list_del_init(&u->link);
 	list_del_init(&u->wait_link);
+	npu_ucmd_pdu(u->cmd)->settled = true;
 	u->res = res;
 	u->res2 = res2;
 	io_uring_cmd_complete_in_task(u->cmd, npu_ucmd_task_work);
@@ -229,23 +245,35 @@ void npu_uring_reap(struct npu_device *ndev)
 #endif
 }
 
-/* Settle u with res unless something else settled it first. */
-static void npu_ucmd_settle_parked(struct npu_ucmd *u, s32 res)
+static enum hrtimer_restart npu_ucmd_expire(struct hrtimer *t)
 {
+	struct npu_ucmd *u = container_of(t, struct npu_ucmd, timer);
 	struct npu_device *ndev = u->ndev;
 	unsigned long flags;
 
 	spin_lock_irqsave(&ndev->ucmd_lock, flags);
 	if (!list_empty(&u->link))
-		npu_ucmd_settle(u, res, 0);
+		npu_ucmd_settle(u, -ETIMEDOUT, 0);
 	spin_unlock_irqrestore(&ndev->ucmd_lock, flags);
-}
-
-static enum hrtimer_restart npu_ucmd_expire(struct hrtimer *t)
-{
-	npu_ucmd_settle_parked(container_of(t, struct npu_ucmd, timer), -ETIMEDOUT);
 	return HRTIMER_NORESTART;
 }
+
+#ifdef HAVE_IO_URING_CMD_MARK_CANCELABLE
+/*
+ * io_uring cancels a command it still lists as cancelable: until its CQE
+ * is posted, which is after the task work freed the npu_ucmd.
+ */
+static void npu_ucmd_cancel(struct npu_device *ndev, struct io_uring_cmd *cmd)
+{
+	struct npu_ucmd_pdu *pdu = npu_ucmd_pdu(cmd);
+	unsigned long flags;
+
+	spin_lock_irqsave(&ndev->ucmd_lock, flags);
+	if (!pdu->settled)
+		npu_ucmd_settle(pdu->u, -ECANCELED, 0);
+	spin_unlock_irqrestore(&ndev->ucmd_lock, flags);
+}
+#endif
 
 /* Under ucmd_lock: a parked command's time limit, as the uapi defines it. */
 static void npu_ucmd_arm(struct npu_ucmd *u, s64 timeout_ns)
@@ -393,7 +421,7 @@ int npu_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 
 #ifdef HAVE_IO_URING_CMD_MARK_CANCELABLE
 	if (issue_flags & IO_URING_F_CANCEL) {
-		npu_ucmd_settle_parked(npu_ucmd_of(cmd), -ECANCELED);
+		npu_ucmd_cancel(ndev, cmd);
 		return 0;
 	}
 #endif
@@ -421,7 +449,8 @@ int npu_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	u->ndev = ndev;
 	u->ctx = ctx;
 	u->op = op;
-	*(struct npu_ucmd **)cmd->pdu = u;
+	npu_ucmd_pdu(cmd)->u = u;
+	npu_ucmd_pdu(cmd)->settled = false;
 	u->issue_flags = issue_flags;
 
 	switch (op) {
