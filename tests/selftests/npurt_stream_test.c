@@ -66,6 +66,37 @@ TEST_F(rt, memset_and_memcpy_land_in_order)
 	EXPECT_EQ(NPURT_OK, npurt_stream_synchronize(self->s));
 }
 
+TEST_F(rt, more_work_than_a_queue_holds_runs_in_issue_order)
+{
+	uint64_t a = npurt_mem_device_addr(self->a), b = npurt_mem_device_addr(self->b);
+	uint32_t *ha = npurt_mem_host_ptr(self->a);
+	npurt_stream *busy;
+	npurt_event *ev;
+
+	/* Hold the stream back behind ~200 MB of fills on another one... */
+	ASSERT_EQ(NPURT_OK, npurt_stream_create(self->dev, NPURT_PRIORITY_NORMAL, &busy));
+	ASSERT_EQ(NPURT_OK, npurt_event_create(self->dev, &ev));
+	for (int i = 0; i < 50; i++)
+		ASSERT_EQ(NPURT_OK, npurt_memset_async(busy, b, i, 4 * MiB));
+	ASSERT_EQ(NPURT_OK, npurt_event_record(ev, busy));
+	ASSERT_EQ(NPURT_OK, npurt_stream_wait_event(self->s, ev));
+	/*
+	 * ...so these 3000 batches fill its queue, six times over. Each copies
+	 * the word before it one further: a batch run before its predecessor
+	 * leaves a 0 behind.
+	 */
+	ASSERT_EQ(NPURT_OK, npurt_memset_async(self->s, a, 7, 4));
+	for (uint32_t i = 1; i < 3000; i++) {
+		ASSERT_EQ(NPURT_OK, npurt_memcpy_async(self->s, a + 4 * i, a + 4 * (i - 1), 4));
+	}
+	ASSERT_EQ(NPURT_OK, npurt_stream_synchronize(self->s)) TH_LOG("%s", npurt_last_error());
+	for (uint32_t i = 0; i < 3000; i++) {
+		ASSERT_EQ(7, ha[i]) TH_LOG("word %u", i);
+	}
+	npurt_event_destroy(ev);
+	npurt_stream_destroy(busy);
+}
+
 TEST_F(rt, bad_arguments_are_refused_before_the_device)
 {
 	uint64_t a = npurt_mem_device_addr(self->a);

@@ -37,6 +37,7 @@ struct npurt_stream {
 	/* Under dev->lock: whichever thread reaps completions writes them. */
 	uint64_t done;			/* every batch up to this one completed */
 	uint32_t outstanding;		/* io_uring commands without a CQE */
+	uint32_t slots;			/* and the ring slots they take */
 	bool failed;
 	int error;			/* the failing batch's errno */
 	uint32_t status;		/* and its enum drm_npu_job_status */

@@ -26,7 +26,9 @@ npurt_status npurt_stream_create(npurt_device *dev, npurt_stream_priority priori
 				 npurt_stream **out)
 {
 	static const char who[] = "npurt_stream_create";
-	struct drm_npu_queue_create create = { .priority = (uint32_t)priority };
+	/* The default depth: submit.c keeps each stream's work within it. */
+	struct drm_npu_queue_create create = { .priority = (uint32_t)priority,
+					       .depth = NPU_QUEUE_DEPTH_DEFAULT };
 	npurt_stream *s;
 	int err;
 

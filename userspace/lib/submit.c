@@ -14,7 +14,10 @@
  *    thread waiting for its stream is woken by whoever reaped its CQE.
  * The kernel may read a command's tasks after io_uring_enter() returns (a
  * SUBMIT that would block is retried from an io_uring worker), so each
- * command carries a copy of its tasks, freed when its CQE is reaped.
+ * command carries a copy of its tasks, freed when its CQE is reaped. A
+ * retried SUBMIT can be overtaken by later ones, so a stream never has
+ * more in flight than its queue's ring holds: then no SUBMIT waits for
+ * room, and batches reach the device in the order they were issued.
  *
  * Completions come as task work to the thread that submitted: the ring
  * uses the default notification (no COOP/DEFER_TASKRUN), so that thread
@@ -144,6 +147,7 @@ static void dispatch(npurt_device *dev, uint64_t user_data, int32_t res, uint64_
 		s->task = NPU_URING_RES2_TASK(res2);
 	}
 	s->outstanding--;
+	s->slots -= c->count + 1;
 	atomic_fetch_sub(&dev->ring->inflight, 1);
 	free(c);
 }
@@ -190,6 +194,19 @@ static void reap_until(npurt_device *dev, bool (*done)(void *), void *arg)
 	}
 }
 
+struct room {
+	npurt_stream *s;
+	uint32_t need;
+};
+
+/* Ring slots: a batch takes its tasks and the driver's FENCE. */
+static bool stream_has_room(void *arg)
+{
+	struct room *r = arg;
+
+	return r->s->slots + r->need <= NPU_QUEUE_DEPTH_DEFAULT || r->s->failed;
+}
+
 static bool ring_has_room(void *arg)
 {
 	npurt_device *dev = arg;
@@ -221,6 +238,8 @@ static npurt_status ring_submit(npurt_stream *s, const struct drm_npu_task *task
 		pthread_mutex_unlock(&dev->lock);
 	}
 	pthread_mutex_lock(&dev->lock);
+	reap_until(dev, stream_has_room, &(struct room){ s, count + 1 });
+	s->slots += count + 1;
 	s->outstanding++;
 	s->issued++;
 	pthread_mutex_unlock(&dev->lock);
