@@ -177,8 +177,11 @@ static void npu_ucmd_settle_queue(struct npu_queue *q)
 	list_for_each_entry_safe(u, tmp, &q->ucmds, wait_link) {
 		if (u->seq <= READ_ONCE(q->done_seq))
 			npu_ucmd_settle(u, 0, u->seq);
+		/*
+		 * Nothing after a failure runs: everything waiting fails. The
+		 * acquire pairs with the release that publishes the record.
+		 */
 		else if (smp_load_acquire(&q->failed))
-			/* Nothing after the failure runs: everything waiting fails. */
 			npu_ucmd_settle(u, npu_ucmd_status_errno(q->status),
 					NPU_URING_RES2(q->status, q->error_task));
 		else

@@ -18,7 +18,7 @@
  *   libnpurt, 4 streams   4-byte memsets through the library, W in
  *                         flight per stream, NPURT_SUBMIT=ioctl vs io_uring
  *
- * Each pair runs alternately NPU_BENCH_REPS times (default 3) and the
+ * Each pair runs alternately NPU_BENCH_REPS times (default 5) and the
  * median is shown. NPU_BENCH_TASKS: tasks per run (default 4000);
  * NPU_BENCH_WINDOW: W (default 16, at most 64).
  */
@@ -306,7 +306,7 @@ int main(void)
 		"libnpurt ioctl, 4 streams (memset)", "libnpurt io_uring, 4 streams",
 	};
 	int n = npu_env("NPU_BENCH_TASKS") ? (int)npu_env("NPU_BENCH_TASKS") : 4000;
-	int reps = npu_env("NPU_BENCH_REPS") ? (int)npu_env("NPU_BENCH_REPS") : 3;
+	int reps = npu_env("NPU_BENCH_REPS") ? (int)npu_env("NPU_BENCH_REPS") : 5;
 	int window = npu_env("NPU_BENCH_WINDOW") ? (int)npu_env("NPU_BENCH_WINDOW") : 16;
 	static struct result res[MODES][16];
 	struct result med[MODES], warm;
