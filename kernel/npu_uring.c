@@ -67,6 +67,9 @@ static_assert(sizeof(union npu_ucmd_args) <= NPU_URING_PAYLOAD);
 static_assert(NPU_URING_CMD_SUBMIT ==
 	      DRM_IOW(DRM_COMMAND_BASE + NPU_URING_CMD_BASE + NPU_UCMD_SUBMIT,
 		      struct drm_npu_submit));
+static_assert(NPU_URING_CMD_WAIT ==
+	      DRM_IOW(DRM_COMMAND_BASE + NPU_URING_CMD_BASE + NPU_UCMD_WAIT,
+		      struct drm_npu_uring_wait));
 static_assert(NPU_URING_CMD_EVENT_WAIT ==
 	      DRM_IOW(DRM_COMMAND_BASE + NPU_URING_CMD_BASE + NPU_UCMD_EVENT_WAIT,
 		      struct drm_npu_uring_event_wait));
