@@ -5,10 +5,14 @@
  * from submission to its completion being seen.
  *
  *   ioctl, 1 queue        SUBMIT ioctl, then WAIT ioctl, one at a time
- *   io_uring, 1 queue     SUBMIT command, then its CQE, one at a time
+ *   io_uring, 1 queue     SUBMIT command, then its CQE, one at a time, on a
+ *                         ring for one thread (SINGLE_ISSUER|DEFER_TASKRUN:
+ *                         completions are posted when the thread waits)
  *   ... polled            the same, but the caller spins instead of
  *                         sleeping: WAIT with a time limit of 0 in a loop,
- *                         or looks at the CQ ring (no system call)
+ *                         or looks at the CQ ring (no system call; on a
+ *                         default ring, where the kernel interrupts the
+ *                         spinning thread to post the CQE)
  *   ioctl, 4 threads      a thread per queue, each SUBMIT then WAIT: how
  *                         the ioctl path runs 4 queues at batch 1
  *   ioctl, 4 queues       one thread, W batches in flight per queue:
@@ -267,7 +271,7 @@ static void row(const char *name, const struct result *r)
 
 enum { IO1, UR1, IO1P, UR1P, IO4T, UR4, IO4, UR4B, IO4B, UR4SQ, LIBIO, LIBUR, MODES };
 
-static struct io_uring sqpoll;
+static struct io_uring sqpoll, spin;
 
 static int run_mode(int mode, struct io_uring *ring, int fd, const uint32_t *q, int window,
 		    int n, struct result *r)
@@ -276,7 +280,7 @@ static int run_mode(int mode, struct io_uring *ring, int fd, const uint32_t *q, 
 	case IO1: return run_ioctl(fd, q, 1, 1, 0, n, r);
 	case UR1: return run_uring(ring, fd, q, 1, 1, 0, n, r);
 	case IO1P: return run_ioctl(fd, q, 1, 1, 1, n, r);
-	case UR1P: return run_uring(ring, fd, q, 1, 1, 1, n, r);
+	case UR1P: return run_uring(&spin, fd, q, 1, 1, 1, n, r);
 	case IO4T: return run_ioctl_threads(fd, q, n, r);
 	case IO4: return run_ioctl(fd, q, QUEUES, window, 0, n, r);
 	case UR4:
@@ -317,7 +321,9 @@ int main(void)
 	n = n > MAX_TASKS ? MAX_TASKS : n;
 	reps = reps < 1 ? 1 : reps > 16 ? 16 : reps;
 	window = window < 1 ? 1 : window > WINDOW_MAX ? WINDOW_MAX : window;
-	if (fd < 0 || io_uring_queue_init(256, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32)) {
+	if (fd < 0 || io_uring_queue_init(256, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32 |
+					  IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN) ||
+	    io_uring_queue_init(256, &spin, IORING_SETUP_SQE128 | IORING_SETUP_CQE32)) {
 		fprintf(stderr, "uring_bench: no npu device or no io_uring\n");
 		return 1;
 	}
@@ -361,6 +367,7 @@ int main(void)
 	       med[UR4SQ].tasks_per_s / med[IO4B].tasks_per_s,
 	       med[LIBUR].tasks_per_s / med[LIBIO].tasks_per_s);
 	io_uring_queue_exit(&ring);
+	io_uring_queue_exit(&spin);
 	io_uring_queue_exit(&sqpoll);
 	close(fd);
 	return 0;

@@ -9,6 +9,9 @@
  *
  * "Parked" commands are counted by debugfs npu_queues ("io_uring
  * commands: N"), which every test checks is back to zero at the end.
+ * Each test runs on a default ring and on a single-thread one
+ * (SINGLE_ISSUER | DEFER_TASKRUN), where completions are posted only
+ * when the thread waits.
  */
 #include <liburing.h>
 #include <signal.h>
@@ -104,17 +107,28 @@ static long long parked_settles(long long want)
 
 FIXTURE(ur) {
 	int fd;
+	unsigned int flags;		/* the variant's ring flags */
 	struct io_uring ring;
 	struct drm_npu_bo_create bo;
 	uint32_t *map;
 	uint32_t q, gate;		/* a queue and an event that blocks it */
 };
 
+FIXTURE_VARIANT(ur) {
+	unsigned int flags;
+};
+
+FIXTURE_VARIANT_ADD(ur, default_ring) { .flags = URING_FLAGS };
+FIXTURE_VARIANT_ADD(ur, single_thread_ring) {
+	.flags = URING_FLAGS | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+};
+
 FIXTURE_SETUP(ur)
 {
 	self->fd = npu_open();
 	ASSERT_LE(0, self->fd);
-	ASSERT_EQ(0, io_uring_queue_init(64, &self->ring, URING_FLAGS));
+	self->flags = variant->flags;
+	ASSERT_EQ(0, io_uring_queue_init(64, &self->ring, self->flags));
 	ASSERT_EQ(0, npu_bo_create(self->fd, 1 << 20, NPU_BO_PAGE_NORMAL_ONLY, &self->bo));
 	self->map = npu_bo_mmap(self->fd, self->bo.handle, 1 << 20);
 	ASSERT_NE(MAP_FAILED, self->map);
@@ -469,7 +483,7 @@ TEST_F(ur, closing_the_ring_cancels_its_commands)
 	struct cqe c;
 
 	w.seq = block_queue(_metadata, self);
-	ASSERT_EQ(0, io_uring_queue_init(8, &r, URING_FLAGS));
+	ASSERT_EQ(0, io_uring_queue_init(8, &r, self->flags));
 	ASSERT_EQ(0, prep(&r, self->fd, NPU_URING_CMD_WAIT, &w, sizeof(w), 1));
 	ASSERT_EQ(0, prep(&r, self->fd, NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), 2));
 	ASSERT_EQ(0, prep(&r, self->fd, NPU_URING_CMD_SUBMIT, &s, sizeof(s), 3));
@@ -514,7 +528,7 @@ TEST_F(ur, a_killed_process_with_parked_commands_leaves_nothing)
 		if (fd < 0 || npu_queue_create(fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q) ||
 		    npu_sync_create(fd, NPU_SYNC_EVENT, &ev) ||
 		    npu_bo_create(fd, 1 << 20, NPU_BO_PAGE_NORMAL_ONLY, &bo) ||
-		    io_uring_queue_init(16, &r, URING_FLAGS))
+		    io_uring_queue_init(16, &r, variant->flags))
 			_exit(1);
 		t = task1(NPU_TASK_EVENT_WAIT, ev);
 		if (npu_submit_on(fd, q, &t, 1, NULL))
@@ -557,7 +571,7 @@ TEST_F(ur, a_killed_process_with_parked_commands_leaves_nothing)
 TEST_F_TIMEOUT(ur, ten_thousand_commands_on_eight_queues_complete_exactly_once, 120)
 {
 	enum { QUEUES = 8, PER_QUEUE = 1250, TOTAL = QUEUES * PER_QUEUE };
-	struct io_uring_params p = { .flags = URING_FLAGS | IORING_SETUP_CQSIZE,
+	struct io_uring_params p = { .flags = self->flags | IORING_SETUP_CQSIZE,
 				     .cq_entries = 16384 };
 	struct drm_npu_task nop = task1(NPU_TASK_NOP, 0), t, rec[QUEUES];
 	uint32_t queues[QUEUES], notify[QUEUES], submits[QUEUES];
