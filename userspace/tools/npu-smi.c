@@ -45,6 +45,8 @@ static int show(int index, int ping)
 	printf("  AI cores      %u\n", info.core_count);
 	printf("  heartbeat     %" PRIu64 " (every %u ms)\n", info.heartbeat,
 	       info.heartbeat_ms);
+	printf("  submission    %s\n", npurt_device_submit_path(dev) == NPURT_SUBMIT_IO_URING ?
+	       "io_uring" : "ioctl");
 	if (ping) {
 		if (npurt_device_ping(dev, &rtt)) {
 			fprintf(stderr, "npu-smi: %s\n", npurt_last_error());
