@@ -479,14 +479,22 @@ int npu_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	return -EIOCBQUEUED;
 }
 
+/* The first few parked commands: the lock is irq-safe, the list unbounded. */
+#define NPU_UCMD_SHOW_MAX	32
+
 void npu_uring_debugfs_show(struct seq_file *m, struct npu_device *ndev)
 {
 	struct npu_ucmd *u;
 	unsigned long flags;
+	unsigned int n = 0;
 
 	seq_printf(m, "io_uring commands: %d\n", atomic_read(&ndev->ucmd_count));
 	spin_lock_irqsave(&ndev->ucmd_lock, flags);
 	list_for_each_entry(u, &ndev->ucmds, link) {
+		if (n++ == NPU_UCMD_SHOW_MAX) {
+			seq_puts(m, "  ...\n");
+			break;
+		}
 		if (u->q)
 			seq_printf(m, "  context %u %s queue %u seq %llu\n", u->ctx->id,
 				   npu_ucmd_names[u->op], u->q->id, u->seq);
