@@ -10,7 +10,13 @@
  * handler retires finished batches (dropping what they kept alive) and
  * wakes waiters.
  *
- * Locking: q->submit_lock serialises writers of one ring. ndev->queue_lock
+ * A batch that finds the ring full either waits for room (the ioctl) or,
+ * from io_uring, gets its sequence number and waits in the queue's
+ * backlog; completions refill the ring from the backlog, in order, and a
+ * failure fails the backlog too. New batches go behind the backlog.
+ *
+ * Locking: q->submit_lock serialises writers of one ring and guards its
+ * backlog. ndev->queue_lock
  * protects ndev->queues[] and every queue's job list and completion
  * state; it is taken after ctx->lock and q->submit_lock, never before.
  * Jobs are freed with no lock held: dropping the last reference to a
@@ -19,6 +25,7 @@
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
 #include <drm/drm_managed.h>
+#include <linux/bitmap.h>
 #include <linux/dma-fence.h>
 #include <linux/interrupt.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
@@ -52,6 +59,7 @@ void npu_job_free(struct npu_job *job)
 	for (i = 0; i < job->nsyncs; i++)
 		npu_sync_put(job->syncs[i]);
 	kfree(job->syncs);
+	kvfree(job->tasks);
 	/* Last: whoever waits on the fence finds the buffers released. */
 	if (job->fence) {
 		if (job->error)
@@ -132,19 +140,48 @@ static void npu_queue_update(struct npu_device *ndev, struct npu_queue *q,
 	npu_uring_queue_settle(q);
 }
 
-/* Retire whatever the device finished, on every queue. */
+static void npu_queue_drain(struct npu_device *ndev, struct npu_queue *q);
+static void __npu_queue_drain(struct npu_device *ndev, struct npu_queue *q,
+			      struct list_head *dropped);
+
+/*
+ * Retire whatever the device finished, on every queue; then refill rings
+ * from their backlogs.
+ */
 void npu_queue_poll(struct npu_device *ndev)
 {
+	DECLARE_BITMAP(backlogged, NPU_FW_MAX_QUEUES);
 	LIST_HEAD(retired);
 	u32 i;
 
+	bitmap_zero(backlogged, NPU_FW_MAX_QUEUES);
 	npu_hw_queue_irq_ack(ndev);
 	mutex_lock(&ndev->queue_lock);
-	for (i = 0; i < ndev->fw.num_queues; i++)
-		if (ndev->queues[i])
-			npu_queue_update(ndev, ndev->queues[i], &retired);
+	for (i = 0; i < ndev->fw.num_queues; i++) {
+		struct npu_queue *q = ndev->queues[i];
+
+		if (!q)
+			continue;
+		npu_queue_update(ndev, q, &retired);
+		if (READ_ONCE(q->backlog_tasks))
+			__set_bit(i, backlogged);
+	}
 	mutex_unlock(&ndev->queue_lock);
 	npu_jobs_free(&retired);
+	for_each_set_bit(i, backlogged, NPU_FW_MAX_QUEUES) {
+		struct npu_queue *q;
+
+		/* Referenced under the lock: the slot may have changed hands. */
+		mutex_lock(&ndev->queue_lock);
+		q = ndev->queues[i];
+		if (q)
+			kref_get(&q->ref);
+		mutex_unlock(&ndev->queue_lock);
+		if (q) {
+			npu_queue_drain(ndev, q);
+			npu_queue_put(q);
+		}
+	}
 	/* The same interrupt announces event records. */
 	wake_up_all(&ndev->sync_wq);
 	npu_uring_events_settle(ndev);
@@ -173,7 +210,8 @@ static void npu_queue_fail(struct npu_device *ndev, struct npu_queue *q, u32 sta
 
 	if (!q->failed) {
 		q->status = status;
-		q->error_seq = job ? job->seq : q->next_seq + 1;
+		/* With nothing on the ring, the first unfinished is in the backlog. */
+		q->error_seq = job ? job->seq : q->done_seq + 1;
 		q->error_task = job ? readl(&npu_queue_slot(ndev, q->hw_id)->head) -
 				      job->first_slot : 0;
 		smp_store_release(&q->failed, true);	/* last, as above */
@@ -344,6 +382,7 @@ int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries,
 	q->fence_context = dma_fence_context_alloc(1);
 	mutex_init(&q->submit_lock);
 	INIT_LIST_HEAD(&q->jobs);
+	INIT_LIST_HEAD(&q->backlog);
 	init_waitqueue_head(&q->wq);
 	INIT_LIST_HEAD(&q->ucmds);
 
@@ -411,6 +450,7 @@ static void npu_queue_stop(struct npu_queue *q, bool destroy)
 	mutex_lock(&ndev->queue_lock);
 	npu_queue_fail(ndev, q, NPU_JOB_ABORTED, &retired);
 	mutex_unlock(&ndev->queue_lock);
+	__npu_queue_drain(ndev, q, &retired);	/* the backlog fails too */
 	if (destroy) {
 		npu_hbm_free(ndev, q->ctx, NPU_MEM_REGION_QUEUES, &q->ring);
 		ida_free(&ndev->queue_ida, q->hw_id);
@@ -462,49 +502,29 @@ static bool npu_queue_has_room(struct npu_device *ndev, struct npu_queue *q, u32
 	return READ_ONCE(q->failed) || READ_ONCE(q->tail) - head + need <= q->entries;
 }
 
+/* Under submit_lock: may a new batch go straight to the ring? */
+static bool npu_queue_can_write(struct npu_device *ndev, struct npu_queue *q, u32 need)
+{
+	return !READ_ONCE(q->backlog_tasks) && npu_queue_has_room(ndev, q, need);
+}
+
 /*
- * Write the batch and its FENCE task to the ring and ring the doorbell.
- * On success the job belongs to the queue and, if out_fence is given,
- * *out_fence is a reference to its dma_fence (made only for those who
- * ask). A full ring blocks, or with `nowait` is -EAGAIN.
+ * Under submit_lock, with room: publish the job to the completion side,
+ * write its tasks and FENCE to the ring and ring the doorbell. -EIO,
+ * with the job still the caller's, if the queue failed.
  */
-int npu_queue_push(struct npu_device *ndev, struct npu_queue *q, struct npu_job *job,
-		   const struct drm_npu_task *tasks, u32 count, bool nowait, u64 *seq,
-		   struct dma_fence **out_fence)
+static int npu_queue_write(struct npu_device *ndev, struct npu_queue *q, struct npu_job *job,
+			   const struct drm_npu_task *tasks)
 {
 	struct npu_fw_queue __iomem *slot = npu_queue_slot(ndev, q->hw_id);
 	struct npu_fw_task fence = { .type = NPU_FW_TASK_FENCE };
 	void __iomem *ring = ndev->hbm + q->ring.start;
-	u32 need = count + 1, i;
-	u64 job_seq;
-	int ret;
+	u32 count = job->ntasks, i;
+	u64 job_seq = job->seq;
 
-	mutex_lock(&q->submit_lock);
-	while (!npu_queue_has_room(ndev, q, need)) {
-		mutex_unlock(&q->submit_lock);
-		if (nowait)
-			return -EAGAIN;
-		ret = wait_event_interruptible(q->wq, npu_queue_has_room(ndev, q, need));
-		if (ret)
-			return ret;
-		mutex_lock(&q->submit_lock);
-	}
-
-	job->seq = q->next_seq + 1;
-	job->first_slot = q->tail;
-	job->ntasks = count;
-	if (out_fence) {
-		job->fence = npu_fence_create(q->fence_context, job->seq);
-		if (!job->fence) {
-			mutex_unlock(&q->submit_lock);
-			return -ENOMEM;
-		}
-	}
 	mutex_lock(&ndev->queue_lock);
 	if (q->failed) {
 		mutex_unlock(&ndev->queue_lock);
-		mutex_unlock(&q->submit_lock);
-		job->error = -ECANCELED;	/* never queued */
 		return -EIO;
 	}
 	/*
@@ -512,9 +532,7 @@ int npu_queue_push(struct npu_device *ndev, struct npu_queue *q, struct npu_job 
 	 * reset may retire and free it at any moment. Read nothing from it
 	 * after this point.
 	 */
-	job_seq = job->seq;
-	if (out_fence)
-		*out_fence = dma_fence_get(job->fence);
+	job->first_slot = q->tail;
 	if (list_empty(&q->jobs)) {
 		/* The progress watch and the busy clock start with work. */
 		q->last_head = readl(&slot->head);
@@ -530,14 +548,121 @@ int npu_queue_push(struct npu_device *ndev, struct npu_queue *q, struct npu_job 
 	fence.args[0] = job_seq;
 	memcpy_toio(ring + ((q->tail + count) % q->entries) * sizeof(fence),
 		    &fence, sizeof(fence));
-	q->next_seq = job_seq;
-	WRITE_ONCE(q->tail, q->tail + need);
+	q->next_seq = max(q->next_seq, job_seq);
+	WRITE_ONCE(q->tail, q->tail + count + 1);
 	/* The tasks land before the tail that publishes them. */
 	wmb();
 	writel(q->tail, &slot->tail);
 	npu_hw_queue_kick(ndev);
-	*seq = job_seq;
-	mutex_unlock(&q->submit_lock);
 	return 0;
 }
 
+/*
+ * Queue a batch: write it to the ring, or with NPU_PUSH_BACKLOG keep it,
+ * in order, until there is room (up to NPU_QUEUE_BACKLOG_DEPTHS rings'
+ * worth). Where it would have to wait it blocks (NPU_PUSH_BLOCK) or
+ * returns -EAGAIN. On success the job belongs to the queue, *seq is its
+ * sequence number and, if out_fence is given, *out_fence a reference to
+ * its dma_fence (made only for those who ask).
+ */
+int npu_queue_push(struct npu_device *ndev, struct npu_queue *q, struct npu_job *job,
+		   const struct drm_npu_task *tasks, u32 count, enum npu_push_mode mode,
+		   u64 *seq, struct dma_fence **out_fence)
+{
+	u32 need = count + 1;
+	bool backlog = false;
+	int ret;
+
+	mutex_lock(&q->submit_lock);
+	while (!npu_queue_can_write(ndev, q, need)) {
+		if (mode == NPU_PUSH_BACKLOG && !READ_ONCE(q->failed) &&
+		    q->backlog_tasks + need <= NPU_QUEUE_BACKLOG_DEPTHS * q->entries) {
+			backlog = true;
+			break;
+		}
+		mutex_unlock(&q->submit_lock);
+		if (mode != NPU_PUSH_BLOCK)
+			return -EAGAIN;
+		ret = wait_event_interruptible(q->wq, npu_queue_can_write(ndev, q, need));
+		if (ret)
+			return ret;
+		mutex_lock(&q->submit_lock);
+	}
+
+	job->seq = q->next_seq + 1;
+	job->ntasks = count;
+	if (out_fence) {
+		job->fence = npu_fence_create(q->fence_context, job->seq);
+		if (!job->fence) {
+			ret = -ENOMEM;
+			goto out_unlock;
+		}
+		/* Taken now: once queued, the job may be freed at any time. */
+		*out_fence = dma_fence_get(job->fence);
+	}
+	if (backlog) {
+		job->tasks = kvmalloc_array(count, sizeof(*tasks), GFP_KERNEL);
+		if (!job->tasks) {
+			ret = -ENOMEM;
+			goto out_put;
+		}
+		memcpy(job->tasks, tasks, count * sizeof(*tasks));
+		list_add_tail(&job->link, &q->backlog);
+		WRITE_ONCE(q->backlog_tasks, q->backlog_tasks + need);
+		q->next_seq = job->seq;
+	} else {
+		ret = npu_queue_write(ndev, q, job, tasks);
+		if (ret) {
+			job->error = -ECANCELED;	/* never queued */
+			goto out_put;
+		}
+	}
+	/* The job may be gone from here: only the queue is read. */
+	*seq = q->next_seq;
+	mutex_unlock(&q->submit_lock);
+	return 0;
+
+out_put:
+	if (out_fence)
+		dma_fence_put(*out_fence);
+out_unlock:
+	mutex_unlock(&q->submit_lock);
+	return ret;
+}
+
+/* Under submit_lock: move what fits from the backlog to the ring. */
+static void __npu_queue_drain(struct npu_device *ndev, struct npu_queue *q,
+			      struct list_head *dropped)
+{
+	struct npu_job *job, *tmp;
+
+	list_for_each_entry_safe(job, tmp, &q->backlog, link) {
+		const struct drm_npu_task *tasks = job->tasks;
+		bool failed = READ_ONCE(q->failed);
+
+		if (!failed && !npu_queue_has_room(ndev, q, job->ntasks + 1))
+			break;
+		list_del_init(&job->link);
+		WRITE_ONCE(q->backlog_tasks, q->backlog_tasks - (job->ntasks + 1));
+		job->tasks = NULL;
+		/* A failed queue runs nothing more: its backlog fails. */
+		if (failed || npu_queue_write(ndev, q, job, tasks)) {
+			job->error = -EIO;
+			list_add_tail(&job->link, dropped);
+		}
+		kvfree(tasks);
+	}
+}
+
+/* Room freed up, or the queue failed: see __npu_queue_drain(). */
+static void npu_queue_drain(struct npu_device *ndev, struct npu_queue *q)
+{
+	LIST_HEAD(dropped);
+
+	mutex_lock(&q->submit_lock);
+	__npu_queue_drain(ndev, q, &dropped);
+	mutex_unlock(&q->submit_lock);
+	/* Submitters blocked behind the backlog. */
+	wake_up_all(&q->wq);
+	npu_jobs_free(&dropped);
+}

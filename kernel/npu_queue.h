@@ -23,6 +23,7 @@ struct npu_job {
 	struct npu_bo_map **maps;	/* referenced, with their buffers */
 	u32 nsyncs;
 	struct npu_sync **syncs;	/* events and notifies it names, referenced */
+	struct drm_npu_task *tasks;	/* while in the backlog: what to write */
 	struct dma_fence *fence;	/* signalled when the job is freed */
 	int error;			/* the fence's error, 0 if it completed */
 };
@@ -43,9 +44,11 @@ struct npu_queue {
 	u64 fence_context;
 	struct drm_mm_node ring;
 
-	struct mutex submit_lock;	/* tail, next_seq */
+	struct mutex submit_lock;	/* tail, next_seq, backlog */
 	u32 tail;
 	u64 next_seq;
+	struct list_head backlog;	/* jobs waiting for ring room, in seq order */
+	u32 backlog_tasks;		/* ring slots they need */
 
 	/* Under ndev->queue_lock, written by the completion handler. */
 	struct list_head jobs;
@@ -66,6 +69,16 @@ struct npu_queue {
 struct dma_fence;
 struct drm_npu_task;
 
+/* What a push does when the ring has no room (see npu_queue_push()). */
+enum npu_push_mode {
+	NPU_PUSH_BLOCK,			/* wait for room */
+	NPU_PUSH_NOWAIT,		/* -EAGAIN */
+	NPU_PUSH_BACKLOG,		/* keep it in order until there is room */
+};
+
+/* A backlog holds at most this many rings' worth of tasks. */
+#define NPU_QUEUE_BACKLOG_DEPTHS	16
+
 /* Hardware queue `id`'s slot in the device's queue table. */
 static inline struct npu_fw_queue __iomem *npu_queue_slot(struct npu_device *ndev, u32 id)
 {
@@ -78,8 +91,8 @@ int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries,
 struct npu_queue *npu_queue_lookup(struct npu_ctx *ctx, u32 id, bool create);
 void npu_queue_put(struct npu_queue *q);
 int npu_queue_push(struct npu_device *ndev, struct npu_queue *q, struct npu_job *job,
-		   const struct drm_npu_task *tasks, u32 count, bool nowait, u64 *seq,
-		   struct dma_fence **out_fence);
+		   const struct drm_npu_task *tasks, u32 count, enum npu_push_mode mode,
+		   u64 *seq, struct dma_fence **out_fence);
 void npu_job_free(struct npu_job *job);
 int npu_queue_quiesce_hw(struct npu_device *ndev);
 void npu_queue_abort_all(struct npu_device *ndev);
@@ -91,8 +104,8 @@ void npu_queue_abort(struct npu_queue *q);
 int npu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *file);
 int npu_ioctl_queue_destroy(struct drm_device *drm, void *data, struct drm_file *file);
 int npu_ioctl_queue_abort(struct drm_device *drm, void *data, struct drm_file *file);
-int npu_submit(struct drm_file *file, struct drm_npu_submit *args, bool nowait,
-	       struct npu_queue **qp);
+int npu_submit(struct drm_file *file, struct drm_npu_submit *args,
+	       enum npu_push_mode mode, struct npu_queue **qp);
 int npu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file);
 int npu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file);
 

@@ -270,13 +270,14 @@ int npu_ioctl_queue_abort(struct drm_device *drm, void *data, struct drm_file *f
 #define NPU_SUBMIT_SMALL	4
 
 /*
- * Queue a batch: SUBMIT for the ioctl and for io_uring. With `nowait`
- * it returns -EAGAIN, having changed nothing, where it would block (on
- * in-syncobjs or a full ring). With `qp` the caller gets the queue,
- * referenced.
+ * Queue a batch: SUBMIT for the ioctl (NPU_PUSH_BLOCK) and for io_uring.
+ * Where it would block, NPU_PUSH_NOWAIT returns -EAGAIN having changed
+ * nothing; NPU_PUSH_BACKLOG does the same for in-syncobjs but keeps a
+ * batch that finds the ring full in the queue's backlog, in order. With
+ * `qp` the caller gets the queue, referenced.
  */
-int npu_submit(struct drm_file *file, struct drm_npu_submit *args, bool nowait,
-	       struct npu_queue **qp)
+int npu_submit(struct drm_file *file, struct drm_npu_submit *args,
+	       enum npu_push_mode mode, struct npu_queue **qp)
 {
 	struct drm_device *drm = file->minor->dev;
 	struct npu_device *ndev = to_npu_device(drm);
@@ -313,7 +314,7 @@ int npu_submit(struct drm_file *file, struct drm_npu_submit *args, bool nowait,
 		ret = npu_syncobj_copy(args->out_syncobjs, args->out_count, out);
 	if (ret)
 		goto out_free;
-	if (nowait && args->in_count) {
+	if (mode != NPU_PUSH_BLOCK && args->in_count) {
 		ret = -EAGAIN;
 		goto out_free;
 	}
@@ -344,7 +345,7 @@ int npu_submit(struct drm_file *file, struct drm_npu_submit *args, bool nowait,
 		ret = PTR_ERR(job);
 		goto out_put;
 	}
-	ret = npu_queue_push(ndev, q, job, tasks, args->count, nowait, &args->seq,
+	ret = npu_queue_push(ndev, q, job, tasks, args->count, mode, &args->seq,
 			     args->out_count ? &fence : NULL);
 	if (ret) {
 		npu_job_free(job);
@@ -373,7 +374,7 @@ out_free:
 
 int npu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 {
-	return npu_submit(file, data, false, NULL);
+	return npu_submit(file, data, NPU_PUSH_BLOCK, NULL);
 }
 
 static bool npu_queue_settled(struct npu_queue *q, u64 seq)

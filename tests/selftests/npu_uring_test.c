@@ -685,6 +685,81 @@ TEST_F_TIMEOUT(ur, ten_thousand_commands_on_eight_queues_complete_exactly_once, 
 	close(other);
 }
 
+/*
+ * A queue of the smallest depth, blocked on the gate: `n` SUBMITs, each
+ * copying the word before it one further, are all queued behind it.
+ */
+static uint32_t fill_backlog(struct __test_metadata *_metadata, FIXTURE_DATA(ur) *self,
+			     struct drm_npu_task *copies, int n)
+{
+	struct drm_npu_task gate = task1(NPU_TASK_EVENT_WAIT, self->gate);
+	uint64_t va = self->bo.device_va;
+	uint32_t q = 0;
+
+	EXPECT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, NPU_QUEUE_DEPTH_MIN,
+				      30000, &q));
+	EXPECT_EQ(0, npu_submit_on(self->fd, q, &gate, 1, NULL));
+	for (int i = 0; i < n; i++) {
+		struct drm_npu_submit s = { .tasks = (uintptr_t)&copies[i], .count = 1, .queue = q };
+
+		copies[i] = npu_task_copy(va + 4 * (i + 1), va + 4 * i, 4);
+		EXPECT_EQ(0, prep(&self->ring, self->fd, NPU_URING_CMD_SUBMIT, &s, sizeof(s), i));
+		if (io_uring_sq_space_left(&self->ring) == 0)
+			EXPECT_LT(0, io_uring_submit(&self->ring));
+	}
+	EXPECT_LE(0, io_uring_submit(&self->ring));
+	return q;
+}
+
+TEST_F(ur, a_full_queue_keeps_submits_in_issue_order)
+{
+	enum { N = 1000 };	/* four times what the ring holds */
+	static struct drm_npu_task copies[N];
+	static uint8_t seen[N];
+	struct cqe c;
+
+	memset(seen, 0, sizeof(seen));
+	self->map[0] = 7;
+	fill_backlog(_metadata, self, copies, N);
+	/* Every SUBMIT is waiting in the kernel, none in an io_uring worker. */
+	EXPECT_EQ(N, parked());
+	open_gate(_metadata, self);
+	for (int i = 0; i < N; i++) {
+		ASSERT_EQ(0, reap(&self->ring, 10 * SEC, &c));
+		ASSERT_GT(N, c.user_data);
+		EXPECT_EQ(0, seen[c.user_data]++);
+		EXPECT_EQ(0, c.res);
+		/* Sequence numbers follow the order of issue: the gate was 1. */
+		EXPECT_EQ(c.user_data + 2, c.res2);
+	}
+	/* A copy run before its predecessor would have left a 0 behind. */
+	for (int i = 0; i <= N; i++) {
+		ASSERT_EQ(7, self->map[i]) TH_LOG("word %d", i);
+	}
+}
+
+TEST_F(ur, aborting_a_queue_fails_its_backlog)
+{
+	enum { N = 600 };
+	static struct drm_npu_task copies[N];
+	struct drm_npu_queue_destroy qa = { 0 };
+	struct cqe c;
+
+	qa.queue = fill_backlog(_metadata, self, copies, N);
+	EXPECT_EQ(N, parked());
+	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_QUEUE_ABORT, &qa));
+	for (int i = 0; i < N; i++) {
+		ASSERT_EQ(0, reap(&self->ring, 10 * SEC, &c));
+		EXPECT_EQ(-ECANCELED, c.res);
+		EXPECT_EQ(NPU_JOB_ABORTED, NPU_URING_RES2_STATUS(c.res2));
+	}
+	EXPECT_EQ(0, parked());
+	/* Nothing it held is left: the queue goes, and its memory with it. */
+	ASSERT_EQ(0, npu_queue_destroy(self->fd, qa.queue));
+	open_gate(_metadata, self);
+	EXPECT_EQ(0, self->map[1]);
+}
+
 TEST_F(ur, submit_with_in_syncobjs_blocks_in_a_worker_not_the_ring)
 {
 	struct drm_npu_task gate = task1(NPU_TASK_EVENT_WAIT, self->gate);

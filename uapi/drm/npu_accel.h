@@ -633,9 +633,11 @@ struct drm_npu_wait {
  * arrives when the batch completes on the device: res 0 and res2 its
  * sequence number, or res -EIO (-ECANCELED if aborted) and res2 saying
  * how it failed. Errors that reject the batch before it is queued are
- * those of DRM_IOCTL_NPU_SUBMIT, posted at once with res2 = 0. Where the
- * ioctl would block (in-syncobjs, a full queue) an io_uring worker
- * finishes the command, and later SUBMITs to the queue may overtake it.
+ * those of DRM_IOCTL_NPU_SUBMIT, posted at once with res2 = 0. A full
+ * queue keeps the batch, in order, in a backlog of up to 16 queue depths
+ * of tasks. Where the ioctl would block otherwise (in-syncobjs, a full
+ * backlog) an io_uring worker finishes the command, and later SUBMITs to
+ * the queue may overtake it.
  */
 
 /**

@@ -15,9 +15,9 @@
  * The kernel may read a command's tasks after io_uring_enter() returns (a
  * SUBMIT that would block is retried from an io_uring worker), so each
  * command carries a copy of its tasks, freed when its CQE is reaped. A
- * retried SUBMIT can be overtaken by later ones, so a stream never has
- * more in flight than its queue's ring holds: then no SUBMIT waits for
- * room, and batches reach the device in the order they were issued.
+ * stream never has more in flight than its queue's ring holds, so the
+ * driver never needs to hold its batches in a backlog, whose overflow
+ * would send one to an io_uring worker where later ones could overtake it.
  *
  * Completions come as task work to the thread that submitted: the ring
  * uses the default notification (no COOP/DEFER_TASKRUN), so that thread
