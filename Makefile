@@ -119,7 +119,7 @@ $(O)/tests/unit/%: $(O)/obj/tests/unit/%.o $(call obj,$(FWSIM_CORE)) $(LIBA)
 
 $(O)/tests/selftests/%: $(O)/obj/tests/selftests/%.o $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) $(URING_LIBS) -lm -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) $(URING_LIBS) -lpthread -lm -o $@
 
 $(O)/tests/bench/%: $(O)/obj/tests/bench/%.o $(LIBA)
 	@mkdir -p $(@D)

@@ -419,11 +419,6 @@ err_id:
 }
 
 /*
- * Take the queue out of service: the device stops it, work still queued
- * fails as aborted (waiters wake), and the ring and slot are freed. The
- * caller has removed it from its context's table already.
- */
-/*
  * Stop the queue on the device and fail what it still has as aborted
  * (waiters wake). With `destroy`, also free its ring and slot: the caller
  * has taken it out of its context's table.
@@ -456,6 +451,8 @@ static void npu_queue_stop(struct npu_queue *q, bool destroy)
 		ida_free(&ndev->queue_ida, q->hw_id);
 	}
 	mutex_unlock(&q->submit_lock);
+	/* Submitters waiting behind the backlog find it gone. */
+	wake_up_all(&q->wq);
 
 	npu_jobs_free(&retired);
 }

@@ -14,6 +14,7 @@
  * when the thread waits.
  */
 #include <liburing.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <xf86drm.h>
@@ -758,6 +759,64 @@ TEST_F(ur, aborting_a_queue_fails_its_backlog)
 	ASSERT_EQ(0, npu_queue_destroy(self->fd, qa.queue));
 	open_gate(_metadata, self);
 	EXPECT_EQ(0, self->map[1]);
+}
+
+struct ioctl_submitter {
+	int fd, ret;
+	uint32_t queue;
+	uint64_t seq;
+	struct drm_npu_task task;
+};
+
+static void *ioctl_submit_thread(void *arg)
+{
+	struct ioctl_submitter *t = arg;
+
+	t->ret = npu_submit_on(t->fd, t->queue, &t->task, 1, &t->seq);
+	return NULL;
+}
+
+TEST_F(ur, an_ioctl_submit_waits_behind_the_backlog)
+{
+	enum { N = 600 };
+	static struct drm_npu_task copies[N];
+	struct ioctl_submitter t = { .fd = self->fd };
+	struct drm_npu_queue_destroy qa = { 0 };
+	pthread_t th;
+	struct cqe c;
+
+	self->map[0] = 5;
+	t.queue = fill_backlog(_metadata, self, copies, N);
+	/* The ioctl's batch continues the chain: it must run after the backlog. */
+	t.task = npu_task_copy(self->bo.device_va + 4 * (N + 1), self->bo.device_va + 4 * N, 4);
+	ASSERT_EQ(0, pthread_create(&th, NULL, ioctl_submit_thread, &t));
+	open_gate(_metadata, self);
+	for (int i = 0; i < N; i++) {
+		ASSERT_EQ(0, reap(&self->ring, 10 * SEC, &c));
+		EXPECT_EQ(0, c.res);
+	}
+	pthread_join(th, NULL);
+	EXPECT_EQ(0, t.ret);
+	EXPECT_EQ(N + 2, t.seq);
+	EXPECT_EQ(0, npu_wait_on(self->fd, t.queue, t.seq, 10 * SEC, NULL));
+	EXPECT_EQ(5, self->map[N + 1]);
+
+	/* Aborted with the backlog full, a blocked ioctl submitter gets -EIO. */
+	struct drm_npu_task gate = task1(NPU_TASK_EVENT_RESET, self->gate);
+
+	ASSERT_EQ(0, npu_submit_on(self->fd, 0, &gate, 1, NULL));
+	EXPECT_EQ(0, npu_wait_on(self->fd, 0, 2, 10 * SEC, NULL));
+	ASSERT_EQ(0, npu_queue_destroy(self->fd, t.queue));
+	t.queue = fill_backlog(_metadata, self, copies, N);
+	ASSERT_EQ(0, pthread_create(&th, NULL, ioctl_submit_thread, &t));
+	qa.queue = t.queue;
+	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_QUEUE_ABORT, &qa));
+	pthread_join(th, NULL);
+	EXPECT_EQ(-EIO, t.ret);
+	for (int i = 0; i < N; i++) {
+		ASSERT_EQ(0, reap(&self->ring, 10 * SEC, &c));
+		EXPECT_EQ(-ECANCELED, c.res);
+	}
 }
 
 TEST_F(ur, submit_with_in_syncobjs_blocks_in_a_worker_not_the_ring)
