@@ -90,6 +90,13 @@ static void npu_jobs_free(struct list_head *jobs)
 	}
 }
 
+/* Under queue_lock: q's state changed; tell its ioctl and io_uring waiters. */
+static void npu_queue_wake(struct npu_queue *q)
+{
+	wake_up_all(&q->wq);
+	npu_uring_queue_settle(q);
+}
+
 /* Under queue_lock: retire what the device finished, note a failure. */
 static void npu_queue_update(struct npu_device *ndev, struct npu_queue *q,
 			     struct list_head *retired)
@@ -136,8 +143,7 @@ static void npu_queue_update(struct npu_device *ndev, struct npu_queue *q,
 			 q->fault_address, q->fault_access ? "write" : "read",
 			 q->error_seq, q->error_task);
 	}
-	wake_up_all(&q->wq);
-	npu_uring_queue_settle(q);
+	npu_queue_wake(q);
 }
 
 static void npu_queue_drain(struct npu_device *ndev, struct npu_queue *q);
@@ -217,8 +223,7 @@ static void npu_queue_fail(struct npu_device *ndev, struct npu_queue *q, u32 sta
 		smp_store_release(&q->failed, true);	/* last, as above */
 	}
 	npu_queue_fail_jobs(q, npu_job_status_errno(status), retired);
-	wake_up_all(&q->wq);
-	npu_uring_queue_settle(q);
+	npu_queue_wake(q);
 }
 
 /*

@@ -107,6 +107,7 @@ int npu_ioctl_queue_abort(struct drm_device *drm, void *data, struct drm_file *f
 int npu_submit(struct drm_file *file, struct drm_npu_submit *args,
 	       enum npu_push_mode mode, struct npu_queue **qp);
 int npu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file);
+struct npu_queue *npu_wait_queue(struct npu_ctx *ctx, u32 id, u64 seq);
 int npu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file);
 
 #endif /* __NPU_QUEUE_H__ */

@@ -382,23 +382,36 @@ static bool npu_queue_settled(struct npu_queue *q, u64 seq)
 	return READ_ONCE(q->done_seq) >= seq || READ_ONCE(q->failed);
 }
 
+/*
+ * The queue a wait for `seq` on queue `id` is about, referenced; NULL
+ * when there is nothing to wait for (the default queue not created yet,
+ * seq 0); an ERR_PTR for an unknown queue or a seq not handed out yet.
+ * The WAIT ioctl and the io_uring WAIT share these rules.
+ */
+struct npu_queue *npu_wait_queue(struct npu_ctx *ctx, u32 id, u64 seq)
+{
+	struct npu_queue *q = npu_queue_lookup(ctx, id, false);
+
+	if (IS_ERR(q))
+		return id == 0 && !seq ? NULL : q;
+	if (seq > READ_ONCE(q->next_seq)) {
+		npu_queue_put(q);
+		return ERR_PTR(-EINVAL);
+	}
+	return q;
+}
+
 int npu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file)
 {
 	struct npu_device *ndev = to_npu_device(drm);
-	struct npu_ctx *ctx = file->driver_priv;
 	struct drm_npu_wait *args = data;
 	struct npu_queue *q;
 	long timeout, left;
 	int ret;
 
-	q = npu_queue_lookup(ctx, args->queue, false);
-	if (IS_ERR(q))
-		/* The default queue not created yet: no batch to wait for. */
-		return args->queue == 0 && !args->seq ? 0 : PTR_ERR(q);
-	if (args->seq > READ_ONCE(q->next_seq)) {
-		npu_queue_put(q);
-		return -EINVAL;
-	}
+	q = npu_wait_queue(file->driver_priv, args->queue, args->seq);
+	if (IS_ERR_OR_NULL(q))
+		return PTR_ERR_OR_ZERO(q);
 
 	timeout = npu_timeout_jiffies(args->timeout_ns);
 	left = wait_event_interruptible_timeout(q->wq, npu_queue_settled(q, args->seq),

@@ -76,6 +76,17 @@ bool npu_event_recorded(struct npu_sync *s, u64 *timestamp_ns)
 	return true;
 }
 
+/* npu_sync_hold() for callers not holding ctx->lock. */
+struct npu_sync *npu_sync_lookup(struct npu_ctx *ctx, u32 id, u32 kind)
+{
+	struct npu_sync *s;
+
+	mutex_lock(&ctx->lock);
+	s = npu_sync_hold(ctx, id, kind);
+	mutex_unlock(&ctx->lock);
+	return s;
+}
+
 void npu_sync_ctx_fini(struct npu_ctx *ctx)
 {
 	struct npu_sync *s;
@@ -158,12 +169,8 @@ static struct npu_fw_sync __iomem *npu_event_enter(struct drm_device *drm,
 						   struct drm_file *file, u32 id,
 						   struct npu_sync **sp, int *idx)
 {
-	struct npu_ctx *ctx = file->driver_priv;
-	struct npu_sync *s;
+	struct npu_sync *s = npu_sync_lookup(file->driver_priv, id, NPU_SYNC_EVENT);
 
-	mutex_lock(&ctx->lock);
-	s = npu_sync_hold(ctx, id, NPU_SYNC_EVENT);
-	mutex_unlock(&ctx->lock);
 	if (!s)
 		return IOMEM_ERR_PTR(-EINVAL);
 	if (!drm_dev_enter(drm, idx)) {
@@ -239,9 +246,7 @@ int npu_ioctl_notify_export(struct drm_device *drm, void *data, struct drm_file 
 
 	if (args->flags || args->pad || args->fd)
 		return -EINVAL;
-	mutex_lock(&ctx->lock);
-	s = npu_sync_hold(ctx, args->id, NPU_SYNC_NOTIFY);
-	mutex_unlock(&ctx->lock);
+	s = npu_sync_lookup(ctx, args->id, NPU_SYNC_NOTIFY);
 	if (!s)
 		return -EINVAL;
 	/* The fd holds the reference taken above. */

@@ -355,13 +355,12 @@ static int npu_ucmd_wait(struct npu_ucmd *u, struct drm_npu_uring_wait *args)
 
 	if (args->flags)
 		return -EINVAL;
-	q = npu_queue_lookup(u->ctx, args->queue, false);
+	q = npu_wait_queue(u->ctx, args->queue, args->seq);
 	if (IS_ERR(q))
-		/* The default queue not created yet: no batch to wait for. */
-		return args->queue == 0 && !args->seq ? NPU_UCMD_DONE : PTR_ERR(q);
+		return PTR_ERR(q);
+	if (!q)
+		return NPU_UCMD_DONE;
 	u->q = q;
-	if (args->seq > READ_ONCE(q->next_seq))
-		return -EINVAL;
 	u->seq = args->seq;
 	npu_ucmd_park_queue(u, args->timeout_ns);
 	return 0;
@@ -375,9 +374,7 @@ static int npu_ucmd_event_wait(struct npu_ucmd *u, struct drm_npu_uring_event_wa
 
 	if (args->flags)
 		return -EINVAL;
-	mutex_lock(&u->ctx->lock);
-	u->event = npu_sync_hold(u->ctx, args->id, NPU_SYNC_EVENT);
-	mutex_unlock(&u->ctx->lock);
+	u->event = npu_sync_lookup(u->ctx, args->id, NPU_SYNC_EVENT);
 	if (!u->event)
 		return -EINVAL;
 	/* Removal fails every event waiter after the device is unplugged. */

@@ -271,6 +271,22 @@ static inline int npu_sysfs_write(const char *path, const char *text)
 	return ret;
 }
 
+/* A text file into buf, NUL-terminated (truncated to len - 1): 0 or -errno. */
+static inline int npu_read_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
+}
+
 /* The path of this device's debugfs file `name`: 0 or -ENOENT. */
 static inline int npu_debugfs_path(const char *name, char *path, size_t len)
 {
@@ -297,18 +313,9 @@ static inline long long npu_debugfs_value(const char *name, const char *key)
 {
 	char path[96], buf[8192];
 	const char *p;
-	ssize_t n;
-	int f;
 
-	if (npu_debugfs_path(name, path, sizeof(path)))
+	if (npu_debugfs_path(name, path, sizeof(path)) || npu_read_file(path, buf, sizeof(buf)))
 		return -1;
-	f = open(path, O_RDONLY | O_CLOEXEC);
-	n = f < 0 ? -1 : read(f, buf, sizeof(buf) - 1);
-	if (f >= 0)
-		close(f);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
 	p = strstr(buf, key);
 	return p ? strtoll(p + strlen(key), NULL, 10) : -1;
 }
@@ -318,17 +325,10 @@ static inline unsigned int npu_client_id(int fd)
 {
 	char path[64], buf[2048];
 	const char *p;
-	ssize_t n;
-	int f;
 
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = open(path, O_RDONLY | O_CLOEXEC);
-	n = f < 0 ? -1 : read(f, buf, sizeof(buf) - 1);
-	if (f >= 0)
-		close(f);
-	if (n <= 0)
+	if (npu_read_file(path, buf, sizeof(buf)))
 		return 0;
-	buf[n] = '\0';
 	p = strstr(buf, "drm-client-id:\t");
 	return p ? (unsigned int)strtoul(p + 15, NULL, 10) : 0;
 }

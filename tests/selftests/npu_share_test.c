@@ -11,8 +11,6 @@
 
 #define SEC (1000000000ll)
 
-static int read_file(const char *path, char *buf, size_t len);
-
 static int export_fd(int fd, uint32_t handle)
 {
 	int out = -1;
@@ -155,21 +153,6 @@ TEST(foreign_or_bogus_fds_are_refused)
 	close(a);
 }
 
-static int read_file(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	return 0;
-}
-
 TEST(fdinfo_reports_the_context_memory)
 {
 	struct drm_npu_bo_create c;
@@ -179,7 +162,7 @@ TEST(fdinfo_reports_the_context_memory)
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, npu_bo_create(fd, 1 << 20, NPU_BO_PAGE_NORMAL_ONLY, &c));
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	ASSERT_EQ(0, read_file(path, buf, sizeof(buf)));
+	ASSERT_EQ(0, npu_read_file(path, buf, sizeof(buf)));
 	EXPECT_NE(NULL, strstr(buf, "drm-driver:\tnpu\n"));
 	EXPECT_NE(NULL, strstr(buf, "drm-pdev:\t0000:"));
 	EXPECT_NE(NULL, strstr(buf, "drm-client-id:\t"));
@@ -207,7 +190,7 @@ TEST(fdinfo_reports_device_busy_time)
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
 	/* Retirement trails the wake-up a little: poll briefly. */
 	for (int i = 0; i < 100; i++) {
-		ASSERT_EQ(0, read_file(path, buf, sizeof(buf)));
+		ASSERT_EQ(0, npu_read_file(path, buf, sizeof(buf)));
 		p = strstr(buf, "drm-engine-npu:\t");
 		ASSERT_NE(NULL, p);
 		if (strtoull(p + 16, NULL, 10) > 0)
@@ -222,22 +205,16 @@ TEST(debugfs_shows_queues)
 {
 	struct drm_npu_bo_create c;
 	struct drm_npu_task t;
-	char buf[8192];
+	char buf[8192], path[96];
 	uint64_t seq;
-	int found = 0, fd = npu_open();
+	int fd = npu_open();
 
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, npu_bo_create(fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
 	t = npu_task_fill(c.device_va, 4096, 1);
 	ASSERT_EQ(0, npu_submit(fd, &t, 1, &seq));
 	ASSERT_EQ(0, npu_wait(fd, seq, 10 * SEC, NULL));
-	for (int minor = 0; minor < 256 && !found; minor++) {
-		char path[96];
-
-		snprintf(path, sizeof(path), "/sys/kernel/debug/dri/%d/npu_queues", minor);
-		found = !read_file(path, buf, sizeof(buf));
-	}
-	if (!found)
+	if (npu_debugfs_path("npu_queues", path, sizeof(path)) || npu_read_file(path, buf, sizeof(buf)))
 		SKIP(return, "debugfs not mounted");
 	EXPECT_NE(NULL, strstr(buf, "running"));
 	EXPECT_NE(NULL, strstr(buf, "events and notifies in use:"));
@@ -246,16 +223,9 @@ TEST(debugfs_shows_queues)
 
 TEST(debugfs_shows_device_memory)
 {
-	char buf[8192];
-	int found = 0;
+	char buf[8192], path[96];
 
-	for (int minor = 0; minor < 256 && !found; minor++) {
-		char path[96];
-
-		snprintf(path, sizeof(path), "/sys/kernel/debug/dri/%d/npu_mem", minor);
-		found = !read_file(path, buf, sizeof(buf));
-	}
-	if (!found)
+	if (npu_debugfs_path("npu_mem", path, sizeof(path)) || npu_read_file(path, buf, sizeof(buf)))
 		SKIP(return, "debugfs not mounted");
 	EXPECT_NE(NULL, strstr(buf, "hbm "));
 	EXPECT_NE(NULL, strstr(buf, "pagetables "));

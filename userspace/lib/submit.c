@@ -130,6 +130,17 @@ void npurt_path_close(npurt_device *dev)
 	pthread_mutex_destroy(&dev->lock);
 }
 
+/* Under dev->lock: the stream's first failure is the one it reports. */
+static void stream_fail(npurt_stream *s, int error, uint32_t status, uint32_t task)
+{
+	if (s->failed)
+		return;
+	s->failed = true;
+	s->error = error;
+	s->status = status;
+	s->task = task;
+}
+
 /* Under dev->lock: one CQE's news. */
 static void dispatch(npurt_device *dev, uint64_t user_data, int32_t res, uint64_t res2)
 {
@@ -140,11 +151,8 @@ static void dispatch(npurt_device *dev, uint64_t user_data, int32_t res, uint64_
 		/* Batches complete in order: one done means all before it are. */
 		if (res2 > s->done)
 			s->done = res2;
-	} else if (!s->failed) {
-		s->failed = true;
-		s->error = -res;
-		s->status = NPU_URING_RES2_STATUS(res2);
-		s->task = NPU_URING_RES2_TASK(res2);
+	} else {
+		stream_fail(s, -res, NPU_URING_RES2_STATUS(res2), NPU_URING_RES2_TASK(res2));
 	}
 	s->outstanding--;
 	s->slots -= c->count + 1;
@@ -370,12 +378,8 @@ npurt_status npurt_path_wait(npurt_stream *s, uint64_t seq, const char *who)
 		pthread_mutex_lock(&dev->lock);
 		if (!err && seq > s->done)
 			s->done = seq;
-		if (err == EIO && !s->failed) {
-			s->failed = true;
-			s->error = EIO;
-			s->status = w.status;
-			s->task = w.error_task;
-		}
+		if (err == EIO)
+			stream_fail(s, EIO, w.status, w.error_task);
 		pthread_mutex_unlock(&dev->lock);
 		if (err && err != EIO)
 			return npurt_set_error(npurt_status_from_errno(err),
