@@ -120,7 +120,10 @@ static void guest_gone(struct fwsim *fs)
 /*
  * A new guest is a power-on: HBM contents from the last guest are
  * discarded (punching the hole also gives the memory back to the host),
- * and all of it happens before the guest is sent the memory.
+ * and all of it happens before the guest is sent the memory. The reset
+ * comes first: it stops the last guest's queues and drops its kernel
+ * launch, if one is computing, so nothing of it lands in the memory
+ * punched afterwards; it rewrites the reserved area itself.
  */
 static void guest_arrived(struct fwsim *fs)
 {
@@ -131,9 +134,10 @@ static void guest_arrived(struct fwsim *fs)
 		unmap_guest_ram(fs);
 		return;
 	}
-	fallocate(fs->shm_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
-		  (off_t)fs->opts->cfg.hbm_size);
 	npu_dev_reset(&fs->dev);
+	fallocate(fs->shm_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		  NPU_FW_RESERVED_SIZE,
+		  (off_t)(fs->opts->cfg.hbm_size - NPU_FW_RESERVED_SIZE));
 
 	err = ivs_server_welcome(&fs->srv);
 	if (err) {

@@ -25,8 +25,10 @@ _Static_assert(sizeof(struct npu_fw_ctrl) <= NPU_FW_QUEUE_TABLE,
 	       "control block must end before the queue table");
 _Static_assert(NPU_FW_QUEUE_TABLE + NPU_FW_MAX_QUEUES * sizeof(struct npu_fw_queue) <=
 	       NPU_FW_RESERVED_SIZE, "queue table must fit the reserved area");
-_Static_assert(sizeof(struct npu_fw_queue) == 64 && sizeof(struct npu_fw_task) == 64,
-	       "queue slots and tasks are 64 bytes");
+_Static_assert(sizeof(struct npu_fw_queue) == 72 && sizeof(struct npu_fw_task) == 64,
+	       "queue slots are 72 bytes (interface 2.0), tasks 64");
+_Static_assert(offsetof(struct npu_fw_queue, exec_ms) == 64,
+	       "exec_ms follows the 1.0 slot, nothing before it moved");
 _Static_assert(NPU_FW_QUEUE_TABLE + NPU_FW_MAX_QUEUES * sizeof(struct npu_fw_queue) <=
 	       NPU_FW_SYNC_TABLE, "the queue table must end before the sync table");
 _Static_assert(NPU_FW_SYNC_TABLE + NPU_FW_MAX_SYNCS * sizeof(struct npu_fw_sync) <=
@@ -113,9 +115,13 @@ static int32_t inject(struct npu_dev *dev, uint64_t kind, uint64_t arg)
 	switch (kind) {
 	case NPU_FW_INJECT_NONE:
 		clear_injections(dev);
+		/* A hung queue may have work: the engine looks again. */
+		pthread_cond_signal(&dev->work);
 		return NPU_FW_OK;
 	case NPU_FW_INJECT_HANG_CONTEXT:
 		dev->hang_context = (uint32_t)arg;
+		/* Its queues start counting exec time, even asleep. */
+		pthread_cond_signal(&dev->work);
 		return NPU_FW_OK;
 	case NPU_FW_INJECT_STOP_HEARTBEAT:
 		__atomic_store_n(&dev->heartbeat_stopped, true, __ATOMIC_RELAXED);
@@ -128,7 +134,10 @@ static int32_t inject(struct npu_dev *dev, uint64_t kind, uint64_t arg)
 	}
 }
 
-/* NPU_FW_CMD_RESET: under dev->lock. */
+/*
+ * NPU_FW_CMD_RESET: under dev->lock. Every queue stops as by QUEUE_STOP,
+ * so a launch computing is cancelled and its output dropped.
+ */
 static int32_t recover(struct npu_dev *dev)
 {
 	for (uint64_t qid = 0; qid < dev->cfg.num_queues; qid++)
@@ -161,6 +170,8 @@ void npu_dev_reset(struct npu_dev *dev)
 	c->num_cores = dev->cfg.num_cores;
 	c->heartbeat_period_ms = dev->cfg.heartbeat_ms;
 	dev->mbox_seen = 0;
+	/* Nothing of the last host's work may land in the new one's memory. */
+	npu_engine_reset(dev);
 	npu_mmu_invalidate(dev, 0);
 	clear_injections(dev);
 
@@ -169,10 +180,23 @@ void npu_dev_reset(struct npu_dev *dev)
 	pthread_mutex_unlock(&dev->lock);
 }
 
+/* The cores finished a launch: wake the engine to complete it. */
+static void launch_done(void *opaque)
+{
+	struct npu_dev *dev = opaque;
+
+	/* Under the lock, so an engine about to sleep cannot miss it. */
+	pthread_mutex_lock(&dev->lock);
+	pthread_cond_signal(&dev->work);
+	pthread_mutex_unlock(&dev->lock);
+}
+
 void npu_dev_init(struct npu_dev *dev, void *hbm,
 		  const struct npu_dev_config *cfg,
 		  const struct npu_dev_ops *ops, void *opaque)
 {
+	pthread_condattr_t attr;
+
 	memset(dev, 0, sizeof(*dev));
 	dev->hbm = hbm;
 	dev->ctrl = hbm;
@@ -180,8 +204,13 @@ void npu_dev_init(struct npu_dev *dev, void *hbm,
 	dev->ops = ops;
 	dev->opaque = opaque;
 	pthread_mutex_init(&dev->lock, NULL);
-	pthread_cond_init(&dev->work, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&dev->work, &attr);
+	pthread_condattr_destroy(&attr);
 	npu_cores_init(&dev->cores);
+	dev->cores.on_done = launch_done;
+	dev->cores.opaque = dev;
 	npu_dev_reset(dev);
 }
 
@@ -192,34 +221,61 @@ void npu_dev_fini(struct npu_dev *dev)
 	pthread_mutex_destroy(&dev->lock);
 }
 
+/* Wait for work, at most `ms` (-1: no limit). Under dev->lock. */
+static void engine_wait(struct npu_dev *dev, int ms)
+{
+	struct timespec ts;
+
+	if (ms < 0) {
+		pthread_cond_wait(&dev->work, &dev->lock);
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_nsec += (long)ms * 1000000L;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	pthread_cond_timedwait(&dev->work, &dev->lock, &ts);
+}
+
+/*
+ * The engine thread. Each turn completes a launch the cores are through
+ * with and brings exec_ms up to date (npu_engine_poll), then runs one task
+ * per queue (npu_engine_step). Mailbox commands get the lock between
+ * turns. With nothing to run it sleeps until a doorbell or a launch's end,
+ * or only EXEC_TICK_MS while exec_ms must keep advancing.
+ */
 static void *engine_main(void *arg)
 {
 	struct npu_dev *dev = arg;
 
 	pthread_mutex_lock(&dev->lock);
 	while (!dev->engine_stop) {
-		if (!dev->work_pending) {
-			/*
-			 * Going to sleep: from now on the host rings. Then one
-			 * more look, for a tail written before it saw the 0.
-			 */
-			__atomic_store_n(&dev->ctrl->engine_awake, 0, __ATOMIC_SEQ_CST);
-			__atomic_thread_fence(__ATOMIC_SEQ_CST);
-			if (!npu_engine_step(dev)) {
-				pthread_cond_wait(&dev->work, &dev->lock);
-				continue;
-			}
+		bool completed;
+
+		if (dev->work_pending) {
+			dev->work_pending = false;
+			__atomic_store_n(&dev->ctrl->engine_awake, 1, __ATOMIC_SEQ_CST);
 		}
-		dev->work_pending = false;
-		__atomic_store_n(&dev->ctrl->engine_awake, 1, __ATOMIC_SEQ_CST);
-		/* One task per queue per step; mailbox commands get the lock
-		 * between steps. Work rung meanwhile is picked up by the loop. */
-		while (!dev->engine_stop && npu_engine_step(dev)) {
+		completed = npu_engine_poll(dev);
+		if (npu_engine_step(dev) || completed) {
 			pthread_mutex_unlock(&dev->lock);
 			while (__atomic_load_n(&dev->mbox_waiting, __ATOMIC_ACQUIRE))
 				sched_yield();
 			pthread_mutex_lock(&dev->lock);
+			continue;
 		}
+		/*
+		 * Going to sleep: from now on the host rings. Then one more
+		 * look, for a tail written before it saw the 0.
+		 */
+		__atomic_store_n(&dev->ctrl->engine_awake, 0, __ATOMIC_SEQ_CST);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (npu_engine_step(dev)) {
+			__atomic_store_n(&dev->ctrl->engine_awake, 1, __ATOMIC_SEQ_CST);
+			continue;
+		}
+		if (!dev->work_pending && !dev->engine_stop)
+			engine_wait(dev, npu_engine_sleep_ms(dev));
 	}
 	pthread_mutex_unlock(&dev->lock);
 	return NULL;
@@ -250,8 +306,20 @@ void npu_dev_stop_engine(struct npu_dev *dev)
 	pthread_cond_signal(&dev->work);
 	pthread_mutex_unlock(&dev->lock);
 	pthread_join(dev->engine, NULL);
-	dev->engine_running = false;
+	/*
+	 * A launch still computing stops early; its task stays at head.
+	 * engine_running stays true until the cores are gone, so a doorbell
+	 * meanwhile does not run the engine inline with workers about.
+	 */
+	pthread_mutex_lock(&dev->lock);
+	npu_engine_abandon(dev);
+	pthread_mutex_unlock(&dev->lock);
+	/* Unlocked: a worker finishing the launch takes the lock. */
 	npu_cores_stop(&dev->cores);
+	pthread_mutex_lock(&dev->lock);
+	npu_engine_poll(dev);		/* frees the abandoned launch */
+	dev->engine_running = false;
+	pthread_mutex_unlock(&dev->lock);
 }
 
 static void queue_doorbell(struct npu_dev *dev)
@@ -261,6 +329,7 @@ static void queue_doorbell(struct npu_dev *dev)
 		dev->work_pending = true;
 		pthread_cond_signal(&dev->work);
 	} else {
+		npu_engine_poll(dev);	/* exec_ms of hung queues */
 		while (npu_engine_step(dev))
 			;
 	}

@@ -17,10 +17,11 @@
 #include <stdint.h>
 
 #include "npu_cores.h"
+#include "npu_engine.h"
 #include "npu_fw_if.h"
 #include "npu_mmu.h"
 
-#define NPU_DEV_FW_VERSION	((0u << 16) | (1u << 8) | 0u)	/* 0.1.0 */
+#define NPU_DEV_FW_VERSION	((0u << 16) | (2u << 8) | 0u)	/* 0.2.0 */
 
 struct npu_dev_config {
 	uint64_t hbm_size;	/* power of two, >= NPU_DEV_HBM_MIN */
@@ -51,14 +52,19 @@ struct npu_dev {
 	size_t host_mem_size;
 	struct npu_mmu mmu;
 	struct npu_cores cores;
+	struct npu_engine eng;
 
 	/*
-	 * lock serialises everything that touches queues, the TLB or the
-	 * mailbox: the engine (one task at a time) against mailbox commands.
-	 * Without an engine thread, queue doorbells run the engine inline.
+	 * lock serialises everything that touches queues, the TLB, device
+	 * memory or the mailbox: the engine (one task at a time, and the
+	 * gather and scatter of kernel launches) against mailbox commands.
+	 * It is never held while a launch computes: the AI cores work on
+	 * private buffers, so the mailbox (the management core) answers
+	 * within one engine step. Without an engine thread, queue doorbells
+	 * run the engine inline, launches included.
 	 */
 	pthread_mutex_t lock;
-	pthread_cond_t work;
+	pthread_cond_t work;		/* CLOCK_MONOTONIC, for timed waits */
 	pthread_t engine;
 	bool engine_running;
 	bool engine_stop;

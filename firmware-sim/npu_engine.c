@@ -6,6 +6,13 @@
  * checked when the queue starts, and each task is copied out of the ring
  * and checked before it runs, so a bad task faults its queue and nothing
  * else.
+ *
+ * Every access to device memory (HBM, or host memory through the MMU)
+ * happens here under dev->lock, and no translation outlives the lock: a
+ * kernel launch gathers its inputs and later scatters its output through
+ * fresh translations, computing in between on private buffers with the
+ * lock released. So a TLB_INVALIDATE or QUEUE_STOP, which the mailbox
+ * answers under the same lock, is atomic with respect to all of them.
  */
 #include "npu_engine.h"
 
@@ -49,6 +56,130 @@ static int in_hbm(struct npu_dev *dev, uint64_t off, uint64_t len)
 	       len <= dev->cfg.hbm_size - off;
 }
 
+/* Queue `qid` executed for `ns` more: count it and publish exec_ms. */
+static void count_exec(struct npu_dev *dev, uint64_t qid, uint64_t ns)
+{
+	struct npu_queue_exec *e = &dev->eng.q[qid];
+
+	e->exec_ns += ns;
+	/* Free-running milliseconds: the host compares two readings. */
+	__atomic_store_n(&slot(dev, qid)->exec_ms, (uint32_t)(e->exec_ns / 1000000),
+			 __ATOMIC_RELEASE);
+}
+
+/* The launch in flight computed for its queue up to `until`: count it. */
+static void count_launch(struct npu_dev *dev, uint64_t until)
+{
+	struct npu_launch *l = &dev->eng.launch;
+
+	if (l->discarded || until <= l->counted_ns)
+		return;
+	count_exec(dev, l->qid, until - l->counted_ns);
+	l->counted_ns = until;
+}
+
+static bool launch_of(struct npu_dev *dev, uint64_t qid)
+{
+	const struct npu_launch *l = &dev->eng.launch;
+
+	return l->active && !l->discarded && l->qid == qid;
+}
+
+/*
+ * An injected hang makes every running queue of the context that has
+ * work look like a task executing forever: exec_ms advances, head stays.
+ */
+static void count_hung(struct npu_dev *dev, uint64_t now)
+{
+	bool seen = false;
+
+	if (!dev->hang_context && !dev->eng.hang_seen)
+		return;
+	for (uint64_t qid = 0; qid < dev->cfg.num_queues; qid++) {
+		struct npu_fw_queue *q = slot(dev, qid);
+		struct npu_queue_exec *e = &dev->eng.q[qid];
+
+		/* A launch in flight counts as such, not twice. */
+		if (!dev->hang_context || q->context != dev->hang_context ||
+		    LOAD_ACQ(&q->state) != NPU_QUEUE_RUNNING ||
+		    q->head == LOAD_ACQ(&q->tail) || launch_of(dev, qid)) {
+			e->hung_since_ns = 0;
+			continue;
+		}
+		seen = true;
+		if (e->hung_since_ns && now > e->hung_since_ns)
+			count_exec(dev, qid, now - e->hung_since_ns);
+		e->hung_since_ns = now;
+	}
+	dev->eng.hang_seen = seen;
+}
+
+/*
+ * Bring exec_ms of what runs besides the engine up to `now`: the launch on
+ * the cores (up to its end, if the cores are through) and hung queues.
+ */
+static void count_others(struct npu_dev *dev, uint64_t now)
+{
+	struct npu_launch *l = &dev->eng.launch;
+	uint64_t finished;
+
+	if (l->active && !l->discarded)
+		count_launch(dev, npu_cores_idle(&dev->cores, &finished) ? finished : now);
+	if (dev->hang_context || dev->eng.hang_seen)
+		count_hung(dev, now);
+}
+
+/*
+ * A task moving data on the engine counts as it goes: a copy of GiBs
+ * would otherwise show as exec_ms standing still, then jumping. Every
+ * TASK_TICK_BYTES moved (a few ms at memory speed) it is brought up to
+ * date, and so is what runs meanwhile on the cores.
+ */
+#define TASK_TICK_BYTES		(4u << 20)
+
+static void task_begin(struct npu_dev *dev, uint64_t qid)
+{
+	dev->eng.task_qid = (uint32_t)qid;
+	dev->eng.task_counted_ns = npu_dev_clock_ns();
+	dev->eng.task_bytes = 0;
+}
+
+static void task_moved(struct npu_dev *dev, uint64_t bytes)
+{
+	struct npu_engine *e = &dev->eng;
+	uint64_t now;
+
+	e->task_bytes += bytes;
+	if (!e->task_counted_ns || e->task_bytes < TASK_TICK_BYTES)
+		return;
+	now = npu_dev_clock_ns();
+	count_exec(dev, e->task_qid, now - e->task_counted_ns);
+	e->task_counted_ns = now;
+	e->task_bytes = 0;
+	count_others(dev, now);
+}
+
+static void task_end(struct npu_dev *dev)
+{
+	struct npu_engine *e = &dev->eng;
+
+	if (!e->task_counted_ns)
+		return;
+	count_exec(dev, e->task_qid, npu_dev_clock_ns() - e->task_counted_ns);
+	e->task_counted_ns = 0;
+}
+
+/*
+ * The launch's queue stopped (or restarted): count its time so far, tell
+ * the cores to stop, and make sure its result is dropped, never written.
+ */
+static void discard_launch(struct npu_dev *dev)
+{
+	count_launch(dev, npu_dev_clock_ns());
+	dev->eng.launch.discarded = true;
+	npu_cores_cancel(&dev->cores);
+}
+
 int32_t npu_engine_queue_start(struct npu_dev *dev, uint64_t qid)
 {
 	struct npu_fw_queue *q;
@@ -63,22 +194,47 @@ int32_t npu_engine_queue_start(struct npu_dev *dev, uint64_t qid)
 	    q->tail != 0 || !in_hbm(dev, q->ring_offset, (uint64_t)n * sizeof(struct npu_fw_task)) ||
 	    !in_hbm(dev, q->pt_root, NPU_PT_SIZE))
 		return -NPU_FW_EINVAL;
+	/* A host that restarts a running queue gets its launch dropped too. */
+	if (launch_of(dev, qid))
+		discard_launch(dev);
 	q->head = 0;
 	q->done_seq = 0;
 	q->error = 0;
 	q->error_access = 0;
 	q->error_address = 0;
+	memset(&dev->eng.q[qid], 0, sizeof(dev->eng.q[qid]));
+	q->exec_ms = 0;
 	npu_mmu_invalidate(dev, q->context);
 	STORE_REL(&q->state, NPU_QUEUE_RUNNING);
 	return NPU_FW_OK;
 }
 
+/*
+ * Answered at once, whatever the queue runs: a launch still computing is
+ * cancelled and its output never scattered, and the engine looks at the
+ * state (under this same lock) before every task and every scatter.
+ */
 int32_t npu_engine_queue_stop(struct npu_dev *dev, uint64_t qid)
 {
 	if (qid >= dev->cfg.num_queues)
 		return -NPU_FW_EINVAL;
+	if (launch_of(dev, qid))
+		discard_launch(dev);
 	STORE_REL(&slot(dev, qid)->state, NPU_QUEUE_STOPPED);
 	return NPU_FW_OK;
+}
+
+void npu_engine_abandon(struct npu_dev *dev)
+{
+	if (dev->eng.launch.active && !dev->eng.launch.discarded)
+		discard_launch(dev);
+}
+
+void npu_engine_reset(struct npu_dev *dev)
+{
+	npu_engine_abandon(dev);
+	memset(dev->eng.q, 0, sizeof(dev->eng.q));
+	dev->eng.hang_seen = false;
 }
 
 static int xlate(struct npu_dev *dev, struct npu_fw_queue *q, uint64_t va,
@@ -106,6 +262,7 @@ static int dma_copy(struct npu_dev *dev, struct npu_fw_queue *q, uint64_t dst,
 		n = size < sa ? size : sa;
 		n = n < da ? n : da;
 		memmove(d, s, n);
+		task_moved(dev, n);
 		src += n;
 		dst += n;
 		size -= n;
@@ -126,6 +283,7 @@ static int dma_fill(struct npu_dev *dev, struct npu_fw_queue *q, uint64_t dst,
 		/* dst and size are multiples of 4, and so is every page. */
 		for (uint64_t i = 0; i < n; i += 4)
 			memcpy(d + i, &pattern, 4);
+		task_moved(dev, n);
 		dst += n;
 		size -= n;
 	}
@@ -149,6 +307,7 @@ static int dma_host(struct npu_dev *dev, struct npu_fw_queue *q, uint64_t va,
 			memcpy(d, h, n);
 		else
 			memcpy(h, d, n);
+		task_moved(dev, n);
 		va += n;
 		h += n;
 		size -= n;
@@ -156,13 +315,34 @@ static int dma_host(struct npu_dev *dev, struct npu_fw_queue *q, uint64_t va,
 	return 0;
 }
 
+static void free_views(struct npu_view *v)
+{
+	for (unsigned int i = 0; i < 3; i++) {
+		free(v[i].data);
+		v[i].data = NULL;
+	}
+}
+
+/* Write a launch's output back to device memory. */
+static int scatter(struct npu_dev *dev, struct npu_fw_queue *q,
+		   const struct drm_npu_kernel_args *a, const struct npu_view *out,
+		   struct fault *f)
+{
+	return dma_host(dev, q, a->out.va, out->data, npu_tensor_extent(&a->out),
+			NPU_ACCESS_WRITE, f);
+}
+
 /*
  * A kernel launch: read and check the argument block, gather the tensors
  * into host buffers (keeping their strides), run the op on the cores and
  * scatter the output back. An output with gaps between its elements is
  * gathered first, so the gaps are written back unchanged.
+ *
+ * With the cores' workers started the compute is handed to them and the
+ * task stays at head (returns 1) until npu_engine_poll() sees it done;
+ * without, it runs here and now (returns 0). -1: the task failed.
  */
-static int run_kernel(struct npu_dev *dev, struct npu_fw_queue *q,
+static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 		      const struct npu_fw_task *t, struct fault *f)
 {
 	struct drm_npu_kernel_args a;
@@ -208,12 +388,25 @@ static int run_kernel(struct npu_dev *dev, struct npu_fw_queue *q,
 		if (gather && dma_host(dev, q, tt->va, v[i].data, extent, NPU_ACCESS_READ, f))
 			goto out;
 	}
+	if (dev->cores.n) {
+		struct npu_launch *l = &dev->eng.launch;
+
+		l->active = true;
+		l->discarded = false;
+		l->qid = (uint32_t)qid;
+		l->head = q->head;
+		l->counted_ns = npu_dev_clock_ns();
+		l->args = a;
+		memcpy(l->v, v, sizeof(v));
+		dev->eng.cores_next = (uint32_t)qid + 1;
+		npu_cores_launch(&dev->cores, &l->args, l->v, &l->v[2],
+				 (unsigned int)t->args[1]);
+		return 1;
+	}
 	npu_cores_run(&dev->cores, &a, v, &v[2], (unsigned int)t->args[1]);
-	ret = dma_host(dev, q, a.out.va, v[2].data, npu_tensor_extent(&a.out),
-		       NPU_ACCESS_WRITE, f);
+	ret = scatter(dev, q, &a, &v[2], f);
 out:
-	for (i = 0; i < 3; i++)
-		free(v[i].data);
+	free_views(v);
 	return ret;
 }
 
@@ -235,10 +428,19 @@ static void run_one(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q)
 	uint32_t head = q->head;
 	struct npu_fw_task t;
 	struct fault f = { .code = NPU_FW_EINVAL };
+	bool timed;
 	int bad = 0;
 
 	memcpy(&t, dev->hbm + q->ring_offset +
 	       (uint64_t)(head & (q->ring_entries - 1)) * sizeof(t), sizeof(t));
+	/*
+	 * Tasks that move data take measurable time: it counts in exec_ms.
+	 * The others take nanoseconds, not worth two clock reads.
+	 */
+	timed = t.type == NPU_FW_TASK_COPY || t.type == NPU_FW_TASK_FILL ||
+		t.type == NPU_FW_TASK_KERNEL || t.type == NPU_FW_TASK_TIMESTAMP;
+	if (timed)
+		task_begin(dev, qid);
 	switch (t.type) {
 	case NPU_FW_TASK_NOP:
 		break;
@@ -253,7 +455,7 @@ static void run_one(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q)
 		STORE_REL(&q->done_seq, t.args[0]);
 		break;
 	case NPU_FW_TASK_KERNEL:
-		bad = run_kernel(dev, q, &t, &f);
+		bad = run_kernel(dev, qid, q, &t, &f);
 		break;
 	case NPU_FW_TASK_TIMESTAMP: {
 		uint64_t now = npu_dev_clock_ns();
@@ -294,6 +496,10 @@ static void run_one(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q)
 		bad = -1;
 		break;
 	}
+	if (timed)
+		task_end(dev);
+	if (bad > 0)		/* on the cores: head moves when it is done */
+		return;
 	if (bad) {
 		queue_fault(dev, qid, q, &f);
 		return;
@@ -303,18 +509,27 @@ static void run_one(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q)
 		npu_dev_raise_queue_irq(dev);
 }
 
-static bool runnable(struct npu_dev *dev, struct npu_fw_queue *q)
+static bool runnable(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q)
 {
 	const struct npu_fw_task *t;
 	struct npu_fw_sync *s;
 
-	/* An injected hang: the context's queues look busy but never move. */
+	/*
+	 * An injected hang: the context's queues never move (and count
+	 * exec time, in npu_engine_poll(), as a task that runs forever).
+	 */
 	if (dev->hang_context && q->context == dev->hang_context)
 		return false;
 	if (LOAD_ACQ(&q->state) != NPU_QUEUE_RUNNING || q->head == LOAD_ACQ(&q->tail))
 		return false;
-	/* A queue waiting on an event or notify is blocked until it allows. */
+	/* Its launch is computing: the next task waits for it. */
+	if (launch_of(dev, qid))
+		return false;
 	t = head_task(dev, q);
+	/* The cores take one launch at a time; the next waits for them. */
+	if (t->type == NPU_FW_TASK_KERNEL)
+		return !dev->eng.launch.active;
+	/* A queue waiting on an event or notify is blocked until it allows. */
 	if (t->type != NPU_FW_TASK_EVENT_WAIT && t->type != NPU_FW_TASK_NOTIFY_WAIT)
 		return true;
 	s = sync_entry(dev, t->args[0]);
@@ -324,25 +539,81 @@ static bool runnable(struct npu_dev *dev, struct npu_fw_queue *q)
 /*
  * Strict priority between levels, so a busy low queue never delays a
  * high one by more than the task it is running; round-robin within the
- * top level, one task per queue per step.
+ * top level, one task per queue per step. A step starts after the queue
+ * that last got the AI cores: the first KERNEL met takes them, so queues
+ * that all launch share the cores in turn too.
  */
 bool npu_engine_step(struct npu_dev *dev)
 {
+	uint32_t n = dev->cfg.num_queues, first = dev->eng.cores_next % n;
 	int top = -1;
 
 	for (uint64_t qid = 0; qid < dev->cfg.num_queues; qid++) {
 		struct npu_fw_queue *q = slot(dev, qid);
 
-		if (runnable(dev, q) && (int)q->priority > top)
+		if (runnable(dev, qid, q) && (int)q->priority > top)
 			top = (int)q->priority;
 	}
 	if (top < 0)
 		return false;
-	for (uint64_t qid = 0; qid < dev->cfg.num_queues; qid++) {
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t qid = (first + i) % n;
 		struct npu_fw_queue *q = slot(dev, qid);
 
-		if ((int)q->priority == top && runnable(dev, q))
+		if ((int)q->priority == top && runnable(dev, qid, q))
 			run_one(dev, qid, q);
 	}
 	return true;
+}
+
+/*
+ * The launch's cores are through: unless its queue stopped meanwhile,
+ * scatter the output (through fresh translations: a TLB_INVALIDATE
+ * answered during the compute holds) and move the queue past the task.
+ */
+static void complete_launch(struct npu_dev *dev, uint64_t finished_ns)
+{
+	struct npu_launch *l = &dev->eng.launch;
+	struct npu_fw_queue *q = slot(dev, l->qid);
+	struct fault f = { .code = NPU_FW_EFAULT };
+	int bad;
+
+	count_launch(dev, finished_ns);
+	/* Stopping or restarting the queue discards; this is for a host
+	 * that rewrote the slot under a running queue. */
+	if (!l->discarded && LOAD_ACQ(&q->state) == NPU_QUEUE_RUNNING &&
+	    q->head == l->head) {
+		task_begin(dev, l->qid);
+		bad = scatter(dev, q, &l->args, &l->v[2], &f);
+		task_end(dev);
+		if (bad)
+			queue_fault(dev, l->qid, q, &f);
+		else
+			STORE_REL(&q->head, l->head + 1);
+	}
+	free_views(l->v);
+	l->active = false;
+}
+
+bool npu_engine_poll(struct npu_dev *dev)
+{
+	struct npu_launch *l = &dev->eng.launch;
+	uint64_t finished;
+
+	if (!l->active && !dev->hang_context && !dev->eng.hang_seen)
+		return false;
+	count_others(dev, npu_dev_clock_ns());
+	if (l->active && npu_cores_idle(&dev->cores, &finished)) {
+		complete_launch(dev, finished);
+		return true;
+	}
+	return false;
+}
+
+/* Well inside the 20 ms the interface promises between exec_ms updates. */
+#define EXEC_TICK_MS	10
+
+int npu_engine_sleep_ms(struct npu_dev *dev)
+{
+	return dev->eng.launch.active || dev->eng.hang_seen ? EXEC_TICK_MS : -1;
 }

@@ -238,6 +238,24 @@ static void put(const struct npu_view *v, uint64_t off, float x)
 
 /* ---- ops ------------------------------------------------------------ */
 
+/*
+ * Cancellation points. Elementwise loops look every CHECK_EVERY elements
+ * and long inner loops every CHECK_EVERY_INNER iterations, so the flag's
+ * load (a cache hit until someone writes it) costs nothing measurable and
+ * a cancelled op stops within well under a millisecond of work per core.
+ */
+#define CHECK_EVERY		4096
+#define CHECK_EVERY_INNER	65536
+
+static int cancelled(const uint32_t *cancel)
+{
+	return cancel && __atomic_load_n(cancel, __ATOMIC_RELAXED);
+}
+
+/* At iteration j of a long loop: time to look, and cancelled? */
+#define STOP_AT(j, cancel) \
+	(!((j) & (CHECK_EVERY_INNER - 1)) && cancelled(cancel))
+
 static float binary(uint32_t op, float x, float y)
 {
 	switch (op) {
@@ -262,8 +280,9 @@ static float unary(uint32_t op, float x)
 	}
 }
 
-static void run_elementwise(const struct drm_npu_kernel_args *a, const struct npu_view *in,
-			    const struct npu_view *out, uint64_t begin, uint64_t end)
+static int run_elementwise(const struct drm_npu_kernel_args *a, const struct npu_view *in,
+			   const struct npu_view *out, uint64_t begin, uint64_t end,
+			   const uint32_t *cancel)
 {
 	enum op_class c = op_class(a->op);
 	uint64_t ix[NPU_MAX_DIMS], jx[NPU_MAX_DIMS];
@@ -272,6 +291,8 @@ static void run_elementwise(const struct drm_npu_kernel_args *a, const struct np
 		uint32_t nd = out->ndim;
 		float x;
 
+		if (!((e - begin) & (CHECK_EVERY - 1)) && cancelled(cancel))
+			return -1;
 		unravel(e, out, nd, ix);
 		if (c == OPC_TRANSPOSE) {
 			size_t es = npu_dtype_size(out->dtype);
@@ -289,6 +310,7 @@ static void run_elementwise(const struct drm_npu_kernel_args *a, const struct np
 			x = unary(a->op, x);
 		put(out, offset(out, ix, nd), x);
 	}
+	return 0;
 }
 
 /*
@@ -296,13 +318,14 @@ static void run_elementwise(const struct drm_npu_kernel_args *a, const struct np
  * of B stays in cache while every row of this slice uses it, and four
  * rows of C are updated per pass over a B row, so each B element loaded
  * feeds four multiply-adds. Each C element still sums its products in
- * order of p, exactly as the plain loop does.
+ * order of p, exactly as the plain loop does. Cancellation is looked at
+ * once per panel of rows (4 x GEMM_KC x n multiply-adds).
  */
 #define GEMM_KC 256
 
-static void gemm_contiguous(const float *A, uint64_t ai, uint64_t ap, const float *B,
-			    uint64_t bp, float *C, uint64_t ci, uint64_t n, uint64_t k,
-			    float alpha, uint64_t begin, uint64_t end)
+static int gemm_contiguous(const float *A, uint64_t ai, uint64_t ap, const float *B,
+			   uint64_t bp, float *C, uint64_t ci, uint64_t n, uint64_t k,
+			   float alpha, uint64_t begin, uint64_t end, const uint32_t *cancel)
 {
 	for (uint64_t kb = 0; kb < k; kb += GEMM_KC) {
 		uint64_t ke = kb + GEMM_KC < k ? kb + GEMM_KC : k, i = begin;
@@ -311,6 +334,8 @@ static void gemm_contiguous(const float *A, uint64_t ai, uint64_t ap, const floa
 			float *restrict c0 = C + i * ci, *restrict c1 = c0 + ci;
 			float *restrict c2 = c1 + ci, *restrict c3 = c2 + ci;
 
+			if (cancelled(cancel))
+				return -1;
 			for (uint64_t p = kb; p < ke; p++) {
 				const float *restrict b = B + p * bp;
 				float a0 = alpha * A[i * ai + p * ap];
@@ -331,6 +356,8 @@ static void gemm_contiguous(const float *A, uint64_t ai, uint64_t ap, const floa
 		for (; i < end; i++) {
 			float *restrict c = C + i * ci;
 
+			if (cancelled(cancel))
+				return -1;
 			for (uint64_t p = kb; p < ke; p++) {
 				const float *restrict b = B + p * bp;
 				float s = alpha * A[i * ai + p * ap];
@@ -340,10 +367,12 @@ static void gemm_contiguous(const float *A, uint64_t ai, uint64_t ap, const floa
 			}
 		}
 	}
+	return 0;
 }
 
-static void run_gemm(const struct drm_npu_kernel_args *a, const struct npu_view *in,
-		     const struct npu_view *out, uint64_t begin, uint64_t end)
+static int run_gemm(const struct drm_npu_kernel_args *a, const struct npu_view *in,
+		    const struct npu_view *out, uint64_t begin, uint64_t end,
+		    const uint32_t *cancel)
 {
 	const float *A = in[0].data, *B = in[1].data;
 	float *C = out->data;
@@ -360,10 +389,9 @@ static void run_gemm(const struct drm_npu_kernel_args *a, const struct npu_view 
 		for (uint64_t j = 0; j < n; j++)	/* beta == 0 ignores C, as BLAS does */
 			c[j * cj] = a->beta == 0.0f ? 0.0f : a->beta * c[j * cj];
 	}
-	if (bj == 1 && cj == 1) {
-		gemm_contiguous(A, ai, ap, B, bp, C, ci, n, k, a->alpha, begin, end);
-		return;
-	}
+	if (bj == 1 && cj == 1)
+		return gemm_contiguous(A, ai, ap, B, bp, C, ci, n, k, a->alpha, begin, end,
+				       cancel);
 	for (uint64_t i = begin; i < end; i++) {
 		float *c = C + i * ci;
 
@@ -371,14 +399,19 @@ static void run_gemm(const struct drm_npu_kernel_args *a, const struct npu_view 
 			float s = a->alpha * A[i * ai + p * ap];
 			const float *b = B + p * bp;
 
+			if (!(p & (GEMM_KC - 1)) && cancelled(cancel))
+				return -1;
 			for (uint64_t j = 0; j < n; j++)
 				c[j * cj] += s * b[j * bj];
 		}
 	}
+	return 0;
 }
 
-static void run_rows(const struct drm_npu_kernel_args *a, const struct npu_view *in,
-		     const struct npu_view *out, uint64_t begin, uint64_t end)
+/* A row can be long (up to 2^30 elements): its loops look too. */
+static int run_rows(const struct drm_npu_kernel_args *a, const struct npu_view *in,
+		    const struct npu_view *out, uint64_t begin, uint64_t end,
+		    const uint32_t *cancel)
 {
 	uint32_t last = out->ndim - 1;
 	uint64_t n = out->shape[last], si = in[0].stride[last], so = out->stride[last];
@@ -395,34 +428,49 @@ static void run_rows(const struct drm_npu_kernel_args *a, const struct npu_view 
 		if (a->op == NPU_OP_SOFTMAX) {
 			float m = x[0];
 
-			for (uint64_t j = 1; j < n; j++)
+			for (uint64_t j = 1; j < n; j++) {
+				if (STOP_AT(j, cancel))
+					return -1;
 				m = x[j * si] > m ? x[j * si] : m;
+			}
 			for (uint64_t j = 0; j < n; j++) {
 				float e = expf(x[j * si] - m);
 
+				if (STOP_AT(j, cancel))
+					return -1;
 				y[j * so] = e;
 				acc += e;
 			}
-			for (uint64_t j = 0; j < n; j++)
+			for (uint64_t j = 0; j < n; j++) {
+				if (STOP_AT(j, cancel))
+					return -1;
 				y[j * so] = (float)(y[j * so] / acc);
+			}
 		} else {
 			double mean, var;
 
 			for (uint64_t j = 0; j < n; j++) {
+				if (STOP_AT(j, cancel))
+					return -1;
 				acc += x[j * si];
 				acc2 += (double)x[j * si] * x[j * si];
 			}
 			mean = acc / n;
 			var = acc2 / n - mean * mean;
 			var = var > 0 ? var : 0;
-			for (uint64_t j = 0; j < n; j++)
+			for (uint64_t j = 0; j < n; j++) {
+				if (STOP_AT(j, cancel))
+					return -1;
 				y[j * so] = (float)((x[j * si] - mean) / sqrt(var + a->eps));
+			}
 		}
 	}
+	return 0;
 }
 
-static void run_reduce(const struct drm_npu_kernel_args *a, const struct npu_view *in,
-		       const struct npu_view *out, uint64_t begin, uint64_t end)
+static int run_reduce(const struct drm_npu_kernel_args *a, const struct npu_view *in,
+		      const struct npu_view *out, uint64_t begin, uint64_t end,
+		      const uint32_t *cancel)
 {
 	uint32_t nd = out->ndim, ax = a->axis;
 	uint64_t ix[NPU_MAX_DIMS], n = in[0].shape[ax];
@@ -438,33 +486,39 @@ static void run_reduce(const struct drm_npu_kernel_args *a, const struct npu_vie
 		for (uint64_t j = 0; j < n; j++) {
 			float v = x[j * in[0].stride[ax]];
 
+			if (STOP_AT(j, cancel))
+				return -1;
 			acc += v;
 			m = v > m ? v : m;
 		}
 		put(out, offset(out, ix, nd), a->op == NPU_OP_REDUCE_MAX ? m :
 		    a->op == NPU_OP_REDUCE_MEAN ? (float)(acc / n) : (float)acc);
 	}
+	return 0;
+}
+
+int npu_op_run_cancellable(const struct drm_npu_kernel_args *a, const struct npu_view *in,
+			   const struct npu_view *out, uint64_t begin, uint64_t end,
+			   const uint32_t *cancel)
+{
+	switch (op_class(a->op)) {
+	case OPC_GEMM:
+		return run_gemm(a, in, out, begin, end, cancel);
+	case OPC_ROW:
+		return run_rows(a, in, out, begin, end, cancel);
+	case OPC_REDUCE:
+		return run_reduce(a, in, out, begin, end, cancel);
+	case OPC_NONE:
+		return 0;
+	default:
+		return run_elementwise(a, in, out, begin, end, cancel);
+	}
 }
 
 void npu_op_run(const struct drm_npu_kernel_args *a, const struct npu_view *in,
 		const struct npu_view *out, uint64_t begin, uint64_t end)
 {
-	switch (op_class(a->op)) {
-	case OPC_GEMM:
-		run_gemm(a, in, out, begin, end);
-		break;
-	case OPC_ROW:
-		run_rows(a, in, out, begin, end);
-		break;
-	case OPC_REDUCE:
-		run_reduce(a, in, out, begin, end);
-		break;
-	case OPC_NONE:
-		break;
-	default:
-		run_elementwise(a, in, out, begin, end);
-		break;
-	}
+	npu_op_run_cancellable(a, in, out, begin, end, NULL);
 }
 
 /* ---- fp16 / bf16 ------------------------------------------------------ */

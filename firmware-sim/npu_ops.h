@@ -52,6 +52,17 @@ uint64_t npu_op_units(const struct drm_npu_kernel_args *a);
 void npu_op_run(const struct drm_npu_kernel_args *a, const struct npu_view *in,
 		const struct npu_view *out, uint64_t begin, uint64_t end);
 
+/*
+ * The same, but cancellable: the op reads *cancel (atomically; NULL never
+ * cancels) at safe points, at most a few ms of work apart (every few
+ * thousand elements, every row, every GEMM row panel), and returns as
+ * soon as it is non-zero, leaving the output partly written. Returns 0
+ * when every unit ran, -1 when cancelled.
+ */
+int npu_op_run_cancellable(const struct drm_npu_kernel_args *a, const struct npu_view *in,
+			   const struct npu_view *out, uint64_t begin, uint64_t end,
+			   const uint32_t *cancel);
+
 /* IEEE binary16 and bfloat16 conversions (round to nearest even). */
 uint16_t npu_f32_to_f16(float f);
 float npu_f16_to_f32(uint16_t h);

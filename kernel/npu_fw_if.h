@@ -32,7 +32,7 @@
  * accepts any firmware with its own major and a minor at least
  * NPU_FW_IF_MINOR_MIN.
  */
-#define NPU_FW_IF_MAJOR		1
+#define NPU_FW_IF_MAJOR		2
 #define NPU_FW_IF_MINOR		0
 #define NPU_FW_IF_MINOR_MIN	0
 #define NPU_FW_IF_VERSION(maj, min)	(((__u32)(maj) << 16) | (__u32)(min))
@@ -67,7 +67,12 @@ enum npu_fw_state {
 	NPU_FW_STATE_HALTED = 3,	/* stopped; needs a reset */
 };
 
-/* Mailbox commands: one at a time, host -> device. */
+/*
+ * Mailbox commands: one at a time, host -> device. The device answers them
+ * (and bumps the heartbeat) while tasks run: a command waits at most for
+ * the task moving data at that moment (a copy, a fill, a KERNEL's gather
+ * or scatter), never for a KERNEL's compute.
+ */
 enum npu_fw_cmd {
 	NPU_FW_CMD_NOP = 0,
 	/* args[0]: cookie. result[0]: cookie, result[1]: device clock (ns). */
@@ -77,7 +82,10 @@ enum npu_fw_cmd {
 	 * host-managed HBM (past fw_reserved), else -NPU_FW_EINVAL.
 	 */
 	NPU_FW_CMD_SCRUB = 2,
-	/* Drop cached translations of context args[0] (0: all contexts). */
+	/*
+	 * Drop cached translations of context args[0] (0: all contexts). Once
+	 * answered, no device access uses a translation made before it.
+	 */
 	NPU_FW_CMD_TLB_INVALIDATE = 3,
 	/*
 	 * Start queue args[0]: the host has filled its slot (ring, context,
@@ -85,7 +93,11 @@ enum npu_fw_cmd {
 	 * head and done_seq to 0 and sets the state RUNNING.
 	 */
 	NPU_FW_CMD_QUEUE_START = 4,
-	/* Stop queue args[0]; once answered the device no longer touches it. */
+	/*
+	 * Stop queue args[0]; once answered the device no longer touches it.
+	 * A KERNEL of the queue still computing is cancelled and its output
+	 * never written.
+	 */
 	NPU_FW_CMD_QUEUE_STOP = 5,
 	/*
 	 * Test only, with NPU_FW_CAP_FAULT_INJECTION: args[0] an enum
@@ -93,8 +105,9 @@ enum npu_fw_cmd {
 	 */
 	NPU_FW_CMD_INJECT = 6,
 	/*
-	 * Recover the device: stop every queue, drop the TLB and any injected
-	 * fault, restart the heartbeat. Identity, HBM and the mailbox stay.
+	 * Recover the device: stop every queue (as QUEUE_STOP), drop the TLB
+	 * and any injected fault, restart the heartbeat. Identity, HBM and the
+	 * mailbox stay.
 	 */
 	NPU_FW_CMD_RESET = 7,
 };
@@ -191,6 +204,19 @@ struct npu_fw_errlog {
  * If a task faults (MMU) or is malformed, the device stops that queue in
  * state FAULTED with head at the task and the error fields filled, logs
  * it in the error log and raises NPU_VEC_QUEUE. Other queues go on.
+ *
+ * A KERNEL task computes on the AI cores while the engine goes on with
+ * other queues; its own queue is not runnable until it completes, and a
+ * KERNEL waits (its queue not runnable) while the cores are busy.
+ *
+ * exec_ms (device -> host) counts the milliseconds this queue's tasks have
+ * spent executing since QUEUE_START zeroed it: on the engine, or on the AI
+ * cores for a KERNEL. Time blocked on an event or notify, behind other
+ * queues or waiting for free cores does not count. While a task executes,
+ * exec_ms advances at least every 20 ms, so a head that stays put while
+ * exec_ms advances is a task running that long: the host's hang test. A
+ * queue of a context hung by NPU_FW_INJECT_HANG_CONTEXT that has work looks
+ * exactly so: exec_ms advances, head never moves.
  */
 #define NPU_FW_QUEUE_TABLE	0x2000
 #define NPU_FW_PRIORITIES	4
@@ -219,6 +245,8 @@ struct npu_fw_queue {
 	__u32 error;		/* enum npu_fw_status, when FAULTED */
 	__u32 error_access;	/* 0 read, 1 write */
 	__u64 error_address;	/* faulting device VA */
+	__u32 exec_ms;		/* ms spent executing since QUEUE_START, see above */
+	__u32 pad2;
 };
 
 enum npu_fw_task_type {

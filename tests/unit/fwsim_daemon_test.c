@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
-#include "npu_fw_if.h"
+#include "fwsim_test_util.h"
 
 #define HBM (8u << 20)
 
@@ -141,6 +141,7 @@ struct guest {
 	int sock;
 	int shm_fd;
 	struct npu_fw_ctrl *ctrl;
+	size_t size;				/* of the device memory */
 	int doorbell[NPU_FW_NUM_VECTORS];	/* the device's eventfds */
 	int irq[NPU_FW_NUM_VECTORS];		/* our own eventfds */
 };
@@ -149,11 +150,13 @@ struct guest {
 static int guest_connect(struct __test_metadata *_metadata, const char *path,
 			 struct guest *g)
 {
+	struct stat st;
 	int64_t v;
 	int fd;
 
 	memset(g, -1, sizeof(*g));
 	g->ctrl = NULL;
+	g->size = 0;
 	g->sock = connect_to(path);
 	ASSERT_LE(0, g->sock);
 
@@ -176,7 +179,9 @@ static int guest_connect(struct __test_metadata *_metadata, const char *path,
 		EXPECT_EQ(1, v);
 		ASSERT_LE(0, g->irq[i]);
 	}
-	g->ctrl = mmap(NULL, HBM, PROT_READ | PROT_WRITE, MAP_SHARED, g->shm_fd, 0);
+	ASSERT_EQ(0, fstat(g->shm_fd, &st));
+	g->size = st.st_size;
+	g->ctrl = mmap(NULL, g->size, PROT_READ | PROT_WRITE, MAP_SHARED, g->shm_fd, 0);
 	ASSERT_NE(MAP_FAILED, g->ctrl);
 	return 0;
 }
@@ -184,7 +189,7 @@ static int guest_connect(struct __test_metadata *_metadata, const char *path,
 static void guest_close(struct guest *g)
 {
 	if (g->ctrl)
-		munmap(g->ctrl, HBM);
+		munmap(g->ctrl, g->size);
 	for (int i = 0; i < NPU_FW_NUM_VECTORS; i++) {
 		if (g->doorbell[i] >= 0)
 			close(g->doorbell[i]);
@@ -198,24 +203,36 @@ static void guest_close(struct guest *g)
 	g->sock = -1;
 }
 
-/* PING through the mailbox like npu.ko; returns 0 when answered in time. */
-static int guest_ping(struct guest *g, uint64_t cookie)
+/*
+ * A mailbox command like npu.ko's, answered within its 2 s timeout:
+ * returns its status, or -1000 when it was not answered in time.
+ */
+static int guest_cmd(struct guest *g, uint32_t opcode, uint64_t a0, uint64_t a1)
 {
 	struct npu_fw_mbox *mb = &g->ctrl->mbox;
 	uint32_t seq = mb->seq + 1;
 	struct pollfd pfd = { .fd = g->irq[NPU_VEC_MBOX], .events = POLLIN };
 	uint64_t one = 1, count;
 
-	mb->opcode = NPU_FW_CMD_PING;
-	mb->args[0] = cookie;
+	mb->opcode = opcode;
+	mb->args[0] = a0;
+	mb->args[1] = a1;
 	__atomic_store_n(&mb->seq, seq, __ATOMIC_RELEASE);
 	if (write(g->doorbell[NPU_VEC_MBOX], &one, sizeof(one)) != sizeof(one))
-		return -1;
+		return -1000;
 	if (poll(&pfd, 1, 2000) != 1 || read(pfd.fd, &count, sizeof(count)) != sizeof(count))
-		return -1;
+		return -1000;
 	if (__atomic_load_n(&mb->done_seq, __ATOMIC_ACQUIRE) != seq)
+		return -1000;
+	return mb->status;
+}
+
+/* PING through the mailbox; returns 0 when answered in time. */
+static int guest_ping(struct guest *g, uint64_t cookie)
+{
+	if (guest_cmd(g, NPU_FW_CMD_PING, cookie, 0))
 		return -1;
-	return mb->status == 0 && mb->result[0] == cookie ? 0 : -1;
+	return g->ctrl->mbox.result[0] == cookie ? 0 : -1;
 }
 
 FIXTURE(daemon) {
@@ -318,6 +335,71 @@ TEST_F(daemon, heartbeat_advances)
 	before = __atomic_load_n(&g.ctrl->heartbeat, __ATOMIC_ACQUIRE);
 	usleep(200000);	/* 20 periods of 10 ms */
 	EXPECT_LE(before + 5, __atomic_load_n(&g.ctrl->heartbeat, __ATOMIC_ACQUIRE));
+	guest_close(&g);
+}
+
+/*
+ * The management side never waits for the AI cores: with a GEMM computing
+ * for seconds, the mailbox answers within the driver's timeout and the
+ * heartbeat goes on, while the launch's queue still has it at head.
+ */
+TEST_F(daemon, mailbox_and_heartbeat_go_on_during_a_long_launch)
+{
+	const uint64_t ring_off = 1u << 20, data = 2u << 20, va = TEST_VA_BASE;
+	uint64_t expect_ms, kdim = long_gemm_k(4000, 2, &expect_ms), hb;
+	struct npu_fw_queue *q;
+	struct npu_fw_task *t;
+	struct pt_pool pool;
+	struct guest g;
+	uint8_t *hbm;
+	uint64_t one = 1;
+
+	guest_connect(_metadata, self->sock, &g);
+	hbm = (uint8_t *)g.ctrl;
+	pool.hbm = hbm;
+	pool.next = 6u << 20;
+	q = (struct npu_fw_queue *)(hbm + NPU_FW_QUEUE_TABLE);
+	q->pt_root = pt_alloc(&pool);
+	pt_map(&pool, q->pt_root, va, data, 2u << 20, NPU_PTE_WRITE);
+	*(float *)(hbm + data) = 1.0f;				/* A */
+	for (int i = 0; i < LONG_N; i++)
+		((float *)(hbm + data + 4096))[i] = 1.0f;	/* B */
+	memset(hbm + data + 65536, 0x5a, LONG_C_BYTES);		/* C */
+	long_gemm_args((struct drm_npu_kernel_args *)(hbm + data + (1u << 20)),
+		       va, va + 4096, va + 65536, kdim);
+	q->ring_offset = ring_off;
+	q->ring_entries = 64;
+	q->context = 1;
+	q->priority = 0;
+	q->tail = 0;
+	ASSERT_EQ(0, guest_cmd(&g, NPU_FW_CMD_QUEUE_START, 0, 0));
+	t = (struct npu_fw_task *)(hbm + ring_off);
+	memset(t, 0, 3 * sizeof(*t));
+	t[0].type = NPU_FW_TASK_FENCE;
+	t[0].args[0] = 1;
+	t[1].type = NPU_FW_TASK_KERNEL;
+	t[1].args[0] = va + (1u << 20);
+	t[2].type = NPU_FW_TASK_FENCE;
+	t[2].args[0] = 2;
+	__atomic_store_n(&q->tail, 3, __ATOMIC_RELEASE);
+	ASSERT_EQ(sizeof(one), write(g.doorbell[NPU_VEC_QUEUE], &one, sizeof(one)));
+	for (int i = 0; i < 5000 && __atomic_load_n(&q->done_seq, __ATOMIC_ACQUIRE) < 1; i++)
+		usleep(1000);
+	ASSERT_EQ(1, q->done_seq);
+	usleep(20000);		/* the kernel is next: now it computes */
+
+	EXPECT_EQ(0, guest_ping(&g, 77)) TH_LOG("no answer within 2 s");
+	hb = __atomic_load_n(&g.ctrl->heartbeat, __ATOMIC_ACQUIRE);
+	usleep(200000);		/* 20 periods */
+	EXPECT_LE(hb + 5, __atomic_load_n(&g.ctrl->heartbeat, __ATOMIC_ACQUIRE));
+	EXPECT_EQ(0, guest_cmd(&g, NPU_FW_CMD_TLB_INVALIDATE, 0, 0));
+	EXPECT_EQ(1, __atomic_load_n(&q->head, __ATOMIC_ACQUIRE))
+		TH_LOG("the launch (%llu ms expected) finished first",
+		       (unsigned long long)expect_ms);
+	EXPECT_EQ(NPU_QUEUE_RUNNING, q->state) TH_LOG("error %u", q->error);
+	EXPECT_LE(100, __atomic_load_n(&q->exec_ms, __ATOMIC_ACQUIRE));	/* computing */
+	EXPECT_EQ(0, guest_cmd(&g, NPU_FW_CMD_QUEUE_STOP, 0, 0));
+	EXPECT_EQ(NPU_QUEUE_STOPPED, q->state);
 	guest_close(&g);
 }
 

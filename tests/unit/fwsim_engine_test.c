@@ -41,7 +41,7 @@ FIXTURE(engine) {
 
 static struct npu_fw_queue *qslot(FIXTURE_DATA(engine) *self, int qid)
 {
-	return (struct npu_fw_queue *)(self->hbm + NPU_FW_QUEUE_TABLE) + qid;
+	return test_qslot(self->hbm, qid);
 }
 
 static int32_t start_queue(FIXTURE_DATA(engine) *self, int qid, uint32_t ctx)
@@ -60,22 +60,12 @@ static int32_t start_queue(FIXTURE_DATA(engine) *self, int qid, uint32_t ctx)
 static void push(FIXTURE_DATA(engine) *self, int qid, uint16_t type,
 		 uint64_t a0, uint64_t a1, uint64_t a2)
 {
-	struct npu_fw_queue *q = qslot(self, qid);
-	struct npu_fw_task *t = (struct npu_fw_task *)(self->hbm + q->ring_offset) +
-				(self->tail[qid] % ENTRIES);
-
-	memset(t, 0, sizeof(*t));
-	t->type = type;
-	t->args[0] = a0;
-	t->args[1] = a1;
-	t->args[2] = a2;
-	self->tail[qid]++;
+	test_push(self->hbm, qid, &self->tail[qid], type, a0, a1, a2);
 }
 
 static void ring(FIXTURE_DATA(engine) *self, int qid)
 {
-	__atomic_store_n(&qslot(self, qid)->tail, self->tail[qid], __ATOMIC_RELEASE);
-	npu_dev_doorbell(&self->dev, NPU_VEC_QUEUE);
+	test_ring(&self->dev, self->hbm, qid, self->tail[qid]);
 }
 
 /* Map `pages` 4 KiB pages of HBM at `hbm_off` to `va` in context `ctx`. */

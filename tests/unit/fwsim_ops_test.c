@@ -397,4 +397,57 @@ TEST(bad_launches_are_refused_with_a_reason)
 	EXPECT_NE(NULL, strstr(npu_op_check(&a), "shapes differ"));
 }
 
+/*
+ * Every op class looks at the cancel flag: raised before the run, each
+ * returns -1 at its first check (and the ops that write nothing before
+ * it leave the output alone); clear, each runs to the end as npu_op_run.
+ */
+TEST(every_op_stops_when_cancelled)
+{
+	static const uint32_t ops[] = { NPU_OP_ADD, NPU_OP_RELU, NPU_OP_GEMM, NPU_OP_SOFTMAX,
+					NPU_OP_LAYERNORM, NPU_OP_REDUCE_SUM, NPU_OP_TRANSPOSE,
+					NPU_OP_CAST };
+	uint64_t shape[2] = { 64, 64 }, rshape[2] = { 64, 1 };
+	float *x = rand_buf(4096), *z = rand_buf(4096), *y = malloc(4096 * 4);
+	float *want = malloc(4096 * 4);
+
+	for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
+		for (int trans = 0; trans < (ops[o] == NPU_OP_GEMM ? 2 : 1); trans++) {
+			struct drm_npu_kernel_args a = { .op = ops[o], .alpha = 1, .eps = 1e-5f };
+			struct npu_view in[2], out;
+			uint32_t cancel = 1;
+			int untouched = 1;
+
+			dense(&a.in[0], &in[0], x, NPU_DT_F32, 2, shape);
+			dense(&a.in[1], &in[1], z, NPU_DT_F32, 2, shape);
+			dense(&a.out, &out, y, ops[o] == NPU_OP_CAST ? NPU_DT_F16 : NPU_DT_F32, 2,
+			      ops[o] == NPU_OP_REDUCE_SUM ? rshape : shape);
+			a.axis = 1;
+			a.perm[0] = 1;
+			/* The transposed GEMM takes the strided path, not the panels. */
+			if (trans)
+				a.flags = NPU_OP_F_TRANS_B;
+			ASSERT_EQ(NULL, npu_op_check(&a)) TH_LOG("op %u", ops[o]);
+
+			memset(y, 0x7f, 4096 * 4);
+			EXPECT_EQ(-1, npu_op_run_cancellable(&a, in, &out, 0, npu_op_units(&a),
+							     &cancel)) TH_LOG("op %u", ops[o]);
+			for (int i = 0; i < 4096; i++)
+				untouched &= ((uint32_t *)y)[i] == 0x7f7f7f7fu;
+			/* GEMM zeroes C (beta 0) before its first panel. */
+			if (ops[o] != NPU_OP_GEMM)
+				EXPECT_TRUE(untouched) TH_LOG("op %u wrote its output", ops[o]);
+
+			run_all(&a, in, &out);
+			memcpy(want, y, 4096 * 4);
+			memset(y, 0x7f, 4096 * 4);
+			cancel = 0;
+			EXPECT_EQ(0, npu_op_run_cancellable(&a, in, &out, 0, npu_op_units(&a),
+							    &cancel));
+			EXPECT_EQ(0, memcmp(want, y, 4096 * 4)) TH_LOG("op %u", ops[o]);
+		}
+	}
+	free(x), free(z), free(y), free(want);
+}
+
 TEST_HARNESS_MAIN
