@@ -41,13 +41,22 @@
 
 #ifdef HAVE_DRM_DRIVER_PRIME_HANDLE_TO_FD
 #include <drm/drm_prime.h>
-#define NPU_DRM_DRIVER_PRIME \
+#define NPU_DRM_DRIVER_PRIME_FDS \
 	.prime_handle_to_fd = drm_gem_prime_handle_to_fd, \
 	.prime_fd_to_handle = drm_gem_prime_fd_to_handle,
 #else
 /* PRIME is wired up by the DRM core for every GEM driver. */
-#define NPU_DRM_DRIVER_PRIME
+#define NPU_DRM_DRIVER_PRIME_FDS
 #endif
+
+#ifdef HAVE_DRM_DRIVER_GEM_PRIME_MMAP
+#include <drm/drm_prime.h>
+#define NPU_DRM_DRIVER_PRIME_MMAP	.gem_prime_mmap = drm_gem_prime_mmap,
+#else
+#define NPU_DRM_DRIVER_PRIME_MMAP
+#endif
+
+#define NPU_DRM_DRIVER_PRIME	NPU_DRM_DRIVER_PRIME_FDS NPU_DRM_DRIVER_PRIME_MMAP
 
 /* Request and map one BAR for the life of the driver binding. */
 static inline void __iomem *npu_pcim_map_bar(struct pci_dev *pdev, int bar,

@@ -14,6 +14,7 @@
 
 #include "npu_ctx.h"
 #include "npu_queue.h"
+#include "npu_recovery.h"
 #include "npu_sync.h"
 
 static void npu_ctx_fini_device(struct drm_device *drm, void *arg)
@@ -89,15 +90,33 @@ static void npu_ctx_release(struct kref *ref)
 	npu_mmu_fini(ctx);
 	drm_mm_takedown(&ctx->va_mm);
 	mutex_destroy(&ctx->lock);
-	ida_free(&ndev->ctx_ida, ctx->id);
+	npu_ctx_id_free(ndev, ctx->id);
 	kfree(ctx);
 }
 
+/*
+ * The file is gone, and its work with it: every queue is stopped, its
+ * batches fail as aborted, and its ring and hardware slot are freed now,
+ * not when the last buffer mapped or shared from the context goes.
+ */
 void npu_ctx_postclose(struct drm_device *drm, struct drm_file *file)
 {
+	struct npu_ctx *ctx = file->driver_priv;
+	struct npu_queue *queues[NPU_CTX_QUEUES];
+	int i;
+
+	mutex_lock(&ctx->lock);
+	for (i = 0; i < NPU_CTX_QUEUES; i++) {
+		queues[i] = ctx->queues[i];
+		ctx->queues[i] = NULL;
+	}
+	mutex_unlock(&ctx->lock);
+	for (i = 0; i < NPU_CTX_QUEUES; i++)
+		if (queues[i])
+			npu_queue_destroy(queues[i]);
 	/* Batches in flight hold the events and notifies they use. */
-	npu_sync_ctx_fini(file->driver_priv);
-	npu_ctx_put(file->driver_priv);
+	npu_sync_ctx_fini(ctx);
+	npu_ctx_put(ctx);
 	file->driver_priv = NULL;
 }
 

@@ -32,7 +32,9 @@ struct npu_ctx {
 	struct npu_mmu mmu;
 	struct npu_queue *queues[NPU_CTX_QUEUES];	/* by id, under lock */
 	struct list_head userptrs;	/* registered host memory, under lock */
+	u64 job_marks;			/* under lock, see npu_job_hold_range() */
 	struct xarray syncs;		/* events and notifies held, by id */
+	u32 nsyncs;			/* how many, under lock */
 	atomic_t ucmds;			/* its io_uring commands in flight */
 	/* Time its queues had work on the device, under ndev->queue_lock. */
 	u64 busy_ns;

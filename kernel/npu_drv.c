@@ -79,6 +79,12 @@ static int npu_ioctl_get_param(struct drm_device *drm, void *data,
 	case NPU_PARAM_URING_CMDS:
 		args->value = npu_uring_cmds_supported();
 		return 0;
+	case NPU_PARAM_SYNCS_PER_CONTEXT:
+		args->value = npu_sync_ctx_max();
+		return 0;
+	case NPU_PARAM_MAX_QUEUE_TIMEOUT_MS:
+		args->value = npu_recovery_max_job_timeout_ms();
+		return 0;
 	case NPU_PARAM_FW_HEARTBEAT:
 	case NPU_PARAM_FW_PING_NS:
 		break;
@@ -163,6 +169,7 @@ static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	u64 rtt_ns;
 	int ret;
 
+
 	/* Not our firmware: -ENODEV leaves the function to other drivers. */
 	ret = npu_hw_check(pdev, &regs, &ctrl);
 	if (ret)
@@ -173,7 +180,9 @@ static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (IS_ERR(ndev))
 		return PTR_ERR(ndev);
 	ndev->pdev = pdev;
-	npu_recovery_init(ndev);
+	ret = npu_recovery_init(ndev);
+	if (ret)
+		return ret;
 	ndev->regs = regs;
 	ndev->ctrl = ctrl;
 	pci_set_drvdata(pdev, ndev);
@@ -232,6 +241,9 @@ static void npu_remove(struct pci_dev *pdev)
 	/* The device stops touching memory, then work in flight is failed. */
 	npu_queue_quiesce_hw(ndev);
 	npu_queue_abort_all(ndev);
+	/* Waiters outside the device (event waits) find it unplugged. */
+	wake_up_all(&ndev->sync_wq);
+	npu_queue_flush_retired(ndev);
 }
 
 static const struct pci_device_id npu_pci_ids[] = {
@@ -247,7 +259,30 @@ static struct pci_driver npu_pci_driver = {
 	.probe = npu_probe,
 	.remove = npu_remove,
 };
-module_pci_driver(npu_pci_driver);
+struct workqueue_struct *npu_wq;
+
+static int __init npu_init(void)
+{
+	int ret;
+
+	npu_wq = alloc_workqueue("npu", WQ_UNBOUND, 0);
+	if (!npu_wq)
+		return -ENOMEM;
+	ret = pci_register_driver(&npu_pci_driver);
+	if (ret)
+		destroy_workqueue(npu_wq);
+	return ret;
+}
+
+static void __exit npu_exit(void)
+{
+	pci_unregister_driver(&npu_pci_driver);
+	/* Work queued by files closed after an unbind runs to its end. */
+	destroy_workqueue(npu_wq);
+}
+
+module_init(npu_init);
+module_exit(npu_exit);
 
 MODULE_DESCRIPTION(NPU_DRIVER_DESC);
 MODULE_AUTHOR("The npu authors");

@@ -7,6 +7,7 @@
 #include <drm/npu_accel.h>
 #include <linux/idr.h>
 #include <linux/jiffies.h>
+#include <linux/ktime.h>
 #include <linux/sched.h>
 #include <drm/drm_print.h>
 #include <linux/mutex.h>
@@ -14,6 +15,7 @@
 #include <linux/spinlock.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
+#include <linux/xarray.h>
 
 #include "npu_fw_if.h"
 
@@ -55,17 +57,23 @@ struct npu_device {
 	void __iomem *hbm;			/* HBM through BAR2, uncached */
 	struct mutex hbm_lock;
 	struct drm_mm hbm_mm;
+	struct list_head hbm_quarantine;	/* npu_hbm_quarantined, until a reset */
+	u64 hbm_quarantined;			/* bytes in it */
 	struct {
 		u64 current_bytes;
 		u64 peak_bytes;
 	} mem[NPU_MEM_REGION_COUNT];
 
 	struct ida ctx_ida;			/* device context ids */
+	struct xarray ctx_quarantine;		/* ids freed while wedged */
 
 	/* Task queues; see npu_queue.c for the locking rules. */
 	struct mutex queue_lock;
 	struct ida queue_ida;			/* hardware queue slots */
 	struct npu_queue **queues;		/* by slot, fw.num_queues of them */
+	spinlock_t retire_lock;
+	struct list_head retired;		/* jobs whose holdings await the worker */
+	struct work_struct retire_work;
 
 	/* Events and notifies; see npu_sync.c. */
 	struct ida sync_ida;
@@ -78,11 +86,16 @@ struct npu_device {
 	struct list_head ucmd_events;		/* parked EVENT_WAITs */
 	atomic_t ucmd_count;			/* allocated, parked or completing */
 
-	/* Watchdog; see npu_recovery.c. */
+	/* Watchdog, wedging and resets; see npu_recovery.c. */
 	struct delayed_work watchdog;
+	bool wedged;				/* under hbm_lock; read locklessly */
+	atomic_t resets;			/* device resets so far */
 	u64 last_beat;
 	unsigned long last_beat_time;
 };
+
+/* The driver's own work: retired jobs. Drained when the module goes. */
+extern struct workqueue_struct *npu_wq;
 
 static inline struct npu_device *to_npu_device(struct drm_device *drm)
 {
@@ -99,6 +112,18 @@ static inline long npu_timeout_jiffies(s64 timeout_ns)
 		return MAX_SCHEDULE_TIMEOUT;
 	return min_t(u64, nsecs_to_jiffies64(timeout_ns) + !!timeout_ns,
 		     MAX_SCHEDULE_TIMEOUT - 1);
+}
+
+/*
+ * An interrupted wait with a relative timeout is restarted with the same
+ * arguments: leave in *timeout_ns what is left of it, so the restart does
+ * not wait the whole time again. Negative (no limit) stays as it is.
+ */
+static inline void npu_timeout_consume(s64 *timeout_ns, ktime_t start)
+{
+	if (*timeout_ns > 0)
+		*timeout_ns = max_t(s64, 0, *timeout_ns -
+				    ktime_to_ns(ktime_sub(ktime_get(), start)));
 }
 
 #define npu_err(ndev, fmt, ...)  drm_err(&(ndev)->drm, fmt, ##__VA_ARGS__)

@@ -9,9 +9,13 @@
  * Each context that holds a handle sees the buffer at its own device VA.
  * CPU access is a write-combined mapping of the buffer's part of BAR2.
  *
- * Locking: ndev->hbm_lock protects hbm_mm and all usage counters (device
- * and context); nothing is taken under it. bo->maps_lock protects
- * bo->maps and may be held while taking ctx->lock.
+ * Lifetime: a mapping holds a GEM reference on its buffer, so a buffer
+ * is freed only after its last mapping; a job holds the mappings it uses.
+ *
+ * Locking: ndev->hbm_lock protects hbm_mm, the quarantine and all usage
+ * counters (device and context); nothing is taken under it.
+ * bo->maps_lock protects bo->maps and may be held while taking ctx->lock,
+ * never the other way round: a mapping is never put under ctx->lock.
  */
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
@@ -30,7 +34,10 @@
 
 static void npu_gem_fini(struct drm_device *drm, void *arg)
 {
-	drm_mm_takedown(&to_npu_device(drm)->hbm_mm);
+	struct npu_device *ndev = to_npu_device(drm);
+
+	npu_hbm_release_quarantine(ndev);
+	drm_mm_takedown(&ndev->hbm_mm);
 }
 
 int npu_gem_init(struct npu_device *ndev)
@@ -40,6 +47,7 @@ int npu_gem_init(struct npu_device *ndev)
 	ret = drmm_mutex_init(&ndev->drm, &ndev->hbm_lock);
 	if (ret)
 		return ret;
+	INIT_LIST_HEAD(&ndev->hbm_quarantine);
 	drm_mm_init(&ndev->hbm_mm, ndev->fw.fw_reserved,
 		    ndev->fw.hbm_size - ndev->fw.fw_reserved);
 	return drmm_add_action_or_reset(&ndev->drm, npu_gem_fini, NULL);
@@ -49,6 +57,7 @@ int npu_gem_init(struct npu_device *ndev)
 static void npu_mem_charge(struct npu_device *ndev, struct npu_ctx *ctx,
 			   int region, s64 delta)
 {
+	lockdep_assert_held(&ndev->hbm_lock);
 	ndev->mem[region].current_bytes += delta;
 	ndev->mem[region].peak_bytes = max(ndev->mem[region].peak_bytes,
 					   ndev->mem[region].current_bytes);
@@ -79,14 +88,45 @@ int npu_hbm_alloc(struct npu_device *ndev, struct npu_ctx *ctx, int region,
 	return ret == -ENOSPC ? -ENOMEM : ret;
 }
 
+/*
+ * Give HBM back. While the device is wedged (a TLB invalidation or a
+ * queue stop failed, see npu_recovery.c) the device may still reach it
+ * through stale state: it is quarantined instead, and released by the
+ * reset that ends the wedge.
+ */
 void npu_hbm_free(struct npu_device *ndev, struct npu_ctx *ctx, int region,
 		  struct drm_mm_node *node)
 {
+	struct npu_hbm_quarantined *q = NULL;
+
 	if (!drm_mm_node_allocated(node))
 		return;
+	if (READ_ONCE(ndev->wedged))
+		q = kzalloc(sizeof(*q), GFP_KERNEL | __GFP_NOFAIL);
 	mutex_lock(&ndev->hbm_lock);
 	npu_mem_charge(ndev, ctx, region, -(s64)node->size);
-	drm_mm_remove_node(node);
+	if (q) {
+		drm_mm_replace_node(node, &q->node);
+		list_add_tail(&q->link, &ndev->hbm_quarantine);
+		ndev->hbm_quarantined += q->node.size;
+	} else {
+		drm_mm_remove_node(node);
+	}
+	mutex_unlock(&ndev->hbm_lock);
+}
+
+/* After a successful reset: nothing on the device can reach it any more. */
+void npu_hbm_release_quarantine(struct npu_device *ndev)
+{
+	struct npu_hbm_quarantined *q, *tmp;
+
+	mutex_lock(&ndev->hbm_lock);
+	list_for_each_entry_safe(q, tmp, &ndev->hbm_quarantine, link) {
+		drm_mm_remove_node(&q->node);
+		list_del(&q->link);
+		kfree(q);
+	}
+	ndev->hbm_quarantined = 0;
 	mutex_unlock(&ndev->hbm_lock);
 }
 
@@ -127,6 +167,7 @@ static struct npu_bo_map *npu_bo_find_map(struct npu_bo *bo, struct npu_ctx *ctx
 {
 	struct npu_bo_map *map;
 
+	lockdep_assert_held(&bo->maps_lock);
 	list_for_each_entry(map, &bo->maps, link)
 		if (map->ctx == ctx)
 			return map;
@@ -140,6 +181,7 @@ static int npu_bo_map_pages(struct npu_ctx *ctx, struct npu_bo *bo, u64 va)
 	u64 off, flags = NPU_PTE_WRITE;
 	int ret;
 
+	lockdep_assert_held(&ctx->lock);
 	if (user)
 		flags = NPU_PTE_SYSMEM | (user->read_only ? 0 : NPU_PTE_WRITE);
 	for (off = 0; off < bo->base.size; off += bo->page_size) {
@@ -177,6 +219,7 @@ static int npu_bo_map_create(struct npu_bo *bo, struct npu_ctx *ctx)
 	mutex_unlock(&ctx->lock);
 
 	kref_init(&map->ref);
+	drm_gem_object_get(&bo->base);
 	map->bo = bo;
 	map->ctx = npu_ctx_get(ctx);
 	list_add(&map->link, &bo->maps);
@@ -200,8 +243,12 @@ static void npu_bo_map_release(struct kref *ref)
 	mutex_unlock(&bo->maps_lock);
 
 	mutex_lock(&ctx->lock);
-	/* Clear the entries, and have the device forget them, before the
-	 * range can be handed out again. A gone device caches nothing. */
+	/*
+	 * Clear the entries, and have the device forget them, before the
+	 * range can be handed out again. A gone device caches nothing; one
+	 * that failed to forget is wedged, and the buffer's memory waits in
+	 * quarantine for the reset (npu_hbm_free()).
+	 */
 	if (drm_dev_enter(&ctx->ndev->drm, &idx)) {
 		npu_mmu_unmap(ctx, map->va.start, map->va.size, bo->page_size);
 		npu_mmu_invalidate(ctx);
@@ -211,6 +258,7 @@ static void npu_bo_map_release(struct kref *ref)
 	mutex_unlock(&ctx->lock);
 	npu_ctx_put(ctx);
 	kfree(map);
+	drm_gem_object_put(&bo->base);
 }
 
 void npu_bo_map_put(struct npu_bo_map *map)
@@ -267,16 +315,26 @@ static void npu_bo_free(struct drm_gem_object *obj)
 
 static int npu_bo_mmap(struct drm_gem_object *obj, struct vm_area_struct *vma)
 {
+	struct npu_device *ndev = to_npu_device(obj->dev);
+	unsigned long first;
+	phys_addr_t phys;
+
 	if (to_npu_bo(obj)->user)
 		return -EINVAL;	/* the caller has the memory already */
-
-	struct npu_device *ndev = to_npu_device(obj->dev);
-	phys_addr_t phys = ndev->hbm_phys + to_npu_bo(obj)->hbm.start;
-
+	/* Device memory has no page to copy on write: shared mappings only. */
+	if (is_cow_mapping(vma->vm_flags))
+		return -EINVAL;
 	/*
-	 * The DRM core found the buffer by its exact mmap offset and checked
-	 * the length against its size, so the mapping starts at its start.
+	 * Both the DRM node and a dma-buf hand us the fake offset plus the
+	 * page the caller asked for, and have checked that the whole
+	 * mapping lies inside the buffer; check again all the same.
 	 */
+	first = vma->vm_pgoff - drm_vma_node_start(&obj->vma_node);
+	if (first > obj->size >> PAGE_SHIFT ||
+	    vma_pages(vma) > (obj->size >> PAGE_SHIFT) - first)
+		return -EINVAL;
+	phys = ndev->hbm_phys + to_npu_bo(obj)->hbm.start + ((u64)first << PAGE_SHIFT);
+
 	npu_vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
 	vma->vm_page_prot = pgprot_writecombine(vm_get_page_prot(vma->vm_flags));
 	return io_remap_pfn_range(vma, vma->vm_start, phys >> PAGE_SHIFT,

@@ -18,6 +18,7 @@ struct npu_bo;
  */
 struct npu_bo_map {
 	struct kref ref;		/* handles in ctx + jobs in flight */
+	u64 job_mark;			/* last job that took it, under ctx->lock */
 	struct list_head link;		/* in bo->maps */
 	struct npu_bo *bo;
 	struct npu_ctx *ctx;		/* referenced */
@@ -33,6 +34,12 @@ struct npu_userptr {
 	struct page **pages;		/* pinned */
 	dma_addr_t *dma;		/* per page */
 	bool read_only;
+};
+
+/* HBM that must not be reused until the device is reset. */
+struct npu_hbm_quarantined {
+	struct list_head link;		/* in ndev->hbm_quarantine */
+	struct drm_mm_node node;
 };
 
 /* A buffer object: a run of HBM, or registered host memory; its mappings. */
@@ -57,6 +64,7 @@ int npu_hbm_alloc(struct npu_device *ndev, struct npu_ctx *ctx, int region,
 		  struct drm_mm_node *node, u64 size, u64 align);
 void npu_hbm_free(struct npu_device *ndev, struct npu_ctx *ctx, int region,
 		  struct drm_mm_node *node);
+void npu_hbm_release_quarantine(struct npu_device *ndev);
 u64 npu_gem_hbm_used(struct npu_device *ndev);
 void npu_mem_account(struct npu_device *ndev, struct npu_ctx *ctx, int region,
 		     s64 delta);

@@ -159,7 +159,7 @@ static int npu_hw_read_fw_info(struct npu_device *ndev)
 
 	/* The firmware is another party: check what it claims. */
 	if (hbm_offset != 0 || fw->hbm_size > bar_len ||
-	    fw->fw_reserved < sizeof(struct npu_fw_ctrl) ||
+	    fw->fw_reserved < NPU_FW_RESERVED_SIZE ||
 	    fw->fw_reserved >= fw->hbm_size) {
 		npu_err(ndev, "bad memory layout: HBM %#llx+%#llx, reserved %#llx, BAR %#llx\n",
 			hbm_offset, fw->hbm_size, fw->fw_reserved, bar_len);

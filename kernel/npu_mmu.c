@@ -8,6 +8,10 @@
  * goes away; an unmap only clears leaves and then has the device drop
  * its cached translations.
  *
+ * The driver never reads the tables back: HBM is memory the device (and
+ * whatever runs on it) can write, so the walk follows a shadow of the
+ * directory in kernel memory and only ever stores to HBM.
+ *
  * Locking: every function here runs under ctx->lock.
  */
 #include <drm/npu_accel.h>
@@ -18,10 +22,13 @@
 #include "npu_gem.h"
 #include "npu_ipc.h"
 #include "npu_mmu.h"
+#include "npu_recovery.h"
 
 struct npu_pt_table {
 	struct list_head link;
 	struct drm_mm_node node;
+	/* Directory levels: the next-level tables, as the entries point. */
+	struct npu_pt_table **next;
 };
 
 static u64 __iomem *npu_pte(struct npu_ctx *ctx, u64 table, unsigned int index)
@@ -29,29 +36,50 @@ static u64 __iomem *npu_pte(struct npu_ctx *ctx, u64 table, unsigned int index)
 	return (u64 __iomem *)(ctx->ndev->hbm + table) + index;
 }
 
-static int npu_pt_alloc(struct npu_ctx *ctx, u64 *offset)
+static void npu_pt_free(struct npu_ctx *ctx, struct npu_pt_table *t)
+{
+	npu_hbm_free(ctx->ndev, ctx, NPU_MEM_REGION_PAGE_TABLES, &t->node);
+	kvfree(t->next);
+	kfree(t);
+}
+
+/* A zeroed table of `level`, with its shadow if it is a directory. */
+static struct npu_pt_table *npu_pt_alloc(struct npu_ctx *ctx, int level)
 {
 	struct npu_pt_table *t = kzalloc(sizeof(*t), GFP_KERNEL);
 	int ret;
 
 	if (!t)
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
+	if (level < NPU_PT_LEVELS - 1) {
+		t->next = kvcalloc(NPU_PT_ENTRIES, sizeof(*t->next), GFP_KERNEL_ACCOUNT);
+		if (!t->next) {
+			kfree(t);
+			return ERR_PTR(-ENOMEM);
+		}
+	}
 	ret = npu_hbm_alloc(ctx->ndev, ctx, NPU_MEM_REGION_PAGE_TABLES, &t->node,
 			    NPU_PT_SIZE, NPU_PT_SIZE);
 	if (ret) {
-		kfree(t);
-		return ret;
+		npu_pt_free(ctx, t);
+		return ERR_PTR(ret);
 	}
 	memset_io(ctx->ndev->hbm + t->node.start, 0, NPU_PT_SIZE);
 	list_add(&t->link, &ctx->mmu.tables);
-	*offset = t->node.start;
-	return 0;
+	return t;
 }
 
 int npu_mmu_init(struct npu_ctx *ctx)
 {
+	struct npu_pt_table *root;
+
 	INIT_LIST_HEAD(&ctx->mmu.tables);
-	return npu_pt_alloc(ctx, &ctx->mmu.root);
+	root = npu_pt_alloc(ctx, 0);
+	if (IS_ERR(root))
+		return PTR_ERR(root);
+	ctx->mmu.root_table = root;
+	ctx->mmu.root = root->node.start;
+	return 0;
 }
 
 void npu_mmu_fini(struct npu_ctx *ctx)
@@ -59,9 +87,8 @@ void npu_mmu_fini(struct npu_ctx *ctx)
 	struct npu_pt_table *t, *tmp;
 
 	list_for_each_entry_safe(t, tmp, &ctx->mmu.tables, link) {
-		npu_hbm_free(ctx->ndev, ctx, NPU_MEM_REGION_PAGE_TABLES, &t->node);
 		list_del(&t->link);
-		kfree(t);
+		npu_pt_free(ctx, t);
 	}
 }
 
@@ -71,24 +98,27 @@ void npu_mmu_fini(struct npu_ctx *ctx)
  * Returns 0 with *table set, or -ENOENT / -ENOMEM.
  */
 static int npu_mmu_walk(struct npu_ctx *ctx, u64 va, int leaf_level,
-			bool create, u64 *table)
+			bool create, struct npu_pt_table **table)
 {
-	u64 t = ctx->mmu.root;
-	int level, ret;
+	struct npu_pt_table *t = ctx->mmu.root_table;
+	int level;
 
+	lockdep_assert_held(&ctx->lock);
 	for (level = 0; level < leaf_level; level++) {
-		u64 __iomem *pte = npu_pte(ctx, t, NPU_PT_INDEX(va, level));
-		u64 e = readq(pte);
+		unsigned int i = NPU_PT_INDEX(va, level);
+		struct npu_pt_table *next = t->next[i];
 
-		if (!(e & NPU_PTE_VALID)) {
+		if (!next) {
 			if (!create)
 				return -ENOENT;
-			ret = npu_pt_alloc(ctx, &e);
-			if (ret)
-				return ret;
-			writeq(e | NPU_PTE_VALID, pte);
+			next = npu_pt_alloc(ctx, level + 1);
+			if (IS_ERR(next))
+				return PTR_ERR(next);
+			t->next[i] = next;
+			writeq(next->node.start | NPU_PTE_VALID,
+			       npu_pte(ctx, t->node.start, i));
 		}
-		t = e & NPU_PTE_ADDR_MASK;
+		t = next;
 	}
 	*table = t;
 	return 0;
@@ -102,30 +132,41 @@ static int npu_leaf_level(u32 page_size)
 int npu_mmu_map(struct npu_ctx *ctx, u64 va, u64 addr, u32 page_size, u64 flags)
 {
 	int level = npu_leaf_level(page_size);
-	u64 table;
+	unsigned int i = NPU_PT_INDEX(va, level);
+	struct npu_pt_table *table;
 	int ret;
 
+	lockdep_assert_held(&ctx->lock);
 	ret = npu_mmu_walk(ctx, va, level, true, &table);
 	if (ret)
 		return ret;
-	if (page_size == NPU_PAGE_SIZE_2M)
+	if (page_size == NPU_PAGE_SIZE_2M) {
 		flags |= NPU_PTE_HUGE;
+		/* A leaf now: a table once used here stays, unreachable, until teardown. */
+		table->next[i] = NULL;
+	}
 	writeq((addr & NPU_PTE_ADDR_MASK) | flags | NPU_PTE_VALID,
-	       npu_pte(ctx, table, NPU_PT_INDEX(va, level)));
+	       npu_pte(ctx, table->node.start, i));
 	return 0;
 }
 
 void npu_mmu_unmap(struct npu_ctx *ctx, u64 va, u64 size, u32 page_size)
 {
 	int level = npu_leaf_level(page_size);
-	u64 end = va + size, table;
+	struct npu_pt_table *table;
+	u64 end = va + size;
 
+	lockdep_assert_held(&ctx->lock);
 	for (; va < end; va += page_size) {
 		if (!npu_mmu_walk(ctx, va, level, false, &table))
-			writeq(0, npu_pte(ctx, table, NPU_PT_INDEX(va, level)));
+			writeq(0, npu_pte(ctx, table->node.start, NPU_PT_INDEX(va, level)));
 	}
 }
 
+/*
+ * Have the device forget the context's translations. A failure wedges
+ * the device: what the caller is about to free is quarantined.
+ */
 int npu_mmu_invalidate(struct npu_ctx *ctx)
 {
 	u64 args[4] = { ctx->id };
@@ -133,7 +174,6 @@ int npu_mmu_invalidate(struct npu_ctx *ctx)
 
 	ret = npu_ipc_send(ctx->ndev, NPU_FW_CMD_TLB_INVALIDATE, args, NULL);
 	if (ret)
-		npu_err(ctx->ndev, "TLB invalidation for context %u failed: %d\n",
-			ctx->id, ret);
+		npu_device_wedge(ctx->ndev, "TLB invalidation", ret);
 	return ret;
 }

@@ -6,10 +6,12 @@
 #include <linux/types.h>
 
 struct npu_ctx;
+struct npu_pt_table;
 
 /* A context's device page tables, in HBM. Protected by ctx->lock. */
 struct npu_mmu {
 	u64 root;			/* HBM offset of the top-level table */
+	struct npu_pt_table *root_table;
 	struct list_head tables;	/* struct npu_pt_table, for teardown */
 };
 

@@ -45,29 +45,49 @@
 
 static_assert(NPU_QUEUE_DEPTH_MIN > NPU_SUBMIT_MAX_TASKS);	/* + its fence */
 
+/* Signal the job's fence, with its error: the device is done with it. */
+static void npu_job_signal(struct npu_job *job)
+{
+	if (!job->fence)
+		return;
+	if (job->error)
+		dma_fence_set_error(job->fence, job->error);
+	dma_fence_signal(job->fence);
+	dma_fence_put(job->fence);
+	job->fence = NULL;
+}
+
+/* Drop what the job held; signals its fence first if nobody did. */
 void npu_job_free(struct npu_job *job)
 {
 	u32 i;
 
-	for (i = 0; i < job->nmaps; i++) {
-		struct drm_gem_object *obj = &job->maps[i]->bo->base;
-
+	npu_job_signal(job);
+	for (i = 0; i < job->nmaps; i++)
 		npu_bo_map_put(job->maps[i]);
-		drm_gem_object_put(obj);
-	}
-	kfree(job->maps);
+	kvfree(job->maps);
 	for (i = 0; i < job->nsyncs; i++)
 		npu_sync_put(job->syncs[i]);
 	kfree(job->syncs);
 	kvfree(job->tasks);
-	/* Last: whoever waits on the fence finds the buffers released. */
-	if (job->fence) {
-		if (job->error)
-			dma_fence_set_error(job->fence, job->error);
-		dma_fence_signal(job->fence);
-		dma_fence_put(job->fence);
-	}
 	kfree(job);
+}
+
+static void npu_retire_work(struct work_struct *work)
+{
+	struct npu_device *ndev = container_of(work, struct npu_device, retire_work);
+	struct npu_job *job, *tmp;
+	LIST_HEAD(jobs);
+
+	spin_lock(&ndev->retire_lock);
+	list_splice_init(&ndev->retired, &jobs);
+	spin_unlock(&ndev->retire_lock);
+	list_for_each_entry_safe(job, tmp, &jobs, link) {
+		list_del(&job->link);
+		npu_job_free(job);
+	}
+	/* Taken when this run was queued; may be the device's last. */
+	drm_dev_put(&ndev->drm);
 }
 
 /* Under queue_lock: every job left on q fails with `error`. */
@@ -75,24 +95,49 @@ static void npu_queue_fail_jobs(struct npu_queue *q, int error, struct list_head
 {
 	struct npu_job *job;
 
+	lockdep_assert_held(&q->ctx->ndev->queue_lock);
 	list_for_each_entry(job, &q->jobs, link)
 		job->error = error;
 	list_splice_tail_init(&q->jobs, retired);
 }
 
-static void npu_jobs_free(struct list_head *jobs)
+/*
+ * Finished or failed jobs: signal their fences now, and leave dropping
+ * what they held (buffer mappings, whose release takes ctx->lock and a
+ * mailbox round trip) to a worker, outside the fence-signalling path.
+ */
+static void npu_jobs_retire(struct npu_device *ndev, struct list_head *jobs)
 {
-	struct npu_job *job, *tmp;
+	struct npu_job *job;
+	bool cookie;
 
-	list_for_each_entry_safe(job, tmp, jobs, link) {
-		list_del(&job->link);
-		npu_job_free(job);
-	}
+	if (list_empty(jobs))
+		return;
+	cookie = dma_fence_begin_signalling();
+	list_for_each_entry(job, jobs, link)
+		npu_job_signal(job);
+	dma_fence_end_signalling(cookie);
+	spin_lock(&ndev->retire_lock);
+	list_splice_tail_init(jobs, &ndev->retired);
+	spin_unlock(&ndev->retire_lock);
+	/* The worker keeps the device, and the module keeps npu_wq, alive. */
+	drm_dev_get(&ndev->drm);
+	if (!queue_work(npu_wq, &ndev->retire_work))
+		drm_dev_put(&ndev->drm);
+}
+
+/* Wait until every retired job has dropped what it held. */
+void npu_queue_flush_retired(struct npu_device *ndev)
+{
+	do {
+		flush_work(&ndev->retire_work);
+	} while (!list_empty_careful(&ndev->retired));
 }
 
 /* Under queue_lock: q's state changed; tell its ioctl and io_uring waiters. */
 static void npu_queue_wake(struct npu_queue *q)
 {
+	lockdep_assert_held(&q->ctx->ndev->queue_lock);
 	wake_up_all(&q->wq);
 	npu_uring_queue_settle(q);
 }
@@ -105,6 +150,7 @@ static void npu_queue_update(struct npu_device *ndev, struct npu_queue *q,
 	u64 done = readq(&slot->done_seq);
 	struct npu_job *job, *tmp;
 
+	lockdep_assert_held(&ndev->queue_lock);
 	list_for_each_entry_safe(job, tmp, &q->jobs, link) {
 		if (job->seq > done)
 			break;
@@ -137,11 +183,14 @@ static void npu_queue_update(struct npu_device *ndev, struct npu_queue *q,
 		smp_store_release(&q->failed, true);
 		/* Nothing behind the failed task will run. */
 		npu_queue_fail_jobs(q, -EIO, retired);
-		npu_info(ndev, "context %u: %s at %#llx (%s) in batch %llu, task %u\n",
-			 q->ctx->id, q->status == NPU_JOB_FAULT ? "MMU fault" :
-			 q->status == NPU_JOB_KERNEL_ERROR ? "kernel error" : "invalid task",
-			 q->fault_address, q->fault_access ? "write" : "read",
-			 q->error_seq, q->error_task);
+		/* A context can fault at will: keep the log readable. */
+		dev_info_ratelimited(ndev->drm.dev,
+				     "context %u: %s at %#llx (%s) in batch %llu, task %u\n",
+				     q->ctx->id, q->status == NPU_JOB_FAULT ? "MMU fault" :
+				     q->status == NPU_JOB_KERNEL_ERROR ? "kernel error" :
+				     "invalid task", q->fault_address,
+				     q->fault_access ? "write" : "read",
+				     q->error_seq, q->error_task);
 	}
 	npu_queue_wake(q);
 }
@@ -173,7 +222,7 @@ void npu_queue_poll(struct npu_device *ndev)
 			__set_bit(i, backlogged);
 	}
 	mutex_unlock(&ndev->queue_lock);
-	npu_jobs_free(&retired);
+	npu_jobs_retire(ndev, &retired);
 	for_each_set_bit(i, backlogged, NPU_FW_MAX_QUEUES) {
 		struct npu_queue *q;
 
@@ -214,6 +263,7 @@ static void npu_queue_fail(struct npu_device *ndev, struct npu_queue *q, u32 sta
 {
 	struct npu_job *job = list_first_entry_or_null(&q->jobs, struct npu_job, link);
 
+	lockdep_assert_held(&ndev->queue_lock);
 	if (!q->failed) {
 		q->status = status;
 		/* With nothing on the ring, the first unfinished is in the backlog. */
@@ -245,55 +295,61 @@ int npu_queue_fail_all(struct npu_device *ndev, u32 status, u32 fw_cmd)
 	npu_uring_fail_events(ndev, status);
 	if (fw_cmd)
 		ret = npu_ipc_send(ndev, fw_cmd, args, NULL);
-	npu_jobs_free(&retired);
+	npu_jobs_retire(ndev, &retired);
 	return ret;
 }
 
+static void npu_queue_stop(struct npu_queue *q, u32 status, bool destroy);
+
 /*
- * A queue that has work and whose head has not moved for its time limit
- * is hung: the device stops it and its work fails with NPU_JOB_TIMEOUT.
+ * A queue is hung when a task of its has executed on the device (exec_ms
+ * in its slot) for its time limit without the head moving: the device
+ * stops it and its work fails with NPU_JOB_TIMEOUT. A queue waiting on
+ * an event, or starved by queues of higher priority, executes nothing
+ * and is never hung.
  */
 void npu_queue_check_hung(struct npu_device *ndev)
 {
-	u32 hung[NPU_FW_MAX_QUEUES], n = 0, i;
-	u64 args[4] = { 0 };
-	LIST_HEAD(retired);
+	struct npu_queue *q, *tmp;
+	LIST_HEAD(hung);
+	u32 i;
 
 	mutex_lock(&ndev->queue_lock);
 	for (i = 0; i < ndev->fw.num_queues; i++) {
-		struct npu_queue *q = ndev->queues[i];
+		struct npu_fw_queue __iomem *slot = npu_queue_slot(ndev, i);
 		unsigned int limit;
-		u32 head;
+		u32 head, exec;
 
+		q = ndev->queues[i];
 		if (!q || q->failed || list_empty(&q->jobs))
 			continue;
-		head = readl(&npu_queue_slot(ndev, i)->head);
+		head = readl(&slot->head);
+		exec = readl(&slot->exec_ms);
 		if (head != q->last_head) {
 			q->last_head = head;
-			q->last_progress = jiffies;
+			q->last_exec = exec;
 			continue;
 		}
 		limit = q->timeout_ms ? q->timeout_ms : npu_recovery_job_timeout_ms();
-		if (!time_after(jiffies, q->last_progress + msecs_to_jiffies(limit)))
+		if (exec - q->last_exec < limit)
 			continue;
-		npu_err(ndev, "context %u queue %u: no progress for %u ms, stopping it\n",
-			q->ctx->id, q->id, limit);
-		npu_queue_fail(ndev, q, NPU_JOB_TIMEOUT, &retired);
-		hung[n++] = i;
+		npu_err(ndev, "context %u queue %u: a task executed %u ms without finishing, stopping the queue\n",
+			q->ctx->id, q->id, exec - q->last_exec);
+		kref_get(&q->ref);
+		list_add_tail(&q->hang_link, &hung);
 	}
 	mutex_unlock(&ndev->queue_lock);
-	/* Stopped on the device before anything the work held is released. */
-	for (i = 0; i < n; i++) {
-		args[0] = hung[i];
-		npu_ipc_send(ndev, NPU_FW_CMD_QUEUE_STOP, args, NULL);
+	list_for_each_entry_safe(q, tmp, &hung, hang_link) {
+		npu_queue_stop(q, NPU_JOB_TIMEOUT, false);
+		npu_queue_put(q);
 	}
-	npu_jobs_free(&retired);
 }
 
 static void npu_queue_fini_device(struct drm_device *drm, void *arg)
 {
 	ida_destroy(&to_npu_device(drm)->queue_ida);
 }
+
 
 int npu_queue_init_device(struct npu_device *ndev)
 {
@@ -303,6 +359,9 @@ int npu_queue_init_device(struct npu_device *ndev)
 	ret = drmm_mutex_init(&ndev->drm, &ndev->queue_lock);
 	if (ret)
 		return ret;
+	spin_lock_init(&ndev->retire_lock);
+	INIT_LIST_HEAD(&ndev->retired);
+	INIT_WORK(&ndev->retire_work, npu_retire_work);
 	ida_init(&ndev->queue_ida);
 	ret = drmm_add_action_or_reset(&ndev->drm, npu_queue_fini_device, NULL);
 	if (ret)
@@ -369,6 +428,10 @@ int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries,
 	struct npu_queue *q;
 	int ret;
 
+	lockdep_assert_held(&ctx->lock);
+	/* A slot the device may not have stopped is not handed out. */
+	if (READ_ONCE(ndev->wedged))
+		return -EIO;
 	q = kzalloc(sizeof(*q), GFP_KERNEL);
 	if (!q)
 		return -ENOMEM;
@@ -424,34 +487,44 @@ err_id:
 }
 
 /*
- * Stop the queue on the device and fail what it still has as aborted
+ * Stop the queue on the device and fail what it still has with `status`
  * (waiters wake). With `destroy`, also free its ring and slot: the caller
- * has taken it out of its context's table.
+ * has taken it out of its context's table. The hardware id is used under
+ * submit_lock, which destroying holds while it gives the id back, so a
+ * late stop (the hang check) never reaches a queue that took the slot
+ * over. A stop the device does not confirm wedges it: the ring freed
+ * here is then quarantined until a reset.
  */
-static void npu_queue_stop(struct npu_queue *q, bool destroy)
+static void npu_queue_stop(struct npu_queue *q, u32 status, bool destroy)
 {
 	struct npu_device *ndev = q->ctx->ndev;
 	u64 args[4] = { q->hw_id };
 	LIST_HEAD(retired);
-	int idx;
+	int idx, ret;
 
 	if (destroy) {
 		mutex_lock(&ndev->queue_lock);
 		ndev->queues[q->hw_id] = NULL;
 		mutex_unlock(&ndev->queue_lock);
 	}
-	if (drm_dev_enter(&ndev->drm, &idx)) {
-		npu_ipc_send(ndev, NPU_FW_CMD_QUEUE_STOP, args, NULL);
-		drm_dev_exit(idx);
-	}
-
 	/* A submitter holding submit_lock is writing the ring: let it finish. */
 	mutex_lock(&q->submit_lock);
+	if (q->dead) {
+		mutex_unlock(&q->submit_lock);
+		return;
+	}
+	if (drm_dev_enter(&ndev->drm, &idx)) {
+		ret = npu_ipc_send(ndev, NPU_FW_CMD_QUEUE_STOP, args, NULL);
+		if (ret)
+			npu_device_wedge(ndev, "queue stop", ret);
+		drm_dev_exit(idx);
+	}
 	mutex_lock(&ndev->queue_lock);
-	npu_queue_fail(ndev, q, NPU_JOB_ABORTED, &retired);
+	npu_queue_fail(ndev, q, status, &retired);
 	mutex_unlock(&ndev->queue_lock);
 	__npu_queue_drain(ndev, q, &retired);	/* the backlog fails too */
 	if (destroy) {
+		q->dead = true;
 		npu_hbm_free(ndev, q->ctx, NPU_MEM_REGION_QUEUES, &q->ring);
 		ida_free(&ndev->queue_ida, q->hw_id);
 	}
@@ -459,19 +532,19 @@ static void npu_queue_stop(struct npu_queue *q, bool destroy)
 	/* Submitters waiting behind the backlog find it gone. */
 	wake_up_all(&q->wq);
 
-	npu_jobs_free(&retired);
+	npu_jobs_retire(ndev, &retired);
 }
 
 /* Take the queue out of service for good; see npu_queue_stop(). */
 void npu_queue_destroy(struct npu_queue *q)
 {
-	npu_queue_stop(q, true);
+	npu_queue_stop(q, NPU_JOB_ABORTED, true);
 	npu_queue_put(q);
 }
 
 void npu_queue_abort(struct npu_queue *q)
 {
-	npu_queue_stop(q, false);
+	npu_queue_stop(q, NPU_JOB_ABORTED, false);
 }
 
 /*
@@ -504,10 +577,27 @@ static bool npu_queue_has_room(struct npu_device *ndev, struct npu_queue *q, u32
 	return READ_ONCE(q->failed) || READ_ONCE(q->tail) - head + need <= q->entries;
 }
 
-/* Under submit_lock: may a new batch go straight to the ring? */
+/* Under submit_lock (or, as a wake-up hint, without): may a new batch go to the ring? */
 static bool npu_queue_can_write(struct npu_device *ndev, struct npu_queue *q, u32 need)
 {
 	return !READ_ONCE(q->backlog_tasks) && npu_queue_has_room(ndev, q, need);
+}
+
+/*
+ * For a submitter waiting outside the device's section: room for `need`
+ * tasks, or a reason to stop waiting (the queue failed, or the device is
+ * gone, which a retry then finds).
+ */
+bool npu_queue_room_or_gone(struct npu_device *ndev, struct npu_queue *q, u32 need)
+{
+	bool ret = true;
+	int idx;
+
+	if (drm_dev_enter(&ndev->drm, &idx)) {
+		ret = npu_queue_can_write(ndev, q, need);
+		drm_dev_exit(idx);
+	}
+	return ret;
 }
 
 /*
@@ -538,7 +628,7 @@ static int npu_queue_write(struct npu_device *ndev, struct npu_queue *q, struct 
 	if (list_empty(&q->jobs)) {
 		/* The progress watch and the busy clock start with work. */
 		q->last_head = readl(&slot->head);
-		q->last_progress = jiffies;
+		q->last_exec = readl(&slot->exec_ms);
 		q->busy_since = ktime_get();
 	}
 	list_add_tail(&job->link, &q->jobs);
@@ -576,19 +666,13 @@ int npu_queue_push(struct npu_device *ndev, struct npu_queue *q, struct npu_job 
 	int ret;
 
 	mutex_lock(&q->submit_lock);
-	while (!npu_queue_can_write(ndev, q, need)) {
-		if (mode == NPU_PUSH_BACKLOG && !READ_ONCE(q->failed) &&
-		    q->backlog_tasks + need <= NPU_QUEUE_BACKLOG_DEPTHS * q->entries) {
-			backlog = true;
-			break;
-		}
-		mutex_unlock(&q->submit_lock);
-		if (mode != NPU_PUSH_BLOCK)
+	if (!npu_queue_can_write(ndev, q, need)) {
+		if (mode != NPU_PUSH_BACKLOG || READ_ONCE(q->failed) ||
+		    q->backlog_tasks + need > NPU_QUEUE_BACKLOG_DEPTHS * q->entries) {
+			mutex_unlock(&q->submit_lock);
 			return -EAGAIN;
-		ret = wait_event_interruptible(q->wq, npu_queue_can_write(ndev, q, need));
-		if (ret)
-			return ret;
-		mutex_lock(&q->submit_lock);
+		}
+		backlog = true;
 	}
 
 	job->seq = q->next_seq + 1;
@@ -638,6 +722,7 @@ static void __npu_queue_drain(struct npu_device *ndev, struct npu_queue *q,
 {
 	struct npu_job *job, *tmp;
 
+	lockdep_assert_held(&q->submit_lock);
 	list_for_each_entry_safe(job, tmp, &q->backlog, link) {
 		const struct drm_npu_task *tasks = job->tasks;
 		bool failed = READ_ONCE(q->failed);
@@ -666,5 +751,5 @@ static void npu_queue_drain(struct npu_device *ndev, struct npu_queue *q)
 	mutex_unlock(&q->submit_lock);
 	/* Submitters blocked behind the backlog. */
 	wake_up_all(&q->wq);
-	npu_jobs_free(&dropped);
+	npu_jobs_retire(ndev, &dropped);
 }

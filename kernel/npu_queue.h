@@ -17,6 +17,7 @@ struct npu_sync;
 struct npu_job {
 	struct list_head link;
 	u64 seq;
+	u64 mark;			/* tells the mappings it holds, while built */
 	u32 first_slot;			/* ring position of its first task */
 	u32 ntasks;
 	u32 nmaps;
@@ -44,7 +45,8 @@ struct npu_queue {
 	u64 fence_context;
 	struct drm_mm_node ring;
 
-	struct mutex submit_lock;	/* tail, next_seq, backlog */
+	struct mutex submit_lock;	/* tail, next_seq, backlog, dead */
+	bool dead;			/* destroyed: ring and hw_id given back */
 	u32 tail;
 	u64 next_seq;
 	struct list_head backlog;	/* jobs waiting for ring room, in seq order */
@@ -60,8 +62,9 @@ struct npu_queue {
 	u32 fault_access;
 	u64 fault_address;
 	ktime_t busy_since;		/* when the job list last became non-empty */
-	u32 last_head;			/* progress watch, see npu_recovery.c */
-	unsigned long last_progress;
+	u32 last_head;			/* progress watch, see npu_queue_check_hung() */
+	u32 last_exec;			/* the slot's exec_ms when head last moved */
+	struct list_head hang_link;	/* the watchdog's, while it stops the queue */
 	wait_queue_head_t wq;
 	struct list_head ucmds;		/* parked io_uring commands, by seq */
 };
@@ -71,7 +74,7 @@ struct drm_npu_task;
 
 /* What a push does when the ring has no room (see npu_queue_push()). */
 enum npu_push_mode {
-	NPU_PUSH_BLOCK,			/* wait for room */
+	NPU_PUSH_BLOCK,			/* wait for room (npu_submit() only) */
 	NPU_PUSH_NOWAIT,		/* -EAGAIN */
 	NPU_PUSH_BACKLOG,		/* keep it in order until there is room */
 };
@@ -94,6 +97,8 @@ int npu_queue_push(struct npu_device *ndev, struct npu_queue *q, struct npu_job 
 		   const struct drm_npu_task *tasks, u32 count, enum npu_push_mode mode,
 		   u64 *seq, struct dma_fence **out_fence);
 void npu_job_free(struct npu_job *job);
+bool npu_queue_room_or_gone(struct npu_device *ndev, struct npu_queue *q, u32 need);
+void npu_queue_flush_retired(struct npu_device *ndev);
 int npu_queue_quiesce_hw(struct npu_device *ndev);
 void npu_queue_abort_all(struct npu_device *ndev);
 void npu_queue_poll(struct npu_device *ndev);

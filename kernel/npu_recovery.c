@@ -5,20 +5,32 @@
  * A watchdog runs every NPU_WATCHDOG_MS while the device is bound:
  *  - it retires completions whose interrupt was lost, so a dropped
  *    interrupt costs latency, never a hang;
- *  - it declares a queue hung when the queue has had work but made no
- *    progress (its head did not move) for its time limit: the device
- *    stops the queue and its batches fail with NPU_JOB_TIMEOUT. Progress,
- *    not elapsed time: a long batch that keeps moving is never cut off;
+ *  - it declares a queue hung when one of its tasks has been executing
+ *    on the device (exec_ms in its slot) for its time limit without the
+ *    head moving: the device stops the queue and its batches fail with
+ *    NPU_JOB_TIMEOUT. Execution, not elapsed time: a queue waiting on an
+ *    event, or behind queues of higher priority, is never cut off, and
+ *    neither is a long batch that keeps moving;
  *  - it resets the device when the firmware heartbeat has not moved for
- *    heartbeat_timeout_ms: every batch fails with NPU_JOB_RESET, the
- *    firmware is told to recover, and the driver stays usable;
+ *    heartbeat_timeout_ms, or when the device is wedged: every batch
+ *    fails with NPU_JOB_RESET, the firmware is told to recover, and the
+ *    driver stays usable.
+ *
+ * Wedging: the driver never trusts device state it could not confirm. A
+ * TLB invalidation or a queue stop that the firmware did not confirm
+ * leaves the device able to reach memory the driver was about to give
+ * back, so the device is wedged: HBM and context ids freed from then on
+ * are quarantined (npu_hbm_free()) and released only once a reset has
+ * succeeded, which the watchdog starts at once;
  *  - on kernels where io_uring cannot cancel driver commands, it cancels
  *    those whose ring closed or whose task exits (see npu_uring.c).
  */
+#include <drm/drm_managed.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/module.h>
 #include <linux/workqueue.h>
 
+#include "npu_gem.h"
 #include "npu_hw.h"
 #include "npu_ipc.h"
 #include "npu_queue.h"
@@ -37,20 +49,75 @@ module_param(heartbeat_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(heartbeat_timeout_ms,
 		 "Time without a firmware heartbeat before a device reset, in ms (2000)");
 
+static unsigned int max_job_timeout_ms = 60000;
+module_param(max_job_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(max_job_timeout_ms,
+		 "Largest execution time limit a queue may ask for, in ms (60000)");
+
 unsigned int npu_recovery_job_timeout_ms(void)
 {
 	return READ_ONCE(job_timeout_ms);
 }
 
-static void npu_recovery_reset(struct npu_device *ndev)
+unsigned int npu_recovery_max_job_timeout_ms(void)
+{
+	return READ_ONCE(max_job_timeout_ms);
+}
+
+/* The device may still reach memory the driver gives back: see the top. */
+void npu_device_wedge(struct npu_device *ndev, const char *what, int err)
+{
+	bool was;
+
+	mutex_lock(&ndev->hbm_lock);
+	was = ndev->wedged;
+	WRITE_ONCE(ndev->wedged, true);
+	mutex_unlock(&ndev->hbm_lock);
+	if (!was)
+		npu_err(ndev, "%s failed (%d): device wedged until it is reset\n", what, err);
+	mod_delayed_work(system_wq, &ndev->watchdog, 0);
+}
+
+/* Free a context id, or keep it out of use while the device is wedged. */
+void npu_ctx_id_free(struct npu_device *ndev, u32 id)
+{
+	mutex_lock(&ndev->hbm_lock);
+	/* A stale translation tagged with the id must not reach its next user. */
+	if (!ndev->wedged ||
+	    xa_err(xa_store(&ndev->ctx_quarantine, id, xa_mk_value(1), GFP_KERNEL)))
+		ida_free(&ndev->ctx_ida, id);
+	mutex_unlock(&ndev->hbm_lock);
+}
+
+static void npu_recovery_unwedge(struct npu_device *ndev)
+{
+	unsigned long id;
+	void *entry;
+
+	npu_hbm_release_quarantine(ndev);
+	mutex_lock(&ndev->hbm_lock);
+	xa_for_each(&ndev->ctx_quarantine, id, entry) {
+		xa_erase(&ndev->ctx_quarantine, id);
+		ida_free(&ndev->ctx_ida, id);
+	}
+	WRITE_ONCE(ndev->wedged, false);
+	mutex_unlock(&ndev->hbm_lock);
+}
+
+static void npu_recovery_reset(struct npu_device *ndev, const char *why)
 {
 	int ret;
 
-	npu_err(ndev, "firmware heartbeat stopped for %u ms: resetting the device\n",
-		heartbeat_timeout_ms);
+	npu_err(ndev, "%s: resetting the device\n", why);
+	atomic_inc(&ndev->resets);
 	ret = npu_queue_fail_all(ndev, NPU_JOB_RESET, NPU_FW_CMD_RESET);
-	if (ret)
+	/* Host event waiters fail too: what they wait for may never come. */
+	wake_up_all(&ndev->sync_wq);
+	if (ret) {
 		npu_err(ndev, "device reset failed: %d; it stays unusable\n", ret);
+		return;
+	}
+	npu_recovery_unwedge(ndev);
 }
 
 static void npu_watchdog(struct work_struct *work)
@@ -68,15 +135,25 @@ static void npu_watchdog(struct work_struct *work)
 		ndev->last_beat_time = jiffies;
 	} else if (time_after(jiffies, ndev->last_beat_time +
 			      msecs_to_jiffies(heartbeat_timeout_ms))) {
-		npu_recovery_reset(ndev);
+		npu_recovery_reset(ndev, "firmware heartbeat stopped");
 		ndev->last_beat_time = jiffies;
 	}
+	if (READ_ONCE(ndev->wedged))
+		npu_recovery_reset(ndev, "device wedged");
 	schedule_delayed_work(&ndev->watchdog, msecs_to_jiffies(NPU_WATCHDOG_MS));
 }
 
-void npu_recovery_init(struct npu_device *ndev)
+static void npu_recovery_fini(struct drm_device *drm, void *arg)
+{
+	xa_destroy(&to_npu_device(drm)->ctx_quarantine);
+}
+
+int npu_recovery_init(struct npu_device *ndev)
 {
 	INIT_DELAYED_WORK(&ndev->watchdog, npu_watchdog);
+	xa_init(&ndev->ctx_quarantine);
+	atomic_set(&ndev->resets, 0);
+	return drmm_add_action_or_reset(&ndev->drm, npu_recovery_fini, NULL);
 }
 
 void npu_recovery_start(struct npu_device *ndev)

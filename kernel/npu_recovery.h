@@ -4,9 +4,12 @@
 
 #include "npu_drv.h"
 
-void npu_recovery_init(struct npu_device *ndev);
+int npu_recovery_init(struct npu_device *ndev);
 void npu_recovery_start(struct npu_device *ndev);
 void npu_recovery_stop(struct npu_device *ndev);
 unsigned int npu_recovery_job_timeout_ms(void);
+unsigned int npu_recovery_max_job_timeout_ms(void);
+void npu_device_wedge(struct npu_device *ndev, const char *what, int err);
+void npu_ctx_id_free(struct npu_device *ndev, u32 id);
 
 #endif /* __NPU_RECOVERY_H__ */

@@ -68,6 +68,7 @@ static int npu_mem_show(struct seq_file *m, void *unused)
 	mutex_unlock(&ndev->hbm_lock);
 	seq_printf(m, "hbm size %llu, firmware reserved %llu\n",
 		   ndev->fw.hbm_size, ndev->fw.fw_reserved);
+	seq_printf(m, "quarantined until a reset: %llu\n", READ_ONCE(ndev->hbm_quarantined));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(npu_mem);
@@ -103,6 +104,8 @@ static int npu_queues_show(struct seq_file *m, void *unused)
 	}
 	mutex_unlock(&ndev->queue_lock);
 	seq_printf(m, "events and notifies in use: %d\n", atomic_read(&ndev->syncs_in_use));
+	seq_printf(m, "device resets: %d\n", atomic_read(&ndev->resets));
+	seq_printf(m, "wedged: %d\n", READ_ONCE(ndev->wedged));
 	npu_uring_debugfs_show(m, ndev);
 	drm_dev_exit(idx);
 	return 0;

@@ -18,6 +18,7 @@
 #include "npu_fence.h"
 #include "npu_gem.h"
 #include "npu_queue.h"
+#include "npu_recovery.h"
 #include "npu_sync.h"
 
 /* User tasks are written to the ring as they are, once checked. */
@@ -86,9 +87,17 @@ static bool npu_task_valid(const struct drm_npu_task *t)
 }
 
 /*
- * Under ctx->lock: take a reference on every mapping (and its buffer) in
- * [va, va + size). An address nothing maps is left for the device to
- * fault on: that is how a context learns it touched what it may not.
+ * Mappings one batch may hold. Each is held once however many tasks name
+ * it, so this bounds the array whatever the tasks' ranges; more is -E2BIG.
+ */
+#define NPU_JOB_MAX_MAPS	4096
+
+/*
+ * Under ctx->lock: take a reference on every mapping in [va, va + size)
+ * that the job does not hold yet. An address nothing maps is left for the
+ * device to fault on: that is how a context learns it touched what it may
+ * not. Room is made before a reference is taken, so nothing is ever put
+ * here: a last put takes bo->maps_lock, which ranks above ctx->lock.
  */
 static int npu_job_hold_range(struct npu_job *job, struct npu_ctx *ctx,
 			      u64 va, u64 size, u32 *cap)
@@ -96,6 +105,7 @@ static int npu_job_hold_range(struct npu_job *job, struct npu_ctx *ctx,
 	struct drm_mm_node *node;
 	u64 end = va + size;
 
+	lockdep_assert_held(&ctx->lock);
 	if (end < va)
 		end = U64_MAX;
 	drm_mm_for_each_node_in_range(node, &ctx->va_mm, va, end) {
@@ -104,21 +114,27 @@ static int npu_job_hold_range(struct npu_job *job, struct npu_ctx *ctx,
 		/* A range past the VA space ends on the allocator's own node. */
 		if (node == &ctx->va_mm.head_node)
 			break;
-
-		if (!kref_get_unless_zero(&map->ref))
-			continue;	/* going away: not mapped for the device */
+		if (map->job_mark == job->mark)
+			continue;	/* held already */
 		if (job->nmaps == *cap) {
 			struct npu_bo_map **maps;
+			u32 n;
 
-			*cap = max(8u, *cap * 2);
-			maps = krealloc(job->maps, *cap * sizeof(*maps), GFP_KERNEL);
-			if (!maps) {
-				npu_bo_map_put(map);
+			if (*cap == NPU_JOB_MAX_MAPS)
+				return -E2BIG;
+			n = min(max(16u, *cap * 2), (u32)NPU_JOB_MAX_MAPS);
+			maps = kvmalloc_array(n, sizeof(*maps), GFP_KERNEL_ACCOUNT);
+			if (!maps)
 				return -ENOMEM;
-			}
+			if (job->nmaps)
+				memcpy(maps, job->maps, job->nmaps * sizeof(*maps));
+			kvfree(job->maps);
 			job->maps = maps;
+			*cap = n;
 		}
-		drm_gem_object_get(&map->bo->base);
+		if (!kref_get_unless_zero(&map->ref))
+			continue;	/* going away: not mapped for the device */
+		map->job_mark = job->mark;
 		job->maps[job->nmaps++] = map;
 	}
 	return 0;
@@ -134,6 +150,7 @@ static int npu_job_hold_sync(struct npu_job *job, struct npu_ctx *ctx,
 	u32 kind = t->type <= NPU_TASK_EVENT_RESET ? NPU_SYNC_EVENT : NPU_SYNC_NOTIFY;
 	struct npu_sync *s;
 
+	lockdep_assert_held(&ctx->lock);
 	if (t->args[0] > U32_MAX)
 		return -EINVAL;
 	s = npu_sync_hold(ctx, (u32)t->args[0], kind);
@@ -171,6 +188,7 @@ static struct npu_job *npu_job_create(struct npu_ctx *ctx,
 	if (i == count)
 		return job;
 	mutex_lock(&ctx->lock);
+	job->mark = ++ctx->job_marks;
 	for (i = 0; i < count && !ret; i++) {
 		const struct drm_npu_task *t = &tasks[i];
 
@@ -215,7 +233,10 @@ int npu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *
 	    args->priority > NPU_QUEUE_PRIORITY_REALTIME ||
 	    !is_power_of_2(depth) || depth < NPU_QUEUE_DEPTH_MIN || depth > NPU_QUEUE_DEPTH_MAX)
 		return -EINVAL;
-	if (args->priority == NPU_QUEUE_PRIORITY_REALTIME && !capable(CAP_SYS_NICE))
+	if (args->timeout_ms > npu_recovery_max_job_timeout_ms())
+		return -EINVAL;
+	/* Above NORMAL a queue can starve other users' work: as for CPU nice. */
+	if (args->priority > NPU_QUEUE_PRIORITY_NORMAL && !capable(CAP_SYS_NICE))
 		return -EPERM;
 	if (!drm_dev_enter(drm, &idx))
 		return -ENODEV;
@@ -326,31 +347,49 @@ int npu_submit(struct drm_file *file, struct drm_npu_submit *args,
 	if (ret)
 		goto out_free;
 
+	/* Everything the batch names is checked before a queue is made. */
+	job = npu_job_create(ctx, tasks, args->count);
+	if (IS_ERR(job)) {
+		ret = PTR_ERR(job);
+		goto out_release;
+	}
 	if (!drm_dev_enter(drm, &idx)) {
 		ret = -ENODEV;
-		goto out_release;
+		goto out_job;
 	}
 	q = npu_queue_lookup(ctx, args->queue, true);
 	if (IS_ERR(q)) {
 		ret = PTR_ERR(q);
+		q = NULL;
 		goto out_exit;
 	}
-	if (READ_ONCE(q->failed)) {
-		ret = -EIO;
-		goto out_put;
+	for (;;) {
+		if (READ_ONCE(q->failed)) {
+			ret = -EIO;
+			goto out_exit;
+		}
+		ret = npu_queue_push(ndev, q, job, tasks, args->count,
+				     mode == NPU_PUSH_BLOCK ? NPU_PUSH_NOWAIT : mode,
+				     &args->seq, args->out_count ? &fence : NULL);
+		if (ret != -EAGAIN || mode != NPU_PUSH_BLOCK)
+			break;
+		/*
+		 * Wait for room outside the device's section: unbinding waits
+		 * for every section to end, and this wait is the caller's.
+		 */
+		drm_dev_exit(idx);
+		ret = wait_event_interruptible(q->wq, npu_queue_room_or_gone(ndev, q,
+									     args->count + 1));
+		if (ret)
+			goto out_put;
+		if (!drm_dev_enter(drm, &idx)) {
+			ret = -ENODEV;
+			goto out_put;
+		}
 	}
-
-	job = npu_job_create(ctx, tasks, args->count);
-	if (IS_ERR(job)) {
-		ret = PTR_ERR(job);
-		goto out_put;
-	}
-	ret = npu_queue_push(ndev, q, job, tasks, args->count, mode, &args->seq,
-			     args->out_count ? &fence : NULL);
-	if (ret) {
-		npu_job_free(job);
-		goto out_put;
-	}
+	if (ret)
+		goto out_exit;
+	job = NULL;	/* the queue's now */
 	if (args->out_count) {
 		npu_syncobj_install_out(&outs, fence);
 		dma_fence_put(fence);
@@ -359,11 +398,14 @@ int npu_submit(struct drm_file *file, struct drm_npu_submit *args,
 		*qp = q;
 		q = NULL;
 	}
+out_exit:
+	drm_dev_exit(idx);
 out_put:
 	if (q)
 		npu_queue_put(q);
-out_exit:
-	drm_dev_exit(idx);
+out_job:
+	if (job)
+		npu_job_free(job);
 out_release:
 	npu_syncobj_release_out(&outs);
 out_free:
@@ -405,6 +447,7 @@ int npu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file)
 {
 	struct npu_device *ndev = to_npu_device(drm);
 	struct drm_npu_wait *args = data;
+	ktime_t start = ktime_get();
 	struct npu_queue *q;
 	long timeout, left;
 	int ret;
@@ -418,6 +461,7 @@ int npu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file)
 						timeout);
 	if (left < 0) {
 		npu_queue_put(q);
+		npu_timeout_consume(&args->timeout_ns, start);
 		return left;
 	}
 

@@ -6,10 +6,17 @@
  *
  * Lifetime: an npu_sync is referenced by every context holding it (in
  * ctx->syncs), by every exported notify fd, and by every batch in flight
- * that names it, so an id is never reused under a task that uses it.
+ * that names it, so an id is never reused under a task that uses it. It
+ * holds the DRM device in turn: a notify fd can outlive every DRM file
+ * and the device's binding, and its release gives the id back.
  *
- * Locking: ctx->syncs is changed under ctx->lock. The event waitqueue is
- * woken from the queue interrupt, which the device raises on each record.
+ * Limits: a context holds at most syncs_per_context entries (-EDQUOT
+ * past it), so no file can take the whole table (-ENOSPC).
+ *
+ * Locking: ctx->syncs and ctx->nsyncs change under ctx->lock. The event
+ * waitqueue is woken from the queue interrupt, which the device raises on
+ * each record, and on unbind and reset; host waiters sleep outside the
+ * device's drm_dev_enter() section, so neither waits for them.
  */
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
@@ -17,11 +24,22 @@
 #include <linux/anon_inodes.h>
 #include <linux/file.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
+#include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/xarray.h>
 
 #include "npu_ctx.h"
 #include "npu_sync.h"
+
+static unsigned int syncs_per_context = 512;
+module_param(syncs_per_context, uint, 0644);
+MODULE_PARM_DESC(syncs_per_context,
+		 "Events and notifies one context may hold (512 of the device's 2048)");
+
+unsigned int npu_sync_ctx_max(void)
+{
+	return min_t(unsigned int, READ_ONCE(syncs_per_context), NPU_FW_MAX_SYNCS);
+}
 
 static struct npu_fw_sync __iomem *npu_sync_entry(struct npu_device *ndev, u32 id)
 {
@@ -44,9 +62,12 @@ static void npu_sync_release(struct kref *ref)
 {
 	struct npu_sync *s = container_of(ref, struct npu_sync, ref);
 
-	ida_free(&s->ndev->sync_ida, s->id);
-	atomic_dec(&s->ndev->syncs_in_use);
+	struct npu_device *ndev = s->ndev;
+
+	ida_free(&ndev->sync_ida, s->id);
+	atomic_dec(&ndev->syncs_in_use);
 	kfree(s);
+	drm_dev_put(&ndev->drm);
 }
 
 void npu_sync_put(struct npu_sync *s)
@@ -95,6 +116,23 @@ void npu_sync_ctx_fini(struct npu_ctx *ctx)
 	xa_for_each(&ctx->syncs, id, s)
 		npu_sync_put(s);
 	xa_destroy(&ctx->syncs);
+	ctx->nsyncs = 0;
+}
+
+/* Give the context a hold on s, within its quota; takes a reference. */
+static int npu_sync_ctx_add(struct npu_ctx *ctx, struct npu_sync *s)
+{
+	int ret = -EDQUOT;
+
+	mutex_lock(&ctx->lock);
+	if (ctx->nsyncs < npu_sync_ctx_max())
+		ret = xa_insert(&ctx->syncs, s->id, s, GFP_KERNEL);
+	if (!ret) {
+		ctx->nsyncs++;
+		kref_get(&s->ref);
+	}
+	mutex_unlock(&ctx->lock);
+	return ret;
 }
 
 int npu_ioctl_sync_create(struct drm_device *drm, void *data, struct drm_file *file)
@@ -123,22 +161,21 @@ int npu_ioctl_sync_create(struct drm_device *drm, void *data, struct drm_file *f
 	}
 	kref_init(&s->ref);
 	atomic_inc(&ndev->syncs_in_use);
+	drm_dev_get(drm);
 	s->ndev = ndev;
 	s->id = ret;
 	s->kind = args->kind;
+	INIT_LIST_HEAD(&s->ucmds);
+	INIT_LIST_HEAD(&s->waited_link);
 	/* A fresh entry: nothing recorded, whatever its last user left. */
 	e = npu_sync_entry(ndev, s->id);
 	writeq(0, &e->value);
 	writeq(0, &e->timestamp_ns);
 
-	mutex_lock(&ctx->lock);
-	ret = xa_insert(&ctx->syncs, s->id, s, GFP_KERNEL);
-	mutex_unlock(&ctx->lock);
-	if (ret) {
-		npu_sync_put(s);
-		goto out_exit;
-	}
-	args->id = s->id;
+	ret = npu_sync_ctx_add(ctx, s);
+	if (!ret)
+		args->id = s->id;
+	npu_sync_put(s);	/* the context's hold, if any, keeps it */
 out_exit:
 	drm_dev_exit(idx);
 	return ret;
@@ -154,37 +191,13 @@ int npu_ioctl_sync_destroy(struct drm_device *drm, void *data, struct drm_file *
 		return -EINVAL;
 	mutex_lock(&ctx->lock);
 	s = xa_erase(&ctx->syncs, args->id);
+	if (s)
+		ctx->nsyncs--;
 	mutex_unlock(&ctx->lock);
 	if (!s)
 		return -EINVAL;
 	npu_sync_put(s);
 	return 0;
-}
-
-/*
- * The caller's event `id`, referenced, with the device entered: its table
- * entry, or an ERR_PTR. Undone by npu_event_exit().
- */
-static struct npu_fw_sync __iomem *npu_event_enter(struct drm_device *drm,
-						   struct drm_file *file, u32 id,
-						   struct npu_sync **sp, int *idx)
-{
-	struct npu_sync *s = npu_sync_lookup(file->driver_priv, id, NPU_SYNC_EVENT);
-
-	if (!s)
-		return IOMEM_ERR_PTR(-EINVAL);
-	if (!drm_dev_enter(drm, idx)) {
-		npu_sync_put(s);
-		return IOMEM_ERR_PTR(-ENODEV);
-	}
-	*sp = s;
-	return npu_sync_entry(to_npu_device(drm), s->id);
-}
-
-static void npu_event_exit(struct npu_sync *s, int idx)
-{
-	drm_dev_exit(idx);
-	npu_sync_put(s);
 }
 
 int npu_ioctl_event_query(struct drm_device *drm, void *data, struct drm_file *file)
@@ -194,35 +207,68 @@ int npu_ioctl_event_query(struct drm_device *drm, void *data, struct drm_file *f
 	struct npu_sync *s;
 	int idx;
 
-	e = npu_event_enter(drm, file, args->id, &s, &idx);
-	if (IS_ERR(e))
-		return PTR_ERR(e);
+	s = npu_sync_lookup(file->driver_priv, args->id, NPU_SYNC_EVENT);
+	if (!s)
+		return -EINVAL;
+	if (!drm_dev_enter(drm, &idx)) {
+		npu_sync_put(s);
+		return -ENODEV;
+	}
+	e = npu_sync_entry(to_npu_device(drm), s->id);
 	args->recorded = readq(&e->value) != 0;
 	args->timestamp_ns = readq(&e->timestamp_ns);
-	npu_event_exit(s, idx);
+	drm_dev_exit(idx);
+	npu_sync_put(s);
 	return 0;
+}
+
+/*
+ * The wait condition of EVENT_WAIT: recorded, or a reason to stop (*err):
+ * the device was reset since the wait began (-EIO) or is gone (-ENODEV).
+ */
+static bool npu_event_settled(struct npu_sync *s, int resets, int *err)
+{
+	struct npu_device *ndev = s->ndev;
+	bool recorded;
+	int idx;
+
+	if (atomic_read(&ndev->resets) != resets) {
+		*err = -EIO;
+		return true;
+	}
+	if (!drm_dev_enter(&ndev->drm, &idx)) {
+		*err = -ENODEV;
+		return true;
+	}
+	recorded = readq(&npu_sync_entry(ndev, s->id)->value) != 0;
+	drm_dev_exit(idx);
+	return recorded;
 }
 
 int npu_ioctl_event_wait(struct drm_device *drm, void *data, struct drm_file *file)
 {
 	struct npu_device *ndev = to_npu_device(drm);
 	struct drm_npu_event_wait *args = data;
-	struct npu_fw_sync __iomem *e;
+	int resets = atomic_read(&ndev->resets), err = 0;
+	ktime_t start = ktime_get();
 	struct npu_sync *s;
-	long timeout, left;
-	int idx;
+	long left;
 
 	if (args->pad)
 		return -EINVAL;
-	e = npu_event_enter(drm, file, args->id, &s, &idx);
-	if (IS_ERR(e))
-		return PTR_ERR(e);
-	timeout = npu_timeout_jiffies(args->timeout_ns);
-	left = wait_event_interruptible_timeout(ndev->sync_wq, readq(&e->value) != 0,
-						timeout);
-	npu_event_exit(s, idx);
-	if (left < 0)
+	s = npu_sync_lookup(file->driver_priv, args->id, NPU_SYNC_EVENT);
+	if (!s)
+		return -EINVAL;
+	left = wait_event_interruptible_timeout(ndev->sync_wq,
+						npu_event_settled(s, resets, &err),
+						npu_timeout_jiffies(args->timeout_ns));
+	npu_sync_put(s);
+	if (left < 0) {
+		npu_timeout_consume(&args->timeout_ns, start);
 		return left;
+	}
+	if (err)
+		return err;
 	return left ? 0 : -ETIMEDOUT;
 }
 
@@ -279,18 +325,11 @@ int npu_ioctl_notify_import(struct drm_device *drm, void *data, struct drm_file 
 		fput(f);
 		return -EINVAL;
 	}
-	kref_get(&s->ref);
+	ret = npu_sync_ctx_add(ctx, s);
 	fput(f);
-
-	mutex_lock(&ctx->lock);
-	ret = xa_insert(&ctx->syncs, s->id, s, GFP_KERNEL);
-	mutex_unlock(&ctx->lock);
-	if (ret) {
-		/* -EBUSY: ids are device-wide, so it is this one, held already. */
-		npu_sync_put(s);
-		if (ret != -EBUSY)
-			return ret;
-	}
+	/* -EBUSY: ids are device-wide, so it is this one, held already. */
+	if (ret && ret != -EBUSY)
+		return ret;
 	args->id = s->id;
 	return 0;
 }

@@ -12,12 +12,16 @@ struct npu_ctx;
 /* An event or notify: one entry of the device's sync table. */
 struct npu_sync {
 	struct kref ref;	/* contexts holding it, exported fds, jobs */
-	struct npu_device *ndev;
+	struct npu_device *ndev;	/* referenced: fds outlive the device */
 	u32 id;
 	u32 kind;		/* enum drm_npu_sync_kind */
+	/* Parked io_uring EVENT_WAITs, under ndev->ucmd_lock; see npu_uring.c. */
+	struct list_head ucmds;
+	struct list_head waited_link;	/* in ndev->ucmd_events while it has some */
 };
 
 int npu_sync_init_device(struct npu_device *ndev);
+unsigned int npu_sync_ctx_max(void);
 void npu_sync_ctx_fini(struct npu_ctx *ctx);
 struct npu_sync *npu_sync_hold(struct npu_ctx *ctx, u32 id, u32 kind);
 struct npu_sync *npu_sync_lookup(struct npu_ctx *ctx, u32 id, u32 kind);

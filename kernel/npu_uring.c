@@ -5,8 +5,11 @@
  * A command that waits is parked: an npu_ucmd on the device's list of
  * parked commands and on the list of what it waits for, either its
  * queue's (sorted by sequence number, so a completion takes commands from
- * the front) or the device's event waiters. The queue interrupt, a time
- * limit (hrtimer), an abort, a reset or a cancellation settles it.
+ * the front) or its event's; events with waiters are on the device's
+ * list, so the queue interrupt looks at each such event once, at most
+ * NPU_FW_MAX_SYNCS of them, however many commands wait. The queue
+ * interrupt, a time limit (hrtimer), an abort, a reset or a cancellation
+ * settles a command.
  *
  * Exactly once: whoever takes a command off the lists, under ucmd_lock,
  * settles it. Settling records the result and hands the command to task
@@ -76,7 +79,7 @@ static_assert(NPU_URING_CMD_EVENT_WAIT ==
 
 struct npu_ucmd {
 	struct list_head link;		/* ndev->ucmds, while parked */
-	struct list_head wait_link;	/* q->ucmds or ndev->ucmd_events */
+	struct list_head wait_link;	/* q->ucmds or event->ucmds */
 	struct io_uring_cmd *cmd;
 	struct npu_device *ndev;
 	struct npu_ctx *ctx;
@@ -154,8 +157,11 @@ NPU_URING_TASK_WORK(npu_ucmd_task_work, npu_ucmd_complete)
 /* Under ucmd_lock, u parked: take it off the lists and complete it. */
 static void npu_ucmd_settle(struct npu_ucmd *u, s32 res, u64 res2)
 {
+	lockdep_assert_held(&u->ndev->ucmd_lock);
 	list_del_init(&u->link);
 	list_del_init(&u->wait_link);
+	if (u->event && list_empty(&u->event->ucmds))
+		list_del_init(&u->event->waited_link);
 	npu_ucmd_pdu(u->cmd)->settled = true;
 	u->res = res;
 	u->res2 = res2;
@@ -177,6 +183,7 @@ static void npu_ucmd_settle_queue(struct npu_queue *q)
 {
 	struct npu_ucmd *u, *tmp;
 
+	lockdep_assert_held(&q->ctx->ndev->ucmd_lock);
 	list_for_each_entry_safe(u, tmp, &q->ucmds, wait_link) {
 		if (u->seq <= READ_ONCE(q->done_seq))
 			npu_ucmd_settle(u, 0, u->seq);
@@ -198,20 +205,32 @@ void npu_uring_queue_settle(struct npu_queue *q)
 	struct npu_device *ndev = q->ctx->ndev;
 	unsigned long flags;
 
+	lockdep_assert_held(&q->ctx->ndev->queue_lock);
 	spin_lock_irqsave(&ndev->ucmd_lock, flags);
 	npu_ucmd_settle_queue(q);
 	spin_unlock_irqrestore(&ndev->ucmd_lock, flags);
 }
 
-/* Under ucmd_lock: settle the event waiters whose event was recorded. */
-static void npu_ucmd_settle_events(struct npu_device *ndev)
+/* Under ucmd_lock: settle every waiter of s, with res and res2. */
+static void npu_ucmd_settle_event(struct npu_sync *s, s32 res, u64 res2)
 {
 	struct npu_ucmd *u, *tmp;
+
+	lockdep_assert_held(&s->ndev->ucmd_lock);
+	list_for_each_entry_safe(u, tmp, &s->ucmds, wait_link)
+		npu_ucmd_settle(u, res, res2);
+}
+
+/* Under ucmd_lock: settle the waiters of events that were recorded. */
+static void npu_ucmd_settle_events(struct npu_device *ndev)
+{
+	struct npu_sync *s, *tmp;
 	u64 ts;
 
-	list_for_each_entry_safe(u, tmp, &ndev->ucmd_events, wait_link)
-		if (npu_event_recorded(u->event, &ts))
-			npu_ucmd_settle(u, 0, ts);
+	lockdep_assert_held(&ndev->ucmd_lock);
+	list_for_each_entry_safe(s, tmp, &ndev->ucmd_events, waited_link)
+		if (npu_event_recorded(s, &ts))
+			npu_ucmd_settle_event(s, 0, ts);
 }
 
 /* The device raised its queue interrupt, which also announces records. */
@@ -227,12 +246,13 @@ void npu_uring_events_settle(struct npu_device *ndev)
 /* The device was reset or removed: no event waiter can be satisfied now. */
 void npu_uring_fail_events(struct npu_device *ndev, u32 status)
 {
-	struct npu_ucmd *u, *tmp;
+	struct npu_sync *s, *tmp;
 	unsigned long flags;
 
 	spin_lock_irqsave(&ndev->ucmd_lock, flags);
-	list_for_each_entry_safe(u, tmp, &ndev->ucmd_events, wait_link)
-		npu_ucmd_settle(u, npu_ucmd_status_errno(status), NPU_URING_RES2(status, 0));
+	list_for_each_entry_safe(s, tmp, &ndev->ucmd_events, waited_link)
+		npu_ucmd_settle_event(s, npu_ucmd_status_errno(status),
+				      NPU_URING_RES2(status, 0));
 	spin_unlock_irqrestore(&ndev->ucmd_lock, flags);
 }
 
@@ -284,6 +304,7 @@ static void npu_ucmd_cancel(struct npu_device *ndev, struct io_uring_cmd *cmd)
 /* Under ucmd_lock: a parked command's time limit, as the uapi defines it. */
 static void npu_ucmd_arm(struct npu_ucmd *u, s64 timeout_ns)
 {
+	lockdep_assert_held(&u->ndev->ucmd_lock);
 	if (list_empty(&u->link) || timeout_ns < 0)
 		return;
 	if (!timeout_ns)
@@ -383,7 +404,9 @@ static int npu_ucmd_event_wait(struct npu_ucmd *u, struct drm_npu_uring_event_wa
 	npu_ucmd_parking(u);
 	spin_lock_irqsave(&ndev->ucmd_lock, flags);
 	list_add_tail(&u->link, &ndev->ucmds);
-	list_add_tail(&u->wait_link, &ndev->ucmd_events);
+	if (list_empty(&u->event->ucmds))
+		list_add_tail(&u->event->waited_link, &ndev->ucmd_events);
+	list_add_tail(&u->wait_link, &u->event->ucmds);
 	npu_ucmd_settle_events(ndev);
 	npu_ucmd_arm(u, args->timeout_ns);
 	spin_unlock_irqrestore(&ndev->ucmd_lock, flags);
@@ -446,6 +469,11 @@ int npu_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 		atomic_dec(&ctx->ucmds);
 		return -EBUSY;
 	}
+	/* Every context under its own limit may still be too many together. */
+	if (atomic_read(&ndev->ucmd_count) >= NPU_URING_MAX_PARKED_DEVICE) {
+		atomic_dec(&ctx->ucmds);
+		return -EBUSY;
+	}
 	u = kzalloc(sizeof(*u), GFP_KERNEL);
 	if (!u) {
 		atomic_dec(&ctx->ucmds);
@@ -477,7 +505,16 @@ int npu_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	if (ret) {
 		/* Never parked: nobody else has seen it. */
 		npu_ucmd_free(u);
-		return ret == NPU_UCMD_DONE ? 0 : ret;
+		if (ret == NPU_UCMD_DONE)
+			return 0;
+		/*
+		 * A wait in an io_uring worker ends with a restart code when
+		 * io_uring cancels the worker; nothing restarts a CQE.
+		 */
+		if (ret == -ERESTARTSYS || ret == -ERESTARTNOINTR ||
+		    ret == -ERESTARTNOHAND || ret == -ERESTART_RESTARTBLOCK)
+			return -ECANCELED;
+		return ret;
 	}
 	/* Parked, and perhaps completed already: u is not ours to touch. */
 	return -EIOCBQUEUED;

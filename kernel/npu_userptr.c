@@ -52,31 +52,35 @@ static int npu_userptr_pin(struct npu_device *ndev, struct npu_userptr *u)
 	long pinned;
 	int ret;
 
-	u->pages = kvcalloc(u->npages, sizeof(*u->pages), GFP_KERNEL);
-	u->dma = kvcalloc(u->npages, sizeof(*u->dma), GFP_KERNEL);
-	if (!u->pages || !u->dma)
-		return -ENOMEM;
-
+	/* The limit first: nothing is allocated for what may not be pinned. */
 	ret = account_locked_vm(u->mm, u->npages, true);
 	if (ret)
 		return ret;
+	ret = -ENOMEM;
+	u->pages = kvcalloc(u->npages, sizeof(*u->pages), GFP_KERNEL_ACCOUNT);
+	u->dma = kvcalloc(u->npages, sizeof(*u->dma), GFP_KERNEL_ACCOUNT);
+	if (!u->pages || !u->dma)
+		goto err_account;
 	pinned = pin_user_pages_fast(u->addr, u->npages, gup, u->pages);
 	if (pinned != u->npages) {
 		if (pinned > 0)
 			unpin_user_pages(u->pages, pinned);
-		account_locked_vm(u->mm, u->npages, false);
-		return pinned < 0 ? pinned : -EFAULT;
+		ret = pinned < 0 ? pinned : -EFAULT;
+		goto err_account;
 	}
 	for (i = 0; i < u->npages; i++) {
 		u->dma[i] = dma_map_page(dev, u->pages[i], 0, PAGE_SIZE, dir);
 		if (dma_mapping_error(dev, u->dma[i])) {
 			npu_userptr_unmap_dma(dev, u, i);
 			unpin_user_pages(u->pages, u->npages);
-			account_locked_vm(u->mm, u->npages, false);
-			return -ENOMEM;
+			goto err_account;
 		}
 	}
 	return 0;
+
+err_account:
+	account_locked_vm(u->mm, u->npages, false);
+	return ret;
 }
 
 /* From the buffer's free callback. */
@@ -113,9 +117,15 @@ int npu_ioctl_userptr(struct drm_device *drm, void *data, struct drm_file *file)
 	int ret, idx;
 
 	if (args->flags & ~NPU_USERPTR_READ_ONLY || args->handle || args->device_va ||
-	    !args->size || !PAGE_ALIGNED(args->addr) || !PAGE_ALIGNED(args->size) ||
-	    args->addr + args->size < args->addr)
+	    !args->addr || !args->size || !PAGE_ALIGNED(args->addr) ||
+	    !PAGE_ALIGNED(args->size) || args->addr + args->size < args->addr)
 		return -EINVAL;
+	/*
+	 * More than the machine's memory can never be pinned (and a CAP_IPC_LOCK
+	 * caller has no rlimit to stop it): refuse before sizing anything by it.
+	 */
+	if (args->size >> PAGE_SHIFT > totalram_pages())
+		return -ENOMEM;
 	if (!access_ok(u64_to_user_ptr(args->addr), args->size))
 		return -EFAULT;
 	if (!drm_dev_enter(drm, &idx))

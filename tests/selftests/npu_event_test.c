@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
+#include "npu_fw_if.h"
 #include "npu_selftest.h"
 
 #define SEC (1000000000ll)
@@ -234,24 +235,55 @@ TEST_F(ev, bad_arguments)
 	EXPECT_EQ(-EINVAL, npu_submit_on(self->fd, self->qa, &t, 1, &seq));
 }
 
-TEST(the_table_fills_up_and_empties_on_close)
+/*
+ * A context holds at most its quota (-EDQUOT), so no file takes the whole
+ * table; files together fill it (-ENOSPC), and closing gives it back.
+ */
+TEST(the_table_fills_up_by_quota_and_empties_on_close)
 {
-	int fd = npu_open(), n = 0, ret;
+	int fds[NPU_FW_MAX_SYNCS], nfds = 0, n = 0, ret = 0, in_first = 0;
+	uint64_t quota = 0;
 	uint32_t id;
 
-	ASSERT_LE(0, fd);
-	while (n < 4096 && !(ret = npu_sync_create(fd, NPU_SYNC_EVENT, &id)))
-		n++;
+	fds[nfds] = npu_open();
+	ASSERT_LE(0, fds[nfds]);
+	ASSERT_EQ(0, npu_get_param(fds[0], NPU_PARAM_SYNCS_PER_CONTEXT, &quota));
+	ASSERT_LT(0, quota);
+	ASSERT_GT(NPU_FW_MAX_SYNCS, quota);
+	while (ret != -ENOSPC && nfds < NPU_FW_MAX_SYNCS) {
+		int in_this = 0;
+
+		while (!(ret = npu_sync_create(fds[nfds], NPU_SYNC_EVENT, &id)))
+			in_this++;
+		n += in_this;
+		if (!nfds)
+			in_first = in_this;
+		if (ret == -EDQUOT)
+			EXPECT_EQ(quota, in_this);
+		ASSERT_TRUE(ret == -EDQUOT || ret == -ENOSPC) TH_LOG("%d", ret);
+		nfds++;
+		if (ret == -EDQUOT) {
+			fds[nfds] = npu_open();
+			ASSERT_LE(0, fds[nfds]);
+		}
+	}
+	EXPECT_EQ(quota, in_first);
 	EXPECT_EQ(-ENOSPC, ret);
 	EXPECT_LT(1000, n);
-	close(fd);
-	fd = npu_open();
-	ASSERT_LE(0, fd);
-	/* Everything the closed file held is free again. */
-	for (int i = 0; i < n; i++) {
-		ASSERT_EQ(0, npu_sync_create(fd, NPU_SYNC_EVENT, &id)) TH_LOG("%d", i);
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	/* Everything the closed files held is free again. */
+	for (int i = 0; i < n; i += quota) {
+		int fd = npu_open();
+
+		ASSERT_LE(0, fd);
+		for (int j = i; j < n && j < i + (int)quota; j++) {
+			ASSERT_EQ(0, npu_sync_create(fd, NPU_SYNC_EVENT, &id)) TH_LOG("%d", j);
+		}
+		fds[i / quota] = fd;
 	}
-	close(fd);
+	for (int i = 0; i < n; i += quota)
+		close(fds[i / quota]);
 }
 
 TEST_HARNESS_MAIN

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
+#include "npu_fw_if.h"
 #include "npu_selftest.h"
 #include "npurt.h"
 
@@ -45,7 +46,7 @@ TEST(info_matches_fwsim)
 	EXPECT_GT(a.hbm_size, a.hbm_used);
 	EXPECT_EQ(npu_env("NPU_TEST_QUEUES"), a.queue_count);
 	EXPECT_EQ(npu_env("NPU_TEST_CORES"), a.core_count);
-	EXPECT_EQ(1, a.if_version[0]);
+	EXPECT_EQ(NPU_FW_IF_MAJOR, a.if_version[0]);
 	usleep(a.heartbeat_ms * 5 * 1000);
 	ASSERT_EQ(NPURT_OK, npurt_device_get_info(dev, &b));
 	EXPECT_LT(a.heartbeat, b.heartbeat);	/* live, not cached */

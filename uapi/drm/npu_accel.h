@@ -118,6 +118,10 @@ enum drm_npu_param {
 	 * number n (see below); 0 on kernels without io_uring.
 	 */
 	NPU_PARAM_URING_CMDS = 12,
+	/* Events and notifies one context may hold (-EDQUOT past it). */
+	NPU_PARAM_SYNCS_PER_CONTEXT = 13,
+	/* Largest queue timeout_ms QUEUE_CREATE accepts. */
+	NPU_PARAM_MAX_QUEUE_TIMEOUT_MS = 14,
 };
 
 /**
@@ -381,7 +385,7 @@ struct npu_fw_task {
 enum drm_npu_queue_priority {
 	NPU_QUEUE_PRIORITY_LOW = 0,
 	NPU_QUEUE_PRIORITY_NORMAL = 1,
-	NPU_QUEUE_PRIORITY_HIGH = 2,
+	NPU_QUEUE_PRIORITY_HIGH = 2,		/* needs CAP_SYS_NICE */
 	NPU_QUEUE_PRIORITY_REALTIME = 3,	/* needs CAP_SYS_NICE */
 };
 
@@ -396,9 +400,12 @@ enum drm_npu_queue_priority {
  *         power of two from NPU_QUEUE_DEPTH_MIN to NPU_QUEUE_DEPTH_MAX
  * @flags: in, must be zero
  * @queue: out, the queue's id for SUBMIT and WAIT (never 0)
- * @timeout_ms: in, how long the queue may go without progress while it
- *              has work before it is declared hung: 0 for the driver's
- *              default (module parameter job_timeout_ms)
+ * @timeout_ms: in, how long one of the queue's tasks may execute on the
+ *              device without finishing before the queue is declared
+ *              hung: 0 for the driver's default (module parameter
+ *              job_timeout_ms), at most NPU_PARAM_MAX_QUEUE_TIMEOUT_MS.
+ *              Time waiting on events or behind other queues is not
+ *              execution.
  * @pad: must be zero
  *
  * Errors: -EINVAL bad priority, depth or flags; -EPERM REALTIME without
@@ -622,6 +629,8 @@ struct drm_npu_wait {
  * NPU_URING_MAX_PARKED commands parked (-EBUSY beyond).
  */
 #define NPU_URING_MAX_PARKED	65536
+/* ... and a device at most this many, all contexts together. */
+#define NPU_URING_MAX_PARKED_DEVICE	(4 * NPU_URING_MAX_PARKED)
 
 #define NPU_URING_RES2(status, task)	(((__u64)(status) << 32) | (__u32)(task))
 #define NPU_URING_RES2_STATUS(res2)	((__u32)((res2) >> 32))

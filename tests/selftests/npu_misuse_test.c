@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What an unprivileged user may try against the uapi, from a kernel
+ * maintainer's review: copy-on-write mappings, offsets into buffers,
+ * absurd USERPTR sizes, batches over thousands of buffers, closing a
+ * buffer while a batch takes it, files closed with buffers still mapped,
+ * bad batches, unbounded time limits. Each gets a clear error or works,
+ * and none may leave a kernel warning (the VM harness fails the run on
+ * one) or a resource behind (the fixture's baseline).
+ */
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "npu_selftest.h"
+
+NPU_BASELINE_FIXTURE(m);
+
+FIXTURE_SETUP(m);
+FIXTURE_TEARDOWN(m);
+
+/* Device memory has no pages to copy on write: shared mappings only. */
+TEST_F(m, private_mappings_are_refused)
+{
+	struct drm_npu_bo_create c;
+	struct drm_npu_bo_info info;
+	void *p;
+
+	ASSERT_EQ(0, npu_bo_create(self->fd, 8192, NPU_BO_PAGE_NORMAL_ONLY, &c));
+	ASSERT_EQ(0, npu_bo_info(self->fd, c.handle, &info));
+	p = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE, self->fd, info.mmap_offset);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	p = mmap(NULL, 8192, PROT_READ, MAP_PRIVATE, self->fd, info.mmap_offset);
+	EXPECT_EQ(MAP_FAILED, p);
+	p = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, info.mmap_offset);
+	ASSERT_NE(MAP_FAILED, p);
+	munmap(p, 8192);
+	EXPECT_EQ(0, npu_gem_close(self->fd, c.handle));
+}
+
+/* A mapping that starts inside a buffer shows that part of it. */
+TEST_F(m, mappings_at_an_offset_show_that_page)
+{
+	struct drm_prime_handle ex = { .flags = DRM_CLOEXEC | DRM_RDWR };
+	struct drm_npu_bo_create c;
+	struct drm_npu_bo_info info;
+	uint32_t *all, *second;
+
+	ASSERT_EQ(0, npu_bo_create(self->fd, 3 * 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
+	ASSERT_EQ(0, npu_bo_info(self->fd, c.handle, &info));
+	all = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd,
+		   info.mmap_offset);
+	ASSERT_NE(MAP_FAILED, all);
+	for (int page = 0; page < 3; page++)
+		all[page * 1024] = 0xa0 + page;
+
+	/* The DRM node takes a buffer's own offset only. */
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, 4096, PROT_READ, MAP_SHARED, self->fd,
+				   info.mmap_offset + 4096));
+
+	/* A dma-buf takes any page of it. */
+	ex.handle = c.handle;
+	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &ex));
+	second = mmap(NULL, 4096, PROT_READ, MAP_SHARED, ex.fd, 2 * 4096);
+	EXPECT_NE(MAP_FAILED, second);
+	if (second != MAP_FAILED) {
+		EXPECT_EQ(0xa2, second[0]);
+		munmap(second, 4096);
+	}
+	second = mmap(NULL, 2 * 4096, PROT_READ, MAP_SHARED, ex.fd, 4096);
+	EXPECT_NE(MAP_FAILED, second);
+	if (second != MAP_FAILED) {
+		EXPECT_EQ(0xa1, second[0]);
+		EXPECT_EQ(0xa2, second[1024]);
+		munmap(second, 2 * 4096);
+	}
+	/* Past the end, or copy-on-write, is refused. */
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, 2 * 4096, PROT_READ, MAP_SHARED, ex.fd, 2 * 4096));
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, ex.fd, 0));
+	close(ex.fd);
+	munmap(all, 3 * 4096);
+	EXPECT_EQ(0, npu_gem_close(self->fd, c.handle));
+}
+
+static int userptr(int fd, uint64_t addr, uint64_t size)
+{
+	struct drm_npu_userptr u = { .addr = addr, .size = size };
+
+	return ioctl(fd, DRM_IOCTL_NPU_USERPTR, &u) ? -errno : 0;
+}
+
+/*
+ * Sizes no machine can pin fail before the driver sizes anything by them
+ * (a 1 TiB request once tripped the allocator's warning), and address 0
+ * is not an address.
+ */
+TEST_F(m, userptr_sizes_past_memory_and_address_zero_fail_cleanly)
+{
+	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(-ENOMEM, userptr(self->fd, (uintptr_t)p, 1ull << 40));
+	EXPECT_EQ(-ENOMEM, userptr(self->fd, (uintptr_t)p, 8ull << 30));
+	EXPECT_EQ(-ENOMEM, userptr(self->fd, (uintptr_t)p, 1ull << 46));
+	EXPECT_EQ(-EINVAL, userptr(self->fd, 0, 4096));
+	/* And a good one still works. */
+	EXPECT_EQ(0, userptr(self->fd, (uintptr_t)p, 4096));
+	munmap(p, 4096);
+}
+
+/*
+ * A batch holds each buffer it names once, however many tasks name it:
+ * 256 copies over the whole address space of a context with a thousand
+ * buffers hold a thousand mappings, not half a million. Past the
+ * per-batch limit the submit fails with E2BIG.
+ */
+TEST_F(m, batches_over_thousands_of_buffers_hold_each_once)
+{
+	static struct drm_npu_task t[256];
+	struct drm_npu_wait w;
+	uint32_t *handles;
+	uint64_t seq, n = 0;
+	int ret = 0;
+
+	handles = calloc(5000, sizeof(*handles));
+	ASSERT_NE(NULL, handles);
+	for (int i = 0; i < 256; i++)
+		t[i] = npu_task_copy(NPU_VA_BASE, NPU_VA_BASE, NPU_VA_END - NPU_VA_BASE);
+	for (; n < 1000; n++) {
+		struct drm_npu_bo_create c;
+
+		ASSERT_EQ(0, npu_bo_create(self->fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
+		handles[n] = c.handle;
+	}
+	ASSERT_EQ(0, npu_submit(self->fd, t, 256, &seq));
+	/* The device copies each buffer onto itself, then faults past the last. */
+	EXPECT_EQ(-EIO, npu_wait(self->fd, seq, 30 * 1000000000ll, &w));
+	EXPECT_EQ(NPU_JOB_FAULT, w.status);
+
+	for (; n < 5000 && !ret; n++) {
+		struct drm_npu_bo_create c;
+
+		ret = npu_bo_create(self->fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c);
+		handles[n] = c.handle;
+	}
+	ASSERT_EQ(0, ret);
+	/* A new queue: the default one faulted. */
+	uint32_t q;
+
+	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
+	EXPECT_EQ(-E2BIG, npu_submit_on(self->fd, q, t, 1, &seq));
+	for (uint64_t i = 0; i < n; i++)
+		npu_gem_close(self->fd, handles[i]);
+	free(handles);
+}
+
+struct churn {
+	int fd;
+	volatile int stop;
+	unsigned long rounds;
+};
+
+static void *churn_buffers(void *arg)
+{
+	struct churn *c = arg;
+
+	while (!c->stop) {
+		struct drm_npu_bo_create b;
+
+		if (!npu_bo_create(c->fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &b))
+			npu_gem_close(c->fd, b.handle);
+		c->rounds++;
+	}
+	return NULL;
+}
+
+/*
+ * GEM_CLOSE racing SUBMIT: a batch takes the mappings in its range while
+ * another thread creates and closes buffers there. The batches wait on
+ * an event, so they hold what they took until their queue goes. A buffer
+ * freed under a batch's reference shows as a warning or worse.
+ */
+TEST_F(m, closing_buffers_while_batches_take_them)
+{
+	struct churn c = { .fd = self->fd };
+	struct drm_npu_task t[2];
+	pthread_t thread;
+	uint32_t ev;
+
+	ASSERT_EQ(0, npu_sync_create(self->fd, NPU_SYNC_EVENT, &ev));
+	t[0] = (struct drm_npu_task){ .type = NPU_TASK_EVENT_WAIT, .args = { ev } };
+	t[1] = npu_task_fill(NPU_VA_BASE, 1ull << 30, 0);
+	ASSERT_EQ(0, pthread_create(&thread, NULL, churn_buffers, &c));
+	for (int round = 0; round < 300; round++) {
+		uint32_t q;
+		uint64_t seq;
+
+		ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
+		for (int i = 0; i < 8; i++)
+			ASSERT_EQ(0, npu_submit_on(self->fd, q, t, 2, &seq));
+		ASSERT_EQ(0, npu_queue_destroy(self->fd, q));
+	}
+	c.stop = 1;
+	pthread_join(thread, NULL);
+	EXPECT_LT(100, c.rounds);
+}
+
+/*
+ * A closed file gives back its queues at once, even while buffers it
+ * exported are still held (which keeps its address space alive): rounds
+ * of open, submit, export and close cannot use up the device's queues.
+ * (A CPU mapping holds the file itself open, as for every DRM driver:
+ * the file closes, and its queues go, at munmap.)
+ */
+TEST_F(m, closed_files_give_back_their_queues)
+{
+	struct drm_npu_task nop = { .type = NPU_TASK_NOP };
+	uint64_t nq = 0, seq;
+	int bufs[300], rounds;
+	void *p;
+
+	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_QUEUE_COUNT, &nq));
+	rounds = (int)nq + 4;
+	ASSERT_GE(300, rounds);
+	for (int i = 0; i < rounds; i++) {
+		struct drm_prime_handle ex = { .flags = DRM_CLOEXEC | DRM_RDWR };
+		struct drm_npu_bo_create c;
+		int fd = npu_open();
+
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, npu_submit(fd, &nop, 1, &seq)) TH_LOG("round %d", i);
+		ASSERT_EQ(0, npu_bo_create(fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
+		ex.handle = c.handle;
+		ASSERT_EQ(0, ioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &ex));
+		bufs[i] = ex.fd;
+		close(fd);
+		ASSERT_EQ(0, npu_usage_settles(self->fd, NPU_MEM_REGION_QUEUES, 0));
+	}
+	for (int i = 0; i < rounds; i++)
+		close(bufs[i]);
+
+	for (int i = 0; i < 2; i++) {
+		struct drm_npu_bo_create c;
+		int fd = npu_open();
+
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, npu_submit(fd, &nop, 1, &seq));
+		ASSERT_EQ(0, npu_bo_create(fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
+		p = npu_bo_mmap(fd, c.handle, 4096);
+		ASSERT_NE(MAP_FAILED, p);
+		close(fd);
+		munmap(p, 4096);
+		ASSERT_EQ(0, npu_usage_settles(self->fd, NPU_MEM_REGION_QUEUES, 0));
+	}
+}
+
+/* Everything a batch names is checked before its queue is made. */
+TEST_F(m, a_bad_batch_makes_no_queue)
+{
+	struct drm_npu_task t = { .type = NPU_TASK_EVENT_RECORD, .args = { 7 } };
+	struct drm_npu_mem_usage u = { 0 };
+	uint64_t seq;
+
+	EXPECT_EQ(-EINVAL, npu_submit(self->fd, &t, 1, &seq));
+	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_GET_MEM_USAGE, &u));
+	EXPECT_EQ(0, u.ctx_current[NPU_MEM_REGION_QUEUES]);
+	t.type = NPU_TASK_NOP;
+	t.args[0] = 0;
+	EXPECT_EQ(0, npu_submit(self->fd, &t, 1, &seq));
+	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_GET_MEM_USAGE, &u));
+	EXPECT_LT(0, u.ctx_current[NPU_MEM_REGION_QUEUES]);
+}
+
+/* A queue's time limit is bounded by the driver's, and said so. */
+TEST_F(m, queue_time_limits_are_bounded)
+{
+	uint64_t max = 0;
+	uint32_t q;
+
+	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_MAX_QUEUE_TIMEOUT_MS, &max));
+	ASSERT_LT(0, max);
+	EXPECT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, max, &q));
+	EXPECT_EQ(0, npu_queue_destroy(self->fd, q));
+	EXPECT_EQ(-EINVAL, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, max + 1, &q));
+	EXPECT_EQ(-EINVAL, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, UINT32_MAX, &q));
+}
+
+TEST_HARNESS_MAIN
