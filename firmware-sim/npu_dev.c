@@ -78,6 +78,7 @@ uint64_t npu_dev_clock_ns(void)
 static void clear_injections(struct npu_dev *dev)
 {
 	dev->hang_context = 0;
+	dev->fail_invalidates = 0;
 	__atomic_store_n(&dev->drop_irqs, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&dev->heartbeat_stopped, false, __ATOMIC_RELAXED);
 }
@@ -128,6 +129,9 @@ static int32_t inject(struct npu_dev *dev, uint64_t kind, uint64_t arg)
 		return NPU_FW_OK;
 	case NPU_FW_INJECT_DROP_IRQS:
 		__atomic_store_n(&dev->drop_irqs, (uint32_t)arg, __ATOMIC_RELAXED);
+		return NPU_FW_OK;
+	case NPU_FW_INJECT_FAIL_INVALIDATE:
+		dev->fail_invalidates = (uint32_t)arg;
 		return NPU_FW_OK;
 	default:
 		return -NPU_FW_EINVAL;
@@ -361,6 +365,11 @@ static int32_t mbox_exec(struct npu_dev *dev, struct npu_fw_mbox *mb)
 		mb->result[1] = npu_dev_clock_ns();
 		return NPU_FW_OK;
 	case NPU_FW_CMD_TLB_INVALIDATE:
+		/* An injected failure leaves the TLB as it was, as a broken one would. */
+		if (dev->fail_invalidates) {
+			dev->fail_invalidates--;
+			return -NPU_FW_EHALTED;
+		}
 		npu_mmu_invalidate(dev, (uint32_t)mb->args[0]);
 		return NPU_FW_OK;
 	case NPU_FW_CMD_QUEUE_START:

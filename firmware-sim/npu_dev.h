@@ -73,10 +73,11 @@ struct npu_dev {
 	 * pthread mutexes are not fair and a busy engine would starve them. */
 	uint32_t mbox_waiting;
 
-	/* Injected faults: hang_context under lock, the others atomic. */
+	/* Injected faults: hang_context and fail_invalidates under lock, the others atomic. */
 	uint32_t hang_context;		/* its queues make no progress; 0: none */
 	bool heartbeat_stopped;
 	uint32_t drop_irqs;		/* interrupts still to lose */
+	uint32_t fail_invalidates;	/* TLB invalidations still to fail, under lock */
 };
 
 /* Default configuration, as npu-fwsim starts without options. */

@@ -117,6 +117,8 @@ enum npu_fw_inject {
 	NPU_FW_INJECT_HANG_CONTEXT = 1,	/* queues of context args[1] stop making progress */
 	NPU_FW_INJECT_STOP_HEARTBEAT = 2,
 	NPU_FW_INJECT_DROP_IRQS = 3,	/* the next args[1] interrupts are lost */
+	/* the next args[1] TLB_INVALIDATEs fail (-NPU_FW_EHALTED), TLB untouched */
+	NPU_FW_INJECT_FAIL_INVALIDATE = 4,
 };
 
 /* Mailbox and error-log status codes (negative in npu_fw_mbox.status). */

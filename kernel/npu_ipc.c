@@ -91,7 +91,8 @@ int npu_ipc_send(struct npu_device *ndev, u32 opcode, const u64 args[4],
 
 	left = wait_event_timeout(ipc->wq, readl(&mb->done_seq) == seq,
 				  msecs_to_jiffies(ipc_timeout_ms));
-	if (!left) {
+	/* An answer whose interrupt was lost is an answer. */
+	if (!left && readl(&mb->done_seq) != seq) {
 		mutex_unlock(&ipc->lock);
 		npu_err(ndev, "firmware did not answer command %u in %u ms (state %u)\n",
 			opcode, ipc_timeout_ms, npu_hw_fw_state(ndev));

@@ -138,7 +138,8 @@ DEFINE_SHOW_ATTRIBUTE(npu_errlog);
 
 /*
  * Fault injection for tests, when the firmware offers it: write
- * "hang <context id>", "heartbeat-stop", "drop-irqs <n>" or "clear".
+ * "hang <context id>", "heartbeat-stop", "drop-irqs <n>",
+ * "fail-invalidate <n>" or "clear".
  */
 static ssize_t npu_inject_write(struct file *f, const char __user *ubuf, size_t len,
 				loff_t *pos)
@@ -165,6 +166,8 @@ static ssize_t npu_inject_write(struct file *f, const char __user *ubuf, size_t 
 		args[0] = NPU_FW_INJECT_STOP_HEARTBEAT;
 	else if (!strcmp(word, "drop-irqs") && n == 2)
 		args[0] = NPU_FW_INJECT_DROP_IRQS;
+	else if (!strcmp(word, "fail-invalidate") && n == 2)
+		args[0] = NPU_FW_INJECT_FAIL_INVALIDATE;
 	else if (strcmp(word, "clear"))
 		return -EINVAL;
 	args[1] = arg;

@@ -136,6 +136,45 @@ TEST_F(rec, stopped_heartbeat_resets_the_device)
 	EXPECT_EQ(0, npu_wait_on(self->b, 0, seq, 10 * SEC, &w));
 }
 
+/*
+ * A TLB invalidation the device does not confirm leaves stale entries
+ * that may still reach the buffer's memory: the driver wedges the device,
+ * keeps that memory out of use, resets the device at once and only then
+ * gives the memory back. Other contexts' work fails with the reset, and
+ * the device takes new work afterwards.
+ */
+TEST_F(rec, a_failed_invalidation_quarantines_memory_until_a_reset)
+{
+	long long resets = npu_debugfs_value("npu_queues", "device resets: ");
+	struct drm_npu_task t = npu_task_fill(self->ba.device_va, 1 << 20, 9);
+	struct drm_npu_bo_create c;
+	struct drm_npu_wait w;
+	uint64_t seq, used;
+
+	ASSERT_LE(0, resets);
+	used = npu_dev_usage(self->a, NPU_MEM_REGION_HBM);
+	/* The device has translations of the buffer cached. */
+	ASSERT_EQ(0, npu_submit_on(self->a, 0, &t, 1, &seq));
+	ASSERT_EQ(0, npu_wait_on(self->a, 0, seq, 10 * SEC, &w));
+	ASSERT_EQ(0, npu_inject("fail-invalidate 1"));
+	ASSERT_EQ(0, npu_gem_close(self->a, self->ba.handle));
+	/* Quarantined, or already reset: never simply free. */
+	EXPECT_TRUE(npu_debugfs_value("npu_mem", "quarantined until a reset: ") > 0 ||
+		    npu_debugfs_value("npu_queues", "device resets: ") > resets);
+	for (int i = 0; i < 50 && npu_debugfs_value("npu_queues", "device resets: ") == resets; i++)
+		usleep(100000);
+	EXPECT_EQ(resets + 1, npu_debugfs_value("npu_queues", "device resets: "));
+	EXPECT_EQ(0, npu_debugfs_value("npu_queues", "wedged: "));
+	EXPECT_EQ(0, npu_debugfs_value("npu_mem", "quarantined until a reset: "));
+	EXPECT_EQ(used - (1 << 20), npu_usage_settles(self->b, NPU_MEM_REGION_HBM, used - (1 << 20)));
+	/* The reset failed the default queue; a new buffer and queue work. */
+	ASSERT_EQ(0, queue_destroy_default(self->a));
+	ASSERT_EQ(0, npu_bo_create(self->a, 1 << 20, NPU_BO_PAGE_NORMAL_ONLY, &c));
+	t = npu_task_fill(c.device_va, 1 << 20, 10);
+	ASSERT_EQ(0, npu_submit_on(self->a, 0, &t, 1, &seq));
+	EXPECT_EQ(0, npu_wait_on(self->a, 0, seq, 10 * SEC, &w));
+}
+
 TEST_F(rec, bad_injections_are_refused)
 {
 	EXPECT_EQ(-EINVAL, npu_inject("bogus"));
