@@ -85,6 +85,75 @@ static inline void npu_hrtimer_setup(struct hrtimer *t,
 }
 
 /*
+ * drm_sched: one scheduler and one entity per hardware queue. Initialising
+ * a scheduler took positional arguments until an argument struct (6.15,
+ * backported to Debian's 6.1), gained a submission workqueue, run-queue
+ * count and credit limit (6.8); jobs gained credits (6.8) and a client id
+ * (6.17); the extra-dependency callback was renamed (6.2).
+ */
+#include <drm/gpu_scheduler.h>
+
+static inline int npu_sched_init(struct drm_gpu_scheduler *sched,
+				 const struct drm_sched_backend_ops *ops, u32 jobs,
+				 long timeout, const char *name, struct device *dev)
+{
+#if defined(HAVE_DRM_SCHED_INIT_ARGS)
+	const struct drm_sched_init_args args = {
+		.ops = ops,
+#ifdef HAVE_DRM_SCHED_INIT_ARGS_SUBMIT_WQ
+		.num_rqs = 1,
+#endif
+		.credit_limit = jobs,
+		.timeout = timeout,
+		.name = name,
+		.dev = dev,
+	};
+
+	return drm_sched_init(sched, &args);
+#elif defined(HAVE_DRM_SCHED_INIT_SUBMIT_WQ)
+	return drm_sched_init(sched, ops, NULL, 1, jobs, 0, timeout, NULL, NULL, name, dev);
+#else
+	return drm_sched_init(sched, ops, jobs, 0, timeout, NULL, NULL, name, dev);
+#endif
+}
+
+/* Every job costs one credit: ring room is the prepare callback's. */
+static inline int npu_sched_job_init(struct drm_sched_job *job,
+				     struct drm_sched_entity *entity, void *owner)
+{
+#if defined(HAVE_DRM_SCHED_JOB_INIT_CLIENT_ID)
+	return drm_sched_job_init(job, entity, 1, owner, 0);
+#elif defined(HAVE_DRM_SCHED_JOB_INIT_CREDITS)
+	return drm_sched_job_init(job, entity, 1, owner);
+#else
+	return drm_sched_job_init(job, entity, owner);
+#endif
+}
+
+#ifdef HAVE_DRM_SCHED_OPS_PREPARE_JOB
+#define NPU_SCHED_OPS_PREPARE	.prepare_job
+#else
+#define NPU_SCHED_OPS_PREPARE	.dependency
+#endif
+
+/*
+ * timedout_job found the queue making progress: keep the job. From 6.17
+ * the scheduler does on NO_HANG; before, it had taken the job off its
+ * pending list, and the driver puts it back (as etnaviv does on 6.1).
+ */
+static inline enum drm_gpu_sched_stat npu_sched_not_hung(struct drm_sched_job *job)
+{
+#ifdef HAVE_DRM_GPU_SCHED_STAT_NO_HANG
+	return DRM_GPU_SCHED_STAT_NO_HANG;
+#else
+	spin_lock(&job->sched->job_list_lock);
+	list_add(&job->list, &job->sched->pending_list);
+	spin_unlock(&job->sched->job_list_lock);
+	return DRM_GPU_SCHED_STAT_NOMINAL;
+#endif
+}
+
+/*
  * io_uring commands. The driver API moved header (6.7), reached the
  * payload through the SQE (6.6), gained issue_flags (6.3, backported to
  * Debian's 6.1), split off done32 for 32-byte CQEs and changed the

@@ -243,7 +243,6 @@ static void npu_remove(struct pci_dev *pdev)
 	npu_queue_abort_all(ndev);
 	/* Waiters outside the device (event waits) find it unplugged. */
 	wake_up_all(&ndev->sync_wq);
-	npu_queue_flush_retired(ndev);
 }
 
 static const struct pci_device_id npu_pci_ids[] = {
@@ -259,30 +258,7 @@ static struct pci_driver npu_pci_driver = {
 	.probe = npu_probe,
 	.remove = npu_remove,
 };
-struct workqueue_struct *npu_wq;
-
-static int __init npu_init(void)
-{
-	int ret;
-
-	npu_wq = alloc_workqueue("npu", WQ_UNBOUND, 0);
-	if (!npu_wq)
-		return -ENOMEM;
-	ret = pci_register_driver(&npu_pci_driver);
-	if (ret)
-		destroy_workqueue(npu_wq);
-	return ret;
-}
-
-static void __exit npu_exit(void)
-{
-	pci_unregister_driver(&npu_pci_driver);
-	/* Work queued by files closed after an unbind runs to its end. */
-	destroy_workqueue(npu_wq);
-}
-
-module_init(npu_init);
-module_exit(npu_exit);
+module_pci_driver(npu_pci_driver);
 
 MODULE_DESCRIPTION(NPU_DRIVER_DESC);
 MODULE_AUTHOR("The npu authors");

@@ -71,9 +71,6 @@ struct npu_device {
 	struct mutex queue_lock;
 	struct ida queue_ida;			/* hardware queue slots */
 	struct npu_queue **queues;		/* by slot, fw.num_queues of them */
-	spinlock_t retire_lock;
-	struct list_head retired;		/* jobs whose holdings await the worker */
-	struct work_struct retire_work;
 
 	/* Events and notifies; see npu_sync.c. */
 	struct ida sync_ida;
@@ -93,9 +90,6 @@ struct npu_device {
 	u64 last_beat;
 	unsigned long last_beat_time;
 };
-
-/* The driver's own work: retired jobs. Drained when the module goes. */
-extern struct workqueue_struct *npu_wq;
 
 static inline struct npu_device *to_npu_device(struct drm_device *drm)
 {

@@ -2,15 +2,19 @@
 /*
  * Batch fences and DRM syncobjs.
  *
- * Every batch gets a dma_fence on its queue's timeline (seqno = the
- * batch's sequence number), signalled when the batch is retired, with an
- * error when it failed or was aborted. A fence can outlive its queue
- * inside a syncobj, so it carries its own lock.
+ * Every batch gets a hardware fence on its queue's timeline (seqno = the
+ * batch's sequence number), signalled when the device passes the batch,
+ * with an error when it failed or was aborted; drm_sched derives the
+ * batch's finished fence from it. A fence can outlive its queue inside a
+ * syncobj, so it carries its own lock. It is allocated at submit and
+ * initialised when the batch gets its number: nothing is allocated on
+ * the way to its signal.
  *
- * In-syncobjs are waited for on the host before the batch is queued;
- * out-syncobjs get the batch's fence once it is queued. Everything that
- * can fail (lookups, allocations) happens before queueing, so a failed
- * submit leaves every syncobj as it was.
+ * In-syncobjs' fences become the batch's dependencies (npu_job.c), never
+ * waited for by the submitter; out-syncobjs get the batch's finished
+ * fence once it is queued. Everything that can fail (lookups,
+ * allocations) happens before queueing, so a failed submit leaves every
+ * syncobj as it was.
  */
 #include <drm/drm_file.h>
 #include <drm/drm_syncobj.h>
@@ -41,15 +45,34 @@ static const struct dma_fence_ops npu_fence_ops = {
 	.get_timeline_name = npu_fence_timeline_name,
 };
 
-struct dma_fence *npu_fence_create(u64 context, u64 seqno)
+struct dma_fence *npu_fence_alloc(void)
 {
 	struct npu_fence *f = kzalloc(sizeof(*f), GFP_KERNEL);
 
 	if (!f)
 		return NULL;
 	spin_lock_init(&f->lock);
-	dma_fence_init(&f->base, &npu_fence_ops, &f->lock, context, seqno);
 	return &f->base;
+}
+
+void npu_fence_init(struct dma_fence *f, u64 context, u64 seqno)
+{
+	dma_fence_init(f, &npu_fence_ops, &container_of(f, struct npu_fence, base)->lock,
+		       context, seqno);
+}
+
+/* The job's reference; a fence never signalled is cancelled first. */
+void npu_fence_free(struct dma_fence *f)
+{
+	if (!f->ops) {		/* never initialised */
+		kfree(container_of(f, struct npu_fence, base));
+		return;
+	}
+	if (!dma_fence_is_signaled(f)) {
+		dma_fence_set_error(f, -ECANCELED);
+		dma_fence_signal(f);
+	}
+	dma_fence_put(f);
 }
 
 int npu_syncobj_copy(u64 uptr, u32 count, struct drm_npu_syncobj *out)
@@ -66,22 +89,20 @@ int npu_syncobj_copy(u64 uptr, u32 count, struct drm_npu_syncobj *out)
 	return 0;
 }
 
-int npu_syncobj_wait_in(struct drm_file *file, const struct drm_npu_syncobj *in,
-			u32 count)
+/* The fences of the in-syncobjs, referenced; on failure none is kept. */
+int npu_syncobj_in_fences(struct drm_file *file, const struct drm_npu_syncobj *in,
+			  u32 count, struct dma_fence **fences)
 {
 	u32 i;
 	int ret;
 
 	for (i = 0; i < count; i++) {
-		struct dma_fence *fence;
-
-		ret = drm_syncobj_find_fence(file, in[i].handle, in[i].point, 0, &fence);
-		if (ret)
+		ret = drm_syncobj_find_fence(file, in[i].handle, in[i].point, 0, &fences[i]);
+		if (ret) {
+			while (i--)
+				dma_fence_put(fences[i]);
 			return ret;
-		ret = dma_fence_wait(fence, true);
-		dma_fence_put(fence);
-		if (ret)
-			return ret;
+		}
 	}
 	return 0;
 }

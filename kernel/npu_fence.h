@@ -10,7 +10,9 @@ struct drm_file;
 struct drm_syncobj;
 struct dma_fence_chain;
 
-struct dma_fence *npu_fence_create(u64 context, u64 seqno);
+struct dma_fence *npu_fence_alloc(void);
+void npu_fence_init(struct dma_fence *f, u64 context, u64 seqno);
+void npu_fence_free(struct dma_fence *f);
 
 /* The out-syncobjs of a submit, looked up before it is queued. */
 struct npu_syncobj_out {
@@ -21,8 +23,8 @@ struct npu_syncobj_out {
 };
 
 int npu_syncobj_copy(u64 uptr, u32 count, struct drm_npu_syncobj *out);
-int npu_syncobj_wait_in(struct drm_file *file, const struct drm_npu_syncobj *in,
-			u32 count);
+int npu_syncobj_in_fences(struct drm_file *file, const struct drm_npu_syncobj *in,
+			  u32 count, struct dma_fence **fences);
 int npu_syncobj_prepare_out(struct drm_file *file, const struct drm_npu_syncobj *sync,
 			    u32 count, struct npu_syncobj_out *out);
 void npu_syncobj_install_out(struct npu_syncobj_out *out, struct dma_fence *fence);

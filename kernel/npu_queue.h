@@ -7,15 +7,21 @@
 #include <linux/mutex.h>
 #include <linux/wait.h>
 
+#include "npu_compat.h"
 #include "npu_drv.h"
 
 struct npu_ctx;
 struct npu_bo_map;
 struct npu_sync;
 
-/* A batch in flight: what it holds alive until the device is done. */
+/*
+ * A batch: a drm_sched job of its queue's scheduler, and what it holds
+ * alive until the device is done with it.
+ */
 struct npu_job {
-	struct list_head link;
+	struct drm_sched_job base;
+	struct npu_queue *q;		/* outlives its jobs (npu_queue_destroy()) */
+	struct list_head link;		/* in q->jobs while on the ring */
 	u64 seq;
 	u64 mark;			/* tells the mappings it holds, while built */
 	u32 first_slot;			/* ring position of its first task */
@@ -24,15 +30,24 @@ struct npu_job {
 	struct npu_bo_map **maps;	/* referenced, with their buffers */
 	u32 nsyncs;
 	struct npu_sync **syncs;	/* events and notifies it names, referenced */
-	struct drm_npu_task *tasks;	/* while in the backlog: what to write */
-	struct dma_fence *fence;	/* signalled when the job is freed */
-	int error;			/* the fence's error, 0 if it completed */
+	struct drm_npu_task *tasks;	/* what run_job writes */
+	struct dma_fence *hw_fence;	/* signalled when the device is done */
+	u32 nin, next_in;
+	struct dma_fence *in[NPU_SUBMIT_MAX_SYNCOBJS];	/* in-syncobjs' fences */
 };
 
+static inline struct npu_job *to_npu_job(struct drm_sched_job *job)
+{
+	return container_of(job, struct npu_job, base);
+}
+
 /*
- * A queue of a context: one hardware queue slot and a ring in HBM.
- * Referenced by the context's table and by every ioctl using it, so a
- * destroy cannot free it under a submitter or a waiter.
+ * A queue of a context: one hardware queue slot, a ring in HBM, and its
+ * own drm_sched scheduler and entity (the device schedules between
+ * queues; drm_sched resolves a queue's dependencies, throttles it to its
+ * ring and times its jobs out). Referenced by the context's table and by
+ * every ioctl using it, so a destroy cannot free it under a submitter or
+ * a waiter.
  */
 struct npu_queue {
 	struct kref ref;
@@ -41,19 +56,21 @@ struct npu_queue {
 	u32 hw_id;
 	u32 priority;
 	u32 entries;
-	u32 timeout_ms;			/* without progress; 0: the default */
+	u32 timeout_ms;			/* execution limit; 0: the default */
 	u64 fence_context;
 	struct drm_mm_node ring;
+	struct drm_gpu_scheduler sched;
+	struct drm_sched_entity entity;
+	char name[24];			/* the scheduler's */
 
-	struct mutex submit_lock;	/* tail, next_seq, backlog, dead */
+	struct mutex submit_lock;	/* next_seq, arm and push order, stops, dead */
 	bool dead;			/* destroyed: ring and hw_id given back */
-	u32 tail;
 	u64 next_seq;
-	struct list_head backlog;	/* jobs waiting for ring room, in seq order */
-	u32 backlog_tasks;		/* ring slots they need */
+	atomic_t nr_jobs;		/* initialised and not yet freed */
+	u32 tail;			/* written by run_job only */
 
 	/* Under ndev->queue_lock, written by the completion handler. */
-	struct list_head jobs;
+	struct list_head jobs;		/* on the ring, in seq order */
 	u64 done_seq;
 	bool failed;
 	u32 status;			/* enum drm_npu_job_status */
@@ -61,26 +78,15 @@ struct npu_queue {
 	u32 error_task;
 	u32 fault_access;
 	u64 fault_address;
-	ktime_t busy_since;		/* when the job list last became non-empty */
-	u32 last_head;			/* progress watch, see npu_queue_check_hung() */
+	ktime_t busy_since;		/* when the ring last got work */
+	u32 last_head;			/* the timeout's progress watch */
 	u32 last_exec;			/* the slot's exec_ms when head last moved */
-	struct list_head hang_link;	/* the watchdog's, while it stops the queue */
 	wait_queue_head_t wq;
 	struct list_head ucmds;		/* parked io_uring commands, by seq */
 };
 
 struct dma_fence;
 struct drm_npu_task;
-
-/* What a push does when the ring has no room (see npu_queue_push()). */
-enum npu_push_mode {
-	NPU_PUSH_BLOCK,			/* wait for room (npu_submit() only) */
-	NPU_PUSH_NOWAIT,		/* -EAGAIN */
-	NPU_PUSH_BACKLOG,		/* keep it in order until there is room */
-};
-
-/* A backlog holds at most this many rings' worth of tasks. */
-#define NPU_QUEUE_BACKLOG_DEPTHS	16
 
 /* Hardware queue `id`'s slot in the device's queue table. */
 static inline struct npu_fw_queue __iomem *npu_queue_slot(struct npu_device *ndev, u32 id)
@@ -93,24 +99,25 @@ int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries,
 		     u32 timeout_ms);
 struct npu_queue *npu_queue_lookup(struct npu_ctx *ctx, u32 id, bool create);
 void npu_queue_put(struct npu_queue *q);
-int npu_queue_push(struct npu_device *ndev, struct npu_queue *q, struct npu_job *job,
-		   const struct drm_npu_task *tasks, u32 count, enum npu_push_mode mode,
-		   u64 *seq, struct dma_fence **out_fence);
-void npu_job_free(struct npu_job *job);
-bool npu_queue_room_or_gone(struct npu_device *ndev, struct npu_queue *q, u32 need);
-void npu_queue_flush_retired(struct npu_device *ndev);
 int npu_queue_quiesce_hw(struct npu_device *ndev);
 void npu_queue_abort_all(struct npu_device *ndev);
 void npu_queue_poll(struct npu_device *ndev);
-void npu_queue_check_hung(struct npu_device *ndev);
 int npu_queue_fail_all(struct npu_device *ndev, u32 status, u32 fw_cmd);
+void npu_queue_stop(struct npu_queue *q, u32 status);
 void npu_queue_destroy(struct npu_queue *q);
-void npu_queue_abort(struct npu_queue *q);
+bool npu_queue_has_room(struct npu_device *ndev, struct npu_queue *q, u32 need);
+int npu_queue_write(struct npu_device *ndev, struct npu_queue *q, struct npu_job *job);
+bool npu_queue_timed_out(struct npu_queue *q);
+
+/* npu_job.c: the scheduler's side of a batch. */
+extern const struct drm_sched_backend_ops npu_sched_ops;
+struct npu_job *npu_job_create(struct npu_ctx *ctx, struct drm_npu_task *tasks, u32 count);
+void npu_job_free(struct npu_job *job);
+
 int npu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *file);
 int npu_ioctl_queue_destroy(struct drm_device *drm, void *data, struct drm_file *file);
 int npu_ioctl_queue_abort(struct drm_device *drm, void *data, struct drm_file *file);
-int npu_submit(struct drm_file *file, struct drm_npu_submit *args,
-	       enum npu_push_mode mode, struct npu_queue **qp);
+int npu_submit(struct drm_file *file, struct drm_npu_submit *args, struct npu_queue **qp);
 int npu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file);
 struct npu_queue *npu_wait_queue(struct npu_ctx *ctx, u32 id, u64 seq);
 int npu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file);

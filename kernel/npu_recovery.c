@@ -2,15 +2,13 @@
 /*
  * Hang detection and recovery.
  *
+ * Hung queues are the queue schedulers' to find (drm_sched's timeout,
+ * npu_queue_timed_out()): a task that executed on the device for its
+ * queue's limit without finishing fails that queue with NPU_JOB_TIMEOUT.
+ *
  * A watchdog runs every NPU_WATCHDOG_MS while the device is bound:
  *  - it retires completions whose interrupt was lost, so a dropped
  *    interrupt costs latency, never a hang;
- *  - it declares a queue hung when one of its tasks has been executing
- *    on the device (exec_ms in its slot) for its time limit without the
- *    head moving: the device stops the queue and its batches fail with
- *    NPU_JOB_TIMEOUT. Execution, not elapsed time: a queue waiting on an
- *    event, or behind queues of higher priority, is never cut off, and
- *    neither is a long batch that keeps moving;
  *  - it resets the device when the firmware heartbeat has not moved for
  *    heartbeat_timeout_ms, or when the device is wedged: every batch
  *    fails with NPU_JOB_RESET, the firmware is told to recover, and the
@@ -127,7 +125,6 @@ static void npu_watchdog(struct work_struct *work)
 	u64 beat = npu_hw_heartbeat(ndev);
 
 	npu_queue_poll(ndev);
-	npu_queue_check_hung(ndev);
 	npu_uring_reap(ndev);
 
 	if (beat != ndev->last_beat) {

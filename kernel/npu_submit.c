@@ -5,7 +5,8 @@
  * queue is touched; npu_queue.c owns what happens after.
  *
  * Locking: see npu_queue.c. Batches are built under ctx->lock (to look
- * their addresses up); nothing here holds a lock while it waits.
+ * their addresses up); nothing here holds a lock while it waits, and
+ * nothing waits for the device.
  */
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
@@ -86,141 +87,6 @@ static bool npu_task_valid(const struct drm_npu_task *t)
 	return !unused;
 }
 
-/*
- * Mappings one batch may hold. Each is held once however many tasks name
- * it, so this bounds the array whatever the tasks' ranges; more is -E2BIG.
- */
-#define NPU_JOB_MAX_MAPS	4096
-
-/*
- * Under ctx->lock: take a reference on every mapping in [va, va + size)
- * that the job does not hold yet. An address nothing maps is left for the
- * device to fault on: that is how a context learns it touched what it may
- * not. Room is made before a reference is taken, so nothing is ever put
- * here: a last put takes bo->maps_lock, which ranks above ctx->lock.
- */
-static int npu_job_hold_range(struct npu_job *job, struct npu_ctx *ctx,
-			      u64 va, u64 size, u32 *cap)
-{
-	struct drm_mm_node *node;
-	u64 end = va + size;
-
-	lockdep_assert_held(&ctx->lock);
-	if (end < va)
-		end = U64_MAX;
-	drm_mm_for_each_node_in_range(node, &ctx->va_mm, va, end) {
-		struct npu_bo_map *map = container_of(node, struct npu_bo_map, va);
-
-		/* A range past the VA space ends on the allocator's own node. */
-		if (node == &ctx->va_mm.head_node)
-			break;
-		if (map->job_mark == job->mark)
-			continue;	/* held already */
-		if (job->nmaps == *cap) {
-			struct npu_bo_map **maps;
-			u32 n;
-
-			if (*cap == NPU_JOB_MAX_MAPS)
-				return -E2BIG;
-			n = min(max(16u, *cap * 2), (u32)NPU_JOB_MAX_MAPS);
-			maps = kvmalloc_array(n, sizeof(*maps), GFP_KERNEL_ACCOUNT);
-			if (!maps)
-				return -ENOMEM;
-			if (job->nmaps)
-				memcpy(maps, job->maps, job->nmaps * sizeof(*maps));
-			kvfree(job->maps);
-			job->maps = maps;
-			*cap = n;
-		}
-		if (!kref_get_unless_zero(&map->ref))
-			continue;	/* going away: not mapped for the device */
-		map->job_mark = job->mark;
-		job->maps[job->nmaps++] = map;
-	}
-	return 0;
-}
-
-/*
- * Under ctx->lock: the event or notify a task names must be one this
- * context holds, of the task's kind; the job keeps it alive.
- */
-static int npu_job_hold_sync(struct npu_job *job, struct npu_ctx *ctx,
-			     const struct drm_npu_task *t, u32 *cap)
-{
-	u32 kind = t->type <= NPU_TASK_EVENT_RESET ? NPU_SYNC_EVENT : NPU_SYNC_NOTIFY;
-	struct npu_sync *s;
-
-	lockdep_assert_held(&ctx->lock);
-	if (t->args[0] > U32_MAX)
-		return -EINVAL;
-	s = npu_sync_hold(ctx, (u32)t->args[0], kind);
-	if (!s)
-		return -EINVAL;
-	if (job->nsyncs == *cap) {
-		struct npu_sync **syncs;
-
-		*cap = max(4u, *cap * 2);
-		syncs = krealloc(job->syncs, *cap * sizeof(*syncs), GFP_KERNEL);
-		if (!syncs) {
-			npu_sync_put(s);
-			return -ENOMEM;
-		}
-		job->syncs = syncs;
-	}
-	job->syncs[job->nsyncs++] = s;
-	return 0;
-}
-
-static struct npu_job *npu_job_create(struct npu_ctx *ctx,
-				      const struct drm_npu_task *tasks, u32 count)
-{
-	struct npu_job *job = kzalloc(sizeof(*job), GFP_KERNEL);
-	u32 i, cap = 0, sync_cap = 0;
-	int ret = 0;
-
-	if (!job)
-		return ERR_PTR(-ENOMEM);
-	INIT_LIST_HEAD(&job->link);
-	/* NOPs and barriers hold nothing: no need for the context's lock. */
-	for (i = 0; i < count; i++)
-		if (tasks[i].type != NPU_TASK_NOP && tasks[i].type != NPU_TASK_BARRIER)
-			break;
-	if (i == count)
-		return job;
-	mutex_lock(&ctx->lock);
-	job->mark = ++ctx->job_marks;
-	for (i = 0; i < count && !ret; i++) {
-		const struct drm_npu_task *t = &tasks[i];
-
-		if (t->type == NPU_TASK_COPY) {
-			ret = npu_job_hold_range(job, ctx, t->args[0], t->args[2], &cap);
-			if (!ret)
-				ret = npu_job_hold_range(job, ctx, t->args[1], t->args[2], &cap);
-		} else if (t->type == NPU_TASK_FILL) {
-			ret = npu_job_hold_range(job, ctx, t->args[0], t->args[1], &cap);
-		} else if (t->type == NPU_TASK_TIMESTAMP) {
-			ret = npu_job_hold_range(job, ctx, t->args[0], 8, &cap);
-		} else if (t->type >= NPU_TASK_EVENT_RECORD) {
-			ret = npu_job_hold_sync(job, ctx, t, &sync_cap);
-		} else if (t->type == NPU_TASK_KERNEL) {
-			/*
-			 * Only the argument block: the tensors it names are in
-			 * device memory the driver does not parse. Closing one
-			 * early makes the launch fault, never reach freed memory
-			 * (unmapping waits for the task running on the device).
-			 */
-			ret = npu_job_hold_range(job, ctx, t->args[0],
-						 sizeof(struct drm_npu_kernel_args), &cap);
-		}
-	}
-	mutex_unlock(&ctx->lock);
-	if (ret) {
-		npu_job_free(job);
-		return ERR_PTR(ret);
-	}
-	return job;
-}
-
 int npu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *file)
 {
 	struct npu_ctx *ctx = file->driver_priv;
@@ -282,141 +148,124 @@ int npu_ioctl_queue_abort(struct drm_device *drm, void *data, struct drm_file *f
 	q = npu_queue_lookup(file->driver_priv, args->queue, false);
 	if (IS_ERR(q))
 		return PTR_ERR(q);
-	npu_queue_abort(q);
+	npu_queue_stop(q, NPU_JOB_ABORTED);
 	npu_queue_put(q);
 	return 0;
 }
 
-/* Batches up to this many tasks are copied to the stack, not the heap. */
-#define NPU_SUBMIT_SMALL	4
-
 /*
- * Queue a batch: SUBMIT for the ioctl (NPU_PUSH_BLOCK) and for io_uring.
- * Where it would block, NPU_PUSH_NOWAIT returns -EAGAIN having changed
- * nothing; NPU_PUSH_BACKLOG does the same for in-syncobjs but keeps a
- * batch that finds the ring full in the queue's backlog, in order. With
- * `qp` the caller gets the queue, referenced.
+ * Queue a batch: SUBMIT for the ioctl and for io_uring. Nothing here
+ * waits for the device or for another fence: in-syncobjs become the
+ * job's dependencies, and a full ring holds the job in the scheduler.
+ * With `qp` the caller gets the queue, referenced.
  */
-int npu_submit(struct drm_file *file, struct drm_npu_submit *args,
-	       enum npu_push_mode mode, struct npu_queue **qp)
+int npu_submit(struct drm_file *file, struct drm_npu_submit *args, struct npu_queue **qp)
 {
 	struct drm_device *drm = file->minor->dev;
-	struct npu_device *ndev = to_npu_device(drm);
 	struct npu_ctx *ctx = file->driver_priv;
 	struct drm_npu_syncobj in[NPU_SUBMIT_MAX_SYNCOBJS], out[NPU_SUBMIT_MAX_SYNCOBJS];
-	struct drm_npu_task small[NPU_SUBMIT_SMALL], *tasks = small;
-	struct npu_syncobj_out outs;
-	struct dma_fence *fence;
-	struct npu_queue *q;
+	struct npu_syncobj_out outs = { 0 };
+	struct dma_fence *finished;
+	struct drm_npu_task *tasks;
+	struct npu_queue *q = NULL;
 	struct npu_job *job;
-	int ret = 0, idx;
+	int ret, idx;
 	u32 i;
 
 	if (args->flags || args->pad || !args->count || args->count > NPU_SUBMIT_MAX_TASKS)
 		return -EINVAL;
-	if (args->count > NPU_SUBMIT_SMALL) {
-		tasks = kvmalloc_array(args->count, sizeof(*tasks), GFP_KERNEL);
-		if (!tasks)
-			return -ENOMEM;
-	}
-	if (copy_from_user(tasks, u64_to_user_ptr(args->tasks),
-			   args->count * sizeof(*tasks))) {
-		ret = -EFAULT;
-		goto out_free;
-	}
-	for (i = 0; i < args->count; i++) {
-		if (!npu_task_valid(&tasks[i])) {
-			ret = -EINVAL;
-			goto out_free;
-		}
-	}
 	ret = npu_syncobj_copy(args->in_syncobjs, args->in_count, in);
 	if (!ret)
 		ret = npu_syncobj_copy(args->out_syncobjs, args->out_count, out);
 	if (ret)
-		goto out_free;
-	if (mode != NPU_PUSH_BLOCK && args->in_count) {
-		ret = -EAGAIN;
-		goto out_free;
+		return ret;
+	tasks = kvmalloc_array(args->count, sizeof(*tasks), GFP_KERNEL);
+	if (!tasks)
+		return -ENOMEM;
+	if (copy_from_user(tasks, u64_to_user_ptr(args->tasks),
+			   args->count * sizeof(*tasks))) {
+		kvfree(tasks);
+		return -EFAULT;
 	}
-	/* Dependencies first: nothing is held while waiting for them. */
-	ret = npu_syncobj_wait_in(file, in, args->in_count);
-	if (ret)
-		goto out_free;
-	ret = npu_syncobj_prepare_out(file, out, args->out_count, &outs);
-	if (ret)
-		goto out_free;
+	for (i = 0; i < args->count; i++) {
+		if (!npu_task_valid(&tasks[i])) {
+			kvfree(tasks);
+			return -EINVAL;
+		}
+	}
 
 	/* Everything the batch names is checked before a queue is made. */
 	job = npu_job_create(ctx, tasks, args->count);
-	if (IS_ERR(job)) {
-		ret = PTR_ERR(job);
-		goto out_release;
-	}
+	if (IS_ERR(job))
+		return PTR_ERR(job);
+	ret = npu_syncobj_in_fences(file, in, args->in_count, job->in);
+	if (ret)
+		goto err_job;
+	job->nin = args->in_count;
+	ret = npu_syncobj_prepare_out(file, out, args->out_count, &outs);
+	if (ret)
+		goto err_job;
+
 	if (!drm_dev_enter(drm, &idx)) {
 		ret = -ENODEV;
-		goto out_job;
+		goto err_out;
 	}
 	q = npu_queue_lookup(ctx, args->queue, true);
 	if (IS_ERR(q)) {
 		ret = PTR_ERR(q);
 		q = NULL;
-		goto out_exit;
+		goto err_exit;
 	}
-	for (;;) {
-		if (READ_ONCE(q->failed)) {
-			ret = -EIO;
-			goto out_exit;
-		}
-		ret = npu_queue_push(ndev, q, job, tasks, args->count,
-				     mode == NPU_PUSH_BLOCK ? NPU_PUSH_NOWAIT : mode,
-				     &args->seq, args->out_count ? &fence : NULL);
-		if (ret != -EAGAIN || mode != NPU_PUSH_BLOCK)
-			break;
-		/*
-		 * Wait for room outside the device's section: unbinding waits
-		 * for every section to end, and this wait is the caller's.
-		 */
-		drm_dev_exit(idx);
-		ret = wait_event_interruptible(q->wq, npu_queue_room_or_gone(ndev, q,
-									     args->count + 1));
-		if (ret)
-			goto out_put;
-		if (!drm_dev_enter(drm, &idx)) {
-			ret = -ENODEV;
-			goto out_put;
-		}
-	}
+	ret = npu_sched_job_init(&job->base, &q->entity, ctx);
 	if (ret)
-		goto out_exit;
-	job = NULL;	/* the queue's now */
-	if (args->out_count) {
-		npu_syncobj_install_out(&outs, fence);
-		dma_fence_put(fence);
+		goto err_exit;
+	job->q = q;
+	atomic_inc(&q->nr_jobs);
+
+	/* Numbers in push order: the scheduler runs a queue's jobs in it. */
+	mutex_lock(&q->submit_lock);
+	if (READ_ONCE(q->failed) || q->dead) {
+		mutex_unlock(&q->submit_lock);
+		ret = -EIO;
+		goto err_sched;
 	}
-	if (qp) {
-		*qp = q;
-		q = NULL;
-	}
-out_exit:
+	job->seq = ++q->next_seq;
+	npu_fence_init(job->hw_fence, q->fence_context, job->seq);
+	drm_sched_job_arm(&job->base);
+	finished = dma_fence_get(&job->base.s_fence->finished);
+	drm_sched_entity_push_job(&job->base);
+	args->seq = q->next_seq;
+	mutex_unlock(&q->submit_lock);
+	/* The job is the scheduler's now. */
+
+	if (args->out_count)
+		npu_syncobj_install_out(&outs, finished);
+	dma_fence_put(finished);
 	drm_dev_exit(idx);
-out_put:
+	if (qp)
+		*qp = q;
+	else
+		npu_queue_put(q);
+	return 0;
+
+err_sched:
+	drm_sched_job_cleanup(&job->base);
+	if (atomic_dec_and_test(&q->nr_jobs))
+		wake_up_all(&q->wq);
+err_exit:
+	drm_dev_exit(idx);
+err_out:
+	npu_syncobj_release_out(&outs);
+err_job:
+	npu_job_free(job);
 	if (q)
 		npu_queue_put(q);
-out_job:
-	if (job)
-		npu_job_free(job);
-out_release:
-	npu_syncobj_release_out(&outs);
-out_free:
-	if (tasks != small)
-		kvfree(tasks);
 	return ret;
 }
 
 int npu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 {
-	return npu_submit(file, data, NPU_PUSH_BLOCK, NULL);
+	return npu_submit(file, data, NULL);
 }
 
 static bool npu_queue_settled(struct npu_queue *q, u64 seq)

@@ -356,13 +356,11 @@ static int npu_ucmd_submit(struct npu_ucmd *u, struct drm_file *file,
 	if (args->seq)
 		return -EINVAL;
 	/*
-	 * At issue, a full ring keeps the batch in the queue's backlog, so
-	 * SUBMITs reach the device in the order they were issued. Only
-	 * in-syncobjs or an overflowing backlog send one to an io_uring
-	 * worker, where it blocks and later SUBMITs may overtake it.
+	 * SUBMIT never blocks the ring: dependencies and ring room are the
+	 * queue's scheduler's to wait for, so SUBMITs reach the device in
+	 * the order they were issued.
 	 */
-	ret = npu_submit(file, args, u->issue_flags & IO_URING_F_NONBLOCK ?
-			 NPU_PUSH_BACKLOG : NPU_PUSH_BLOCK, &u->q);
+	ret = npu_submit(file, args, &u->q);
 	if (ret)
 		return ret;
 	u->seq = args->seq;

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <xf86drm.h>
 
 #include "kselftest_harness.h"
 #include "npu_selftest.h"
@@ -370,6 +371,63 @@ TEST(a_notify_fd_closed_after_unbind)
 	fd = npu_open();
 	ASSERT_LE(0, fd);
 	EXPECT_EQ(0, npu_get_param(fd, NPU_PARAM_FW_PING_NS, &v));
+	close(fd);
+}
+
+/*
+ * A batch whose in-syncobj is another process's batch, blocked on the
+ * device, is queued without the submitter waiting; closing the file with
+ * it still queued neither waits for that fence nor leaves anything
+ * behind. (On 6.1, drm_sched's entity teardown waits for every
+ * dependency of a job it kills: the driver hands none out for a queue
+ * that is going away.) The other process runs in a child, so a hang
+ * shows as this test failing.
+ */
+TEST(closing_a_file_never_waits_for_another_files_fence)
+{
+	struct drm_npu_task gate_wait, rec, nop = task1(NPU_TASK_NOP, 0);
+	struct drm_npu_syncobj sync = { 0 };
+	struct drm_npu_submit gated = { .tasks = (uintptr_t)&gate_wait, .count = 1,
+					.out_syncobjs = (uintptr_t)&sync, .out_count = 1 };
+	int fd = npu_open(), status = -1, sync_fd = -1;
+	struct drm_npu_wait w;
+	uint32_t ev, q;
+	pid_t pid;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, npu_sync_create(fd, NPU_SYNC_EVENT, &ev));
+	ASSERT_EQ(0, npu_queue_create(fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
+	gate_wait = task1(NPU_TASK_EVENT_WAIT, ev);
+	gated.queue = q;
+	ASSERT_EQ(0, drmSyncobjCreate(fd, 0, &sync.handle));
+	ASSERT_EQ(0, ioctl(fd, DRM_IOCTL_NPU_SUBMIT, &gated));
+	ASSERT_EQ(0, drmSyncobjHandleToFD(fd, sync.handle, &sync_fd));
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct drm_npu_syncobj in = { 0 };
+		struct drm_npu_submit s = { .tasks = (uintptr_t)&nop, .count = 1,
+					    .in_syncobjs = (uintptr_t)&in, .in_count = 1 };
+		int other = npu_open();
+
+		if (other < 0 || drmSyncobjFDToHandle(other, sync_fd, &in.handle) ||
+		    ioctl(other, DRM_IOCTL_NPU_SUBMIT, &s) || s.seq != 1)
+			_exit(1);
+		close(other);
+		_exit(0);
+	}
+	for (int i = 0; i < 200 && waitpid(pid, &status, WNOHANG) == 0; i++)
+		usleep(100000);
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		TH_LOG("the other process did not submit and close in 20 s");
+	EXPECT_EQ(64 * 1024, npu_usage_settles(fd, NPU_MEM_REGION_QUEUES, 64 * 1024));
+
+	rec = task1(NPU_TASK_EVENT_RECORD, ev);
+	ASSERT_EQ(0, npu_submit(fd, &rec, 1, NULL));
+	EXPECT_EQ(0, npu_wait_on(fd, q, gated.seq, 10 * SEC, &w));
+	close(sync_fd);
+	drmSyncobjDestroy(fd, sync.handle);
 	close(fd);
 }
 

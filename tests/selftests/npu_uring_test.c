@@ -776,50 +776,60 @@ static void *ioctl_submit_thread(void *arg)
 	return NULL;
 }
 
-TEST_F(ur, an_ioctl_submit_waits_behind_the_backlog)
+/*
+ * An ioctl SUBMIT behind io_uring SUBMITs that wait for ring room does
+ * not wait itself: it gets the next sequence number at once and runs
+ * after them; aborted, everything queued fails, the ioctl's batch too.
+ */
+TEST_F(ur, an_ioctl_submit_queues_behind_the_io_uring_ones)
 {
 	enum { N = 600 };
 	static struct drm_npu_task copies[N];
 	struct ioctl_submitter t = { .fd = self->fd };
 	struct drm_npu_queue_destroy qa = { 0 };
-	pthread_t th;
+	struct drm_npu_wait w;
 	struct cqe c;
 
 	self->map[0] = 5;
 	t.queue = fill_backlog(_metadata, self, copies, N);
-	/* The ioctl's batch continues the chain: it must run after the backlog. */
+	/* The ioctl's batch continues the chain: it must run after the others. */
 	t.task = npu_task_copy(self->bo.device_va + 4 * (N + 1), self->bo.device_va + 4 * N, 4);
-	ASSERT_EQ(0, pthread_create(&th, NULL, ioctl_submit_thread, &t));
+	ioctl_submit_thread(&t);
+	EXPECT_EQ(0, t.ret);
+	EXPECT_EQ(N + 2, t.seq);
 	open_gate(_metadata, self);
 	for (int i = 0; i < N; i++) {
 		ASSERT_EQ(0, reap(&self->ring, 10 * SEC, &c));
 		EXPECT_EQ(0, c.res);
 	}
-	pthread_join(th, NULL);
-	EXPECT_EQ(0, t.ret);
-	EXPECT_EQ(N + 2, t.seq);
 	EXPECT_EQ(0, npu_wait_on(self->fd, t.queue, t.seq, 10 * SEC, NULL));
 	EXPECT_EQ(5, self->map[N + 1]);
 
-	/* Aborted with the backlog full, a blocked ioctl submitter gets -EIO. */
+	/* Aborted with the ring full, the queued ioctl batch fails too. */
 	struct drm_npu_task gate = task1(NPU_TASK_EVENT_RESET, self->gate);
 
 	ASSERT_EQ(0, npu_submit_on(self->fd, 0, &gate, 1, NULL));
 	EXPECT_EQ(0, npu_wait_on(self->fd, 0, 2, 10 * SEC, NULL));
 	ASSERT_EQ(0, npu_queue_destroy(self->fd, t.queue));
 	t.queue = fill_backlog(_metadata, self, copies, N);
-	ASSERT_EQ(0, pthread_create(&th, NULL, ioctl_submit_thread, &t));
+	ioctl_submit_thread(&t);
+	EXPECT_EQ(0, t.ret);
 	qa.queue = t.queue;
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_QUEUE_ABORT, &qa));
-	pthread_join(th, NULL);
-	EXPECT_EQ(-EIO, t.ret);
+	EXPECT_EQ(-EIO, npu_wait_on(self->fd, t.queue, t.seq, 10 * SEC, &w));
+	EXPECT_EQ(NPU_JOB_ABORTED, w.status);
 	for (int i = 0; i < N; i++) {
 		ASSERT_EQ(0, reap(&self->ring, 10 * SEC, &c));
 		EXPECT_EQ(-ECANCELED, c.res);
 	}
 }
 
-TEST_F(ur, submit_with_in_syncobjs_blocks_in_a_worker_not_the_ring)
+/*
+ * A SUBMIT whose in-syncobj is not signalled yet waits in its queue's
+ * scheduler: neither the ring nor an io_uring worker blocks on it, and
+ * it keeps its place in its queue's order.
+ */
+TEST_F(ur, submit_with_in_syncobjs_waits_in_the_scheduler_not_the_ring)
 {
 	struct drm_npu_task gate = task1(NPU_TASK_EVENT_WAIT, self->gate);
 	struct drm_npu_task t = npu_task_fill(self->bo.device_va, 4096, 9);
@@ -842,17 +852,18 @@ TEST_F(ur, submit_with_in_syncobjs_blocks_in_a_worker_not_the_ring)
 	EXPECT_EQ(-ETIMEDOUT, c.res);
 	EXPECT_EQ(0, self->map[0]);
 	/*
-	 * The gate opens from the default queue, which the worker then
-	 * submits to once the gated batch's fence signals.
+	 * The gate opens from a third queue; the scheduler then runs the
+	 * waiting batch, first on the default queue.
 	 */
 	struct drm_npu_task rec = task1(NPU_TASK_EVENT_RECORD, self->gate);
 	struct drm_npu_submit r = { .tasks = (uintptr_t)&rec, .count = 1 };
 
+	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &r.queue));
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_SUBMIT, &r));
 	ASSERT_EQ(0, reap(&self->ring, 5 * SEC, &c));
 	EXPECT_EQ(1, c.user_data);
 	EXPECT_EQ(0, c.res);
-	EXPECT_EQ(2, c.res2);	/* after the record on the default queue */
+	EXPECT_EQ(1, c.res2);
 	EXPECT_EQ(9, self->map[0]);
 	drmSyncobjDestroy(self->fd, sync.handle);
 }
