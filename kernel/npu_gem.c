@@ -177,17 +177,15 @@ static struct npu_bo_map *npu_bo_find_map(struct npu_bo *bo, struct npu_ctx *ctx
 /* Under ctx->lock: write the page tables for the buffer at `va`. */
 static int npu_bo_map_pages(struct npu_ctx *ctx, struct npu_bo *bo, u64 va)
 {
-	struct npu_userptr *user = bo->user;
-	u64 off, flags = NPU_PTE_WRITE;
+	u64 off;
 	int ret;
 
 	lockdep_assert_held(&ctx->lock);
-	if (user)
-		flags = NPU_PTE_SYSMEM | (user->read_only ? 0 : NPU_PTE_WRITE);
+	if (bo->user)
+		return npu_userptr_map_pages(ctx, bo->user, va);
 	for (off = 0; off < bo->base.size; off += bo->page_size) {
-		u64 addr = user ? user->dma[off >> PAGE_SHIFT] : bo->hbm.start + off;
-
-		ret = npu_mmu_map(ctx, va + off, addr, bo->page_size, flags);
+		ret = npu_mmu_map(ctx, va + off, bo->hbm.start + off, bo->page_size,
+				  NPU_PTE_WRITE);
 		if (ret) {
 			npu_mmu_unmap(ctx, va, off, bo->page_size);
 			return ret;

@@ -5,6 +5,7 @@
 #include <drm/drm_gem.h>
 #include <drm/drm_mm.h>
 #include <linux/kref.h>
+#include <linux/scatterlist.h>
 
 #include "npu_drv.h"
 
@@ -32,7 +33,7 @@ struct npu_userptr {
 	u64 addr;
 	unsigned long npages;
 	struct page **pages;		/* pinned */
-	dma_addr_t *dma;		/* per page */
+	struct sg_table sgt;		/* the pages, DMA-mapped */
 	bool read_only;
 };
 
@@ -77,6 +78,7 @@ int npu_bo_handle_create(struct drm_file *file, struct npu_bo *bo, u32 *handle,
 
 int npu_ioctl_userptr(struct drm_device *drm, void *data, struct drm_file *file);
 void npu_userptr_release(struct npu_bo *bo);
+int npu_userptr_map_pages(struct npu_ctx *ctx, struct npu_userptr *u, u64 va);
 
 int npu_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *file);
 int npu_ioctl_bo_info(struct drm_device *drm, void *data, struct drm_file *file);

@@ -2,8 +2,8 @@
 /*
  * Host memory registered for device access (NPU_USERPTR).
  *
- * The pages are pinned for the long term and DMA-mapped; the device sees
- * them through page-table entries marked NPU_PTE_SYSMEM (and without
+ * The pages are pinned for the long term and DMA-mapped as one sg_table;
+ * the device sees them through page-table entries marked NPU_PTE_SYSMEM (and without
  * NPU_PTE_WRITE for read-only registrations). A registration is a buffer
  * object like any other: mapped per context, kept alive by work in
  * flight, released when its last reference goes.
@@ -20,6 +20,7 @@
 
 #include "npu_ctx.h"
 #include "npu_gem.h"
+#include "npu_mmu.h"
 
 static bool npu_userptr_overlaps(struct npu_ctx *ctx, struct mm_struct *mm,
 				 u64 addr, u64 size)
@@ -33,22 +34,16 @@ static bool npu_userptr_overlaps(struct npu_ctx *ctx, struct mm_struct *mm,
 	return false;
 }
 
-static void npu_userptr_unmap_dma(struct device *dev, struct npu_userptr *u,
-				  unsigned long n)
+static enum dma_data_direction npu_userptr_dir(const struct npu_userptr *u)
 {
-	enum dma_data_direction dir = u->read_only ? DMA_TO_DEVICE : DMA_BIDIRECTIONAL;
-
-	while (n--)
-		dma_unmap_page(dev, u->dma[n], PAGE_SIZE, dir);
+	return u->read_only ? DMA_TO_DEVICE : DMA_BIDIRECTIONAL;
 }
 
 /* Pin, account and DMA-map the range. Undone by npu_userptr_release(). */
 static int npu_userptr_pin(struct npu_device *ndev, struct npu_userptr *u)
 {
-	enum dma_data_direction dir = u->read_only ? DMA_TO_DEVICE : DMA_BIDIRECTIONAL;
 	unsigned int gup = FOLL_LONGTERM | (u->read_only ? 0 : FOLL_WRITE);
 	struct device *dev = &ndev->pdev->dev;
-	unsigned long i;
 	long pinned;
 	int ret;
 
@@ -58,29 +53,61 @@ static int npu_userptr_pin(struct npu_device *ndev, struct npu_userptr *u)
 		return ret;
 	ret = -ENOMEM;
 	u->pages = kvcalloc(u->npages, sizeof(*u->pages), GFP_KERNEL_ACCOUNT);
-	u->dma = kvcalloc(u->npages, sizeof(*u->dma), GFP_KERNEL_ACCOUNT);
-	if (!u->pages || !u->dma)
+	if (!u->pages)
 		goto err_account;
 	pinned = pin_user_pages_fast(u->addr, u->npages, gup, u->pages);
 	if (pinned != u->npages) {
 		if (pinned > 0)
 			unpin_user_pages(u->pages, pinned);
 		ret = pinned < 0 ? pinned : -EFAULT;
-		goto err_account;
+		goto err_pages;
 	}
-	for (i = 0; i < u->npages; i++) {
-		u->dma[i] = dma_map_page(dev, u->pages[i], 0, PAGE_SIZE, dir);
-		if (dma_mapping_error(dev, u->dma[i])) {
-			npu_userptr_unmap_dma(dev, u, i);
-			unpin_user_pages(u->pages, u->npages);
-			goto err_account;
-		}
-	}
+	ret = sg_alloc_table_from_pages(&u->sgt, u->pages, u->npages, 0,
+					u->npages << PAGE_SHIFT, GFP_KERNEL_ACCOUNT);
+	if (ret)
+		goto err_unpin;
+	ret = dma_map_sgtable(dev, &u->sgt, npu_userptr_dir(u), 0);
+	if (ret)
+		goto err_sgt;
 	return 0;
 
+err_sgt:
+	sg_free_table(&u->sgt);
+err_unpin:
+	unpin_user_pages(u->pages, u->npages);
+err_pages:
+	kvfree(u->pages);
+	u->pages = NULL;
 err_account:
 	account_locked_vm(u->mm, u->npages, false);
 	return ret;
+}
+
+/*
+ * Under ctx->lock: map the registration at `va`, page by page of its DMA
+ * segments (an IOMMU may have merged them; each is whole pages).
+ */
+int npu_userptr_map_pages(struct npu_ctx *ctx, struct npu_userptr *u, u64 va)
+{
+	u64 flags = NPU_PTE_SYSMEM | (u->read_only ? 0 : NPU_PTE_WRITE), off = 0;
+	struct scatterlist *sg;
+	unsigned int i;
+	int ret;
+
+	lockdep_assert_held(&ctx->lock);
+	for_each_sgtable_dma_sg(&u->sgt, sg, i) {
+		dma_addr_t addr = sg_dma_address(sg);
+		u64 len;
+
+		for (len = 0; len < sg_dma_len(sg); len += PAGE_SIZE, off += PAGE_SIZE) {
+			ret = npu_mmu_map(ctx, va + off, addr + len, PAGE_SIZE, flags);
+			if (ret) {
+				npu_mmu_unmap(ctx, va, off, PAGE_SIZE);
+				return ret;
+			}
+		}
+	}
+	return 0;
 }
 
 /* From the buffer's free callback. */
@@ -93,14 +120,14 @@ void npu_userptr_release(struct npu_bo *bo)
 	list_del(&u->link);
 	mutex_unlock(&bo->owner->lock);
 
-	npu_userptr_unmap_dma(&ndev->pdev->dev, u, u->npages);
+	dma_unmap_sgtable(&ndev->pdev->dev, &u->sgt, npu_userptr_dir(u), 0);
+	sg_free_table(&u->sgt);
 	/* The device may have written any page. */
 	unpin_user_pages_dirty_lock(u->pages, u->npages, !u->read_only);
 	account_locked_vm(u->mm, u->npages, false);
 	npu_mem_account(ndev, bo->owner, NPU_MEM_REGION_HOST,
 			-(s64)(u->npages << PAGE_SHIFT));
 	mmdrop(u->mm);
-	kvfree(u->dma);
 	kvfree(u->pages);
 	kfree(u);
 }
@@ -175,8 +202,6 @@ err_unlist:
 	mutex_lock(&ctx->lock);
 	list_del(&u->link);
 	mutex_unlock(&ctx->lock);
-	kvfree(u->dma);
-	kvfree(u->pages);
 err_mm:
 	mmdrop(u->mm);
 err_free:
