@@ -53,7 +53,8 @@ static int npu_ioctl_get_param(struct drm_device *drm, void *data,
 		args->value = fw->fw_version;
 		return 0;
 	case NPU_PARAM_DEVICE_CAPS:
-		args->value = fw->caps;
+		/* The firmware's bits are its contract with us, not with users. */
+		args->value = fw->caps & NPU_FW_CAP_FAULT_INJECTION ? NPU_CAP_FAULT_INJECTION : 0;
 		return 0;
 	case NPU_PARAM_HBM_SIZE:
 		args->value = fw->hbm_size;

@@ -90,7 +90,7 @@ enum drm_npu_param {
 	NPU_PARAM_IF_VERSION = 0,
 	/* Firmware build: major << 16 | minor << 8 | patch. */
 	NPU_PARAM_FW_VERSION = 1,
-	/* Device capability bits (none defined yet). */
+	/* Device capability bits: NPU_CAP_*, defined by the driver. */
 	NPU_PARAM_DEVICE_CAPS = 2,
 	/* Bytes of device memory (HBM), including the firmware's part. */
 	NPU_PARAM_HBM_SIZE = 3,
@@ -123,6 +123,13 @@ enum drm_npu_param {
 	/* Largest queue timeout_ms QUEUE_CREATE accepts. */
 	NPU_PARAM_MAX_QUEUE_TIMEOUT_MS = 14,
 };
+
+/*
+ * Capability bits of NPU_PARAM_DEVICE_CAPS. The driver defines them and
+ * never passes the firmware's own bits through; unknown bits are 0.
+ */
+/* Test devices: faults can be injected through debugfs npu_inject (root). */
+#define NPU_CAP_FAULT_INJECTION		(1ull << 0)
 
 /**
  * struct drm_npu_get_param - read one device parameter
