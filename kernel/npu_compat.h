@@ -137,11 +137,14 @@ static inline int npu_sched_job_init(struct drm_sched_job *job,
 #endif
 
 /*
- * timedout_job found the queue making progress: keep the job. From 6.17
- * the scheduler does on NO_HANG; before, it had taken the job off its
- * pending list, and the driver puts it back (as etnaviv does on 6.1).
+ * The end of timedout_job: the job stays the scheduler's, to free once
+ * its finished fence signals (the queue was stopped, or is making
+ * progress). From 6.17 the scheduler keeps it on NO_HANG. Before, it took
+ * the job off its pending list: the driver puts it back (as etnaviv does
+ * on 6.1), and wakes the scheduler, which may have looked for it (to
+ * free it, signalled meanwhile) while it was off the list.
  */
-static inline enum drm_gpu_sched_stat npu_sched_not_hung(struct drm_sched_job *job)
+static inline enum drm_gpu_sched_stat npu_sched_keep_job(struct drm_sched_job *job)
 {
 #ifdef HAVE_DRM_GPU_SCHED_STAT_NO_HANG
 	return DRM_GPU_SCHED_STAT_NO_HANG;
@@ -149,6 +152,9 @@ static inline enum drm_gpu_sched_stat npu_sched_not_hung(struct drm_sched_job *j
 	spin_lock(&job->sched->job_list_lock);
 	list_add(&job->list, &job->sched->pending_list);
 	spin_unlock(&job->sched->job_list_lock);
+#ifdef HAVE_DRM_SCHED_WAKE_UP_WORKER
+	wake_up_interruptible(&job->sched->wake_up_worker);
+#endif
 	return DRM_GPU_SCHED_STAT_NOMINAL;
 #endif
 }

@@ -236,11 +236,17 @@ static void npu_remove(struct pci_dev *pdev)
 {
 	struct npu_device *ndev = pci_get_drvdata(pdev);
 
-	npu_recovery_stop(ndev);
 	/* Open files keep the drm_device; they now get -ENODEV. */
 	drm_dev_unplug(&ndev->drm);
-	/* The device stops touching memory, then work in flight is failed. */
-	npu_queue_quiesce_hw(ndev);
+	/* Nothing can re-arm it now (npu_device_wedge() enters the device). */
+	npu_recovery_stop(ndev);
+	/*
+	 * The device stops touching memory, then work in flight is failed.
+	 * A device that does not confirm it stays wedged: what it may still
+	 * reach is never given back.
+	 */
+	if (npu_queue_quiesce_hw(ndev))
+		npu_device_wedge(ndev, "stopping the device at unbind", -EIO);
 	npu_queue_abort_all(ndev);
 	/* Waiters outside the device (event waits) find it unplugged. */
 	wake_up_all(&ndev->sync_wq);
@@ -259,7 +265,30 @@ static struct pci_driver npu_pci_driver = {
 	.probe = npu_probe,
 	.remove = npu_remove,
 };
-module_pci_driver(npu_pci_driver);
+struct workqueue_struct *npu_wq;
+
+static int __init npu_init(void)
+{
+	int ret;
+
+	npu_wq = alloc_workqueue("npu", WQ_UNBOUND, 0);
+	if (!npu_wq)
+		return -ENOMEM;
+	ret = pci_register_driver(&npu_pci_driver);
+	if (ret)
+		destroy_workqueue(npu_wq);
+	return ret;
+}
+
+static void __exit npu_exit(void)
+{
+	pci_unregister_driver(&npu_pci_driver);
+	/* Jobs freed after an unbind, by files closed since, finish here. */
+	destroy_workqueue(npu_wq);
+}
+
+module_init(npu_init);
+module_exit(npu_exit);
 
 MODULE_DESCRIPTION(NPU_DRIVER_DESC);
 MODULE_AUTHOR("The npu authors");

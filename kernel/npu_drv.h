@@ -59,6 +59,7 @@ struct npu_device {
 	struct drm_mm hbm_mm;
 	struct list_head hbm_quarantine;	/* npu_hbm_quarantined, until a reset */
 	u64 hbm_quarantined;			/* bytes in it */
+	struct list_head userptr_quarantine;	/* pinned host memory, likewise */
 	struct {
 		u64 current_bytes;
 		u64 peak_bytes;
@@ -87,9 +88,13 @@ struct npu_device {
 	struct delayed_work watchdog;
 	bool wedged;				/* under hbm_lock; read locklessly */
 	atomic_t resets;			/* device resets so far */
+	bool reset_failed;			/* the watchdog's: tries no more */
 	u64 last_beat;
 	unsigned long last_beat_time;
 };
+
+/* The driver's own work (releasing finished jobs); drained when the module goes. */
+extern struct workqueue_struct *npu_wq;
 
 static inline struct npu_device *to_npu_device(struct drm_device *drm)
 {

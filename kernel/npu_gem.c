@@ -28,6 +28,7 @@
 #include "npu_gem.h"
 #include "npu_ipc.h"
 #include "npu_mmu.h"
+#include "npu_recovery.h"
 
 /* HUGE_FIRST keeps small buffers on small pages: 2 MiB each would waste. */
 #define NPU_HUGE_FIRST_MIN	(1ull << 20)
@@ -36,6 +37,7 @@ static void npu_gem_fini(struct drm_device *drm, void *arg)
 {
 	struct npu_device *ndev = to_npu_device(drm);
 
+	/* Not the pinned pages: a device that never confirmed may still reach them. */
 	npu_hbm_release_quarantine(ndev);
 	drm_mm_takedown(&ndev->hbm_mm);
 }
@@ -48,6 +50,7 @@ int npu_gem_init(struct npu_device *ndev)
 	if (ret)
 		return ret;
 	INIT_LIST_HEAD(&ndev->hbm_quarantine);
+	INIT_LIST_HEAD(&ndev->userptr_quarantine);
 	drm_mm_init(&ndev->hbm_mm, ndev->fw.fw_reserved,
 		    ndev->fw.hbm_size - ndev->fw.fw_reserved);
 	return drmm_add_action_or_reset(&ndev->drm, npu_gem_fini, NULL);
@@ -316,6 +319,7 @@ static int npu_bo_mmap(struct drm_gem_object *obj, struct vm_area_struct *vma)
 	struct npu_device *ndev = to_npu_device(obj->dev);
 	unsigned long first;
 	phys_addr_t phys;
+	int ret, idx;
 
 	if (to_npu_bo(obj)->user)
 		return -EINVAL;	/* the caller has the memory already */
@@ -333,10 +337,15 @@ static int npu_bo_mmap(struct drm_gem_object *obj, struct vm_area_struct *vma)
 		return -EINVAL;
 	phys = ndev->hbm_phys + to_npu_bo(obj)->hbm.start + ((u64)first << PAGE_SHIFT);
 
+	/* A dma-buf outlives the binding; the BAR does not. */
+	if (!drm_dev_enter(obj->dev, &idx))
+		return -ENODEV;
 	npu_vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
 	vma->vm_page_prot = pgprot_writecombine(vm_get_page_prot(vma->vm_flags));
-	return io_remap_pfn_range(vma, vma->vm_start, phys >> PAGE_SHIFT,
-				  vma->vm_end - vma->vm_start, vma->vm_page_prot);
+	ret = io_remap_pfn_range(vma, vma->vm_start, phys >> PAGE_SHIFT,
+				 vma->vm_end - vma->vm_start, vma->vm_page_prot);
+	drm_dev_exit(idx);
+	return ret;
 }
 
 static const struct vm_operations_struct npu_bo_vm_ops = {
@@ -448,6 +457,9 @@ int npu_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *fil
 	scrub[0] = bo->hbm.start;
 	scrub[1] = bo->hbm.size;
 	ret = npu_ipc_send(ndev, NPU_FW_CMD_SCRUB, scrub, NULL);
+	/* Unanswered, it may still run: over memory freed just below. */
+	if (ret == -ETIMEDOUT)
+		npu_device_wedge(ndev, "scrubbing a new buffer", ret);
 	if (!ret)
 		ret = drm_gem_create_mmap_offset(&bo->base);
 	if (ret) {

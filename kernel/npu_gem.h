@@ -28,7 +28,8 @@ struct npu_bo_map {
 
 /* Host memory registered for device access (NPU_USERPTR). */
 struct npu_userptr {
-	struct list_head link;		/* in owner->userptrs, under owner->lock */
+	struct list_head link;		/* in owner->userptrs, under owner->lock;
+					 * then maybe ndev->userptr_quarantine */
 	struct mm_struct *mm;		/* grabbed: for the range and the rlimit */
 	u64 addr;
 	unsigned long npages;
@@ -78,6 +79,7 @@ int npu_bo_handle_create(struct drm_file *file, struct npu_bo *bo, u32 *handle,
 
 int npu_ioctl_userptr(struct drm_device *drm, void *data, struct drm_file *file);
 void npu_userptr_release(struct npu_bo *bo);
+void npu_userptr_release_quarantine(struct npu_device *ndev);
 int npu_userptr_map_pages(struct npu_ctx *ctx, struct npu_userptr *u, u64 va);
 
 int npu_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *file);

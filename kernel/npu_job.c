@@ -124,7 +124,7 @@ static int npu_job_hold_sync(struct npu_job *job, struct npu_ctx *ctx,
  */
 struct npu_job *npu_job_create(struct npu_ctx *ctx, struct drm_npu_task *tasks, u32 count)
 {
-	struct npu_job *job = kzalloc(sizeof(*job), GFP_KERNEL);
+	struct npu_job *job = kzalloc(sizeof(*job), GFP_KERNEL_ACCOUNT);
 	u32 i, cap = 0, sync_cap = 0;
 	int ret = 0;
 
@@ -180,7 +180,7 @@ struct npu_job *npu_job_create(struct npu_ctx *ctx, struct drm_npu_task *tasks, 
 	return job;
 }
 
-
+/* Drop what the job holds and free it (not a scheduler job, or no longer). */
 void npu_job_free(struct npu_job *job)
 {
 	u32 i;
@@ -256,19 +256,38 @@ static enum drm_gpu_sched_stat npu_job_timedout(struct drm_sched_job *sched_job)
 
 	if (npu_queue_timed_out(q))
 		npu_queue_stop(q, NPU_JOB_TIMEOUT);
-	/* Stopped or not, the job stays the scheduler's to free. */
-	return npu_sched_not_hung(sched_job);
+	return npu_sched_keep_job(sched_job);
+}
+
+/*
+ * What a finished job held goes from the driver's workqueue: dropping a
+ * buffer mapping takes ctx->lock (held across allocations) and a mailbox
+ * round trip, which must not stand between the scheduler and its next
+ * job's run. The work holds the DRM device; the module drains npu_wq.
+ */
+static void npu_job_release_work(struct work_struct *work)
+{
+	struct npu_job *job = container_of(work, struct npu_job, release);
+	struct npu_queue *q = job->q;
+	struct npu_device *ndev = q->ctx->ndev;
+
+	atomic_sub(job->ntasks + 1, &q->queued);
+	npu_job_free(job);
+	atomic_dec(&q->nr_jobs);
+	/* Destroy waits for the last job, submitters for room in the backlog. */
+	wake_up_all(&q->wq);
+	npu_queue_put(q);
+	drm_dev_put(&ndev->drm);
 }
 
 static void npu_job_sched_free(struct drm_sched_job *sched_job)
 {
 	struct npu_job *job = to_npu_job(sched_job);
-	struct npu_queue *q = job->q;
 
 	drm_sched_job_cleanup(sched_job);
-	npu_job_free(job);
-	if (atomic_dec_and_test(&q->nr_jobs))
-		wake_up_all(&q->wq);
+	drm_dev_get(&job->q->ctx->ndev->drm);
+	INIT_WORK(&job->release, npu_job_release_work);
+	queue_work(npu_wq, &job->release);
 }
 
 const struct drm_sched_backend_ops npu_sched_ops = {

@@ -27,6 +27,7 @@
 #include <linux/dma-fence.h>
 #include <linux/interrupt.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 
 #include "npu_ctx.h"
@@ -179,8 +180,10 @@ static void npu_queue_fail(struct npu_device *ndev, struct npu_queue *q, u32 sta
 }
 
 /*
- * Fail every queue with `status` and, if `fw_cmd`, send it to the device.
- * Returns the command's result.
+ * If `fw_cmd`, send it to the device (a reset: every queue stops); then
+ * fail every queue with `status`. The fences signal only once the device
+ * has confirmed it no longer runs the work; one that does not confirm is
+ * wedged. Returns the command's result.
  */
 int npu_queue_fail_all(struct npu_device *ndev, u32 status, u32 fw_cmd)
 {
@@ -188,14 +191,17 @@ int npu_queue_fail_all(struct npu_device *ndev, u32 status, u32 fw_cmd)
 	int ret = 0;
 	u32 i;
 
+	if (fw_cmd) {
+		ret = npu_ipc_send(ndev, fw_cmd, args, NULL);
+		if (ret)
+			npu_device_wedge(ndev, "device reset", ret);
+	}
 	mutex_lock(&ndev->queue_lock);
 	for (i = 0; i < ndev->fw.num_queues; i++)
 		if (ndev->queues[i])
 			npu_queue_fail(ndev, ndev->queues[i], status);
 	mutex_unlock(&ndev->queue_lock);
 	npu_uring_fail_events(ndev, status);
-	if (fw_cmd)
-		ret = npu_ipc_send(ndev, fw_cmd, args, NULL);
 	return ret;
 }
 
@@ -318,6 +324,9 @@ int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries,
 	/* A slot the device may not have stopped is not handed out. */
 	if (READ_ONCE(ndev->wedged))
 		return -EIO;
+	/* A dying task cannot start the scheduler's thread: say so ourselves. */
+	if (fatal_signal_pending(current))
+		return -EINTR;
 	q = kzalloc(sizeof(*q), GFP_KERNEL);
 	if (!q)
 		return -ENOMEM;
@@ -332,10 +341,11 @@ int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries,
 	q->id = id;
 	q->priority = priority;
 	q->entries = entries;
-	q->timeout_ms = timeout_ms ? timeout_ms : npu_recovery_job_timeout_ms();
+	q->timeout_ms = timeout_ms ? timeout_ms : max(1u, npu_recovery_job_timeout_ms());
 	q->fence_context = dma_fence_context_alloc(1);
 	mutex_init(&q->submit_lock);
 	atomic_set(&q->nr_jobs, 0);
+	atomic_set(&q->queued, 0);
 	INIT_LIST_HEAD(&q->jobs);
 	init_waitqueue_head(&q->wq);
 	INIT_LIST_HEAD(&q->ucmds);
@@ -351,7 +361,8 @@ int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries,
 	if (ret)
 		goto err_id;
 	sched_list[0] = &q->sched;
-	ret = drm_sched_entity_init(&q->entity, DRM_SCHED_PRIORITY_NORMAL, sched_list, 1, NULL);
+	/* One run queue: KERNEL is in range whichever way the enum runs. */
+	ret = drm_sched_entity_init(&q->entity, DRM_SCHED_PRIORITY_KERNEL, sched_list, 1, NULL);
 	if (ret)
 		goto err_sched;
 
@@ -369,6 +380,8 @@ int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries,
 	writel(0, &slot->tail);
 	args[0] = q->hw_id;
 	ret = npu_ipc_send(ndev, NPU_FW_CMD_QUEUE_START, args, NULL);
+	if (ret == -ETIMEDOUT)	/* it may still start, on the ring freed below */
+		npu_device_wedge(ndev, "starting a queue", ret);
 	if (ret)
 		goto err_ring;
 
@@ -414,11 +427,17 @@ void npu_queue_stop(struct npu_queue *q, u32 status)
 		ret = npu_ipc_send(ndev, NPU_FW_CMD_QUEUE_STOP, args, NULL);
 		if (ret)
 			npu_device_wedge(ndev, "queue stop", ret);
+		/* What finished before the stop is reported as finished. */
+		mutex_lock(&ndev->queue_lock);
+		npu_queue_update(ndev, q);
+		npu_queue_fail(ndev, q, status);
+		mutex_unlock(&ndev->queue_lock);
 		drm_dev_exit(idx);
+	} else {
+		mutex_lock(&ndev->queue_lock);
+		npu_queue_fail(ndev, q, status);
+		mutex_unlock(&ndev->queue_lock);
 	}
-	mutex_lock(&ndev->queue_lock);
-	npu_queue_fail(ndev, q, status);
-	mutex_unlock(&ndev->queue_lock);
 	mutex_unlock(&q->submit_lock);
 }
 

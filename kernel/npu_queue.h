@@ -20,7 +20,8 @@ struct npu_sync;
  */
 struct npu_job {
 	struct drm_sched_job base;
-	struct npu_queue *q;		/* outlives its jobs (npu_queue_destroy()) */
+	struct npu_queue *q;		/* referenced once a scheduler job */
+	struct work_struct release;	/* see npu_job_sched_free() */
 	struct list_head link;		/* in q->jobs while on the ring */
 	u64 seq;
 	u64 mark;			/* tells the mappings it holds, while built */
@@ -67,6 +68,7 @@ struct npu_queue {
 	bool dead;			/* destroyed: ring and hw_id given back */
 	u64 next_seq;
 	atomic_t nr_jobs;		/* initialised and not yet freed */
+	atomic_t queued;		/* ring slots of the jobs not yet freed */
 	u32 tail;			/* written by run_job only */
 
 	/* Under ndev->queue_lock, written by the completion handler. */
@@ -117,7 +119,11 @@ void npu_job_free(struct npu_job *job);
 int npu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *file);
 int npu_ioctl_queue_destroy(struct drm_device *drm, void *data, struct drm_file *file);
 int npu_ioctl_queue_abort(struct drm_device *drm, void *data, struct drm_file *file);
-int npu_submit(struct drm_file *file, struct drm_npu_submit *args, struct npu_queue **qp);
+/* A queue holds at most this many rings' worth of batches not yet freed. */
+#define NPU_QUEUE_BACKLOG_DEPTHS	16
+
+int npu_submit(struct drm_file *file, struct drm_npu_submit *args, bool nonblock,
+	       struct npu_queue **qp);
 int npu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file);
 struct npu_queue *npu_wait_queue(struct npu_ctx *ctx, u32 id, u64 seq);
 int npu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file);

@@ -23,6 +23,7 @@
  *  - on kernels where io_uring cannot cancel driver commands, it cancels
  *    those whose ring closed or whose task exits (see npu_uring.c).
  */
+#include <drm/drm_drv.h>
 #include <drm/drm_managed.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/module.h>
@@ -66,14 +67,20 @@ unsigned int npu_recovery_max_job_timeout_ms(void)
 void npu_device_wedge(struct npu_device *ndev, const char *what, int err)
 {
 	bool was;
+	int idx;
 
 	mutex_lock(&ndev->hbm_lock);
 	was = ndev->wedged;
 	WRITE_ONCE(ndev->wedged, true);
 	mutex_unlock(&ndev->hbm_lock);
+
 	if (!was)
 		npu_err(ndev, "%s failed (%d): device wedged until it is reset\n", what, err);
-	mod_delayed_work(system_wq, &ndev->watchdog, 0);
+	/* Once unplugged the watchdog is stopped for good (npu_remove()). */
+	if (drm_dev_enter(&ndev->drm, &idx)) {
+		mod_delayed_work(system_wq, &ndev->watchdog, 0);
+		drm_dev_exit(idx);
+	}
 }
 
 /* Free a context id, or keep it out of use while the device is wedged. */
@@ -93,6 +100,7 @@ static void npu_recovery_unwedge(struct npu_device *ndev)
 	void *entry;
 
 	npu_hbm_release_quarantine(ndev);
+	npu_userptr_release_quarantine(ndev);
 	mutex_lock(&ndev->hbm_lock);
 	xa_for_each(&ndev->ctx_quarantine, id, entry) {
 		xa_erase(&ndev->ctx_quarantine, id);
@@ -112,7 +120,8 @@ static void npu_recovery_reset(struct npu_device *ndev, const char *why)
 	/* Host event waiters fail too: what they wait for may never come. */
 	wake_up_all(&ndev->sync_wq);
 	if (ret) {
-		npu_err(ndev, "device reset failed: %d; it stays unusable\n", ret);
+		npu_err(ndev, "device reset failed: %d; it stays wedged\n", ret);
+		ndev->reset_failed = true;
 		return;
 	}
 	npu_recovery_unwedge(ndev);
@@ -135,7 +144,8 @@ static void npu_watchdog(struct work_struct *work)
 		npu_recovery_reset(ndev, "firmware heartbeat stopped");
 		ndev->last_beat_time = jiffies;
 	}
-	if (READ_ONCE(ndev->wedged))
+	/* One try: a device that cannot reset stays wedged, and says so once. */
+	if (READ_ONCE(ndev->wedged) && !ndev->reset_failed)
 		npu_recovery_reset(ndev, "device wedged");
 	schedule_delayed_work(&ndev->watchdog, msecs_to_jiffies(NPU_WATCHDOG_MS));
 }

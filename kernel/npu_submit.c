@@ -153,13 +153,33 @@ int npu_ioctl_queue_abort(struct drm_device *drm, void *data, struct drm_file *f
 	return 0;
 }
 
+/* Reserve ring slots for `need` tasks in q's backlog, if they fit. */
+static bool npu_queue_admit(struct npu_queue *q, u32 need)
+{
+	if (atomic_add_return(need, &q->queued) <= NPU_QUEUE_BACKLOG_DEPTHS * q->entries ||
+	    READ_ONCE(q->failed))
+		return true;
+	atomic_sub(need, &q->queued);
+	return false;
+}
+
+static bool npu_queue_may_admit(struct drm_device *drm, struct npu_queue *q, u32 need)
+{
+	return atomic_read(&q->queued) + need <= NPU_QUEUE_BACKLOG_DEPTHS * q->entries ||
+	       READ_ONCE(q->failed) || drm_dev_is_unplugged(drm);
+}
+
 /*
  * Queue a batch: SUBMIT for the ioctl and for io_uring. Nothing here
  * waits for the device or for another fence: in-syncobjs become the
  * job's dependencies, and a full ring holds the job in the scheduler.
- * With `qp` the caller gets the queue, referenced.
+ * What a queue holds is bounded (NPU_QUEUE_BACKLOG_DEPTHS rings' worth):
+ * past that a submit waits for room, interruptibly and outside the
+ * device's section, or with `nonblock` fails with -EAGAIN. With `qp`
+ * the caller gets the queue, referenced.
  */
-int npu_submit(struct drm_file *file, struct drm_npu_submit *args, struct npu_queue **qp)
+int npu_submit(struct drm_file *file, struct drm_npu_submit *args, bool nonblock,
+	       struct npu_queue **qp)
 {
 	struct drm_device *drm = file->minor->dev;
 	struct npu_ctx *ctx = file->driver_priv;
@@ -179,7 +199,7 @@ int npu_submit(struct drm_file *file, struct drm_npu_submit *args, struct npu_qu
 		ret = npu_syncobj_copy(args->out_syncobjs, args->out_count, out);
 	if (ret)
 		return ret;
-	tasks = kvmalloc_array(args->count, sizeof(*tasks), GFP_KERNEL);
+	tasks = kvmalloc_array(args->count, sizeof(*tasks), GFP_KERNEL_ACCOUNT);
 	if (!tasks)
 		return -ENOMEM;
 	if (copy_from_user(tasks, u64_to_user_ptr(args->tasks),
@@ -216,10 +236,25 @@ int npu_submit(struct drm_file *file, struct drm_npu_submit *args, struct npu_qu
 		q = NULL;
 		goto err_exit;
 	}
+	while (!npu_queue_admit(q, args->count + 1)) {
+		drm_dev_exit(idx);
+		if (nonblock) {
+			ret = -EAGAIN;
+			goto err_out;
+		}
+		ret = wait_event_interruptible(q->wq, npu_queue_may_admit(drm, q, args->count + 1));
+		if (ret)
+			goto err_out;
+		if (!drm_dev_enter(drm, &idx)) {
+			ret = -ENODEV;
+			goto err_out;
+		}
+	}
 	ret = npu_sched_job_init(&job->base, &q->entity, ctx);
 	if (ret)
-		goto err_exit;
+		goto err_admitted;
 	job->q = q;
+	kref_get(&q->ref);		/* the job's, dropped when it is freed */
 	atomic_inc(&q->nr_jobs);
 
 	/* Numbers in push order: the scheduler runs a queue's jobs in it. */
@@ -250,8 +285,11 @@ int npu_submit(struct drm_file *file, struct drm_npu_submit *args, struct npu_qu
 
 err_sched:
 	drm_sched_job_cleanup(&job->base);
-	if (atomic_dec_and_test(&q->nr_jobs))
-		wake_up_all(&q->wq);
+	atomic_dec(&q->nr_jobs);
+	npu_queue_put(q);		/* the job's */
+err_admitted:
+	atomic_sub(args->count + 1, &q->queued);
+	wake_up_all(&q->wq);
 err_exit:
 	drm_dev_exit(idx);
 err_out:
@@ -265,7 +303,7 @@ err_job:
 
 int npu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 {
-	return npu_submit(file, data, NULL);
+	return npu_submit(file, data, false, NULL);
 }
 
 static bool npu_queue_settled(struct npu_queue *q, u64 seq)

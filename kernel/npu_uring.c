@@ -358,9 +358,10 @@ static int npu_ucmd_submit(struct npu_ucmd *u, struct drm_file *file,
 	/*
 	 * SUBMIT never blocks the ring: dependencies and ring room are the
 	 * queue's scheduler's to wait for, so SUBMITs reach the device in
-	 * the order they were issued.
+	 * the order they were issued. Only a queue holding its whole backlog
+	 * sends one to an io_uring worker, which waits for room.
 	 */
-	ret = npu_submit(file, args, &u->q);
+	ret = npu_submit(file, args, u->issue_flags & IO_URING_F_NONBLOCK, &u->q);
 	if (ret)
 		return ret;
 	u->seq = args->seq;

@@ -110,26 +110,55 @@ int npu_userptr_map_pages(struct npu_ctx *ctx, struct npu_userptr *u, u64 va)
 	return 0;
 }
 
-/* From the buffer's free callback. */
-void npu_userptr_release(struct npu_bo *bo)
+/* Unmap, unpin and uncharge: the device can no longer reach the pages. */
+static void npu_userptr_unpin(struct npu_device *ndev, struct npu_userptr *u)
 {
-	struct npu_device *ndev = bo->owner->ndev;
-	struct npu_userptr *u = bo->user;
-
-	mutex_lock(&bo->owner->lock);
-	list_del(&u->link);
-	mutex_unlock(&bo->owner->lock);
-
 	dma_unmap_sgtable(&ndev->pdev->dev, &u->sgt, npu_userptr_dir(u), 0);
 	sg_free_table(&u->sgt);
 	/* The device may have written any page. */
 	unpin_user_pages_dirty_lock(u->pages, u->npages, !u->read_only);
 	account_locked_vm(u->mm, u->npages, false);
-	npu_mem_account(ndev, bo->owner, NPU_MEM_REGION_HOST,
-			-(s64)(u->npages << PAGE_SHIFT));
 	mmdrop(u->mm);
 	kvfree(u->pages);
 	kfree(u);
+}
+
+/*
+ * From the buffer's free callback. While the device is wedged, stale
+ * translations may still reach the pages: they stay pinned and mapped
+ * until a reset has succeeded (npu_userptr_release_quarantine()).
+ */
+void npu_userptr_release(struct npu_bo *bo)
+{
+	struct npu_device *ndev = bo->owner->ndev;
+	struct npu_userptr *u = bo->user;
+	bool keep;
+
+	mutex_lock(&bo->owner->lock);
+	list_del(&u->link);
+	mutex_unlock(&bo->owner->lock);
+	npu_mem_account(ndev, bo->owner, NPU_MEM_REGION_HOST,
+			-(s64)(u->npages << PAGE_SHIFT));
+
+	mutex_lock(&ndev->hbm_lock);
+	keep = ndev->wedged;
+	if (keep)
+		list_add_tail(&u->link, &ndev->userptr_quarantine);
+	mutex_unlock(&ndev->hbm_lock);
+	if (!keep)
+		npu_userptr_unpin(ndev, u);
+}
+
+void npu_userptr_release_quarantine(struct npu_device *ndev)
+{
+	struct npu_userptr *u, *tmp;
+	LIST_HEAD(list);
+
+	mutex_lock(&ndev->hbm_lock);
+	list_splice_init(&ndev->userptr_quarantine, &list);
+	mutex_unlock(&ndev->hbm_lock);
+	list_for_each_entry_safe(u, tmp, &list, link)
+		npu_userptr_unpin(ndev, u);
 }
 
 int npu_ioctl_userptr(struct drm_device *drm, void *data, struct drm_file *file)
@@ -155,8 +184,6 @@ int npu_ioctl_userptr(struct drm_device *drm, void *data, struct drm_file *file)
 		return -ENOMEM;
 	if (!access_ok(u64_to_user_ptr(args->addr), args->size))
 		return -EFAULT;
-	if (!drm_dev_enter(drm, &idx))
-		return -ENODEV;
 
 	u = kzalloc(sizeof(*u), GFP_KERNEL);
 	bo = npu_bo_alloc(ctx);
@@ -180,6 +207,10 @@ int npu_ioctl_userptr(struct drm_device *drm, void *data, struct drm_file *file)
 	list_add(&u->link, &ctx->userptrs);
 	mutex_unlock(&ctx->lock);
 
+	/*
+	 * Outside the device's section: faulting the pages in can wait on
+	 * userspace (userfaultfd, FUSE), and unbinding must not.
+	 */
 	ret = npu_userptr_pin(ndev, u);
 	if (ret)
 		goto err_unlist;
@@ -190,6 +221,10 @@ int npu_ioctl_userptr(struct drm_device *drm, void *data, struct drm_file *file)
 	bo->flags = args->flags;
 	bo->page_size = PAGE_SIZE;
 	npu_bo_init_object(bo, args->size);
+	if (!drm_dev_enter(drm, &idx)) {
+		drm_gem_object_put(&bo->base);
+		return -ENODEV;
+	}
 	ret = npu_bo_handle_create(file, bo, &handle, &va);
 	if (!ret) {
 		args->handle = handle;
@@ -208,6 +243,5 @@ err_free:
 	kfree(u);
 	if (bo)
 		npu_bo_discard(bo);
-	drm_dev_exit(idx);
 	return ret;
 }

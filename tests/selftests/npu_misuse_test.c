@@ -9,6 +9,8 @@
  * one) or a resource behind (the fixture's baseline).
  */
 #include <pthread.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 
@@ -286,6 +288,42 @@ TEST_F(m, queue_time_limits_are_bounded)
 	EXPECT_EQ(0, npu_queue_destroy(self->fd, q));
 	EXPECT_EQ(-EINVAL, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, max + 1, &q));
 	EXPECT_EQ(-EINVAL, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, UINT32_MAX, &q));
+}
+
+static void no_op(int sig)
+{
+}
+
+/*
+ * A queue blocked on an event that nobody records holds what is
+ * submitted to it, but not without limit: past 16 rings' worth the
+ * submit waits for room (interruptibly), so nobody can make the kernel
+ * hold unbounded batches.
+ */
+TEST_F(m, a_blocked_queue_holds_a_bounded_backlog)
+{
+	struct sigaction sa = { .sa_handler = no_op };	/* no SA_RESTART */
+	struct itimerval it = { .it_value = { 1, 0 } };
+	static struct drm_npu_task nops[256];
+	struct drm_npu_task gate;
+	uint64_t seq;
+	uint32_t q, ev;
+	int ret = 0, n = 0;
+
+	ASSERT_EQ(0, npu_sync_create(self->fd, NPU_SYNC_EVENT, &ev));
+	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, NPU_QUEUE_DEPTH_MIN,
+				      0, &q));
+	gate = (struct drm_npu_task){ .type = NPU_TASK_EVENT_WAIT, .args = { ev } };
+	ASSERT_EQ(0, npu_submit_on(self->fd, q, &gate, 1, &seq));
+	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));
+	ASSERT_EQ(0, setitimer(ITIMER_REAL, &it, NULL));
+	while (n < 1000 && !(ret = npu_submit_on(self->fd, q, nops, 256, &seq)))
+		n++;
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	EXPECT_EQ(-EINTR, ret);
+	/* 16 rings of 512 slots, 257 a batch, the gate's two included. */
+	EXPECT_EQ((16 * NPU_QUEUE_DEPTH_MIN - 2) / 257, n);
 }
 
 TEST_HARNESS_MAIN

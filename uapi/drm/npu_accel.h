@@ -415,9 +415,9 @@ enum drm_npu_queue_priority {
  *              execution.
  * @pad: must be zero
  *
- * Errors: -EINVAL bad priority, depth or flags; -EPERM REALTIME without
- * CAP_SYS_NICE; -EBUSY the context or the device has no queue left;
- * -ENOMEM.
+ * Errors: -EINVAL bad priority, depth, time limit or flags; -EPERM HIGH
+ * or REALTIME without CAP_SYS_NICE; -EBUSY the context or the device has
+ * no queue left; -ENOMEM.
  */
 struct drm_npu_queue_create {
 	__u32 priority;
@@ -505,9 +505,12 @@ struct drm_npu_event_query {
  * struct drm_npu_event_wait - wait on the host for an event to be recorded
  * @id: in
  * @pad: must be zero
- * @timeout_ns: in, relative; 0 polls; negative waits without limit
+ * @timeout_ns: in, relative; 0 polls; negative waits without limit. When
+ *              a signal interrupts the wait, the time left is written
+ *              back, so a restarted call keeps the deadline.
  *
- * Returns 0 once recorded, -ETIMEDOUT, -EINTR.
+ * Returns 0 once recorded, -ETIMEDOUT, -EIO if the device was reset
+ * meanwhile, -ENODEV once it is unbound, -EINTR.
  */
 struct drm_npu_event_wait {
 	__u32 id;
@@ -541,21 +544,27 @@ struct drm_npu_notify_import {
  * @seq: out, the batch's sequence number on that queue
  * @queue: in, the queue: 0 for the default one, or an id from QUEUE_CREATE
  * @pad: must be zero
- * @in_syncobjs: in, pointer to @in_count struct drm_npu_syncobj the batch
- *               waits for (the submit blocks until they signal)
+ * @in_syncobjs: in, pointer to @in_count struct drm_npu_syncobj whose
+ *               fences the batch depends on: it gets its number at once
+ *               and runs once they have signalled (the submit does not
+ *               wait for them)
  * @out_syncobjs: in, pointer to @out_count struct drm_npu_syncobj that get
  *                the batch's fence; it signals when the batch completes,
  *                with an error if it failed or was aborted
  * @in_count, @out_count: in, at most NPU_SUBMIT_MAX_SYNCOBJS each
  *
  * Buffers the tasks touch stay alive until the batch completes, even if
- * they are closed; what the batch kept alive is released just after its
- * waiters are woken. Blocks while the queue is full.
+ * they are closed; what the batch kept alive is released shortly after
+ * its waiters are woken. A full ring holds the batch in the queue's
+ * scheduler without the submit waiting; only a queue that already holds
+ * 16 rings' worth of batches not yet freed makes it wait for
+ * room (interruptibly).
  *
  * Errors: -EINVAL malformed tasks or syncobj entries (nothing is
  * queued); -ENOENT an unknown syncobj handle or point; -EFAULT bad
- * pointers; -EIO the queue failed earlier and takes no more work;
- * -EBUSY no hardware queue is free; -ENOMEM; -EINTR.
+ * pointers; -E2BIG the tasks' ranges cover more than 4096 buffers; -EIO
+ * the queue failed earlier and takes no more work; -EBUSY no hardware
+ * queue is free; -ENOMEM; -EINTR.
  */
 struct drm_npu_submit {
 	__u64 tasks;
@@ -576,14 +585,15 @@ enum drm_npu_job_status {
 	NPU_JOB_INVALID = 2,		/* the device rejected a task */
 	NPU_JOB_ABORTED = 3,		/* the device went away */
 	NPU_JOB_KERNEL_ERROR = 4,	/* a kernel launch had bad arguments */
-	NPU_JOB_TIMEOUT = 5,		/* the queue made no progress in its time limit */
+	NPU_JOB_TIMEOUT = 5,		/* a task executed past its queue's time limit */
 	NPU_JOB_RESET = 6,		/* the device was reset (firmware stopped) */
 };
 
 /**
  * struct drm_npu_wait - wait for a batch
  * @seq: in, from drm_npu_submit
- * @timeout_ns: in, relative; 0 polls; negative waits without limit
+ * @timeout_ns: in, relative; 0 polls; negative waits without limit; the
+ *              time left is written back when a signal interrupts it
  * @status: out, an enum drm_npu_job_status
  * @error_task: out, for a failed batch the index of the task that failed
  * @fault_address: out, for NPU_JOB_FAULT the device VA
@@ -649,11 +659,11 @@ struct drm_npu_wait {
  * arrives when the batch completes on the device: res 0 and res2 its
  * sequence number, or res -EIO (-ECANCELED if aborted) and res2 saying
  * how it failed. Errors that reject the batch before it is queued are
- * those of DRM_IOCTL_NPU_SUBMIT, posted at once with res2 = 0. A full
- * queue keeps the batch, in order, in a backlog of up to 16 queue depths
- * of tasks. Where the ioctl would block otherwise (in-syncobjs, a full
- * backlog) an io_uring worker finishes the command, and later SUBMITs to
- * the queue may overtake it.
+ * those of DRM_IOCTL_NPU_SUBMIT, posted at once with res2 = 0. Like the
+ * ioctl it never waits for in-syncobjs or ring room, so SUBMITs reach the
+ * device in issue order; only where the ioctl would wait (a queue holding
+ * its whole backlog) an io_uring worker finishes the command, and later
+ * SUBMITs to that queue may overtake it.
  */
 
 /**
