@@ -170,7 +170,6 @@ static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	u64 rtt_ns;
 	int ret;
 
-
 	/* Not our firmware: -ENODEV leaves the function to other drivers. */
 	ret = npu_hw_check(pdev, &regs, &ctrl);
 	if (ret)

@@ -100,34 +100,40 @@ int npu_hbm_alloc(struct npu_device *ndev, struct npu_ctx *ctx, int region,
 void npu_hbm_free(struct npu_device *ndev, struct npu_ctx *ctx, int region,
 		  struct drm_mm_node *node)
 {
-	struct npu_hbm_quarantined *q = NULL;
+	struct npu_hbm_quarantined *held = NULL;
 
 	if (!drm_mm_node_allocated(node))
 		return;
-	if (READ_ONCE(ndev->wedged))
-		q = kzalloc(sizeof(*q), GFP_KERNEL | __GFP_NOFAIL);
 	mutex_lock(&ndev->hbm_lock);
+	/* Allocated outside the lock, which is on the way to a fence signal. */
+	while (ndev->wedged && !held) {
+		mutex_unlock(&ndev->hbm_lock);
+		held = kzalloc(sizeof(*held), GFP_KERNEL | __GFP_NOFAIL);
+		mutex_lock(&ndev->hbm_lock);
+	}
 	npu_mem_charge(ndev, ctx, region, -(s64)node->size);
-	if (q) {
-		drm_mm_replace_node(node, &q->node);
-		list_add_tail(&q->link, &ndev->hbm_quarantine);
-		ndev->hbm_quarantined += q->node.size;
+	if (ndev->wedged) {
+		drm_mm_replace_node(node, &held->node);
+		list_add_tail(&held->link, &ndev->hbm_quarantine);
+		ndev->hbm_quarantined += held->node.size;
+		held = NULL;
 	} else {
 		drm_mm_remove_node(node);
 	}
 	mutex_unlock(&ndev->hbm_lock);
+	kfree(held);
 }
 
 /* After a successful reset: nothing on the device can reach it any more. */
 void npu_hbm_release_quarantine(struct npu_device *ndev)
 {
-	struct npu_hbm_quarantined *q, *tmp;
+	struct npu_hbm_quarantined *held, *tmp;
 
 	mutex_lock(&ndev->hbm_lock);
-	list_for_each_entry_safe(q, tmp, &ndev->hbm_quarantine, link) {
-		drm_mm_remove_node(&q->node);
-		list_del(&q->link);
-		kfree(q);
+	list_for_each_entry_safe(held, tmp, &ndev->hbm_quarantine, link) {
+		drm_mm_remove_node(&held->node);
+		list_del(&held->link);
+		kfree(held);
 	}
 	ndev->hbm_quarantined = 0;
 	mutex_unlock(&ndev->hbm_lock);

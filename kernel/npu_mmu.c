@@ -12,7 +12,8 @@
  * whatever runs on it) can write, so the walk follows a shadow of the
  * directory in kernel memory and only ever stores to HBM.
  *
- * Locking: every function here runs under ctx->lock.
+ * Locking: every function here runs under ctx->lock, except init, fini
+ * and the invalidation of a context that nothing else can reach any more.
  */
 #include <drm/npu_accel.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
@@ -46,9 +47,10 @@ static void npu_pt_free(struct npu_ctx *ctx, struct npu_pt_table *t)
 /* A zeroed table of `level`, with its shadow if it is a directory. */
 static struct npu_pt_table *npu_pt_alloc(struct npu_ctx *ctx, int level)
 {
-	struct npu_pt_table *t = kzalloc(sizeof(*t), GFP_KERNEL);
+	struct npu_pt_table *t;
 	int ret;
 
+	t = kzalloc(sizeof(*t), GFP_KERNEL);
 	if (!t)
 		return ERR_PTR(-ENOMEM);
 	if (level < NPU_PT_LEVELS - 1) {

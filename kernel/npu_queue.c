@@ -45,6 +45,7 @@ static_assert(NPU_QUEUE_DEPTH_MIN > NPU_SUBMIT_MAX_TASKS);	/* + its fence */
 /* Under queue_lock: the device is done with the job, well or not. */
 static void npu_job_signal(struct npu_job *job, int error)
 {
+	lockdep_assert_held(&job->q->ctx->ndev->queue_lock);
 	list_del_init(&job->link);
 	if (error) {
 		dma_fence_set_error(job->hw_fence, error);
@@ -225,9 +226,10 @@ bool npu_queue_timed_out(struct npu_queue *q)
 	mutex_lock(&ndev->queue_lock);
 	head = readl(&slot->head);
 	exec = readl(&slot->exec_ms);
-	if (q->failed || list_empty(&q->jobs)) {
-		/* Nothing of its on the device. */
-	} else if (head != q->last_head) {
+	/* A failed queue, or one with nothing on the ring, executes nothing. */
+	if (q->failed || list_empty(&q->jobs))
+		goto out;
+	if (head != q->last_head) {
 		q->last_head = head;
 		q->last_exec = exec;
 	} else if (exec - q->last_exec >= q->timeout_ms) {
@@ -235,6 +237,7 @@ bool npu_queue_timed_out(struct npu_queue *q)
 			q->ctx->id, q->id, exec - q->last_exec);
 		hung = true;
 	}
+out:
 	mutex_unlock(&ndev->queue_lock);
 	drm_dev_exit(idx);
 	return hung;

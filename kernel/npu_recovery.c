@@ -83,15 +83,23 @@ void npu_device_wedge(struct npu_device *ndev, const char *what, int err)
 	}
 }
 
-/* Free a context id, or keep it out of use while the device is wedged. */
+/*
+ * Free a context id, or keep it out of use while the device is wedged: a
+ * stale translation tagged with it must not reach its next user. An id
+ * that cannot be recorded for later stays allocated for good.
+ */
 void npu_ctx_id_free(struct npu_device *ndev, u32 id)
 {
+	bool wedged;
+
 	mutex_lock(&ndev->hbm_lock);
-	/* A stale translation tagged with the id must not reach its next user. */
-	if (!ndev->wedged ||
-	    xa_err(xa_store(&ndev->ctx_quarantine, id, xa_mk_value(1), GFP_KERNEL)))
+	wedged = ndev->wedged;
+	if (!wedged)
 		ida_free(&ndev->ctx_ida, id);
 	mutex_unlock(&ndev->hbm_lock);
+	/* The xarray has its own lock; hbm_lock is not held across allocations. */
+	if (wedged)
+		xa_store(&ndev->ctx_quarantine, id, xa_mk_value(1), GFP_KERNEL);
 }
 
 static void npu_recovery_unwedge(struct npu_device *ndev)

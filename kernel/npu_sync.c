@@ -61,7 +61,6 @@ int npu_sync_init_device(struct npu_device *ndev)
 static void npu_sync_release(struct kref *ref)
 {
 	struct npu_sync *s = container_of(ref, struct npu_sync, ref);
-
 	struct npu_device *ndev = s->ndev;
 
 	ida_free(&ndev->sync_ida, s->id);
@@ -78,8 +77,10 @@ void npu_sync_put(struct npu_sync *s)
 /* This context's `id`, referenced, if it is of `kind`; else NULL. */
 struct npu_sync *npu_sync_hold(struct npu_ctx *ctx, u32 id, u32 kind)
 {
-	struct npu_sync *s = xa_load(&ctx->syncs, id);
+	struct npu_sync *s;
 
+	lockdep_assert_held(&ctx->lock);
+	s = xa_load(&ctx->syncs, id);
 	if (!s || s->kind != kind)
 		return NULL;
 	kref_get(&s->ref);

@@ -27,6 +27,7 @@ static bool npu_userptr_overlaps(struct npu_ctx *ctx, struct mm_struct *mm,
 {
 	struct npu_userptr *u;
 
+	lockdep_assert_held(&ctx->lock);
 	list_for_each_entry(u, &ctx->userptrs, link)
 		if (u->mm == mm && addr < u->addr + (u->npages << PAGE_SHIFT) &&
 		    u->addr < addr + size)
