@@ -455,7 +455,15 @@ void npu_queue_destroy(struct npu_queue *q)
 	struct npu_device *ndev = q->ctx->ndev;
 
 	npu_queue_stop(q, NPU_JOB_ABORTED);
-	/* Not drm_sched_entity_destroy(): nothing queued needs to run. */
+	/*
+	 * A failed queue's jobs need nothing (npu_job.c): the scheduler
+	 * fails them one by one. Let it, for a while: 6.1 loses a fence
+	 * reference when it kills jobs behind a finished one. What still
+	 * waits on someone else's fence is killed, never waited for, as
+	 * drm_sched_entity_flush() would.
+	 */
+	wait_event_timeout(q->sched.job_scheduled,
+			   !spsc_queue_count(&q->entity.job_queue), HZ);
 	drm_sched_entity_fini(&q->entity);
 	wait_event(q->wq, !atomic_read(&q->nr_jobs));
 	drm_sched_fini(&q->sched);

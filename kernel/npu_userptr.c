@@ -67,9 +67,16 @@ static int npu_userptr_pin(struct npu_device *ndev, struct npu_userptr *u)
 					u->npages << PAGE_SHIFT, GFP_KERNEL_ACCOUNT);
 	if (ret)
 		goto err_unpin;
-	ret = dma_map_sgtable(dev, &u->sgt, npu_userptr_dir(u), 0);
+	/*
+	 * The same pages may be registered more than once (other files,
+	 * other processes): mapped without the CPU sync, which DMA debugging
+	 * takes for a conflict, and synced once for the device instead (as
+	 * i915 maps its userptr pages).
+	 */
+	ret = dma_map_sgtable(dev, &u->sgt, npu_userptr_dir(u), DMA_ATTR_SKIP_CPU_SYNC);
 	if (ret)
 		goto err_sgt;
+	dma_sync_sgtable_for_device(dev, &u->sgt, npu_userptr_dir(u));
 	return 0;
 
 err_sgt:
@@ -114,7 +121,8 @@ int npu_userptr_map_pages(struct npu_ctx *ctx, struct npu_userptr *u, u64 va)
 /* Unmap, unpin and uncharge: the device can no longer reach the pages. */
 static void npu_userptr_unpin(struct npu_device *ndev, struct npu_userptr *u)
 {
-	dma_unmap_sgtable(&ndev->pdev->dev, &u->sgt, npu_userptr_dir(u), 0);
+	dma_sync_sgtable_for_cpu(&ndev->pdev->dev, &u->sgt, npu_userptr_dir(u));
+	dma_unmap_sgtable(&ndev->pdev->dev, &u->sgt, npu_userptr_dir(u), DMA_ATTR_SKIP_CPU_SYNC);
 	sg_free_table(&u->sgt);
 	/* The device may have written any page. */
 	unpin_user_pages_dirty_lock(u->pages, u->npages, !u->read_only);
