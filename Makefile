@@ -44,6 +44,8 @@ UNIT       := $(patsubst tests/unit/%.c,$(O)/tests/unit/%,$(wildcard tests/unit/
 SELFTESTS  := $(patsubst tests/selftests/%.c,$(O)/tests/selftests/%,$(wildcard tests/selftests/*.c))
 BENCH      := $(patsubst tests/bench/%.c,$(O)/tests/bench/%,$(wildcard tests/bench/*.c))
 HOST_BENCH := $(patsubst tests/bench/host/%.c,$(O)/tests/bench-host/%,$(wildcard tests/bench/host/*.c))
+FUZZ_SRCS  := $(sort $(wildcard tests/fuzz/*.c))
+FUZZ       := $(if $(FUZZ_SRCS),$(O)/tests/fuzz/npu-fuzz)
 
 LIBSO      := $(O)/lib/libnpurt.so.$(NPURT_VERSION)
 LIBA       := $(O)/lib/libnpurt.a
@@ -130,7 +132,17 @@ $(O)/tests/bench-host/%: $(O)/obj/tests/bench/host/%.o $(call obj,$(FWSIM_CORE))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -lpthread -lm -o $@
 
-tests: $(UNIT) $(SELFTESTS) $(BENCH) $(HOST_BENCH)
+# The uapi fuzzer (run in the VM by tests/selftests/run): no harness, full warnings.
+$(O)/obj/tests/fuzz/%.o: tests/fuzz/%.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) $(DEPFLAGS) $(CFLAGS) -Iuapi $(DRM_CFLAGS) \
+		$(URING_CFLAGS) -c $< -o $@
+
+$(O)/tests/fuzz/npu-fuzz: $(call obj,$(FUZZ_SRCS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(URING_LIBS) -o $@
+
+tests: $(UNIT) $(SELFTESTS) $(BENCH) $(HOST_BENCH) $(FUZZ)
 
 # ---- entry points --------------------------------------------------------
 setup:
@@ -139,6 +151,23 @@ setup:
 check: setup
 	$(MAKE) all
 	tests/check
+
+# The VM suite on a debug kernel (KASAN, lockdep, kmemleak...), built once
+# into $(O)/debug-kernel from Debian's linux-source (see tests/vm/check-debug).
+check-debug: setup
+	$(MAKE) userspace tests
+	O=$(O) tests/vm/check-debug
+
+.PHONY: check-debug
+
+# Mutation testing: the small bugs of tests/mutate/mutants, one at a time in
+# a scratch copy of the tree (built there), each against the suites it
+# names; prints the score and the survivors (Documentation/testing.rst).
+# MUTATE_ARGS passes options, e.g. MUTATE_ARGS='--only kernel/npu_sync.c'.
+mutate: setup $(KSFT)/kselftest_harness.h
+	O=$(O) tests/mutate/run $(MUTATE_ARGS)
+
+.PHONY: mutate
 
 run: setup
 	$(MAKE) all
