@@ -249,6 +249,7 @@ struct fz_shared {
 	volatile uint64_t op_calls[OP_COUNT];
 	volatile uint64_t op_ok[OP_COUNT];
 	volatile uint64_t op_ns[OP_COUNT];	/* time spent in them */
+	volatile uint64_t uring_cmds;		/* io_uring commands issued */
 	struct fz_slot slot[];
 };
 
@@ -265,7 +266,6 @@ struct fz_proc {
 	bool unpriv;		/* dropped CAP_SYS_NICE and CAP_IPC_LOCK */
 	uint32_t next_obj;
 	uint64_t hbm_live;	/* bytes of buffers this process created, roughly */
-	uint64_t host_pinned;
 	struct fz_file files[FZ_FILES];
 	struct fz_map maps[FZ_MAPS];
 	struct fz_xfd xfds[FZ_XFDS];
@@ -333,7 +333,6 @@ struct fz_syncobj *find_so(struct fz_file *f, uint32_t handle);
 struct fz_syncobj *pick_so(struct fz_file *f);
 void drop_so(struct fz_file *f, struct fz_syncobj *s);
 uint32_t unused_so_handle(struct fz_file *f);
-bool so_safe_to_wait(struct fz_file *f, struct fz_syncobj *s);
 void so_add_dep(struct fz_file *f, struct fz_syncobj *s, int q, uint64_t seq, bool replace);
 int pick_queue(struct fz_file *f, bool live_only);	/* -1 if none */
 int live_queues(void);		/* this process's, all files */

@@ -533,24 +533,6 @@ uint32_t unused_so_handle(struct fz_file *f)
 	}
 }
 
-/*
- * A syncobj whose fences are all known to have signalled (or will without
- * anyone's help): a submit waiting for it does not block for long.
- */
-bool so_safe_to_wait(struct fz_file *f, struct fz_syncobj *s)
-{
-	if (s->risky || !s->fence)
-		return false;
-	for (int i = 0; i < s->ndeps; i++) {
-		const struct fz_dep *d = &s->deps[i];
-		const struct fz_queue *q = &f->q[d->q];
-
-		if (d->gen == q->gen && q->done < d->seq)
-			return false;
-	}
-	return true;
-}
-
 void so_add_dep(struct fz_file *f, struct fz_syncobj *s, int q, uint64_t seq, bool replace)
 {
 	if (replace)

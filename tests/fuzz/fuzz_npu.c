@@ -1682,9 +1682,9 @@ void op_wait(void)
 		a.seq = 0;
 	else
 		a.seq = q->max_seq + 1000000 + rnd_below(1ull << 40);	/* never handed out */
-	switch (rnd_below(20)) {
+	switch (q && q->blocked && chance(800) ? 0 : rnd_below(20)) {
 	case 0: case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 8: case 9:
-		a.timeout_ns = 0;
+		a.timeout_ns = 0;	/* (mostly, on a queue that may wait for an event) */
 		break;
 	case 10: case 11: case 12: case 13: case 14: case 15: case 16:
 		a.timeout_ns = (int64_t)rnd_range(1000, 2000000);

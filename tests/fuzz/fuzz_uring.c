@@ -635,6 +635,7 @@ void op_uring_submit(void)
 		queued++;
 	}
 	x_ok(&x, EBUSY, EAGAIN, EINTR, 0);
+	__atomic_add_fetch(&fz->shared->uring_cmds, queued, __ATOMIC_RELAXED);
 	ret = io_uring_submit(&r->r);
 	/* The SQPOLL thread issues them: wait for it, so the model holds. */
 	for (int i = 0; r->kind == RING_SQPOLL && ret >= 0 && io_uring_sq_ready(&r->r) && i < 2000; i++)

@@ -4,24 +4,44 @@
  *
  *   npu-fuzz [--seed N] [--calls N] [--procs N] [--verbose] [--log-from N]
  *            [--replay-from N] [--stop-at N] [--only I] [--duration S]
+ *            [--skip KIND,...]
  *
  * Workers (--procs, default 2) each make their share of --calls: every
- * DRM_IOCTL_NPU_*, the DRM core ioctls the driver serves, io_uring
- * commands, mmap of buffers and dma-bufs, files opened, dup()ed and closed
- * in any order, children forked to work on shared and their own files and
- * SIGKILLed at a random point. Worker I draws from a stream made of the
- * seed and I only, so `--seed S --procs P --only I` replays worker I of a
- * failing run; `--log-from N` prints its calls from number N on and
- * `--stop-at N` ends it there (what the device does, and when, still
- * varies from run to run).
+ * DRM_IOCTL_NPU_*, the DRM core ioctls the driver serves (GEM_CLOSE,
+ * PRIME, FLINK/OPEN on the primary node, syncobjs, VERSION, GET_CAP),
+ * ioctl numbers and sizes nobody serves, io_uring commands on rings of
+ * every kind, mmap of buffers and dma-bufs, host memory registered and
+ * unmapped, files opened, dup()ed and closed in any order, children forked
+ * to work on some of the files and on their own and SIGKILLed at a random
+ * point of their work, notifies and dma-bufs handed between processes.
  *
- * Each call knows what it may return (documented errnos, and success only
- * where it must succeed); anything else is a finding, printed with the call
- * number and the calls before it. The supervisor watches the kernel log
- * (/dev/kmsg) and the workers' progress, and at the end checks that device
- * memory, queues, events and notifies and parked io_uring commands are
- * back to what they were before. Output is KTAP: one result per worker,
- * one for the kernel log, one for the baseline; then a summary.
+ * Worker I draws from a stream made of the seed and I only, so a run is
+ * reproduced by its seed, and `--seed S --procs P --only I` runs worker I
+ * of it alone; `--log-from N` prints the calls from number N on and
+ * `--stop-at N` ends there. What the device does, and when, still varies
+ * from run to run, and outcomes feed back into the choices (a queue that
+ * failed gets destroyed, a full table is emptied), so a replay follows the
+ * same calls only as long as the outcomes do.
+ *
+ * Each call says beforehand what it may return: the errnos the uapi
+ * documents for what is wrong with it (any of them when several things
+ * are wrong: the order of the checks is not ABI), and success only when
+ * nothing is. Anything else is a finding, printed with the call number
+ * and the calls before it; so are values that make no sense (sizes, page
+ * sizes, addresses, sequence numbers, statuses, io_uring second results).
+ * The supervisor watches the kernel log (/dev/kmsg: a WARNING, BUG, KASAN
+ * or lockdep report names the call each worker was in) and the workers'
+ * progress (a worker stuck for 120 s is shown with its kernel stack), and
+ * at the end checks that device memory, queues, events and notifies and
+ * parked io_uring commands are back to what they were before. Output is
+ * KTAP: one result per worker, one for the kernel log, one for the
+ * baseline; then calls by kind and a summary.
+ *
+ * Left out on purpose: fault injection (the recovery tests' business),
+ * huge device work (the device is emulated: copies and fills are at most
+ * a few MiB, GEMMs 32x32), and SQPOLL rings in children, which are killed:
+ * before Linux 6.7 a killed process whose SQPOLL thread has an NPU
+ * command parked cannot exit (see the report that came with this tool).
  */
 #include <fcntl.h>
 #include <getopt.h>
@@ -30,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -51,23 +72,33 @@ static void op_child_reap_w(void) { op_child_reap(false); }
 
 static const struct {
 	unsigned int weight;
+	int op;
 	void (*fn)(void);
 } ops[] = {
-	{ 40, op_get_param },	{ 60, op_bo_create },	{ 35, op_bo_info },
-	{ 15, op_mem_usage },	{ 170, op_submit },	{ 90, op_wait },
-	{ 25, op_userptr },	{ 25, op_queue_create }, { 12, op_queue_destroy_w },
-	{ 5, op_queue_abort_w }, { 35, op_sync_create }, { 20, op_sync_destroy },
-	{ 15, op_event_query },	{ 20, op_event_wait },	{ 12, op_notify_export },
-	{ 15, op_notify_import }, { 50, op_gem_close }, { 15, op_prime_export },
-	{ 15, op_prime_import }, { 4, op_gem_flink_open }, { 60, op_syncobj },
-	{ 10, op_drm_info },	{ 8, op_raw_ioctl },	{ 8, op_sized_ioctl },
-	{ 30, op_mmap },	{ 15, op_munmap },	{ 25, op_touch },
-	{ 10, op_host },	{ 8, op_open },		{ 6, op_close },
-	{ 4, op_dup },		{ 12, op_xfd_close },	{ 5, op_read_info },
-	{ 4, op_uring_setup },	{ 90, op_uring_submit }, { 45, op_uring_reap_w },
-	{ 2, op_uring_exit },	{ 3, op_fork },		{ 2, op_child_reap_w },
-	{ 4, op_recv_fds },
+	{ 40, OP_GET_PARAM, op_get_param },	{ 60, OP_BO_CREATE, op_bo_create },
+	{ 35, OP_BO_INFO, op_bo_info },		{ 15, OP_MEM_USAGE, op_mem_usage },
+	{ 170, OP_SUBMIT, op_submit },		{ 90, OP_WAIT, op_wait },
+	{ 25, OP_USERPTR, op_userptr },		{ 25, OP_QUEUE_CREATE, op_queue_create },
+	{ 12, OP_QUEUE_DESTROY, op_queue_destroy_w }, { 5, OP_QUEUE_ABORT, op_queue_abort_w },
+	{ 35, OP_SYNC_CREATE, op_sync_create },	{ 20, OP_SYNC_DESTROY, op_sync_destroy },
+	{ 15, OP_EVENT_QUERY, op_event_query },	{ 20, OP_EVENT_WAIT, op_event_wait },
+	{ 12, OP_NOTIFY_EXPORT, op_notify_export }, { 15, OP_NOTIFY_IMPORT, op_notify_import },
+	{ 50, OP_GEM_CLOSE, op_gem_close },	{ 15, OP_PRIME_EXPORT, op_prime_export },
+	{ 15, OP_PRIME_IMPORT, op_prime_import }, { 4, OP_GEM_FLINK_OPEN, op_gem_flink_open },
+	{ 60, OP_SYNCOBJ, op_syncobj },		{ 10, OP_DRM_INFO, op_drm_info },
+	{ 8, OP_RAW_IOCTL, op_raw_ioctl },	{ 8, OP_SIZED_IOCTL, op_sized_ioctl },
+	{ 30, OP_MMAP, op_mmap },		{ 15, OP_MUNMAP, op_munmap },
+	{ 25, OP_TOUCH, op_touch },		{ 10, OP_HOST, op_host },
+	{ 8, OP_OPEN, op_open },		{ 6, OP_CLOSE, op_close },
+	{ 4, OP_DUP, op_dup },			{ 12, OP_XFD, op_xfd_close },
+	{ 5, OP_READ_INFO, op_read_info },	{ 4, OP_URING_SETUP, op_uring_setup },
+	{ 90, OP_URING_SUBMIT, op_uring_submit }, { 45, OP_URING_REAP, op_uring_reap_w },
+	{ 2, OP_URING_EXIT, op_uring_exit },	{ 3, OP_FORK, op_fork },
+	{ 2, OP_CHILD_REAP, op_child_reap_w },	{ 4, OP_XFD, op_recv_fds },
 };
+
+/* Kinds of call left out (--skip), to narrow a finding down. */
+static uint64_t skipped;
 
 static void one_call(void)
 {
@@ -76,8 +107,8 @@ static void one_call(void)
 
 	if (!total)
 		for (unsigned int i = 0; i < ARRAY_LEN(ops); i++)
-			total += ops[i].weight;
-	if (fz->depth == 0 && rnd_below(25000) == 0) {
+			total += skipped >> ops[i].op & 1 ? 0 : ops[i].weight;
+	if (fz->depth == 0 && rnd_below(25000) == 0 && !(skipped >> OP_SYNC_QUOTA & 1)) {
 		op_sync_quota();
 		return;
 	}
@@ -87,11 +118,13 @@ static void one_call(void)
 	}
 	r = (unsigned int)rnd_below(total);
 	for (unsigned int i = 0; i < ARRAY_LEN(ops); i++) {
-		if (r < ops[i].weight) {
+		unsigned int w = skipped >> ops[i].op & 1 ? 0 : ops[i].weight;
+
+		if (r < w) {
 			ops[i].fn();
 			return;
 		}
-		r -= ops[i].weight;
+		r -= w;
 	}
 }
 
@@ -410,7 +443,9 @@ static void usage(FILE *o)
 		   "  --verbose   print every call; --log-from (or --replay-from) N: from call N of\n"
 		   "              each process on\n"
 		   "  --stop-at N each worker stops after its call N\n"
-		   "  --duration  stop after this many seconds, whatever the calls\n");
+		   "  --duration  stop after this many seconds, whatever the calls\n"
+		   "  --skip K,.. leave these kinds of call out (names as in the summary, such as\n"
+		   "              SUBMIT,fork,uring submit), to narrow a finding down\n");
 }
 
 static double now_s(void)
@@ -443,6 +478,7 @@ int main(int argc, char **argv)
 		{ "replay-from", required_argument, NULL, 'l' },
 		{ "stop-at", required_argument, NULL, 'S' },
 		{ "duration", required_argument, NULL, 'd' },
+		{ "skip", required_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -463,7 +499,7 @@ int main(int argc, char **argv)
 		seed = strtoull(env, NULL, 0), seeded = true;
 	if ((env = getenv("NPU_FUZZ_CALLS")) && *env)
 		calls = strtoull(env, NULL, 0);
-	while ((opt = getopt_long(argc, argv, "s:c:p:o:vl:S:d:h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:c:p:o:vl:S:d:k:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			seed = strtoull(optarg, NULL, 0);
@@ -490,6 +526,19 @@ int main(int argc, char **argv)
 			break;
 		case 'd':
 			duration = atof(optarg);
+			break;
+		case 'k':
+			for (char *w = strtok(optarg, ","); w; w = strtok(NULL, ",")) {
+				int i;
+
+				for (i = 0; i < OP_COUNT && strcasecmp(w, op_names[i]); i++)
+					;
+				if (i == OP_COUNT) {
+					fprintf(stderr, "npu-fuzz: no call kind '%s'\n", w);
+					return 2;
+				}
+				skipped |= 1ull << i;
+			}
 			break;
 		case 'h':
 			usage(stdout);
@@ -522,9 +571,13 @@ int main(int argc, char **argv)
 	printf("# npu-fuzz: seed %llu, %llu calls, %d processes, on %s%s%s\n",
 	       (unsigned long long)seed, (unsigned long long)calls, procs, fz_render,
 	       fz_card[0] ? " and " : "", fz_card);
-	printf("# reproduce: npu-fuzz --seed %llu --calls %llu --procs %d%s\n",
+	printf("# reproduce: npu-fuzz --seed %llu --calls %llu --procs %d%s%s",
 	       (unsigned long long)seed, (unsigned long long)calls, procs,
-	       only >= 0 ? " --only N" : "");
+	       only >= 0 ? " --only N" : "", skipped ? " --skip '" : "");
+	for (int i = 0, first = 1; i < OP_COUNT; i++)
+		if (skipped >> i & 1)
+			printf("%s%s", first ? "" : ",", op_names[i]), first = 0;
+	printf("%s\n", skipped ? "'" : "");
 
 	/* The supervisor's own view: a file, the kernel log, debugfs. */
 	char dbg[64];
@@ -726,10 +779,11 @@ int main(int argc, char **argv)
 		       (unsigned long long)sh->op_calls[i], (unsigned long long)sh->op_ok[i],
 		       sh->op_ns[i] / 1e9);
 	}
-	printf("# fuzz: seed %llu: %llu calls (+%llu in %llu children, %llu of them killed) in %.1f s: %.0f calls/s\n",
+	printf("# fuzz: seed %llu: %llu calls (+%llu in %llu children, %llu of them killed; %llu io_uring commands among them) in %.1f s: %.0f calls/s\n",
 	       (unsigned long long)seed, (unsigned long long)total,
 	       (unsigned long long)child_calls, (unsigned long long)children,
-	       (unsigned long long)kills, t1 - t0, (total + child_calls) / (t1 - t0 > 0 ? t1 - t0 : 1));
+	       (unsigned long long)kills, (unsigned long long)sh->uring_cmds, t1 - t0,
+	       (total + child_calls) / (t1 - t0 > 0 ? t1 - t0 : 1));
 	close(devfd);
 	return failed ? 1 : 0;
 }

@@ -10,11 +10,21 @@
  *    ends of each range to the byte;
  *  - closing a buffer makes the device forget its translations, so the
  *    same VA backed by other memory reaches the new memory;
- *  - a SUBMIT that fails after it took references gives them back;
+ *  - a SUBMIT that fails after it took references gives them back, and
+ *    a failed queue goes without waiting for another queue's work;
+ *  - queue ids are handed out once under concurrent creation;
+ *  - nothing of a closed buffer stays mapped, and a copy past a buffer's
+ *    end faults at the first byte past it;
+ *  - the op library at the edges of its checks and of float range;
+ *  - libnpurt at the edges of its own checks, giving device events back;
  *  - every priority level runs strictly ahead of those below it, and
  *    equal levels share the device.
+ *
+ * The fixture checks, besides buffers and queues, that every event and
+ * notify comes back once the file is closed.
  */
 #include <liburing.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/time.h>
@@ -934,37 +944,37 @@ static void on_alarm(int sig)
 }
 
 /*
- * A SUBMIT to a full ring, with a signal on its way: a driver that waits
- * for room fails it with -EINTR and must drop what the batch took; one
- * that queues it (in its scheduler) holds the buffer until the queue goes.
- * Either way the buffer comes back, and no sooner than it may.
+ * A SUBMIT that finds its queue full (blocked on the device by an event,
+ * with as much queued behind as the driver takes) waits, and a signal
+ * ends the wait with -EINTR: the batch must drop what it took. A driver
+ * that never makes a submitter wait queues it instead, holding the buffer
+ * until the queue goes. Either way the buffer comes back, and no sooner
+ * than it may.
  */
-TEST_F(st, a_submit_to_a_full_ring_keeps_no_reference)
+TEST_F_TIMEOUT(st, a_submit_to_a_full_queue_keeps_no_reference, 120)
 {
 	struct sigaction sa = { .sa_handler = on_alarm };	/* no SA_RESTART */
-	struct itimerval it = { .it_value = { .tv_usec = 200000 } };
+	struct itimerval it = { .it_value = { .tv_usec = 100000 },
+				.it_interval = { .tv_usec = 100000 } };
+	static struct drm_npu_task nops[NPU_SUBMIT_MAX_TASKS];
 	struct drm_npu_bo_create bo;
 	struct drm_npu_task t;
 	uint64_t base, seq;
 	uint32_t q, never;
-	int ret;
+	int ret = 0, n;
 
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, NPU_QUEUE_DEPTH_MIN,
-				      30000, &q));
-	ASSERT_EQ(0, npu_sync_create(self->fd, NPU_SYNC_EVENT, &never));
-	/* The ring holds NPU_QUEUE_DEPTH_MIN tasks: batches of one, each with its fence. */
-	t = task1(NPU_TASK_EVENT_WAIT, never);
-	ASSERT_EQ(0, npu_submit_on(self->fd, q, &t, 1, &seq));
-	t = task1(NPU_TASK_NOP, 0);
-	for (int i = 1; i < NPU_QUEUE_DEPTH_MIN / 2; i++)
-		ASSERT_EQ(0, npu_submit_on(self->fd, q, &t, 1, &seq));
+	parked_queue(_metadata, self->fd, &q, &never);
+	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));
+	ASSERT_EQ(0, setitimer(ITIMER_REAL, &it, NULL));
+	/* Full batches until one has to wait (and a tick interrupts it). */
+	for (n = 0; n < 1000 && !(ret = npu_submit_on(self->fd, q, nops, NPU_SUBMIT_MAX_TASKS, &seq)); n++)
+		;
+	EXPECT_TRUE(ret == 0 || ret == -EINTR) TH_LOG("%d", ret);
 
 	base = new_buffer(_metadata, self->fd, &bo);
 	t = npu_task_fill(bo.device_va, PAGE, 1);
-	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));
-	ASSERT_EQ(0, setitimer(ITIMER_REAL, &it, NULL));
 	ret = npu_submit_on(self->fd, q, &t, 1, &seq);
-	it.it_value.tv_usec = 0;
+	it = (struct itimerval){ 0 };
 	setitimer(ITIMER_REAL, &it, NULL);
 	signal(SIGALRM, SIG_DFL);
 	if (ret == -EINTR) {
@@ -1056,8 +1066,12 @@ TEST_F_TIMEOUT(st, a_failed_queue_goes_without_waiting_for_its_dependencies, 60)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	EXPECT_GT(5.0, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9)
 		TH_LOG("the failed queue waited for another queue's work");
+	/* Done waiting: the gate opens now, not in 10 s. */
+	kill(pid, SIGKILL);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	EXPECT_EQ(0, WEXITSTATUS(status));
+	t = task1(NPU_TASK_EVENT_RECORD, never);
+	EXPECT_EQ(0, npu_submit(self->fd, &t, 1, &seq));
+	EXPECT_EQ(0, npu_wait(self->fd, seq, 10 * SEC, NULL));
 	drmSyncobjDestroy(self->fd, sync.handle);
 }
 
@@ -1154,6 +1168,121 @@ TEST_F(st, every_page_of_a_closed_buffer_faults)
 		EXPECT_EQ(0, npu_queue_destroy(self->fd, q));
 	}
 	npu_gem_close(self->fd, keep.handle);
+}
+
+/* ---- the device at the edges of a copy and of its op library ---------- */
+
+/*
+ * A copy that runs past the end of its destination (or source) buffer
+ * faults at the first byte past it, and writes nothing beyond: whatever
+ * sizes of pages the two sides have, each chunk is bounded by both.
+ */
+TEST_F(st, a_copy_past_a_buffers_end_faults_at_its_first_unmapped_byte)
+{
+	struct drm_npu_bo_create big, small, gap;
+	struct drm_npu_task t;
+	struct drm_npu_wait w;
+	uint64_t seq;
+	uint32_t q;
+
+	/* small: one page, with nothing mapped after it (gap is closed). */
+	ASSERT_EQ(0, npu_bo_create(self->fd, 4 * PAGE, NPU_BO_PAGE_NORMAL_ONLY, &big));
+	ASSERT_EQ(0, npu_bo_create(self->fd, PAGE, NPU_BO_PAGE_NORMAL_ONLY, &small));
+	ASSERT_EQ(0, npu_bo_create(self->fd, PAGE, NPU_BO_PAGE_NORMAL_ONLY, &gap));
+	ASSERT_EQ(small.device_va + PAGE, gap.device_va);
+	ASSERT_EQ(0, npu_gem_close(self->fd, gap.handle));
+
+	for (int side = 0; side < 2; side++) {
+		ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
+		/* Half a page of small's, then the page after it: unmapped. */
+		t = side ? npu_task_copy(big.device_va, small.device_va + PAGE / 2, PAGE)
+			 : npu_task_copy(small.device_va + PAGE / 2, big.device_va, PAGE);
+		ASSERT_EQ(0, npu_submit_on(self->fd, q, &t, 1, &seq));
+		EXPECT_EQ(-EIO, npu_wait_on(self->fd, q, seq, 10 * SEC, &w)) TH_LOG("side %d", side);
+		EXPECT_EQ(NPU_JOB_FAULT, w.status);
+		EXPECT_EQ(small.device_va + PAGE, w.fault_address);
+		EXPECT_EQ(side ? 0 : 1, w.fault_access);
+		EXPECT_EQ(0, npu_queue_destroy(self->fd, q));
+	}
+	npu_gem_close(self->fd, big.handle);
+	npu_gem_close(self->fd, small.handle);
+}
+
+/* A kernel launch from a block at the start of `bo`: 0 or -errno. */
+static int launch(int fd, const struct drm_npu_bo_create *bo, void *map,
+		  const struct drm_npu_kernel_args *a, struct drm_npu_wait *w)
+{
+	struct drm_npu_task t = { .type = NPU_TASK_KERNEL, .args = { bo->device_va, 0 } };
+	uint64_t seq;
+	uint32_t q;
+	int ret;
+
+	memcpy(map, a, sizeof(*a));
+	ret = npu_queue_create(fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q);
+	if (!ret)
+		ret = npu_submit_on(fd, q, &t, 1, &seq);
+	if (!ret)
+		ret = npu_wait_on(fd, q, seq, 60 * SEC, w);
+	npu_queue_destroy(fd, q);
+	return ret;
+}
+
+/*
+ * The op library at the edges of its checks and of float range: an
+ * output may not broadcast (a zero stride) over a dimension of 2, and a
+ * softmax of large numbers stays finite and sums to one per row.
+ */
+TEST_F(st, launches_at_the_edges_of_the_op_library)
+{
+	const uint64_t size = 64 * PAGE, in_off = 4 * PAGE, out_off = 32 * PAGE;
+	struct drm_npu_kernel_args a;
+	struct drm_npu_bo_create bo;
+	struct drm_npu_wait w;
+	float *in, *out;
+	uint8_t *map;
+
+	ASSERT_EQ(0, npu_bo_create(self->fd, size, NPU_BO_PAGE_NORMAL_ONLY, &bo));
+	map = npu_bo_mmap(self->fd, bo.handle, size);
+	ASSERT_NE(MAP_FAILED, map);
+	in = (float *)(map + in_off);
+	out = (float *)(map + out_off);
+
+	a = (struct drm_npu_kernel_args){ .op = NPU_OP_RELU };
+	a.in[0] = (struct drm_npu_tensor){ .va = bo.device_va + in_off, .dtype = NPU_DT_F32,
+					   .ndim = 2, .shape = { 2, 4 }, .stride = { 4, 1 } };
+	a.out = a.in[0];
+	a.out.va = bo.device_va + out_off;
+	EXPECT_EQ(0, launch(self->fd, &bo, map, &a, &w));
+	a.out.stride[0] = 0;		/* both rows onto one */
+	EXPECT_EQ(-EIO, launch(self->fd, &bo, map, &a, &w));
+	EXPECT_EQ(NPU_JOB_KERNEL_ERROR, w.status);
+
+	/* Rows of 8 around 100, 1000 and -1000: exp() alone would overflow. */
+	for (int r = 0; r < 3; r++)
+		for (int j = 0; j < 8; j++)
+			in[r * 8 + j] = (r == 0 ? 100.0f : r == 1 ? 1000.0f : -1000.0f) + j;
+	a = (struct drm_npu_kernel_args){ .op = NPU_OP_SOFTMAX };
+	a.in[0] = (struct drm_npu_tensor){ .va = bo.device_va + in_off, .dtype = NPU_DT_F32,
+					   .ndim = 2, .shape = { 3, 8 }, .stride = { 8, 1 } };
+	a.out = a.in[0];
+	a.out.va = bo.device_va + out_off;
+	ASSERT_EQ(0, launch(self->fd, &bo, map, &a, &w));
+	for (int r = 0; r < 3; r++) {
+		double sum = 0;
+
+		for (int j = 0; j < 8; j++) {
+			float y = out[r * 8 + j];
+
+			EXPECT_TRUE(y >= 0.0f && y <= 1.0f) TH_LOG("row %d: %g", r, y);
+			sum += y;
+		}
+		EXPECT_TRUE(sum > 1 - 1e-5 && sum < 1 + 1e-5) TH_LOG("row %d sums to %g", r, sum);
+		/* The largest of 8 consecutive values: e^7 / sum(e^0..e^7). */
+		EXPECT_TRUE(fabsf(out[r * 8 + 7] - 0.6323f) < 1e-3f) TH_LOG("row %d: %g", r,
+									      out[r * 8 + 7]);
+	}
+	munmap(map, size);
+	npu_gem_close(self->fd, bo.handle);
 }
 
 /* ---- libnpurt: the edges of its own checks ------------------------------ */

@@ -11,6 +11,10 @@
 # go to the console (which the host keeps) as they happen, and it is saved
 # again at the end (dmesg.txt).
 #
+# What the command leaves running does not keep init waiting: it is listed
+# (leftovers.txt) and killed; one still there 10 s after SIGKILL is stuck
+# in the kernel, and its kernel stack is kept.
+#
 # With VM_KMEMLEAK=1, leaks: what kmemleak finds at boot is set aside
 # (kmemleak-boot.txt) before the modules load; what it finds after the
 # command, then after unloading npu, goes to kmemleak.txt.
