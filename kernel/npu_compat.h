@@ -92,6 +92,7 @@ static inline void npu_hrtimer_setup(struct hrtimer *t,
  * (6.17); the extra-dependency callback was renamed (6.2).
  */
 #include <drm/gpu_scheduler.h>
+#include <linux/sched.h>
 
 static inline int npu_sched_init(struct drm_gpu_scheduler *sched,
 				 const struct drm_sched_backend_ops *ops, u32 jobs,
@@ -156,6 +157,20 @@ static inline enum drm_gpu_sched_stat npu_sched_keep_job(struct drm_sched_job *j
 	wake_up_interruptible(&job->sched->wake_up_worker);
 #endif
 	return DRM_GPU_SCHED_STAT_NOMINAL;
+#endif
+}
+
+/*
+ * Until the submission workqueue (6.8) the scheduler ran a kthread of its
+ * own at SCHED_FIFO, which preempts the submitter at every push: a switch
+ * per batch, and another per free. Run it as a normal task, as later
+ * kernels' workqueue does; called from run_job, in that thread.
+ */
+static inline void npu_sched_thread_normal(struct drm_gpu_scheduler *sched)
+{
+#ifdef HAVE_DRM_SCHED_WAKE_UP_WORKER
+	if (unlikely(current == sched->thread && current->policy != SCHED_NORMAL))
+		sched_set_normal(current, 0);
 #endif
 }
 

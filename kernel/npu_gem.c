@@ -273,6 +273,12 @@ void npu_bo_map_put(struct npu_bo_map *map)
 	kref_put_mutex(&map->ref, npu_bo_map_release, &map->bo->maps_lock);
 }
 
+/* Drop a reference if it is not the last; false (and nothing) if it is. */
+bool npu_bo_map_put_not_last(struct npu_bo_map *map)
+{
+	return refcount_dec_not_one(&map->ref.refcount);
+}
+
 static int npu_bo_open(struct drm_gem_object *obj, struct drm_file *file)
 {
 	struct npu_bo *bo = to_npu_bo(obj);

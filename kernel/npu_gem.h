@@ -71,6 +71,7 @@ u64 npu_gem_hbm_used(struct npu_device *ndev);
 void npu_mem_account(struct npu_device *ndev, struct npu_ctx *ctx, int region,
 		     s64 delta);
 void npu_bo_map_put(struct npu_bo_map *map);
+bool npu_bo_map_put_not_last(struct npu_bo_map *map);
 struct npu_bo *npu_bo_alloc(struct npu_ctx *ctx);
 void npu_bo_init_object(struct npu_bo *bo, u64 size);
 void npu_bo_discard(struct npu_bo *bo);

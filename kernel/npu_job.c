@@ -8,15 +8,19 @@
  * dependencies are met:
  *  - prepare: the in-syncobjs' fences one by one, then room on the ring
  *    (the fence of the oldest batch on it). A failed queue has no
- *    dependencies left: its jobs fail at once, and killing them never
- *    waits on anyone else's fence;
+ *    dependencies left: its jobs fail at once. The scheduler never waits
+ *    on another's fence directly but on a dependency fence of ours that
+ *    the queue's failure cuts short (struct npu_dep), so a failed or
+ *    destroyed queue's jobs never wait for anyone: they drain, and
+ *    drm_sched_entity_fini() has nothing left to kill;
  *  - run: write the tasks and a FENCE to the ring; the hardware fence is
  *    signalled by the completion handler (npu_queue.c) when the device
  *    passes the FENCE, or with an error when the queue fails;
  *  - timedout: the scheduler's timer, asked whether a task actually
  *    executed too long (npu_queue_timed_out()); a queue waiting on an
  *    event or behind higher priorities is not hung;
- *  - free: drop what the batch held, outside the signalling path.
+ *  - free: drop what the batch held; a last reference (which may sleep
+ *    on ctx->lock or the mailbox) from a workqueue, off the scheduler.
  *
  * Locking: run and prepare take ndev->queue_lock only; the timeout takes
  * q->submit_lock to stop the queue. Neither lock is held across a memory
@@ -32,6 +36,130 @@
 #include "npu_gem.h"
 #include "npu_queue.h"
 #include "npu_sync.h"
+
+/*
+ * A dependency on a fence that is not ours: signalled when that fence is,
+ * or with -ECANCELED when the queue fails, whichever comes first. The
+ * scheduler waits on one dependency of one job at a time, so a queue has
+ * at most one armed (q->dep). Allocated at submit for each in-fence still
+ * pending, so nothing is allocated on the scheduler's way to a signal.
+ */
+struct npu_dep {
+	struct dma_fence base;
+	spinlock_t lock;
+	struct dma_fence_cb cb;
+	struct dma_fence *in;		/* referenced until the callback or a cut */
+};
+
+static const char *npu_dep_driver_name(struct dma_fence *f)
+{
+	return "npu";
+}
+
+static const char *npu_dep_timeline_name(struct dma_fence *f)
+{
+	return "npu-dependency";
+}
+
+static const struct dma_fence_ops npu_dep_ops = {
+	.get_driver_name = npu_dep_driver_name,
+	.get_timeline_name = npu_dep_timeline_name,
+};
+
+/* The fence waited on signalled: so does the dependency. */
+static void npu_dep_signalled(struct dma_fence *in, struct dma_fence_cb *cb)
+{
+	struct npu_dep *d = container_of(cb, struct npu_dep, cb);
+
+	if (in->error)
+		dma_fence_set_error(&d->base, in->error);
+	dma_fence_signal(&d->base);
+	dma_fence_put(in);
+	dma_fence_put(&d->base);	/* the callback's */
+}
+
+/* The queue failed: `d` signals now unless its fence beat us to it. */
+static void npu_dep_cut(struct npu_dep *d)
+{
+	if (!dma_fence_remove_callback(d->in, &d->cb))
+		return;		/* signalled, or being */
+	dma_fence_set_error(&d->base, -ECANCELED);
+	dma_fence_signal(&d->base);
+	dma_fence_put(d->in);
+	dma_fence_put(&d->base);	/* the callback's */
+}
+
+/*
+ * Arm `d` on `in` (both the caller's, taken over): the fence for the
+ * scheduler to wait on, or NULL when the queue has failed. A failure
+ * while arming either finds `d` in q->dep with its callback in place, or
+ * is seen here once the callback is: one of the two cuts it.
+ */
+static struct dma_fence *npu_dep_arm(struct npu_queue *q, struct npu_dep *d,
+				     struct dma_fence *in)
+{
+	struct npu_dep *old;
+
+	spin_lock(&q->dep_lock);
+	if (q->deps_cut) {
+		spin_unlock(&q->dep_lock);
+		dma_fence_put(in);
+		kfree(d);
+		return NULL;
+	}
+	spin_lock_init(&d->lock);
+	dma_fence_init(&d->base, &npu_dep_ops, &d->lock, dma_fence_context_alloc(1), 1);
+	d->in = in;
+	INIT_LIST_HEAD(&d->cb.node);	/* a cut before the callback misses */
+	old = q->dep;
+	q->dep = d;
+	dma_fence_get(&d->base);	/* q->dep's */
+	spin_unlock(&q->dep_lock);
+	if (old)
+		dma_fence_put(&old->base);
+
+	dma_fence_get(&d->base);	/* the callback's */
+	if (dma_fence_add_callback(in, &d->cb, npu_dep_signalled))
+		npu_dep_signalled(in, &d->cb);	/* signalled already */
+	else if (READ_ONCE(q->deps_cut))
+		npu_dep_cut(d);
+	return &d->base;	/* the scheduler's reference */
+}
+
+/*
+ * The queue failed: what its scheduler waits on signals now, and nothing
+ * is waited on again. Takes q->dep_lock and then the awaited fence's
+ * lock, never both at once (the fence's callback runs under its lock).
+ */
+void npu_job_cut_deps(struct npu_queue *q)
+{
+	struct npu_dep *d;
+
+	spin_lock(&q->dep_lock);
+	q->deps_cut = true;
+	d = q->dep;
+	q->dep = NULL;
+	spin_unlock(&q->dep_lock);
+	if (d) {
+		npu_dep_cut(d);
+		dma_fence_put(&d->base);
+	}
+}
+
+/* At submit: a dependency for each in-fence still pending. */
+int npu_job_alloc_deps(struct npu_job *job)
+{
+	u32 i;
+
+	for (i = 0; i < job->nin; i++) {
+		if (dma_fence_is_signaled(job->in[i]))
+			continue;
+		job->deps[i] = kzalloc(sizeof(*job->deps[i]), GFP_KERNEL_ACCOUNT);
+		if (!job->deps[i])
+			return -ENOMEM;
+	}
+	return 0;
+}
 
 /*
  * Mappings one batch may hold. Each is held once however many tasks name
@@ -193,6 +321,8 @@ void npu_job_free(struct npu_job *job)
 	kfree(job->syncs);
 	for (i = job->next_in; i < job->nin; i++)
 		dma_fence_put(job->in[i]);
+	for (i = 0; i < job->nin; i++)
+		kfree(job->deps[i]);	/* never armed */
 	kvfree(job->tasks);
 	if (job->hw_fence)
 		npu_fence_free(job->hw_fence);
@@ -213,10 +343,21 @@ static struct dma_fence *npu_job_prepare(struct drm_sched_job *sched_job,
 	if (READ_ONCE(q->failed))
 		return NULL;
 	while (job->next_in < job->nin) {
-		f = job->in[job->next_in++];
-		if (!dma_fence_is_signaled(f))
-			return f;	/* the scheduler's reference now */
+		u32 i = job->next_in++;
+		struct npu_dep *d = job->deps[i];
+
+		f = job->in[i];
+		job->deps[i] = NULL;
+		if (!dma_fence_is_signaled(f)) {
+			if (!d)
+				return f;	/* pending at submit, so never */
+			f = npu_dep_arm(q, d, f);
+			if (f)
+				return f;
+			continue;
+		}
 		dma_fence_put(f);
+		kfree(d);
 	}
 	if (drm_dev_enter(&ndev->drm, &idx)) {
 		room = npu_queue_has_room(ndev, q, job->ntasks + 1);
@@ -241,6 +382,7 @@ static struct dma_fence *npu_job_run(struct drm_sched_job *sched_job)
 	struct npu_device *ndev = q->ctx->ndev;
 	int idx, ret;
 
+	npu_sched_thread_normal(&q->sched);
 	if (!drm_dev_enter(&ndev->drm, &idx))
 		return ERR_PTR(-ENODEV);
 	ret = npu_queue_write(ndev, q, job);
@@ -259,25 +401,45 @@ static enum drm_gpu_sched_stat npu_job_timedout(struct drm_sched_job *sched_job)
 	return npu_sched_keep_job(sched_job);
 }
 
-/*
- * What a finished job held goes from the driver's workqueue: dropping a
- * buffer mapping takes ctx->lock (held across allocations) and a mailbox
- * round trip, which must not stand between the scheduler and its next
- * job's run. The work holds the DRM device; the module drains npu_wq.
- */
-static void npu_job_release_work(struct work_struct *work)
+/* The job is gone: the queue's backlog and destroy learn it. */
+static void npu_job_done(struct npu_job *job)
 {
-	struct npu_job *job = container_of(work, struct npu_job, release);
 	struct npu_queue *q = job->q;
-	struct npu_device *ndev = q->ctx->ndev;
 
 	atomic_sub(job->ntasks + 1, &q->queued);
 	npu_job_free(job);
 	atomic_dec(&q->nr_jobs);
-	/* Destroy waits for the last job, submitters for room in the backlog. */
-	wake_up_all(&q->wq);
-	npu_queue_put(q);
-	drm_dev_put(&ndev->drm);
+	/*
+	 * Destroy waits for the last job, submitters for room in the
+	 * backlog; not WAIT, which the completion wakes (q->wq).
+	 */
+	wake_up_all(&q->drain_wq);
+	npu_queue_put(q);	/* never the last: destroy holds one past the scheduler */
+}
+
+/*
+ * Drop what the job holds that is not a last reference; true if that was
+ * everything. A last one frees a mapping (ctx->lock, held across
+ * allocations, and a mailbox round trip for the TLB) or an event: that
+ * must not stand between the scheduler and its next job's run.
+ */
+static bool npu_job_put_not_last(struct npu_job *job)
+{
+	while (job->nmaps && npu_bo_map_put_not_last(job->maps[job->nmaps - 1]))
+		job->nmaps--;
+	while (job->nsyncs && npu_sync_put_not_last(job->syncs[job->nsyncs - 1]))
+		job->nsyncs--;
+	return !job->nmaps && !job->nsyncs;
+}
+
+/* The rest goes from the driver's workqueue, holding the DRM device. */
+static void npu_job_release_work(struct work_struct *work)
+{
+	struct npu_job *job = container_of(work, struct npu_job, release);
+	struct drm_device *drm = &job->q->ctx->ndev->drm;
+
+	npu_job_done(job);
+	drm_dev_put(drm);
 }
 
 static void npu_job_sched_free(struct drm_sched_job *sched_job)
@@ -285,6 +447,10 @@ static void npu_job_sched_free(struct drm_sched_job *sched_job)
 	struct npu_job *job = to_npu_job(sched_job);
 
 	drm_sched_job_cleanup(sched_job);
+	if (npu_job_put_not_last(job)) {
+		npu_job_done(job);	/* the common case: no wakeup */
+		return;
+	}
 	drm_dev_get(&job->q->ctx->ndev->drm);
 	INIT_WORK(&job->release, npu_job_release_work);
 	queue_work(npu_wq, &job->release);

@@ -65,6 +65,8 @@ static void npu_queue_fail_jobs(struct npu_queue *q, int error)
 	cookie = dma_fence_begin_signalling();
 	list_for_each_entry_safe(job, tmp, &q->jobs, link)
 		npu_job_signal(job, error);
+	/* And the scheduler waits on nobody's fence for the jobs behind. */
+	npu_job_cut_deps(q);
 	dma_fence_end_signalling(cookie);
 }
 
@@ -73,6 +75,8 @@ static void npu_queue_wake(struct npu_queue *q)
 {
 	lockdep_assert_held(&q->ctx->ndev->queue_lock);
 	wake_up_all(&q->wq);
+	if (q->failed)		/* the backlog no longer counts */
+		wake_up_all(&q->drain_wq);
 	npu_uring_queue_settle(q);
 }
 
@@ -303,6 +307,7 @@ static void npu_queue_release(struct kref *ref)
 {
 	struct npu_queue *q = container_of(ref, struct npu_queue, ref);
 
+	npu_job_cut_deps(q);	/* drops the last dependency it kept */
 	mutex_destroy(&q->submit_lock);
 	kfree(q);
 }
@@ -351,7 +356,9 @@ int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries,
 	atomic_set(&q->queued, 0);
 	INIT_LIST_HEAD(&q->jobs);
 	init_waitqueue_head(&q->wq);
+	init_waitqueue_head(&q->drain_wq);
 	INIT_LIST_HEAD(&q->ucmds);
+	spin_lock_init(&q->dep_lock);
 	snprintf(q->name, sizeof(q->name), "npu-c%u-q%u", ctx->id, id);
 
 	/*
@@ -456,16 +463,17 @@ void npu_queue_destroy(struct npu_queue *q)
 
 	npu_queue_stop(q, NPU_JOB_ABORTED);
 	/*
-	 * A failed queue's jobs need nothing (npu_job.c): the scheduler
-	 * fails them one by one. Let it, for a while: 6.1 loses a fence
-	 * reference when it kills jobs behind a finished one. What still
-	 * waits on someone else's fence is killed, never waited for, as
-	 * drm_sched_entity_flush() would.
+	 * A failed queue's jobs wait for nothing (npu_job.c: the failure
+	 * cut their dependencies short), so the scheduler fails them one by
+	 * one, at once. Let it: 6.1 loses a fence reference when
+	 * drm_sched_entity_fini() kills jobs behind a finished one. The
+	 * bound only matters if the scheduler is stuck; then they are
+	 * killed, as drm_sched_entity_flush() would.
 	 */
 	wait_event_timeout(q->sched.job_scheduled,
 			   !spsc_queue_count(&q->entity.job_queue), HZ);
 	drm_sched_entity_fini(&q->entity);
-	wait_event(q->wq, !atomic_read(&q->nr_jobs));
+	wait_event(q->drain_wq, !atomic_read(&q->nr_jobs));
 	drm_sched_fini(&q->sched);
 
 	mutex_lock(&ndev->queue_lock);

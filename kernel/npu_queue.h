@@ -13,6 +13,7 @@
 struct npu_ctx;
 struct npu_bo_map;
 struct npu_sync;
+struct npu_dep;
 
 /*
  * A batch: a drm_sched job of its queue's scheduler, and what it holds
@@ -35,6 +36,7 @@ struct npu_job {
 	struct dma_fence *hw_fence;	/* signalled when the device is done */
 	u32 nin, next_in;
 	struct dma_fence *in[NPU_SUBMIT_MAX_SYNCOBJS];	/* in-syncobjs' fences */
+	struct npu_dep *deps[NPU_SUBMIT_MAX_SYNCOBJS];	/* for those pending */
 };
 
 static inline struct npu_job *to_npu_job(struct drm_sched_job *job)
@@ -83,8 +85,13 @@ struct npu_queue {
 	ktime_t busy_since;		/* when the ring last got work */
 	u32 last_head;			/* the timeout's progress watch */
 	u32 last_exec;			/* the slot's exec_ms when head last moved */
-	wait_queue_head_t wq;
+	wait_queue_head_t wq;		/* completions: WAIT */
+	wait_queue_head_t drain_wq;	/* jobs freed, or failed: backlog, destroy */
 	struct list_head ucmds;		/* parked io_uring commands, by seq */
+
+	spinlock_t dep_lock;		/* dep, deps_cut */
+	struct npu_dep *dep;		/* what the scheduler waits on, if ours */
+	bool deps_cut;			/* failed: no more waiting on anyone */
 };
 
 struct dma_fence;
@@ -114,6 +121,8 @@ bool npu_queue_timed_out(struct npu_queue *q);
 /* npu_job.c: the scheduler's side of a batch. */
 extern const struct drm_sched_backend_ops npu_sched_ops;
 struct npu_job *npu_job_create(struct npu_ctx *ctx, struct drm_npu_task *tasks, u32 count);
+int npu_job_alloc_deps(struct npu_job *job);
+void npu_job_cut_deps(struct npu_queue *q);
 void npu_job_free(struct npu_job *job);
 
 int npu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *file);

@@ -222,6 +222,9 @@ int npu_submit(struct drm_file *file, struct drm_npu_submit *args, bool nonblock
 	if (ret)
 		goto err_job;
 	job->nin = args->in_count;
+	ret = npu_job_alloc_deps(job);
+	if (ret)
+		goto err_job;
 	ret = npu_syncobj_prepare_out(file, out, args->out_count, &outs);
 	if (ret)
 		goto err_job;
@@ -242,7 +245,7 @@ int npu_submit(struct drm_file *file, struct drm_npu_submit *args, bool nonblock
 			ret = -EAGAIN;
 			goto err_out;
 		}
-		ret = wait_event_interruptible(q->wq, npu_queue_may_admit(drm, q, args->count + 1));
+		ret = wait_event_interruptible(q->drain_wq, npu_queue_may_admit(drm, q, args->count + 1));
 		if (ret)
 			goto err_out;
 		if (!drm_dev_enter(drm, &idx)) {
@@ -289,7 +292,7 @@ err_sched:
 	npu_queue_put(q);		/* the job's */
 err_admitted:
 	atomic_sub(args->count + 1, &q->queued);
-	wake_up_all(&q->wq);
+	wake_up_all(&q->drain_wq);
 err_exit:
 	drm_dev_exit(idx);
 err_out:

@@ -74,6 +74,12 @@ void npu_sync_put(struct npu_sync *s)
 	kref_put(&s->ref, npu_sync_release);
 }
 
+/* Drop a reference if it is not the last; false (and nothing) if it is. */
+bool npu_sync_put_not_last(struct npu_sync *s)
+{
+	return refcount_dec_not_one(&s->ref.refcount);
+}
+
 /* This context's `id`, referenced, if it is of `kind`; else NULL. */
 struct npu_sync *npu_sync_hold(struct npu_ctx *ctx, u32 id, u32 kind)
 {

@@ -26,6 +26,7 @@ void npu_sync_ctx_fini(struct npu_ctx *ctx);
 struct npu_sync *npu_sync_hold(struct npu_ctx *ctx, u32 id, u32 kind);
 struct npu_sync *npu_sync_lookup(struct npu_ctx *ctx, u32 id, u32 kind);
 void npu_sync_put(struct npu_sync *s);
+bool npu_sync_put_not_last(struct npu_sync *s);
 bool npu_event_recorded(struct npu_sync *s, u64 *timestamp_ns);
 
 int npu_ioctl_sync_create(struct drm_device *drm, void *data, struct drm_file *file);

@@ -50,6 +50,7 @@ static double now_us(void)
 struct result {
 	double tasks_per_s;
 	double p50_us, p99_us;
+	double switches;	/* context switches per task, the system's */
 };
 
 static double lat[MAX_TASKS];
@@ -264,9 +265,11 @@ out:
 static void row(const char *name, const struct result *r)
 {
 	if (r->p50_us)
-		printf("%-38s %12.0f %10.1f %10.1f\n", name, r->tasks_per_s, r->p50_us, r->p99_us);
+		printf("%-38s %12.0f %10.1f %10.1f %9.2f\n", name, r->tasks_per_s, r->p50_us,
+		       r->p99_us, r->switches);
 	else
-		printf("%-38s %12.0f %10s %10s\n", name, r->tasks_per_s, "-", "-");
+		printf("%-38s %12.0f %10s %10s %9.2f\n", name, r->tasks_per_s, "-", "-",
+		       r->switches);
 }
 
 enum { IO1, UR1, IO1P, UR1P, IO4T, UR4, IO4, UR4B, IO4B, UR4SQ, LIBIO, LIBUR, MODES };
@@ -345,16 +348,20 @@ int main(void)
 		goto fail;
 	for (int pair = 0; pair < MODES; pair += 2)
 		for (int r = 0; r < reps; r++)
-			for (int m = pair; m < pair + 2; m++)
+			for (int m = pair; m < pair + 2; m++) {
+				unsigned long long c = npu_ctxt_switches();
+
 				if (run_mode(m, &ring, fd, q, window, n, &res[m][r]))
 					goto fail;
+				res[m][r].switches = (double)(npu_ctxt_switches() - c) / n;
+			}
 	for (int m = 0; m < MODES; m++) {
 		qsort(res[m], (size_t)reps, sizeof(res[m][0]), cmp_result);
 		med[m] = res[m][reps / 2];
 	}
 
 	printf("NOP tasks at batch 1, median of %d runs of %d tasks, W = %d\n", reps, n, window);
-	printf("%-38s %12s %10s %10s\n", "", "tasks/s", "p50 us", "p99 us");
+	printf("%-38s %12s %10s %10s %9s\n", "", "tasks/s", "p50 us", "p99 us", "switches");
 	for (int m = 0; m < MODES; m++)
 		row(names[m], &med[m]);
 	printf("io_uring / ioctl: 1 queue %.2fx tasks/s, %.2fx p50 latency; polled %.2fx, %.2fx; "

@@ -361,4 +361,24 @@ static inline unsigned int npu_client_id(int fd)
 		close(fd);							\
 	}
 
+/*
+ * The system's context switches so far, from /proc/stat (0 if it says
+ * nothing): benchmarks report them per task, a cost that shows even when
+ * the machine is too loaded for rates to compare.
+ */
+static inline unsigned long long npu_ctxt_switches(void)
+{
+	unsigned long long n = 0;
+	char line[256];
+	FILE *f = fopen("/proc/stat", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "ctxt %llu", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
 #endif /* NPU_SELFTEST_H */

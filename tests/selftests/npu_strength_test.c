@@ -1026,7 +1026,7 @@ TEST_F(st, a_failed_uring_submit_keeps_no_reference)
 TEST_F_TIMEOUT(st, a_failed_queue_goes_without_waiting_for_its_dependencies, 60)
 {
 	struct drm_npu_queue_destroy abort_q = { 0 };
-	struct drm_npu_syncobj sync = { 0 };
+	struct drm_npu_syncobj sync = { 0 }, done = { 0 };
 	struct drm_npu_submit s;
 	struct drm_npu_task t;
 	struct timespec t0, t1;
@@ -1044,9 +1044,12 @@ TEST_F_TIMEOUT(st, a_failed_queue_goes_without_waiting_for_its_dependencies, 60)
 	ASSERT_EQ(0, xioctl(self->fd, DRM_IOCTL_NPU_SUBMIT, &s));
 
 	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
+	ASSERT_EQ(0, drmSyncobjCreate(self->fd, 0, &done.handle));
 	s = (struct drm_npu_submit){ .tasks = (uintptr_t)&t, .count = 1, .queue = q,
 				     .in_syncobjs = (uintptr_t)&sync, .in_count = 1 };
 	ASSERT_EQ(0, xioctl(self->fd, DRM_IOCTL_NPU_SUBMIT, &s));
+	s.out_syncobjs = (uintptr_t)&done;
+	s.out_count = 1;
 	ASSERT_EQ(0, xioctl(self->fd, DRM_IOCTL_NPU_SUBMIT, &s));
 	seq = s.seq;
 
@@ -1062,6 +1065,14 @@ TEST_F_TIMEOUT(st, a_failed_queue_goes_without_waiting_for_its_dependencies, 60)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_QUEUE_ABORT, &abort_q));
 	EXPECT_EQ(-EIO, npu_wait_on(self->fd, q, seq, 5 * SEC, NULL));
+	/*
+	 * The aborted queue's batches finish (failed) now, while the queue
+	 * still exists: the scheduler stopped waiting for the blocked one.
+	 */
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	EXPECT_EQ(0, drmSyncobjWait(self->fd, &done.handle, 1,
+				    t1.tv_sec * SEC + t1.tv_nsec + 5 * SEC, 0, NULL))
+		TH_LOG("an aborted queue's batch still waits for its in-syncobj");
 	EXPECT_EQ(0, npu_queue_destroy(self->fd, q));
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	EXPECT_GT(5.0, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9)
@@ -1073,6 +1084,7 @@ TEST_F_TIMEOUT(st, a_failed_queue_goes_without_waiting_for_its_dependencies, 60)
 	EXPECT_EQ(0, npu_submit(self->fd, &t, 1, &seq));
 	EXPECT_EQ(0, npu_wait(self->fd, seq, 10 * SEC, NULL));
 	drmSyncobjDestroy(self->fd, sync.handle);
+	drmSyncobjDestroy(self->fd, done.handle);
 }
 
 /* ---- queue ids under concurrent creation -------------------------------- */
