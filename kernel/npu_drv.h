@@ -63,7 +63,7 @@ struct npu_device {
 	struct {
 		u64 current_bytes;
 		u64 peak_bytes;
-	} mem[NPU_MEM_REGION_COUNT];
+	} mem[DRM_NPU_MEM_REGION_COUNT];
 
 	struct ida ctx_ida;			/* device context ids */
 	struct xarray ctx_quarantine;		/* ids freed while wedged */

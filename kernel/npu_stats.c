@@ -20,11 +20,11 @@
 #include "npu_stats.h"
 #include "npu_uring.h"
 
-static const char *const npu_region_names[NPU_MEM_REGION_COUNT] = {
-	[NPU_MEM_REGION_HBM] = "hbm",
-	[NPU_MEM_REGION_HOST] = "host",
-	[NPU_MEM_REGION_PAGE_TABLES] = "pagetables",
-	[NPU_MEM_REGION_QUEUES] = "queues",
+static const char *const npu_region_names[DRM_NPU_MEM_REGION_COUNT] = {
+	[DRM_NPU_MEM_REGION_HBM] = "hbm",
+	[DRM_NPU_MEM_REGION_HOST] = "host",
+	[DRM_NPU_MEM_REGION_PAGE_TABLES] = "pagetables",
+	[DRM_NPU_MEM_REGION_QUEUES] = "queues",
 };
 
 void npu_show_fdinfo(struct seq_file *m, struct file *f)
@@ -32,11 +32,11 @@ void npu_show_fdinfo(struct seq_file *m, struct file *f)
 	struct drm_file *file = f->private_data;
 	struct npu_ctx *ctx = file->driver_priv;
 	struct npu_device *ndev = ctx->ndev;
-	u64 cur[NPU_MEM_REGION_COUNT], busy;
+	u64 cur[DRM_NPU_MEM_REGION_COUNT], busy;
 	int r;
 
 	mutex_lock(&ndev->hbm_lock);
-	for (r = 0; r < NPU_MEM_REGION_COUNT; r++)
+	for (r = 0; r < DRM_NPU_MEM_REGION_COUNT; r++)
 		cur[r] = ctx->mem[r].current_bytes;
 	mutex_unlock(&ndev->hbm_lock);
 	mutex_lock(&ndev->queue_lock);
@@ -49,7 +49,7 @@ void npu_show_fdinfo(struct seq_file *m, struct file *f)
 	/* Time this context's queues had work on the device. */
 	seq_printf(m, "drm-engine-npu:\t%llu ns\n", busy);
 	/* Everything an NPU context holds is resident: nothing is swapped. */
-	for (r = 0; r < NPU_MEM_REGION_COUNT; r++) {
+	for (r = 0; r < DRM_NPU_MEM_REGION_COUNT; r++) {
 		seq_printf(m, "drm-total-%s:\t%llu KiB\n", npu_region_names[r], cur[r] >> 10);
 		seq_printf(m, "drm-resident-%s:\t%llu KiB\n", npu_region_names[r], cur[r] >> 10);
 	}
@@ -62,7 +62,7 @@ static int npu_mem_show(struct seq_file *m, void *unused)
 
 	seq_printf(m, "%-12s %14s %14s\n", "region", "current", "peak");
 	mutex_lock(&ndev->hbm_lock);
-	for (r = 0; r < NPU_MEM_REGION_COUNT; r++)
+	for (r = 0; r < DRM_NPU_MEM_REGION_COUNT; r++)
 		seq_printf(m, "%-12s %14llu %14llu\n", npu_region_names[r],
 			   ndev->mem[r].current_bytes, ndev->mem[r].peak_bytes);
 	mutex_unlock(&ndev->hbm_lock);

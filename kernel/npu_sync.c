@@ -145,7 +145,7 @@ int npu_ioctl_sync_create(struct drm_device *drm, void *data, struct drm_file *f
 	struct npu_sync *s;
 	int ret, idx;
 
-	if ((args->kind != NPU_SYNC_EVENT && args->kind != NPU_SYNC_NOTIFY) ||
+	if ((args->kind != DRM_NPU_SYNC_EVENT && args->kind != DRM_NPU_SYNC_NOTIFY) ||
 	    args->flags || args->id || args->pad)
 		return -EINVAL;
 	if (!drm_dev_enter(drm, &idx))
@@ -208,7 +208,7 @@ int npu_ioctl_event_query(struct drm_device *drm, void *data, struct drm_file *f
 	struct npu_sync *s;
 	int idx;
 
-	s = npu_sync_lookup(file->driver_priv, args->id, NPU_SYNC_EVENT);
+	s = npu_sync_lookup(file->driver_priv, args->id, DRM_NPU_SYNC_EVENT);
 	if (!s)
 		return -EINVAL;
 	if (!drm_dev_enter(drm, &idx)) {
@@ -257,7 +257,7 @@ int npu_ioctl_event_wait(struct drm_device *drm, void *data, struct drm_file *fi
 
 	if (args->pad)
 		return -EINVAL;
-	s = npu_sync_lookup(file->driver_priv, args->id, NPU_SYNC_EVENT);
+	s = npu_sync_lookup(file->driver_priv, args->id, DRM_NPU_SYNC_EVENT);
 	if (!s)
 		return -EINVAL;
 	left = wait_event_interruptible_timeout(ndev->sync_wq,
@@ -293,7 +293,7 @@ int npu_ioctl_notify_export(struct drm_device *drm, void *data, struct drm_file 
 
 	if (args->flags || args->pad || args->fd)
 		return -EINVAL;
-	s = npu_sync_lookup(ctx, args->id, NPU_SYNC_NOTIFY);
+	s = npu_sync_lookup(ctx, args->id, DRM_NPU_SYNC_NOTIFY);
 	if (!s)
 		return -EINVAL;
 	/* The fd holds the reference taken above. */

@@ -37,11 +37,11 @@ static double device_gflops(int fd, uint64_t n)
 	uint64_t bytes = n * n * 4, size = 4096 + 3 * bytes;
 	struct drm_npu_bo_create bo;
 	struct drm_npu_kernel_args a = { .op = NPU_OP_GEMM, .alpha = 1.0f };
-	struct drm_npu_task t = { .type = NPU_TASK_KERNEL };
+	struct drm_npu_task t = { .type = DRM_NPU_TASK_KERNEL };
 	double best = 0;
 	uint8_t *map;
 
-	if (npu_bo_create(fd, size, NPU_BO_PAGE_HUGE_FIRST, &bo))
+	if (npu_bo_create(fd, size, DRM_NPU_BO_PAGE_HUGE_FIRST, &bo))
 		return -1;
 	map = npu_bo_mmap(fd, bo.handle, size);
 	if (map == MAP_FAILED)

@@ -118,7 +118,7 @@ struct fz_queue {
 
 struct fz_sync {
 	uint32_t id;
-	uint8_t kind;		/* NPU_SYNC_EVENT or NPU_SYNC_NOTIFY */
+	uint8_t kind;		/* DRM_NPU_SYNC_EVENT or DRM_NPU_SYNC_NOTIFY */
 	bool recorded;		/* a record was queued for it (a hint) */
 };
 

@@ -25,8 +25,8 @@ FIXTURE_SETUP(k)
 {
 	self->fd = npu_open();
 	ASSERT_LE(0, self->fd);
-	self->buffers_before = npu_dev_usage(self->fd, NPU_MEM_REGION_HBM);
-	ASSERT_EQ(0, npu_bo_create(self->fd, BO_SIZE, NPU_BO_PAGE_NORMAL_ONLY, &self->bo));
+	self->buffers_before = npu_dev_usage(self->fd, DRM_NPU_MEM_REGION_HBM);
+	ASSERT_EQ(0, npu_bo_create(self->fd, BO_SIZE, DRM_NPU_BO_PAGE_NORMAL_ONLY, &self->bo));
 	self->map = npu_bo_mmap(self->fd, self->bo.handle, BO_SIZE);
 	ASSERT_NE(MAP_FAILED, self->map);
 }
@@ -39,7 +39,7 @@ FIXTURE_TEARDOWN(k)
 	close(self->fd);
 	fd = npu_open();
 	EXPECT_EQ(self->buffers_before,
-		  npu_usage_settles(fd, NPU_MEM_REGION_HBM, self->buffers_before));
+		  npu_usage_settles(fd, DRM_NPU_MEM_REGION_HBM, self->buffers_before));
 	close(fd);
 }
 
@@ -61,7 +61,7 @@ static struct drm_npu_tensor dense2(uint64_t va, uint32_t dtype, uint64_t r, uin
 static int launch(FIXTURE_DATA(k) *self, const struct drm_npu_kernel_args *a,
 		  uint64_t cores, struct drm_npu_wait *w)
 {
-	struct drm_npu_task t = { .type = NPU_TASK_KERNEL,
+	struct drm_npu_task t = { .type = DRM_NPU_TASK_KERNEL,
 				  .args = { self->bo.device_va + ARGS_OFF, cores } };
 	uint64_t seq;
 	int ret;
@@ -246,7 +246,7 @@ TEST_F(k, bad_argument_block_is_a_kernel_error)
 	struct drm_npu_wait w;
 
 	EXPECT_EQ(-EIO, launch(self, &a, 0, &w));
-	EXPECT_EQ(NPU_JOB_KERNEL_ERROR, w.status);
+	EXPECT_EQ(DRM_NPU_JOB_KERNEL_ERROR, w.status);
 	EXPECT_EQ(self->bo.device_va + ARGS_OFF, w.fault_address);
 }
 
@@ -258,14 +258,14 @@ TEST_F(k, tensor_outside_the_context_faults)
 	a.in[0] = dense2(self->bo.device_va + (1ull << 32), NPU_DT_F32, 4, 4);
 	a.out = dense2(self->bo.device_va + OUT_OFF, NPU_DT_F32, 4, 4);
 	EXPECT_EQ(-EIO, launch(self, &a, 0, &w));
-	EXPECT_EQ(NPU_JOB_FAULT, w.status);
+	EXPECT_EQ(DRM_NPU_JOB_FAULT, w.status);
 	EXPECT_EQ(self->bo.device_va + (1ull << 32), w.fault_address);
 }
 
 TEST_F(k, malformed_launch_tasks_are_rejected_at_submit)
 {
-	struct drm_npu_task t = { .type = NPU_TASK_KERNEL,
-				  .args = { self->bo.device_va, NPU_MAX_BLOCK_DIM + 1 } };
+	struct drm_npu_task t = { .type = DRM_NPU_TASK_KERNEL,
+				  .args = { self->bo.device_va, DRM_NPU_MAX_BLOCK_DIM + 1 } };
 
 	EXPECT_EQ(-EINVAL, npu_submit(self->fd, &t, 1, NULL));
 	t.args[1] = 1;

@@ -146,7 +146,7 @@ static inline uint64_t npu_hbm_used(int fd)
 {
 	uint64_t v = ~0ull;
 
-	npu_get_param(fd, NPU_PARAM_HBM_USED, &v);
+	npu_get_param(fd, DRM_NPU_PARAM_HBM_USED, &v);
 	return v;
 }
 
@@ -227,14 +227,14 @@ static inline int npu_queue_destroy(int fd, uint32_t id)
 
 static inline struct drm_npu_task npu_task_fill(uint64_t va, uint64_t size, uint32_t pattern)
 {
-	struct drm_npu_task t = { .type = NPU_TASK_FILL, .args = { va, size, pattern } };
+	struct drm_npu_task t = { .type = DRM_NPU_TASK_FILL, .args = { va, size, pattern } };
 
 	return t;
 }
 
 static inline struct drm_npu_task npu_task_copy(uint64_t dst, uint64_t src, uint64_t size)
 {
-	struct drm_npu_task t = { .type = NPU_TASK_COPY, .args = { dst, src, size } };
+	struct drm_npu_task t = { .type = DRM_NPU_TASK_COPY, .args = { dst, src, size } };
 
 	return t;
 }
@@ -347,7 +347,7 @@ static inline unsigned int npu_client_id(int fd)
 	{									\
 		self->fd = npu_open();						\
 		ASSERT_LE(0, self->fd);						\
-		self->buffers_before = npu_dev_usage(self->fd, NPU_MEM_REGION_HBM); \
+		self->buffers_before = npu_dev_usage(self->fd, DRM_NPU_MEM_REGION_HBM); \
 	}									\
 	FIXTURE_TEARDOWN(name)							\
 	{									\
@@ -356,8 +356,8 @@ static inline unsigned int npu_client_id(int fd)
 		close(self->fd);						\
 		fd = npu_open();						\
 		EXPECT_EQ(self->buffers_before,					\
-			  npu_usage_settles(fd, NPU_MEM_REGION_HBM, self->buffers_before)); \
-		EXPECT_EQ(0, npu_usage_settles(fd, NPU_MEM_REGION_QUEUES, 0));	\
+			  npu_usage_settles(fd, DRM_NPU_MEM_REGION_HBM, self->buffers_before)); \
+		EXPECT_EQ(0, npu_usage_settles(fd, DRM_NPU_MEM_REGION_QUEUES, 0));	\
 		close(fd);							\
 	}
 

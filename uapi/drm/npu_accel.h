@@ -87,49 +87,49 @@ extern "C" {
 /* Parameters readable with DRM_IOCTL_NPU_GET_PARAM. */
 enum drm_npu_param {
 	/* Kernel-device interface version: major << 16 | minor. */
-	NPU_PARAM_IF_VERSION = 0,
+	DRM_NPU_PARAM_IF_VERSION = 0,
 	/* Firmware build: major << 16 | minor << 8 | patch. */
-	NPU_PARAM_FW_VERSION = 1,
-	/* Device capability bits: NPU_CAP_*, defined by the driver. */
-	NPU_PARAM_DEVICE_CAPS = 2,
+	DRM_NPU_PARAM_FW_VERSION = 1,
+	/* Device capability bits: DRM_NPU_CAP_*, defined by the driver. */
+	DRM_NPU_PARAM_DEVICE_CAPS = 2,
 	/* Bytes of device memory (HBM), including the firmware's part. */
-	NPU_PARAM_HBM_SIZE = 3,
+	DRM_NPU_PARAM_HBM_SIZE = 3,
 	/* Bytes at the start of HBM that the firmware keeps for itself. */
-	NPU_PARAM_HBM_RESERVED = 4,
+	DRM_NPU_PARAM_HBM_RESERVED = 4,
 	/* Hardware task-scheduler queues on the device. */
-	NPU_PARAM_QUEUE_COUNT = 5,
+	DRM_NPU_PARAM_QUEUE_COUNT = 5,
 	/* AI cores on the device. */
-	NPU_PARAM_CORE_COUNT = 6,
+	DRM_NPU_PARAM_CORE_COUNT = 6,
 	/* Firmware heartbeat counter; it advances while the firmware runs. */
-	NPU_PARAM_FW_HEARTBEAT = 7,
+	DRM_NPU_PARAM_FW_HEARTBEAT = 7,
 	/* Heartbeat period in milliseconds. */
-	NPU_PARAM_FW_HEARTBEAT_MS = 8,
+	DRM_NPU_PARAM_FW_HEARTBEAT_MS = 8,
 	/*
 	 * Sends the firmware a mailbox PING now and returns its round trip in
 	 * nanoseconds; -ETIMEDOUT when the firmware does not answer.
 	 */
-	NPU_PARAM_FW_PING_NS = 9,
+	DRM_NPU_PARAM_FW_PING_NS = 9,
 	/* Bytes of HBM in use device-wide: buffers and page tables. */
-	NPU_PARAM_HBM_USED = 10,
+	DRM_NPU_PARAM_HBM_USED = 10,
 	/* Queues one context may have, its default queue included. */
-	NPU_PARAM_QUEUES_PER_CONTEXT = 11,
+	DRM_NPU_PARAM_QUEUES_PER_CONTEXT = 11,
 	/*
-	 * io_uring commands the driver takes: bit n set for NPU_URING_CMD_*
+	 * io_uring commands the driver takes: bit n set for DRM_NPU_URING_CMD_*
 	 * number n (see below); 0 on kernels without io_uring.
 	 */
-	NPU_PARAM_URING_CMDS = 12,
+	DRM_NPU_PARAM_URING_CMDS = 12,
 	/* Events and notifies one context may hold (-EDQUOT past it). */
-	NPU_PARAM_SYNCS_PER_CONTEXT = 13,
+	DRM_NPU_PARAM_SYNCS_PER_CONTEXT = 13,
 	/* Largest queue timeout_ms QUEUE_CREATE accepts. */
-	NPU_PARAM_MAX_QUEUE_TIMEOUT_MS = 14,
+	DRM_NPU_PARAM_MAX_QUEUE_TIMEOUT_MS = 14,
 };
 
 /*
- * Capability bits of NPU_PARAM_DEVICE_CAPS. The driver defines them and
+ * Capability bits of DRM_NPU_PARAM_DEVICE_CAPS. The driver defines them and
  * never passes the firmware's own bits through; unknown bits are 0.
  */
 /* Test devices: faults can be injected through debugfs npu_inject (root). */
-#define NPU_CAP_FAULT_INJECTION		(1ull << 0)
+#define DRM_NPU_CAP_FAULT_INJECTION		(1ull << 0)
 
 /**
  * struct drm_npu_get_param - read one device parameter
@@ -150,22 +150,22 @@ struct drm_npu_get_param {
 enum drm_npu_page_policy {
 	/* 2 MiB pages for buffers over 1 MiB, 4 KiB pages otherwise or when
 	 * no 2 MiB-aligned space is left. */
-	NPU_BO_PAGE_HUGE_FIRST = 0,
+	DRM_NPU_BO_PAGE_HUGE_FIRST = 0,
 	/* 2 MiB pages or -ENOMEM. */
-	NPU_BO_PAGE_HUGE_ONLY = 1,
+	DRM_NPU_BO_PAGE_HUGE_ONLY = 1,
 	/* 4 KiB pages. */
-	NPU_BO_PAGE_NORMAL_ONLY = 2,
+	DRM_NPU_BO_PAGE_NORMAL_ONLY = 2,
 };
 
-#define NPU_PAGE_SIZE_4K	(1u << 12)
-#define NPU_PAGE_SIZE_2M	(1u << 21)
+#define DRM_NPU_PAGE_SIZE_4K	(1u << 12)
+#define DRM_NPU_PAGE_SIZE_2M	(1u << 21)
 
 /*
  * Each open file is a context with its own device virtual address space;
- * buffers are placed in [NPU_VA_BASE, NPU_VA_END).
+ * buffers are placed in [DRM_NPU_VA_BASE, DRM_NPU_VA_END).
  */
-#define NPU_VA_BASE		0x0000000100000000ull	/* 4 GiB: 0 is never valid */
-#define NPU_VA_END		0x0000010000000000ull	/* 1 TiB */
+#define DRM_NPU_VA_BASE		0x0000000100000000ull	/* 4 GiB: 0 is never valid */
+#define DRM_NPU_VA_END		0x0000010000000000ull	/* 1 TiB */
 
 /**
  * struct drm_npu_bo_create - allocate a buffer object in device memory
@@ -173,7 +173,7 @@ enum drm_npu_page_policy {
  * @flags: in, must be zero (placement flags will come here)
  * @page_policy: in, an enum drm_npu_page_policy
  * @handle: out, GEM handle
- * @page_size: out, NPU_PAGE_SIZE_4K or NPU_PAGE_SIZE_2M
+ * @page_size: out, DRM_NPU_PAGE_SIZE_4K or DRM_NPU_PAGE_SIZE_2M
  * @device_va: out, the buffer's address in this context's device VA space
  *
  * New buffers read as zeros. Errors: -EINVAL for a zero size, unknown
@@ -212,13 +212,13 @@ struct drm_npu_bo_info {
 };
 
 /* The device may only read registered memory (it may be read-only). */
-#define NPU_USERPTR_READ_ONLY	(1u << 0)
+#define DRM_NPU_USERPTR_READ_ONLY	(1u << 0)
 
 /**
  * struct drm_npu_userptr - register host memory for device access
  * @addr: in, page-aligned start of the caller's memory
  * @size: in, page-aligned bytes (> 0)
- * @flags: in, NPU_USERPTR_* bits
+ * @flags: in, DRM_NPU_USERPTR_* bits
  * @handle: out, a GEM handle; DRM_IOCTL_GEM_CLOSE unregisters
  * @device_va: out, where this context's device sees the memory
  *
@@ -229,7 +229,7 @@ struct drm_npu_bo_info {
  *
  * Errors: -EINVAL unaligned or zero @addr/@size, unknown flags, nonzero
  * out fields; -EFAULT memory that is not there, or read-only without
- * NPU_USERPTR_READ_ONLY; -EEXIST the range overlaps memory this context
+ * DRM_NPU_USERPTR_READ_ONLY; -EEXIST the range overlaps memory this context
  * has registered already; -ENOMEM over RLIMIT_MEMLOCK or out of VA space.
  */
 struct drm_npu_userptr {
@@ -242,11 +242,11 @@ struct drm_npu_userptr {
 
 /* Where device-visible memory lives, for usage accounting. */
 enum drm_npu_mem_region {
-	NPU_MEM_REGION_HBM = 0,		/* buffer objects in HBM */
-	NPU_MEM_REGION_HOST = 1,	/* host memory registered for DMA */
-	NPU_MEM_REGION_PAGE_TABLES = 2,	/* device page tables, in HBM */
-	NPU_MEM_REGION_QUEUES = 3,	/* task rings, in HBM */
-	NPU_MEM_REGION_COUNT = 4,
+	DRM_NPU_MEM_REGION_HBM = 0,		/* buffer objects in HBM */
+	DRM_NPU_MEM_REGION_HOST = 1,	/* host memory registered for DMA */
+	DRM_NPU_MEM_REGION_PAGE_TABLES = 2,	/* device page tables, in HBM */
+	DRM_NPU_MEM_REGION_QUEUES = 3,	/* task rings, in HBM */
+	DRM_NPU_MEM_REGION_COUNT = 4,
 };
 
 /**
@@ -261,10 +261,10 @@ enum drm_npu_mem_region {
 struct drm_npu_mem_usage {
 	__u32 flags;
 	__u32 pad;
-	__u64 ctx_current[NPU_MEM_REGION_COUNT];
-	__u64 ctx_peak[NPU_MEM_REGION_COUNT];
-	__u64 dev_current[NPU_MEM_REGION_COUNT];
-	__u64 dev_peak[NPU_MEM_REGION_COUNT];
+	__u64 ctx_current[DRM_NPU_MEM_REGION_COUNT];
+	__u64 ctx_peak[DRM_NPU_MEM_REGION_COUNT];
+	__u64 dev_current[DRM_NPU_MEM_REGION_COUNT];
+	__u64 dev_peak[DRM_NPU_MEM_REGION_COUNT];
 };
 
 /*
@@ -272,32 +272,32 @@ struct drm_npu_mem_usage {
  * whose tasks the device runs in order.
  */
 enum drm_npu_task_type {
-	NPU_TASK_NOP = 0,
+	DRM_NPU_TASK_NOP = 0,
 	/* args[0] dst VA, args[1] src VA, args[2] bytes (> 0) */
-	NPU_TASK_COPY = 1,
+	DRM_NPU_TASK_COPY = 1,
 	/* args[0] dst VA, args[1] bytes (> 0, multiple of 4),
 	 * args[2] 32-bit pattern (upper bits zero) */
-	NPU_TASK_FILL = 2,
+	DRM_NPU_TASK_FILL = 2,
 	/* args[0] VA of a struct drm_npu_kernel_args, args[1] how many AI
-	 * cores to split it across (0: all, at most NPU_MAX_BLOCK_DIM) */
-	NPU_TASK_KERNEL = 4,
+	 * cores to split it across (0: all, at most DRM_NPU_MAX_BLOCK_DIM) */
+	DRM_NPU_TASK_KERNEL = 4,
 	/* args[0] VA: the device writes its clock there (u64, ns; 8-aligned) */
-	NPU_TASK_TIMESTAMP = 5,
+	DRM_NPU_TASK_TIMESTAMP = 5,
 	/* everything before it on the queue has completed */
-	NPU_TASK_BARRIER = 6,
+	DRM_NPU_TASK_BARRIER = 6,
 	/* args[0] an event of this context: record (stamping the device
 	 * clock), wait for a record (blocking the queue on the device, not
 	 * the host), reset */
-	NPU_TASK_EVENT_RECORD = 7,
-	NPU_TASK_EVENT_WAIT = 8,
-	NPU_TASK_EVENT_RESET = 9,
+	DRM_NPU_TASK_EVENT_RECORD = 7,
+	DRM_NPU_TASK_EVENT_WAIT = 8,
+	DRM_NPU_TASK_EVENT_RESET = 9,
 	/* args[0] a notify this context holds: a record releases exactly one
 	 * wait (auto-reset); records made before a wait are not lost */
-	NPU_TASK_NOTIFY_RECORD = 10,
-	NPU_TASK_NOTIFY_WAIT = 11,
+	DRM_NPU_TASK_NOTIFY_RECORD = 10,
+	DRM_NPU_TASK_NOTIFY_WAIT = 11,
 };
 
-#define NPU_MAX_BLOCK_DIM	64
+#define DRM_NPU_MAX_BLOCK_DIM	64
 
 /**
  * struct drm_npu_task - one task
@@ -317,7 +317,7 @@ struct drm_npu_task {
 };
 
 /*
- * Kernel launches (NPU_TASK_KERNEL) run an op from the device's op
+ * Kernel launches (DRM_NPU_TASK_KERNEL) run an op from the device's op
  * library. Their argument block is written to device memory by userspace
  * and read by the device as it is; the driver passes its address on.
  */
@@ -385,32 +385,32 @@ struct npu_fw_task {
 
 /*
  * Queues. Every context has a default queue, id 0, created on first use
- * at normal priority; NPU_QUEUE_CREATE adds more. The device runs the
+ * at normal priority; DRM_NPU_QUEUE_CREATE adds more. The device runs the
  * runnable queues of the highest priority first and shares fairly
  * (one task each in turn) among equal priorities.
  */
 enum drm_npu_queue_priority {
-	NPU_QUEUE_PRIORITY_LOW = 0,
-	NPU_QUEUE_PRIORITY_NORMAL = 1,
-	NPU_QUEUE_PRIORITY_HIGH = 2,		/* needs CAP_SYS_NICE */
-	NPU_QUEUE_PRIORITY_REALTIME = 3,	/* needs CAP_SYS_NICE */
+	DRM_NPU_QUEUE_PRIORITY_LOW = 0,
+	DRM_NPU_QUEUE_PRIORITY_NORMAL = 1,
+	DRM_NPU_QUEUE_PRIORITY_HIGH = 2,		/* needs CAP_SYS_NICE */
+	DRM_NPU_QUEUE_PRIORITY_REALTIME = 3,	/* needs CAP_SYS_NICE */
 };
 
-#define NPU_QUEUE_DEPTH_DEFAULT	1024
-#define NPU_QUEUE_DEPTH_MIN	512	/* a full batch and its fence fit */
-#define NPU_QUEUE_DEPTH_MAX	65536
+#define DRM_NPU_QUEUE_DEPTH_DEFAULT	1024
+#define DRM_NPU_QUEUE_DEPTH_MIN	512	/* a full batch and its fence fit */
+#define DRM_NPU_QUEUE_DEPTH_MAX	65536
 
 /**
  * struct drm_npu_queue_create - add a queue to this context
  * @priority: in, an enum drm_npu_queue_priority
- * @depth: in, tasks the ring holds: 0 for NPU_QUEUE_DEPTH_DEFAULT, else a
- *         power of two from NPU_QUEUE_DEPTH_MIN to NPU_QUEUE_DEPTH_MAX
+ * @depth: in, tasks the ring holds: 0 for DRM_NPU_QUEUE_DEPTH_DEFAULT, else a
+ *         power of two from DRM_NPU_QUEUE_DEPTH_MIN to DRM_NPU_QUEUE_DEPTH_MAX
  * @flags: in, must be zero
  * @queue: out, the queue's id for SUBMIT and WAIT (never 0)
  * @timeout_ms: in, how long one of the queue's tasks may execute on the
  *              device without finishing before the queue is declared
  *              hung: 0 for the driver's default (module parameter
- *              job_timeout_ms), at most NPU_PARAM_MAX_QUEUE_TIMEOUT_MS.
+ *              job_timeout_ms), at most DRM_NPU_PARAM_MAX_QUEUE_TIMEOUT_MS.
  *              Time waiting on events or behind other queues is not
  *              execution.
  * @pad: must be zero
@@ -433,8 +433,8 @@ struct drm_npu_queue_create {
  * @queue: in, an id from QUEUE_CREATE
  * @pad: must be zero
  *
- * Work still queued is stopped and fails with NPU_JOB_ABORTED; waiters
- * wake. NPU_QUEUE_ABORT (same struct) does that and keeps the queue, in
+ * Work still queued is stopped and fails with DRM_NPU_JOB_ABORTED; waiters
+ * wake. DRM_NPU_QUEUE_ABORT (same struct) does that and keeps the queue, in
  * the failed state, until it is destroyed. The default queue (0) may be
  * destroyed too; it comes back on its
  * next use. Errors: -EINVAL for a queue this context does not have.
@@ -454,7 +454,7 @@ struct drm_npu_syncobj {
 	__u64 point;
 };
 
-#define NPU_SUBMIT_MAX_SYNCOBJS	16
+#define DRM_NPU_SUBMIT_MAX_SYNCOBJS	16
 /*
  * Events and notifies: device-side sync objects, used by tasks.
  * An event is recorded (with a device timestamp) and waited for; it stays
@@ -463,8 +463,8 @@ struct drm_npu_syncobj {
  * with other processes as file descriptors.
  */
 enum drm_npu_sync_kind {
-	NPU_SYNC_EVENT = 1,
-	NPU_SYNC_NOTIFY = 2,
+	DRM_NPU_SYNC_EVENT = 1,
+	DRM_NPU_SYNC_NOTIFY = 2,
 };
 
 /**
@@ -534,12 +534,12 @@ struct drm_npu_notify_import {
 	__u32 pad;
 };
 
-#define NPU_SUBMIT_MAX_TASKS	256
+#define DRM_NPU_SUBMIT_MAX_TASKS	256
 
 /**
  * struct drm_npu_submit - queue a batch of tasks
  * @tasks: in, pointer to @count struct drm_npu_task
- * @count: in, 1..NPU_SUBMIT_MAX_TASKS
+ * @count: in, 1..DRM_NPU_SUBMIT_MAX_TASKS
  * @flags: in, must be zero
  * @seq: out, the batch's sequence number on that queue
  * @queue: in, the queue: 0 for the default one, or an id from QUEUE_CREATE
@@ -551,7 +551,7 @@ struct drm_npu_notify_import {
  * @out_syncobjs: in, pointer to @out_count struct drm_npu_syncobj that get
  *                the batch's fence; it signals when the batch completes,
  *                with an error if it failed or was aborted
- * @in_count, @out_count: in, at most NPU_SUBMIT_MAX_SYNCOBJS each
+ * @in_count, @out_count: in, at most DRM_NPU_SUBMIT_MAX_SYNCOBJS each
  *
  * Buffers the tasks touch stay alive until the batch completes, even if
  * they are closed; what the batch kept alive is released shortly after
@@ -580,13 +580,13 @@ struct drm_npu_submit {
 };
 
 enum drm_npu_job_status {
-	NPU_JOB_DONE = 0,
-	NPU_JOB_FAULT = 1,		/* MMU fault: see fault_* */
-	NPU_JOB_INVALID = 2,		/* the device rejected a task */
-	NPU_JOB_ABORTED = 3,		/* the device went away */
-	NPU_JOB_KERNEL_ERROR = 4,	/* a kernel launch had bad arguments */
-	NPU_JOB_TIMEOUT = 5,		/* a task executed past its queue's time limit */
-	NPU_JOB_RESET = 6,		/* the device was reset (firmware stopped) */
+	DRM_NPU_JOB_DONE = 0,
+	DRM_NPU_JOB_FAULT = 1,		/* MMU fault: see fault_* */
+	DRM_NPU_JOB_INVALID = 2,		/* the device rejected a task */
+	DRM_NPU_JOB_ABORTED = 3,		/* the device went away */
+	DRM_NPU_JOB_KERNEL_ERROR = 4,	/* a kernel launch had bad arguments */
+	DRM_NPU_JOB_TIMEOUT = 5,		/* a task executed past its queue's time limit */
+	DRM_NPU_JOB_RESET = 6,		/* the device was reset (firmware stopped) */
 };
 
 /**
@@ -596,7 +596,7 @@ enum drm_npu_job_status {
  *              time left is written back when a signal interrupts it
  * @status: out, an enum drm_npu_job_status
  * @error_task: out, for a failed batch the index of the task that failed
- * @fault_address: out, for NPU_JOB_FAULT the device VA
+ * @fault_address: out, for DRM_NPU_JOB_FAULT the device VA
  * @fault_access: out, 0 read, 1 write
  * @queue: in, the queue the batch was submitted to (0: the default one)
  *
@@ -621,7 +621,7 @@ struct drm_npu_wait {
  * The ring must be created with IORING_SETUP_SQE128 and
  * IORING_SETUP_CQE32 (each command is rejected with -EINVAL otherwise);
  * IORING_SETUP_IOPOLL is not supported. sqe->cmd_op is one of the
- * NPU_URING_CMD_* below and the payload struct sits in sqe->cmd (80
+ * DRM_NPU_URING_CMD_* below and the payload struct sits in sqe->cmd (80
  * bytes). The payload is read once, when the command is issued.
  *
  * The cmd_op encodes the payload size the caller was built with, like an
@@ -633,7 +633,7 @@ struct drm_npu_wait {
  * big_cqe[0] (the first extra 64 bits of the CQE32) is the second result:
  *
  *  - on success, what the command says (a sequence number, a timestamp);
- *  - when a batch failed on the device: NPU_URING_RES2(status, task),
+ *  - when a batch failed on the device: DRM_NPU_URING_RES2(status, task),
  *    the enum drm_npu_job_status and the index of the failing task in its
  *    batch; DRM_IOCTL_NPU_WAIT on the same sequence number gives the fault
  *    address;
@@ -642,19 +642,19 @@ struct drm_npu_wait {
  * Commands that wait are parked in the kernel. They are cancelled with
  * -ECANCELED when their queue is aborted or destroyed, when their ring is
  * closed and when the task that submitted them exits; a device reset
- * completes them with -EIO and NPU_JOB_RESET. A context may have at most
- * NPU_URING_MAX_PARKED commands parked (-EBUSY beyond).
+ * completes them with -EIO and DRM_NPU_JOB_RESET. A context may have at most
+ * DRM_NPU_URING_MAX_PARKED commands parked (-EBUSY beyond).
  */
-#define NPU_URING_MAX_PARKED	65536
+#define DRM_NPU_URING_MAX_PARKED	65536
 /* ... and a device at most this many, all contexts together. */
-#define NPU_URING_MAX_PARKED_DEVICE	(4 * NPU_URING_MAX_PARKED)
+#define DRM_NPU_URING_MAX_PARKED_DEVICE	(4 * DRM_NPU_URING_MAX_PARKED)
 
-#define NPU_URING_RES2(status, task)	(((__u64)(status) << 32) | (__u32)(task))
-#define NPU_URING_RES2_STATUS(res2)	((__u32)((res2) >> 32))
-#define NPU_URING_RES2_TASK(res2)	((__u32)(res2))
+#define DRM_NPU_URING_RES2(status, task)	(((__u64)(status) << 32) | (__u32)(task))
+#define DRM_NPU_URING_RES2_STATUS(res2)	((__u32)((res2) >> 32))
+#define DRM_NPU_URING_RES2_TASK(res2)	((__u32)(res2))
 
 /*
- * NPU_URING_CMD_SUBMIT: struct drm_npu_submit, checked exactly as the
+ * DRM_NPU_URING_CMD_SUBMIT: struct drm_npu_submit, checked exactly as the
  * ioctl checks it (@seq must be zero: it is an output there). The CQE
  * arrives when the batch completes on the device: res 0 and res2 its
  * sequence number, or res -EIO (-ECANCELED if aborted) and res2 saying
@@ -667,7 +667,7 @@ struct drm_npu_wait {
  */
 
 /**
- * struct drm_npu_uring_wait - NPU_URING_CMD_WAIT: wait for a sequence number
+ * struct drm_npu_uring_wait - DRM_NPU_URING_CMD_WAIT: wait for a sequence number
  * @seq: a sequence number the queue handed out (0: nothing to wait for)
  * @timeout_ns: relative; 0 polls; negative waits without limit
  * @queue: the queue (0: the default one)
@@ -686,7 +686,7 @@ struct drm_npu_uring_wait {
 };
 
 /**
- * struct drm_npu_uring_event_wait - NPU_URING_CMD_EVENT_WAIT
+ * struct drm_npu_uring_event_wait - DRM_NPU_URING_CMD_EVENT_WAIT
  * @timeout_ns: relative; 0 polls; negative waits without limit
  * @id: an event of this context
  * @flags: must be zero
@@ -701,13 +701,13 @@ struct drm_npu_uring_event_wait {
 	__u32 flags;
 };
 
-#define NPU_URING_CMD_BASE		0x40
-#define NPU_URING_CMD_SUBMIT \
-	DRM_IOW(DRM_COMMAND_BASE + NPU_URING_CMD_BASE + 0x0, struct drm_npu_submit)
-#define NPU_URING_CMD_WAIT \
-	DRM_IOW(DRM_COMMAND_BASE + NPU_URING_CMD_BASE + 0x1, struct drm_npu_uring_wait)
-#define NPU_URING_CMD_EVENT_WAIT \
-	DRM_IOW(DRM_COMMAND_BASE + NPU_URING_CMD_BASE + 0x2, struct drm_npu_uring_event_wait)
+#define DRM_NPU_URING_CMD_BASE		0x40
+#define DRM_NPU_URING_CMD_SUBMIT \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_URING_CMD_BASE + 0x0, struct drm_npu_submit)
+#define DRM_NPU_URING_CMD_WAIT \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_URING_CMD_BASE + 0x1, struct drm_npu_uring_wait)
+#define DRM_NPU_URING_CMD_EVENT_WAIT \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_URING_CMD_BASE + 0x2, struct drm_npu_uring_event_wait)
 
 #if defined(__cplusplus)
 }

@@ -219,15 +219,15 @@ npurt_status npurt_device_get_info(npurt_device *dev, npurt_device_info *info)
 {
 	static const char who[] = "npurt_device_get_info";
 	npurt_device_info out = { 0 };
-	uint64_t v[NPU_PARAM_HBM_USED + 1];
+	uint64_t v[DRM_NPU_PARAM_HBM_USED + 1];
 	drmVersionPtr ver;
 	npurt_status st;
 
 	if (!dev || !info)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 
-	for (uint32_t p = 0; p <= NPU_PARAM_HBM_USED; p++) {
-		if (p == NPU_PARAM_FW_PING_NS)
+	for (uint32_t p = 0; p <= DRM_NPU_PARAM_HBM_USED; p++) {
+		if (p == DRM_NPU_PARAM_FW_PING_NS)
 			continue;	/* a round trip, not a value: npurt_device_ping() */
 		st = get_param(dev, who, p, &v[p]);
 		if (st)
@@ -245,19 +245,19 @@ npurt_status npurt_device_get_info(npurt_device *dev, npurt_device_info *info)
 
 	snprintf(out.node, sizeof(out.node), "%s", dev->node);
 	snprintf(out.bus_id, sizeof(out.bus_id), "%s", dev->bus_id);
-	out.if_version[0] = (uint32_t)(v[NPU_PARAM_IF_VERSION] >> 16);
-	out.if_version[1] = (uint32_t)(v[NPU_PARAM_IF_VERSION] & 0xffff);
-	out.fw_version[0] = (uint32_t)(v[NPU_PARAM_FW_VERSION] >> 16) & 0xff;
-	out.fw_version[1] = (uint32_t)(v[NPU_PARAM_FW_VERSION] >> 8) & 0xff;
-	out.fw_version[2] = (uint32_t)v[NPU_PARAM_FW_VERSION] & 0xff;
-	out.caps = v[NPU_PARAM_DEVICE_CAPS];
-	out.hbm_size = v[NPU_PARAM_HBM_SIZE];
-	out.hbm_reserved = v[NPU_PARAM_HBM_RESERVED];
-	out.hbm_used = v[NPU_PARAM_HBM_USED];
-	out.queue_count = (uint32_t)v[NPU_PARAM_QUEUE_COUNT];
-	out.core_count = (uint32_t)v[NPU_PARAM_CORE_COUNT];
-	out.heartbeat = v[NPU_PARAM_FW_HEARTBEAT];
-	out.heartbeat_ms = (uint32_t)v[NPU_PARAM_FW_HEARTBEAT_MS];
+	out.if_version[0] = (uint32_t)(v[DRM_NPU_PARAM_IF_VERSION] >> 16);
+	out.if_version[1] = (uint32_t)(v[DRM_NPU_PARAM_IF_VERSION] & 0xffff);
+	out.fw_version[0] = (uint32_t)(v[DRM_NPU_PARAM_FW_VERSION] >> 16) & 0xff;
+	out.fw_version[1] = (uint32_t)(v[DRM_NPU_PARAM_FW_VERSION] >> 8) & 0xff;
+	out.fw_version[2] = (uint32_t)v[DRM_NPU_PARAM_FW_VERSION] & 0xff;
+	out.caps = v[DRM_NPU_PARAM_DEVICE_CAPS];
+	out.hbm_size = v[DRM_NPU_PARAM_HBM_SIZE];
+	out.hbm_reserved = v[DRM_NPU_PARAM_HBM_RESERVED];
+	out.hbm_used = v[DRM_NPU_PARAM_HBM_USED];
+	out.queue_count = (uint32_t)v[DRM_NPU_PARAM_QUEUE_COUNT];
+	out.core_count = (uint32_t)v[DRM_NPU_PARAM_CORE_COUNT];
+	out.heartbeat = v[DRM_NPU_PARAM_FW_HEARTBEAT];
+	out.heartbeat_ms = (uint32_t)v[DRM_NPU_PARAM_FW_HEARTBEAT_MS];
 	*info = out;
 	return NPURT_OK;
 }
@@ -269,7 +269,7 @@ npurt_status npurt_device_ping(npurt_device *dev, uint64_t *rtt_ns)
 
 	if (!dev || !rtt_ns)
 		return npurt_set_error(NPURT_ERR_INVALID, "npurt_device_ping: NULL argument");
-	st = get_param(dev, "npurt_device_ping", NPU_PARAM_FW_PING_NS, &v);
+	st = get_param(dev, "npurt_device_ping", DRM_NPU_PARAM_FW_PING_NS, &v);
 	if (!st)
 		*rtt_ns = v;
 	return st;
