@@ -40,9 +40,9 @@ static int npu_ioctl_get_param(struct drm_device *drm, void *data,
 	struct npu_device *ndev = to_npu_device(drm);
 	struct drm_npu_get_param *args = data;
 	const struct npu_fw_info *fw = &ndev->fw;
-	int ret = 0, idx;
+	int idx;
 
-	if (args->pad)
+	if (args->flags)
 		return -EINVAL;
 
 	switch (args->param) {
@@ -87,21 +87,16 @@ static int npu_ioctl_get_param(struct drm_device *drm, void *data,
 		args->value = npu_recovery_max_job_timeout_ms();
 		return 0;
 	case DRM_NPU_PARAM_FW_HEARTBEAT:
-	case DRM_NPU_PARAM_FW_PING_NS:
-		break;
+		/* Reads the device. */
+		if (!drm_dev_enter(drm, &idx))
+			return -ENODEV;
+		args->value = npu_hw_heartbeat(ndev);
+		drm_dev_exit(idx);
+		return 0;
 	default:
+		/* DRM_NPU_PARAM_RESERVED_9 (the old ping: debugfs fw_ping) too. */
 		return -EINVAL;
 	}
-
-	/* The rest talk to the device. */
-	if (!drm_dev_enter(drm, &idx))
-		return -ENODEV;
-	if (args->param == DRM_NPU_PARAM_FW_HEARTBEAT)
-		args->value = npu_hw_heartbeat(ndev);
-	else
-		ret = npu_ipc_ping(ndev, &args->value);
-	drm_dev_exit(idx);
-	return ret;
 }
 
 static const struct drm_ioctl_desc npu_ioctls[] = {
@@ -137,7 +132,7 @@ static const struct file_operations npu_fops = {
 	.read = drm_read,
 	.llseek = noop_llseek,
 	.mmap = drm_gem_mmap,
-	.show_fdinfo = npu_show_fdinfo,
+	NPU_FOPS_SHOW_FDINFO
 #if IS_ENABLED(CONFIG_IO_URING)
 	.uring_cmd = npu_uring_cmd,
 #endif
@@ -150,6 +145,7 @@ static const struct drm_driver npu_drm_driver = {
 	.open = npu_ctx_open,
 	.postclose = npu_ctx_postclose,
 	.debugfs_init = npu_debugfs_init,
+	NPU_DRM_DRIVER_SHOW_FDINFO
 	/* Buffers are shared as dma-bufs; importing is for our own only. */
 	NPU_DRM_DRIVER_PRIME
 	.ioctls = npu_ioctls,

@@ -359,7 +359,18 @@ static const struct vm_operations_struct npu_bo_vm_ops = {
 	.close = drm_gem_vm_close,
 };
 
+#ifdef HAVE_DRM_GEM_OBJECT_STATUS
+/* For drm_show_memory_stats(): device memory and pinned pages stay put. */
+static enum drm_gem_object_status npu_bo_status(struct drm_gem_object *obj)
+{
+	return DRM_GEM_OBJECT_RESIDENT;
+}
+#endif
+
 static const struct drm_gem_object_funcs npu_bo_funcs = {
+#ifdef HAVE_DRM_GEM_OBJECT_STATUS
+	.status = npu_bo_status,
+#endif
 	.free = npu_bo_free,
 	.open = npu_bo_open,
 	.close = npu_bo_close,
@@ -493,7 +504,7 @@ int npu_ioctl_bo_info(struct drm_device *drm, void *data, struct drm_file *file)
 	struct drm_gem_object *obj;
 	struct npu_bo *bo;
 
-	if (args->pad)
+	if (args->flags)
 		return -EINVAL;
 	obj = drm_gem_object_lookup(file, args->handle);
 	if (!obj)
@@ -502,7 +513,7 @@ int npu_ioctl_bo_info(struct drm_device *drm, void *data, struct drm_file *file)
 	args->mmap_offset = drm_vma_node_offset_addr(&obj->vma_node);
 	args->device_va = npu_bo_va(bo, file->driver_priv);
 	args->size = obj->size;
-	args->flags = bo->flags;
+	args->bo_flags = bo->flags;
 	args->page_size = bo->page_size;
 	drm_gem_object_put(obj);
 	return 0;

@@ -168,8 +168,7 @@ struct npu_job *npu_job_create(struct npu_ctx *ctx, struct drm_npu_task *tasks, 
 			 * early makes the launch fault, never reach freed memory
 			 * (unmapping waits for the task running on the device).
 			 */
-			ret = npu_job_hold_range(job, ctx, t->args[0],
-						 sizeof(struct drm_npu_kernel_args), &cap);
+			ret = npu_job_hold_range(job, ctx, t->args[0], t->args[2], &cap);
 		}
 	}
 	mutex_unlock(&ctx->lock);

@@ -58,10 +58,14 @@ static bool npu_task_valid(const struct drm_npu_task *t)
 		first_unused = 3;
 		break;
 	case DRM_NPU_TASK_KERNEL:
-		/* The argument block itself is the device's to check. */
-		if (t->args[1] > DRM_NPU_MAX_BLOCK_DIM)
+		/*
+		 * The argument block itself is the device's to check; the
+		 * driver only keeps the range it says mapped.
+		 */
+		if (t->args[1] > DRM_NPU_MAX_BLOCK_DIM || !t->args[2] ||
+		    t->args[2] > DRM_NPU_KERNEL_ARGS_MAX)
 			return false;
-		first_unused = 2;
+		first_unused = 3;
 		break;
 	case DRM_NPU_TASK_TIMESTAMP:
 		if (t->args[0] & 7)
@@ -126,7 +130,7 @@ int npu_ioctl_queue_destroy(struct drm_device *drm, void *data, struct drm_file 
 	struct drm_npu_queue_destroy *args = data;
 	struct npu_queue *q;
 
-	if (args->pad || args->queue >= NPU_CTX_QUEUES)
+	if (args->flags || args->queue >= NPU_CTX_QUEUES)
 		return -EINVAL;
 	mutex_lock(&ctx->lock);
 	q = ctx->queues[args->queue];
@@ -143,7 +147,7 @@ int npu_ioctl_queue_abort(struct drm_device *drm, void *data, struct drm_file *f
 	struct drm_npu_queue_destroy *args = data;
 	struct npu_queue *q;
 
-	if (args->pad)
+	if (args->flags)
 		return -EINVAL;
 	q = npu_queue_lookup(file->driver_priv, args->queue, false);
 	if (IS_ERR(q))
@@ -334,21 +338,21 @@ int npu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file)
 {
 	struct npu_device *ndev = to_npu_device(drm);
 	struct drm_npu_wait *args = data;
-	ktime_t start = ktime_get();
 	struct npu_queue *q;
-	long timeout, left;
+	long left;
 	int ret;
 
+	if (args->flags || args->pad)
+		return -EINVAL;
 	q = npu_wait_queue(file->driver_priv, args->queue, args->seq);
 	if (IS_ERR_OR_NULL(q))
 		return PTR_ERR_OR_ZERO(q);
 
-	timeout = npu_timeout_jiffies(args->timeout_ns);
 	left = wait_event_interruptible_timeout(q->wq, npu_queue_settled(q, args->seq),
-						timeout);
+						npu_deadline_jiffies(args->deadline_ns));
 	if (left < 0) {
+		/* Restarted as it is: the deadline does not move. */
 		npu_queue_put(q);
-		npu_timeout_consume(&args->timeout_ns, start);
 		return left;
 	}
 

@@ -188,7 +188,7 @@ int npu_ioctl_sync_destroy(struct drm_device *drm, void *data, struct drm_file *
 	struct drm_npu_sync_destroy *args = data;
 	struct npu_sync *s;
 
-	if (args->pad)
+	if (args->flags)
 		return -EINVAL;
 	mutex_lock(&ctx->lock);
 	s = xa_erase(&ctx->syncs, args->id);
@@ -208,6 +208,8 @@ int npu_ioctl_event_query(struct drm_device *drm, void *data, struct drm_file *f
 	struct npu_sync *s;
 	int idx;
 
+	if (args->flags || args->pad)
+		return -EINVAL;
 	s = npu_sync_lookup(file->driver_priv, args->id, DRM_NPU_SYNC_EVENT);
 	if (!s)
 		return -EINVAL;
@@ -251,23 +253,21 @@ int npu_ioctl_event_wait(struct drm_device *drm, void *data, struct drm_file *fi
 	struct npu_device *ndev = to_npu_device(drm);
 	struct drm_npu_event_wait *args = data;
 	int resets = atomic_read(&ndev->resets), err = 0;
-	ktime_t start = ktime_get();
 	struct npu_sync *s;
 	long left;
 
-	if (args->pad)
+	if (args->flags)
 		return -EINVAL;
 	s = npu_sync_lookup(file->driver_priv, args->id, DRM_NPU_SYNC_EVENT);
 	if (!s)
 		return -EINVAL;
 	left = wait_event_interruptible_timeout(ndev->sync_wq,
 						npu_event_settled(s, resets, &err),
-						npu_timeout_jiffies(args->timeout_ns));
+						npu_deadline_jiffies(args->deadline_ns));
 	npu_sync_put(s);
-	if (left < 0) {
-		npu_timeout_consume(&args->timeout_ns, start);
+	/* Restarted as it is: the deadline does not move. */
+	if (left < 0)
 		return left;
-	}
 	if (err)
 		return err;
 	return left ? 0 : -ETIMEDOUT;

@@ -301,16 +301,19 @@ static void npu_ucmd_cancel(struct npu_device *ndev, struct io_uring_cmd *cmd)
 }
 #endif
 
-/* Under ucmd_lock: a parked command's time limit, as the uapi defines it. */
-static void npu_ucmd_arm(struct npu_ucmd *u, s64 timeout_ns)
+/*
+ * Under ucmd_lock: a parked command's deadline, as the uapi defines it
+ * (absolute CLOCK_MONOTONIC; not in the future polls).
+ */
+static void npu_ucmd_arm(struct npu_ucmd *u, s64 deadline_ns)
 {
 	lockdep_assert_held(&u->ndev->ucmd_lock);
-	if (list_empty(&u->link) || timeout_ns < 0)
+	if (list_empty(&u->link) || deadline_ns == DRM_NPU_DEADLINE_NONE)
 		return;
-	if (!timeout_ns)
+	if (deadline_ns <= ktime_to_ns(ktime_get()))
 		npu_ucmd_settle(u, -ETIMEDOUT, 0);
 	else
-		hrtimer_start(&u->timer, ns_to_ktime(timeout_ns), HRTIMER_MODE_REL);
+		hrtimer_start(&u->timer, ns_to_ktime(deadline_ns), HRTIMER_MODE_ABS);
 }
 
 /*
@@ -328,7 +331,7 @@ static void npu_ucmd_parking(struct npu_ucmd *u)
  * Park u on its queue, settling it at once if the queue is already past
  * u->seq or failed. u belongs to the completion side afterwards.
  */
-static void npu_ucmd_park_queue(struct npu_ucmd *u, s64 timeout_ns)
+static void npu_ucmd_park_queue(struct npu_ucmd *u, s64 deadline_ns)
 {
 	struct npu_device *ndev = u->ndev;
 	struct npu_queue *q = u->q;
@@ -344,7 +347,7 @@ static void npu_ucmd_park_queue(struct npu_ucmd *u, s64 timeout_ns)
 			break;
 	list_add(&u->wait_link, &pos->wait_link);
 	npu_ucmd_settle_queue(q);
-	npu_ucmd_arm(u, timeout_ns);
+	npu_ucmd_arm(u, deadline_ns);
 	spin_unlock_irqrestore(&ndev->ucmd_lock, flags);
 }
 
@@ -365,7 +368,7 @@ static int npu_ucmd_submit(struct npu_ucmd *u, struct drm_file *file,
 	if (ret)
 		return ret;
 	u->seq = args->seq;
-	npu_ucmd_park_queue(u, -1);
+	npu_ucmd_park_queue(u, DRM_NPU_DEADLINE_NONE);
 	return 0;
 }
 
@@ -382,7 +385,7 @@ static int npu_ucmd_wait(struct npu_ucmd *u, struct drm_npu_uring_wait *args)
 		return NPU_UCMD_DONE;
 	u->q = q;
 	u->seq = args->seq;
-	npu_ucmd_park_queue(u, args->timeout_ns);
+	npu_ucmd_park_queue(u, args->deadline_ns);
 	return 0;
 }
 
@@ -407,7 +410,7 @@ static int npu_ucmd_event_wait(struct npu_ucmd *u, struct drm_npu_uring_event_wa
 		list_add_tail(&u->event->waited_link, &ndev->ucmd_events);
 	list_add_tail(&u->wait_link, &u->event->ucmds);
 	npu_ucmd_settle_events(ndev);
-	npu_ucmd_arm(u, args->timeout_ns);
+	npu_ucmd_arm(u, args->deadline_ns);
 	spin_unlock_irqrestore(&ndev->ucmd_lock, flags);
 	drm_dev_exit(idx);
 	return 0;

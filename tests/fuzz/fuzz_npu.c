@@ -73,20 +73,19 @@ void op_get_param(void)
 	long ret;
 
 	a.param = (uint32_t)rnd_below(DRM_NPU_PARAM_MAX_QUEUE_TIMEOUT_MS + 1);
-	if (a.param == DRM_NPU_PARAM_FW_PING_NS && !chance(150))
-		a.param = DRM_NPU_PARAM_HBM_USED;	/* a mailbox round trip: now and then */
 	if (chance(40))
 		a.param = DRM_NPU_PARAM_MAX_QUEUE_TIMEOUT_MS + 1 + (uint32_t)rnd_below(1000);
 	else if (chance(10))
 		a.param = rnd_garbage32() | 0x100;
 	if (chance(30))
-		a.pad = rnd_garbage32() | 1;
+		a.flags = rnd_garbage32() | 1;
 	a.value = chance(50) ? rnd64() : 0;	/* an output: ignored */
 	ioc_pick(&c, f, &a, sizeof(a));
-	fz_begin(OP_GET_PARAM, "GET_PARAM fd=%d param=%u pad=%#x%s", c.fd, a.param, a.pad,
+	fz_begin(OP_GET_PARAM, "GET_PARAM fd=%d param=%u flags=%#x%s", c.fd, a.param, a.flags,
 		 ioc_str(&c));
 	if (!ioc_expect(&c, &x)) {
-		if (a.pad || a.param > DRM_NPU_PARAM_MAX_QUEUE_TIMEOUT_MS)
+		if (a.flags || a.param > DRM_NPU_PARAM_MAX_QUEUE_TIMEOUT_MS ||
+		    a.param == DRM_NPU_PARAM_RESERVED_9)
 			x_err(&x, EINVAL, 0);
 		else
 			x_ok(&x, 0);
@@ -101,8 +100,6 @@ void op_get_param(void)
 				   (unsigned long long)fz->params[a.param],
 				   (unsigned long long)a.value);
 		fz->params[a.param] = a.value;
-		break;
-	case DRM_NPU_PARAM_FW_PING_NS:
 		break;
 	case DRM_NPU_PARAM_HBM_USED:
 		if (a.value > fz->params[DRM_NPU_PARAM_HBM_SIZE])
@@ -232,14 +229,14 @@ void op_bo_info(void)
 	else
 		a.handle = unused_handle(f), b = NULL;
 	if (chance(20))
-		a.pad = rnd_garbage32() | 1;
+		a.flags = rnd_garbage32() | 1;
 	if (chance(30))
 		a.size = rnd64(), a.mmap_offset = rnd64();	/* outputs */
 	ioc_pick(&c, f, &a, sizeof(a));
-	fz_begin(OP_BO_INFO, "BO_INFO fd=%d handle=%u pad=%#x%s", c.fd, a.handle, a.pad,
+	fz_begin(OP_BO_INFO, "BO_INFO fd=%d handle=%u flags=%#x%s", c.fd, a.handle, a.flags,
 		 ioc_str(&c));
 	if (!ioc_expect(&c, &x)) {
-		if (a.pad)
+		if (a.flags)
 			x_err(&x, EINVAL, 0);
 		else if (b)
 			x_ok(&x, file_strict(f) ? 0 : ENOENT, 0);
@@ -253,14 +250,14 @@ void op_bo_info(void)
 		return;
 	bool user = !a.mmap_offset;	/* registered host memory has no offset */
 
-	if ((a.flags & ~(user ? DRM_NPU_USERPTR_READ_ONLY : 0)) ||
+	if ((a.bo_flags & ~(user ? DRM_NPU_USERPTR_READ_ONLY : 0)) ||
 	    (a.page_size != DRM_NPU_PAGE_SIZE_4K && a.page_size != DRM_NPU_PAGE_SIZE_2M) ||
 	    !a.size || a.size % a.page_size || a.device_va < DRM_NPU_VA_BASE ||
 	    a.device_va + a.size > DRM_NPU_VA_END ||
 	    (b->user_known && user != b->user && file_strict(f))) {
 		fz_finding("info: size %#llx va %#llx offset %#llx flags %#x page %#x",
 			   (unsigned long long)a.size, (unsigned long long)a.device_va,
-			   (unsigned long long)a.mmap_offset, a.flags, a.page_size);
+			   (unsigned long long)a.mmap_offset, a.bo_flags, a.page_size);
 		return;
 	}
 	if (b->info && (a.size != b->size || a.device_va != b->va ||
@@ -461,12 +458,12 @@ void op_queue_destroy(bool abort)
 	else
 		a.queue = (uint32_t)qi;
 	if (chance(15))
-		a.pad = rnd_garbage32() | 1;
+		a.flags = rnd_garbage32() | 1;
 	ioc_pick(&c, f, &a, sizeof(a));
-	fz_begin(abort ? OP_QUEUE_ABORT : OP_QUEUE_DESTROY, "QUEUE_%s fd=%d queue=%u pad=%#x%s",
-		 abort ? "ABORT" : "DESTROY", c.fd, a.queue, a.pad, ioc_str(&c));
+	fz_begin(abort ? OP_QUEUE_ABORT : OP_QUEUE_DESTROY, "QUEUE_%s fd=%d queue=%u flags=%#x%s",
+		 abort ? "ABORT" : "DESTROY", c.fd, a.queue, a.flags, ioc_str(&c));
 	if (!ioc_expect(&c, &x)) {
-		if (a.pad || a.queue >= FZ_QUEUES || queue_sure_absent(f, (int)a.queue))
+		if (a.flags || a.queue >= FZ_QUEUES || queue_sure_absent(f, (int)a.queue))
 			x_err(&x, EINVAL, 0);
 		else if (queue_sure_live(f, (int)a.queue))
 			x_ok(&x, 0);
@@ -475,7 +472,7 @@ void op_queue_destroy(bool abort)
 	}
 	ret = fz_ioctl(c.fd, abort ? DRM_IOCTL_NPU_QUEUE_ABORT : DRM_IOCTL_NPU_QUEUE_DESTROY,
 		       c.arg);
-	if (!fz_end(&x, ret) || c.bad || a.pad || a.queue >= FZ_QUEUES)
+	if (!fz_end(&x, ret) || c.bad || a.flags || a.queue >= FZ_QUEUES)
 		return;
 	struct fz_queue *q = &f->q[a.queue];
 
@@ -554,12 +551,12 @@ void op_sync_destroy(void)
 	else
 		a.id = unused_sync_id(f), s = NULL;
 	if (chance(15))
-		a.pad = rnd_garbage32() | 1;
+		a.flags = rnd_garbage32() | 1;
 	ioc_pick(&c, f, &a, sizeof(a));
-	fz_begin(OP_SYNC_DESTROY, "SYNC_DESTROY fd=%d id=%u pad=%#x%s", c.fd, a.id, a.pad,
+	fz_begin(OP_SYNC_DESTROY, "SYNC_DESTROY fd=%d id=%u flags=%#x%s", c.fd, a.id, a.flags,
 		 ioc_str(&c));
 	if (!ioc_expect(&c, &x)) {
-		if (a.pad)
+		if (a.flags)
 			x_err(&x, EINVAL, 0);
 		else if (!file_strict(f))
 			x_ok(&x, EINVAL, 0);
@@ -569,7 +566,7 @@ void op_sync_destroy(void)
 			x_err(&x, EINVAL, 0);
 	}
 	ret = fz_ioctl(c.fd, DRM_IOCTL_NPU_SYNC_DESTROY, c.arg);
-	if (fz_end(&x, ret) && !c.bad && !a.pad && s)
+	if (fz_end(&x, ret) && !c.bad && !a.flags && s)
 		drop_sync(f, s);
 }
 
@@ -601,10 +598,17 @@ void op_event_query(void)
 	a.id = event_id(f, &held);
 	if (chance(30))
 		a.recorded = rnd32(), a.timestamp_ns = rnd64();	/* outputs */
+	if (chance(20))
+		a.flags = rnd_garbage32() | 1;
+	if (chance(20))
+		a.pad = rnd_garbage32() | 1;
 	ioc_pick(&c, f, &a, sizeof(a));
-	fz_begin(OP_EVENT_QUERY, "EVENT_QUERY fd=%d id=%u%s", c.fd, a.id, ioc_str(&c));
+	fz_begin(OP_EVENT_QUERY, "EVENT_QUERY fd=%d id=%u flags=%#x pad=%#x%s", c.fd, a.id,
+		 a.flags, a.pad, ioc_str(&c));
 	if (!ioc_expect(&c, &x)) {
-		if (!file_strict(f))
+		if (a.flags || a.pad)
+			x_err(&x, EINVAL, 0);
+		else if (!file_strict(f))
 			x_ok(&x, EINVAL, 0);
 		else if (held)
 			x_ok(&x, 0);
@@ -631,28 +635,30 @@ void op_event_wait(void)
 	case 1:
 	case 2:
 	case 3:
-		a.timeout_ns = 0;
+		/* polls: 0, the past, any negative value */
+		a.deadline_ns = chance(2) ? 0 : chance(2) ? -(int64_t)rnd_below(1ull << 62) :
+				fz_deadline(-(int64_t)rnd_range(1, 1000000000));
 		break;
 	case 4:
 	case 5:
 	case 6:
-		a.timeout_ns = (int64_t)rnd_range(1000, 2000000);
+		a.deadline_ns = fz_deadline((int64_t)rnd_range(1000, 2000000));
 		break;
 	case 7:
 	case 8:
-		a.timeout_ns = (int64_t)rnd_range(2000000, 20000000);
+		a.deadline_ns = fz_deadline((int64_t)rnd_range(2000000, 20000000));
 		break;
 	default:
-		a.timeout_ns = chance(500) ? -1 : (int64_t)rnd_garbage64();
+		a.deadline_ns = chance(500) ? DRM_NPU_DEADLINE_NONE : (int64_t)rnd_garbage64();
 		armed = true;
 	}
 	if (chance(15))
-		a.pad = rnd_garbage32() | 1;
+		a.flags = rnd_garbage32() | 1;
 	ioc_pick(&c, f, &a, sizeof(a));
-	fz_begin(OP_EVENT_WAIT, "EVENT_WAIT fd=%d id=%u timeout=%lld pad=%#x%s", c.fd, a.id,
-		 (long long)a.timeout_ns, a.pad, ioc_str(&c));
+	fz_begin(OP_EVENT_WAIT, "EVENT_WAIT fd=%d id=%u deadline=%lld flags=%#x%s", c.fd, a.id,
+		 (long long)a.deadline_ns, a.flags, ioc_str(&c));
 	if (!ioc_expect(&c, &x)) {
-		if (a.pad)
+		if (a.flags)
 			x_err(&x, EINVAL, 0);
 		else if (!file_strict(f))
 			x_ok(&x, EINVAL, ETIMEDOUT, EINTR, EIO, 0);
@@ -667,11 +673,12 @@ void op_event_wait(void)
 	fz_disarm();
 	if (!fz_end(&x, ret) || c.bad || ret != -EINTR)
 		return;
-	/* An interrupted wait leaves what is left of its time. */
-	int64_t left = ((struct drm_npu_event_wait *)c.arg)->timeout_ns;
+	/* An absolute deadline: the kernel never writes it back. */
+	int64_t after = ((struct drm_npu_event_wait *)c.arg)->deadline_ns;
 
-	if (a.timeout_ns < 0 ? left != a.timeout_ns : left > a.timeout_ns || left < 0)
-		fz_finding("timeout_ns %lld after EINTR", (long long)left);
+	if (after != a.deadline_ns)
+		fz_finding("deadline_ns %lld after EINTR (was %lld)", (long long)after,
+			   (long long)a.deadline_ns);
 }
 
 void op_notify_export(void)
@@ -1060,7 +1067,7 @@ static struct range pick_range(struct fz_file *f, uint64_t align, uint64_t max, 
 /* Kernel launch arguments, written through a CPU mapping of one of f's buffers. */
 static bool kernel_args(struct fz_file *f, uint64_t *va, bool *fault)
 {
-	struct drm_npu_kernel_args *k;
+	struct npu_op_args *k;
 	struct fz_map *m = NULL;
 	struct fz_bo *b = NULL;
 	int idx[FZ_MAPS], n = 0;
@@ -1077,10 +1084,10 @@ static bool kernel_args(struct fz_file *f, uint64_t *va, bool *fault)
 	m = &fz->maps[idx[rnd_below(n)]];
 	b = find_obj(f, m->obj);
 	off = align_down(rnd_below(m->len - sizeof(*k)), 8);
-	k = (struct drm_npu_kernel_args *)(m->addr + off);
+	k = (struct npu_op_args *)(m->addr + off);
 	*va = b->va + m->bo_off + off;
 
-	struct drm_npu_kernel_args a;
+	struct npu_op_args a;
 	static const uint32_t ops[] = {
 		NPU_OP_ADD, NPU_OP_SUB, NPU_OP_MUL, NPU_OP_DIV, NPU_OP_MAX, NPU_OP_MIN,
 		NPU_OP_RELU, NPU_OP_GELU, NPU_OP_SIGMOID, NPU_OP_TANH, NPU_OP_EXP,
@@ -1150,7 +1157,7 @@ static bool kernel_args(struct fz_file *f, uint64_t *va, bool *fault)
 		break;
 	}
 	for (uint32_t t = 0; t < 3; t++) {
-		struct drm_npu_tensor *ts = t < 2 ? &a.in[t] : &a.out;
+		struct npu_op_tensor *ts = t < 2 ? &a.in[t] : &a.out;
 		uint64_t stride = 1, elems = 1, bytes;
 		struct fz_bo *d = pick_bo(f, true);
 
@@ -1183,7 +1190,7 @@ static bool kernel_args(struct fz_file *f, uint64_t *va, bool *fault)
 		memcpy(p + at, &v, 4);
 		/* Keep the work small: nothing huge passes the device's checks. */
 		for (uint32_t t = 0; t < 3; t++) {
-			struct drm_npu_tensor *ts = t < 2 ? &a.in[t] : &a.out;
+			struct npu_op_tensor *ts = t < 2 ? &a.in[t] : &a.out;
 
 			for (int dd = 0; dd < NPU_MAX_DIMS; dd++)
 				if (ts->shape[dd] > 64 && ts->shape[dd] < (1ull << 31) + 1)
@@ -1242,6 +1249,15 @@ static void task_normal(struct fz_file *f, struct drm_npu_task *k, bool cheap, b
 		k->args[1] = rnd_below(3);
 		if (chance(50))
 			k->args[1] = rnd_range(3, DRM_NPU_MAX_BLOCK_DIM);
+		/* The block's size: a short one fails on the device. */
+		k->args[2] = sizeof(struct npu_op_args);
+		if (chance(30)) {
+			k->args[2] = rnd_range(1, sizeof(struct npu_op_args) - 1);
+			*may_fail = true;
+		} else if (chance(30)) {
+			k->args[2] = rnd_range(sizeof(struct npu_op_args), DRM_NPU_KERNEL_ARGS_MAX);
+			*may_fail = true;	/* the range may run past the buffer */
+		}
 	} else {
 		int ev = rnd_below(2) ? DRM_NPU_SYNC_EVENT : DRM_NPU_SYNC_NOTIFY;
 
@@ -1321,7 +1337,19 @@ static void task_malformed(struct drm_npu_task *k)
 	default:
 		k->type = DRM_NPU_TASK_KERNEL;
 		k->args[0] = DRM_NPU_VA_BASE;
-		k->args[1] = DRM_NPU_MAX_BLOCK_DIM + 1 + rnd_below(1000);
+		k->args[2] = sizeof(struct npu_op_args);
+		/* too many cores, an empty or an oversized argument block */
+		switch (rnd_below(3)) {
+		case 0:
+			k->args[1] = DRM_NPU_MAX_BLOCK_DIM + 1 + rnd_below(1000);
+			break;
+		case 1:
+			k->args[2] = 0;
+			break;
+		default:
+			k->args[2] = DRM_NPU_KERNEL_ARGS_MAX + 1 +
+				     (chance(2) ? rnd_below(1000) : rnd_garbage64() >> 1);
+		}
 	}
 }
 
@@ -1684,27 +1712,34 @@ void op_wait(void)
 		a.seq = q->max_seq + 1000000 + rnd_below(1ull << 40);	/* never handed out */
 	switch (q && q->blocked && chance(800) ? 0 : rnd_below(20)) {
 	case 0: case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 8: case 9:
-		a.timeout_ns = 0;	/* (mostly, on a queue that may wait for an event) */
+		/* polls (mostly, on a queue that may wait for an event) */
+		a.deadline_ns = chance(2) ? 0 : chance(2) ? -(int64_t)rnd_below(1ull << 62) :
+				fz_deadline(-(int64_t)rnd_range(1, 1000000000));
 		break;
 	case 10: case 11: case 12: case 13: case 14: case 15: case 16:
-		a.timeout_ns = (int64_t)rnd_range(1000, 2000000);
+		a.deadline_ns = fz_deadline((int64_t)rnd_range(1000, 2000000));
 		break;
 	case 17: case 18:
-		a.timeout_ns = (int64_t)rnd_range(2000000, 30000000);
+		a.deadline_ns = fz_deadline((int64_t)rnd_range(2000000, 30000000));
 		break;
 	default:
-		a.timeout_ns = chance(500) ? -1 : (int64_t)rnd_garbage64();
+		a.deadline_ns = chance(500) ? DRM_NPU_DEADLINE_NONE : (int64_t)rnd_garbage64();
 		armed = true;
 	}
 	if (chance(20))
 		a.status = rnd32(), a.error_task = rnd32(), a.fault_address = rnd64();
+	if (chance(30))
+		a.flags = rnd_garbage32() | 1;
+	if (chance(30))
+		a.pad = rnd_garbage32() | 1;
 	ioc_pick(&c, f, &a, sizeof(a));
-	fz_begin(OP_WAIT, "WAIT fd=%d queue=%u seq=%llu timeout=%lld%s", c.fd, a.queue,
-		 (unsigned long long)a.seq, (long long)a.timeout_ns, ioc_str(&c));
+	fz_begin(OP_WAIT, "WAIT fd=%d queue=%u seq=%llu deadline=%lld flags=%#x pad=%#x%s", c.fd,
+		 a.queue, (unsigned long long)a.seq, (long long)a.deadline_ns, a.flags, a.pad,
+		 ioc_str(&c));
 	if (!ioc_expect(&c, &x)) {
 		bool beyond = q && a.seq >= q->max_seq + 1000000;
 
-		if (!q)
+		if (a.flags || a.pad || !q)
 			x_err(&x, EINVAL, 0);
 		else if (a.queue == 0 && queue_sure_absent(f, 0))
 			a.seq ? x_err(&x, EINVAL, 0) : x_ok(&x, 0);
@@ -1724,7 +1759,7 @@ void op_wait(void)
 		fz_arm_ms(50);
 	ret = fz_ioctl(c.fd, DRM_IOCTL_NPU_WAIT, c.arg);
 	fz_disarm();
-	if (!fz_end(&x, ret) || c.bad || !q)
+	if (!fz_end(&x, ret) || c.bad || !q || a.flags || a.pad)
 		return;
 	const struct drm_npu_wait *w = c.arg;
 
@@ -1740,9 +1775,9 @@ void op_wait(void)
 			fz_finding("status %u with EIO", w->status);
 		q->may_fail = q->failed = true;
 	} else if (ret == -EINTR) {
-		if (a.timeout_ns < 0 ? w->timeout_ns != a.timeout_ns :
-		    w->timeout_ns > a.timeout_ns || w->timeout_ns < 0)
-			fz_finding("timeout_ns %lld after EINTR (was %lld)",
-				   (long long)w->timeout_ns, (long long)a.timeout_ns);
+		/* An absolute deadline: the kernel never writes it back. */
+		if (w->deadline_ns != a.deadline_ns)
+			fz_finding("deadline_ns %lld after EINTR (was %lld)",
+				   (long long)w->deadline_ns, (long long)a.deadline_ns);
 	}
 }

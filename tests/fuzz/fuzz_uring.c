@@ -385,8 +385,10 @@ static void make_wait(struct ucmd *u, struct fz_file *f)
 	else
 		w.seq = q->max_seq + 1000000 + rnd_below(1ull << 40), beyond = true;
 	k = (unsigned int)rnd_below(10);
-	w.timeout_ns = k < 4 ? 0 : k < 7 ? (int64_t)rnd_range(1000, 5000000) :
-		       k < 9 ? -1 : (int64_t)rnd_garbage64();
+	/* polls (0, the past), a short deadline, none, or anything */
+	w.deadline_ns = k < 2 ? 0 : k < 4 ? fz_deadline(-(int64_t)rnd_range(0, 1000000000)) :
+			k < 7 ? fz_deadline((int64_t)rnd_range(1000, 5000000)) :
+			k < 9 ? DRM_NPU_DEADLINE_NONE : (int64_t)rnd_garbage64();
 	if (chance(30))
 		w.flags = rnd32() | 1;
 	memcpy(u->payload, &w, sizeof(w));
@@ -394,8 +396,8 @@ static void make_wait(struct ucmd *u, struct fz_file *f)
 	u->op = U_WAIT;
 	u->queue = w.queue;
 	u->seq = w.seq;
-	snprintf(u->desc, sizeof(u->desc), "WAIT queue=%u seq=%llu timeout=%lld flags=%#x",
-		 w.queue, (unsigned long long)w.seq, (long long)w.timeout_ns, w.flags);
+	snprintf(u->desc, sizeof(u->desc), "WAIT queue=%u seq=%llu deadline=%lld flags=%#x",
+		 w.queue, (unsigned long long)w.seq, (long long)w.deadline_ns, w.flags);
 	if (w.flags || !q)
 		x_err(&u->x, EINVAL, 0);
 	else if (queue_sure_absent(f, (int)w.queue))
@@ -423,15 +425,17 @@ static void make_event_wait(struct ucmd *u, struct fz_file *f)
 	else
 		w.id = n && chance(500) ? n->id : unused_sync_id(f);
 	k = (unsigned int)rnd_below(10);
-	w.timeout_ns = k < 4 ? 0 : k < 7 ? (int64_t)rnd_range(1000, 5000000) :
-		       k < 9 ? -1 : (int64_t)rnd_garbage64();
+	/* polls (0, the past), a short deadline, none, or anything */
+	w.deadline_ns = k < 2 ? 0 : k < 4 ? fz_deadline(-(int64_t)rnd_range(0, 1000000000)) :
+			k < 7 ? fz_deadline((int64_t)rnd_range(1000, 5000000)) :
+			k < 9 ? DRM_NPU_DEADLINE_NONE : (int64_t)rnd_garbage64();
 	if (chance(30))
 		w.flags = rnd32() | 1;
 	memcpy(u->payload, &w, sizeof(w));
 	u->len = sizeof(w);
 	u->op = U_EVENT_WAIT;
-	snprintf(u->desc, sizeof(u->desc), "EVENT_WAIT id=%u timeout=%lld flags=%#x", w.id,
-		 (long long)w.timeout_ns, w.flags);
+	snprintf(u->desc, sizeof(u->desc), "EVENT_WAIT id=%u deadline=%lld flags=%#x", w.id,
+		 (long long)w.deadline_ns, w.flags);
 	if (w.flags || (!held && file_strict(f)))
 		x_err(&u->x, EINVAL, 0);
 	else if (!file_strict(f))

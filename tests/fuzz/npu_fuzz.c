@@ -233,7 +233,7 @@ static void worker_init(int idx, uint64_t seed, uint64_t limit, struct fz_shared
 	for (uint32_t p = 0; fd >= 0 && p <= DRM_NPU_PARAM_MAX_QUEUE_TIMEOUT_MS; p++) {
 		struct drm_npu_get_param a = { .param = p };
 
-		if (p != DRM_NPU_PARAM_FW_PING_NS && !ioctl(fd, DRM_IOCTL_NPU_GET_PARAM, &a))
+		if (p != DRM_NPU_PARAM_RESERVED_9 && !ioctl(fd, DRM_IOCTL_NPU_GET_PARAM, &a))
 			fz->params[p] = a.value;
 	}
 	if (fd >= 0)

@@ -194,7 +194,7 @@ TEST_F(bo, bad_arguments)
 	EXPECT_EQ(-ENOMEM, npu_bo_create(self->fd, ~0ull, DRM_NPU_BO_PAGE_NORMAL_ONLY, NULL));
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_BO_INFO, &info));
 	EXPECT_EQ(ENOENT, errno);
-	info.pad = 1;
+	info.flags = 1;
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_BO_INFO, &info));
 	EXPECT_EQ(EINVAL, errno);
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_GET_MEM_USAGE, &u));

@@ -91,7 +91,7 @@ TEST_F(dev, ping_round_trips)
 	uint64_t rtt = 0;
 
 	for (int i = 0; i < 200; i++) {
-		ASSERT_EQ(0, npu_get_param(self->fd, DRM_NPU_PARAM_FW_PING_NS, &rtt));
+		ASSERT_EQ(0, npu_fw_ping(self->fd, &rtt));
 		ASSERT_LT(0, rtt);
 		/* Far below the 2 s mailbox timeout: answered by interrupt. */
 		ASSERT_GT(500000000ull, rtt);
@@ -110,13 +110,23 @@ TEST_F(dev, unknown_param_is_einval)
 	EXPECT_EQ(77, p.value);		/* nothing written back on error */
 }
 
-TEST_F(dev, nonzero_padding_is_einval)
+/* The ping moved to debugfs fw_ping; its number stays reserved. */
+TEST_F(dev, old_ping_param_is_einval)
 {
-	struct drm_npu_get_param p = { .param = DRM_NPU_PARAM_HBM_SIZE, .pad = 1 };
+	struct drm_npu_get_param p = { .param = DRM_NPU_PARAM_RESERVED_9, .value = 77 };
 
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_GET_PARAM, &p));
 	EXPECT_EQ(EINVAL, errno);
-	p.pad = 0x80000000u;
+	EXPECT_EQ(77, p.value);
+}
+
+TEST_F(dev, nonzero_flags_are_einval)
+{
+	struct drm_npu_get_param p = { .param = DRM_NPU_PARAM_HBM_SIZE, .flags = 1 };
+
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_GET_PARAM, &p));
+	EXPECT_EQ(EINVAL, errno);
+	p.flags = 0x80000000u;
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_GET_PARAM, &p));
 	EXPECT_EQ(EINVAL, errno);
 }
@@ -225,7 +235,7 @@ TEST(unbind_with_open_file_then_rebind)
 	EXPECT_STREQ(bdf, bdf2);
 	fd = open(node2, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	EXPECT_EQ(0, npu_get_param(fd, DRM_NPU_PARAM_FW_PING_NS, &v));
+	EXPECT_EQ(0, npu_fw_ping(fd, &v));
 	close(fd);
 }
 
@@ -259,7 +269,7 @@ TEST(unbind_with_work_in_flight_then_rebind)
 	ASSERT_EQ(0, npu_sysfs_write(NPU_SYSFS_DRIVER "/bind", bdf));
 	fd = npu_open();
 	ASSERT_LE(0, fd);
-	EXPECT_EQ(0, npu_get_param(fd, DRM_NPU_PARAM_FW_PING_NS, &v));
+	EXPECT_EQ(0, npu_fw_ping(fd, &v));
 	/* A fresh driver instance: nothing in use. */
 	EXPECT_EQ(0, npu_dev_usage(fd, DRM_NPU_MEM_REGION_HBM));
 	/* And the old work is dead: it would be filling this memory with 1s. */
@@ -305,7 +315,7 @@ TEST(module_is_busy_while_a_file_is_open)
 		SKIP(return, "NPU_KO not set");
 	ASSERT_LE(0, fd);
 	EXPECT_EQ(-EWOULDBLOCK, module_unload());
-	EXPECT_EQ(0, npu_get_param(fd, DRM_NPU_PARAM_FW_PING_NS, &v));
+	EXPECT_EQ(0, npu_fw_ping(fd, &v));
 	close(fd);
 }
 
@@ -334,7 +344,7 @@ TEST(module_reloads_with_device_bound)
 		EXPECT_STREQ(node, node2);
 		fd = open(node2, O_RDWR | O_CLOEXEC);
 		ASSERT_LE(0, fd);
-		EXPECT_EQ(0, npu_get_param(fd, DRM_NPU_PARAM_FW_PING_NS, &rtt));
+		EXPECT_EQ(0, npu_fw_ping(fd, &rtt));
 		EXPECT_EQ(0, npu_get_param(fd, DRM_NPU_PARAM_HBM_SIZE, &hbm));
 		EXPECT_LT(0, hbm);
 		close(fd);

@@ -5,6 +5,8 @@
  * exactly one wait per record and cross processes as fds, and the host can
  * query and wait for events.
  */
+#include <signal.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -67,7 +69,7 @@ TEST_F(ev, timestamps_and_barrier)
 TEST_F(ev, record_query_reset_and_host_wait)
 {
 	struct drm_npu_event_query q = { 0 };
-	struct drm_npu_event_wait w = { .timeout_ns = 100000000 };
+	struct drm_npu_event_wait w = { .deadline_ns = npu_deadline(100000000) };
 	struct drm_npu_task t;
 	uint64_t seq;
 	uint32_t e;
@@ -81,7 +83,7 @@ TEST_F(ev, record_query_reset_and_host_wait)
 
 	t = task1(DRM_NPU_TASK_EVENT_RECORD, e);
 	ASSERT_EQ(0, npu_submit_on(self->fd, self->qa, &t, 1, &seq));
-	w.timeout_ns = 10 * SEC;
+	w.deadline_ns = npu_deadline(10 * SEC);
 	EXPECT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_EVENT_WAIT, &w));
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_EVENT_QUERY, &q));
 	EXPECT_EQ(1, q.recorded);
@@ -92,6 +94,83 @@ TEST_F(ev, record_query_reset_and_host_wait)
 	ASSERT_EQ(0, npu_wait_on(self->fd, self->qa, seq, 10 * SEC, NULL));
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_EVENT_QUERY, &q));
 	EXPECT_EQ(0, q.recorded);
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * SEC + ts.tv_nsec;
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * WAIT and EVENT_WAIT take absolute CLOCK_MONOTONIC deadlines: one in the
+ * past polls (negative ones too), a near one expires on time, and an
+ * interrupted wait leaves the struct as it was (no write-back), so
+ * calling again keeps the deadline.
+ */
+TEST_F(ev, waits_take_absolute_deadlines)
+{
+	const int64_t past[] = { -1, -5 * SEC, 1, mono_ns() - SEC };
+	struct sigaction sa = { .sa_handler = on_alarm }, old;	/* no SA_RESTART */
+	struct itimerval it = { .it_value = { 0, 50000 } };
+	struct drm_npu_event_wait w = { 0 };
+	struct drm_npu_wait qw = { .queue = self->qa };
+	struct drm_npu_task t;
+	int64_t start, deadline;
+	uint64_t seq;
+	uint32_t e;
+
+	ASSERT_EQ(0, npu_sync_create(self->fd, DRM_NPU_SYNC_EVENT, &e));
+	w.id = e;
+	t = task1(DRM_NPU_TASK_EVENT_WAIT, e);
+	ASSERT_EQ(0, npu_submit_on(self->fd, self->qa, &t, 1, &seq));
+	qw.seq = seq;
+	for (size_t i = 0; i < sizeof(past) / sizeof(past[0]); i++) {
+		start = mono_ns();
+		w.deadline_ns = qw.deadline_ns = past[i];
+		EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_EVENT_WAIT, &w));
+		EXPECT_EQ(ETIMEDOUT, errno);
+		EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_WAIT, &qw));
+		EXPECT_EQ(ETIMEDOUT, errno);
+		EXPECT_GT(start + SEC, mono_ns()) TH_LOG("deadline %lld", (long long)past[i]);
+	}
+	start = mono_ns();
+	w.deadline_ns = start + 200000000;
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_EVENT_WAIT, &w));
+	EXPECT_EQ(ETIMEDOUT, errno);
+	EXPECT_LE(w.deadline_ns, mono_ns());
+	qw.deadline_ns = mono_ns() + 200000000;
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_WAIT, &qw));
+	EXPECT_EQ(ETIMEDOUT, errno);
+	EXPECT_LE(qw.deadline_ns, mono_ns());
+	EXPECT_GT(start + 5 * SEC, mono_ns());
+
+	/* Interrupted: -EINTR, and the deadline is not rewritten. */
+	ASSERT_EQ(0, sigaction(SIGALRM, &sa, &old));
+	deadline = mono_ns() + 3 * SEC;
+	w.deadline_ns = deadline;
+	ASSERT_EQ(0, setitimer(ITIMER_REAL, &it, NULL));
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_EVENT_WAIT, &w));
+	EXPECT_EQ(EINTR, errno);
+	EXPECT_EQ(deadline, w.deadline_ns);
+	qw.deadline_ns = deadline;
+	ASSERT_EQ(0, setitimer(ITIMER_REAL, &it, NULL));
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_WAIT, &qw));
+	EXPECT_EQ(EINTR, errno);
+	EXPECT_EQ(deadline, qw.deadline_ns);
+	sigaction(SIGALRM, &old, NULL);
+
+	t = task1(DRM_NPU_TASK_EVENT_RECORD, e);
+	ASSERT_EQ(0, npu_submit_on(self->fd, self->qb, &t, 1, &seq));
+	qw.deadline_ns = npu_deadline(10 * SEC);
+	EXPECT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_WAIT, &qw));
 }
 
 TEST_F(ev, device_blocks_a_queue_on_another_queues_event)

@@ -50,7 +50,7 @@ struct launch {
 
 static void launch_setup(struct __test_metadata *_metadata, int fd, struct launch *l)
 {
-	struct drm_npu_kernel_args a = { .op = NPU_OP_GEMM, .alpha = 1.0f, .beta = 1.0f };
+	struct npu_op_args a = { .op = NPU_OP_GEMM, .alpha = 1.0f, .beta = 1.0f };
 	uint64_t va;
 
 	ASSERT_EQ(0, npu_bo_create(fd, IN_BO_SIZE, DRM_NPU_BO_PAGE_NORMAL_ONLY, &l->in));
@@ -58,16 +58,17 @@ static void launch_setup(struct __test_metadata *_metadata, int fd, struct launc
 	l->in_map = npu_bo_mmap(fd, l->in.handle, IN_BO_SIZE);
 	ASSERT_NE(MAP_FAILED, l->in_map);
 	va = l->in.device_va;
-	a.in[0] = (struct drm_npu_tensor){ .va = va + 4096, .dtype = NPU_DT_F32, .ndim = 2,
+	a.in[0] = (struct npu_op_tensor){ .va = va + 4096, .dtype = NPU_DT_F32, .ndim = 2,
 					   .shape = { GEMM_M, GEMM_K }, .stride = { 0, 1 } };
-	a.in[1] = (struct drm_npu_tensor){ .va = va + 4096 + GEMM_K * 4, .dtype = NPU_DT_F32,
+	a.in[1] = (struct npu_op_tensor){ .va = va + 4096 + GEMM_K * 4, .dtype = NPU_DT_F32,
 					   .ndim = 2, .shape = { GEMM_K, GEMM_N },
 					   .stride = { 0, 1 } };
-	a.out = (struct drm_npu_tensor){ .va = l->out.device_va, .dtype = NPU_DT_F32,
+	a.out = (struct npu_op_tensor){ .va = l->out.device_va, .dtype = NPU_DT_F32,
 					 .ndim = 2, .shape = { GEMM_M, GEMM_N },
 					 .stride = { GEMM_N, 1 } };
 	memcpy(l->in_map, &a, sizeof(a));
-	l->task = (struct drm_npu_task){ .type = DRM_NPU_TASK_KERNEL, .args = { va, 0 } };
+	l->task = (struct drm_npu_task){ .type = DRM_NPU_TASK_KERNEL,
+					 .args = { va, 0, sizeof(struct npu_op_args) } };
 }
 
 static void launch_teardown(int fd, struct launch *l)
@@ -126,12 +127,12 @@ TEST(a_long_launch_leaves_the_device_to_everyone_else)
 	t[1] = l.task;
 	ASSERT_EQ(0, npu_submit_on(fd, q, t, 2, &seq));
 	/* The event is recorded as the launch starts. */
-	struct drm_npu_event_wait ew = { .id = ev, .timeout_ns = 20 * SEC };
+	struct drm_npu_event_wait ew = { .id = ev, .deadline_ns = npu_deadline(20 * SEC) };
 
 	ASSERT_EQ(0, ioctl(fd, DRM_IOCTL_NPU_EVENT_WAIT, &ew));
 
 	ASSERT_EQ(0, npu_get_param(fd, DRM_NPU_PARAM_FW_HEARTBEAT, &beat0));
-	EXPECT_EQ(0, npu_get_param(fd, DRM_NPU_PARAM_FW_PING_NS, &ping));
+	EXPECT_EQ(0, npu_fw_ping(fd, &ping));
 	EXPECT_EQ(DRM_NPU_JOB_DONE, other_context_fills(_metadata));
 	/* The output goes while the launch still computes into its copy. */
 	EXPECT_EQ(0, npu_gem_close(fd, l.out.handle));
@@ -253,7 +254,7 @@ TEST(restarted_waits_keep_their_deadline)
 {
 	struct sigaction sa = { .sa_handler = tick, .sa_flags = SA_RESTART };
 	struct itimerval it = { .it_interval = { 0, 20000 }, .it_value = { 0, 20000 } };
-	struct drm_npu_event_wait ew = { .timeout_ns = 400 * MS };
+	struct drm_npu_event_wait ew = { .deadline_ns = npu_deadline(400 * MS) };
 	int fd = npu_open();
 	struct drm_npu_task t;
 	uint64_t seq;
@@ -284,7 +285,7 @@ struct waiter {
 static void *wait_forever_for_event(void *arg)
 {
 	struct waiter *w = arg;
-	struct drm_npu_event_wait ew = { .id = w->event, .timeout_ns = -1 };
+	struct drm_npu_event_wait ew = { .id = w->event, .deadline_ns = npu_deadline(-1) };
 
 	w->ret = ioctl(w->fd, DRM_IOCTL_NPU_EVENT_WAIT, &ew) ? -errno : 0;
 	return NULL;
@@ -370,7 +371,7 @@ TEST(a_notify_fd_closed_after_unbind)
 	ASSERT_EQ(0, npu_sysfs_write(NPU_SYSFS_DRIVER "/bind", bdf));
 	fd = npu_open();
 	ASSERT_LE(0, fd);
-	EXPECT_EQ(0, npu_get_param(fd, DRM_NPU_PARAM_FW_PING_NS, &v));
+	EXPECT_EQ(0, npu_fw_ping(fd, &v));
 	close(fd);
 }
 

@@ -130,7 +130,7 @@ TEST_F(rec, stopped_heartbeat_resets_the_device)
 	usleep(500000);
 	ASSERT_EQ(0, npu_get_param(self->b, DRM_NPU_PARAM_FW_HEARTBEAT, &beat2));
 	EXPECT_LT(beat1, beat2);
-	EXPECT_EQ(0, npu_get_param(self->b, DRM_NPU_PARAM_FW_PING_NS, &rtt));
+	EXPECT_EQ(0, npu_fw_ping(self->b, &rtt));
 	ASSERT_EQ(0, queue_destroy_default(self->b));
 	t = npu_task_fill(self->bb.device_va, 4096, 6);
 	ASSERT_EQ(0, npu_submit_on(self->b, 0, &t, 1, &seq));

@@ -55,7 +55,7 @@ static int soak(uint32_t salt, int seconds, uint64_t *total)
 							      pattern(salt, q, next));
 			struct drm_npu_submit s = { .tasks = (uintptr_t)&t, .count = 1,
 						    .queue = qid[q] };
-			struct drm_npu_wait w = { .timeout_ns = 30 * SEC, .queue = qid[q] };
+			struct drm_npu_wait w = { .deadline_ns = npu_deadline(30 * SEC), .queue = qid[q] };
 
 			if (submitted[q] - completed[q] >= WINDOW) {
 				w.seq = completed[q] + 1;
@@ -78,7 +78,7 @@ static int soak(uint32_t salt, int seconds, uint64_t *total)
 	*total = 0;
 	for (int q = 0; q < QUEUES; q++) {
 		while (completed[q] < submitted[q]) {
-			struct drm_npu_wait w = { .seq = completed[q] + 1, .timeout_ns = 30 * SEC,
+			struct drm_npu_wait w = { .seq = completed[q] + 1, .deadline_ns = npu_deadline(30 * SEC),
 						  .queue = qid[q] };
 
 			if (ioctl(fd, DRM_IOCTL_NPU_WAIT, &w))

@@ -145,9 +145,9 @@ TEST_F(st, ioctls_refuse_reserved_fields_and_unknown_flags)
 
 	/* GET_PARAM */
 	for (int bit = 0; bit < 32; bit++) {
-		struct drm_npu_get_param p = { .param = DRM_NPU_PARAM_HBM_SIZE, .pad = 1u << bit };
+		struct drm_npu_get_param p = { .param = DRM_NPU_PARAM_HBM_SIZE, .flags = 1u << bit };
 
-		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_GET_PARAM, &p)) TH_LOG("pad bit %d", bit);
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_GET_PARAM, &p)) TH_LOG("bit %d", bit);
 	}
 
 	/* BO_CREATE: flags, and policies past the last. */
@@ -163,9 +163,9 @@ TEST_F(st, ioctls_refuse_reserved_fields_and_unknown_flags)
 
 	/* BO_INFO */
 	for (int bit = 0; bit < 32; bit++) {
-		struct drm_npu_bo_info i = { .handle = bo.handle, .pad = 1u << bit };
+		struct drm_npu_bo_info i = { .handle = bo.handle, .flags = 1u << bit };
 
-		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_BO_INFO, &i)) TH_LOG("pad bit %d", bit);
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_BO_INFO, &i)) TH_LOG("bit %d", bit);
 	}
 
 	/* USERPTR: unknown flags, and its out fields must come in zero. */
@@ -197,7 +197,7 @@ TEST_F(st, ioctls_refuse_reserved_fields_and_unknown_flags)
 
 		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_GET_MEM_USAGE, &u)) TH_LOG("flag bit %d", bit);
 		u = (struct drm_npu_mem_usage){ .pad = 1u << bit };
-		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_GET_MEM_USAGE, &u)) TH_LOG("pad bit %d", bit);
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_GET_MEM_USAGE, &u)) TH_LOG("bit %d", bit);
 	}
 
 	/* QUEUE_CREATE: flags, pad, the out field; then the first queue is 1. */
@@ -206,7 +206,7 @@ TEST_F(st, ioctls_refuse_reserved_fields_and_unknown_flags)
 
 		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_QUEUE_CREATE, &c)) TH_LOG("flag bit %d", bit);
 		c = (struct drm_npu_queue_create){ .pad = 1u << bit };
-		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_QUEUE_CREATE, &c)) TH_LOG("pad bit %d", bit);
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_QUEUE_CREATE, &c)) TH_LOG("bit %d", bit);
 		c = (struct drm_npu_queue_create){ .queue = 1u << bit };
 		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_QUEUE_CREATE, &c)) TH_LOG("queue bit %d", bit);
 	}
@@ -221,10 +221,10 @@ TEST_F(st, ioctls_refuse_reserved_fields_and_unknown_flags)
 
 	/* QUEUE_DESTROY and QUEUE_ABORT of that queue: the queue stays usable. */
 	for (int bit = 0; bit < 32; bit++) {
-		struct drm_npu_queue_destroy d = { .queue = q, .pad = 1u << bit };
+		struct drm_npu_queue_destroy d = { .queue = q, .flags = 1u << bit };
 
-		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_QUEUE_DESTROY, &d)) TH_LOG("pad bit %d", bit);
-		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_QUEUE_ABORT, &d)) TH_LOG("pad bit %d", bit);
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_QUEUE_DESTROY, &d)) TH_LOG("bit %d", bit);
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_QUEUE_ABORT, &d)) TH_LOG("bit %d", bit);
 	}
 	{
 		struct drm_npu_task t = task1(DRM_NPU_TASK_NOP, 0);
@@ -250,16 +250,16 @@ TEST_F(st, ioctls_refuse_reserved_fields_and_unknown_flags)
 		c = (struct drm_npu_sync_create){ .kind = DRM_NPU_SYNC_NOTIFY, .id = 1u << bit };
 		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_SYNC_CREATE, &c)) TH_LOG("id bit %d", bit);
 		c = (struct drm_npu_sync_create){ .kind = DRM_NPU_SYNC_EVENT, .pad = 1u << bit };
-		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_SYNC_CREATE, &c)) TH_LOG("pad bit %d", bit);
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_SYNC_CREATE, &c)) TH_LOG("bit %d", bit);
 	}
 	ASSERT_EQ(0, npu_sync_create(fd, DRM_NPU_SYNC_EVENT, &ev));
 	ASSERT_EQ(0, npu_sync_create(fd, DRM_NPU_SYNC_NOTIFY, &notify));
 
 	/* SYNC_DESTROY: the event is still ours after each refusal. */
 	for (int bit = 0; bit < 32; bit++) {
-		struct drm_npu_sync_destroy d = { .id = ev, .pad = 1u << bit };
+		struct drm_npu_sync_destroy d = { .id = ev, .flags = 1u << bit };
 
-		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_SYNC_DESTROY, &d)) TH_LOG("pad bit %d", bit);
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_SYNC_DESTROY, &d)) TH_LOG("bit %d", bit);
 	}
 	{
 		struct drm_npu_event_query eq = { .id = ev };
@@ -268,22 +268,46 @@ TEST_F(st, ioctls_refuse_reserved_fields_and_unknown_flags)
 		EXPECT_EQ(0, eq.recorded);
 	}
 
-	/* EVENT_WAIT, on an event of ours that is not recorded. */
+	/* EVENT_QUERY: flags and pad. */
 	for (int bit = 0; bit < 32; bit++) {
-		struct drm_npu_event_wait w = { .id = ev, .pad = 1u << bit, .timeout_ns = 0 };
+		struct drm_npu_event_query eq = { .id = ev, .flags = 1u << bit };
 
-		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_EVENT_WAIT, &w)) TH_LOG("pad bit %d", bit);
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_EVENT_QUERY, &eq)) TH_LOG("bit %d", bit);
+		eq = (struct drm_npu_event_query){ .id = ev, .pad = 1u << bit };
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_EVENT_QUERY, &eq)) TH_LOG("bit %d", bit);
+	}
+
+	/* WAIT: flags and pad, on nothing to wait for (0 without them). */
+	for (int bit = 0; bit < 32; bit++) {
+		struct drm_npu_wait w = { .seq = 0, .flags = 1u << bit };
+
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_WAIT, &w)) TH_LOG("bit %d", bit);
+		w = (struct drm_npu_wait){ .seq = 0, .pad = 1u << bit };
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_WAIT, &w)) TH_LOG("bit %d", bit);
 	}
 	{
-		struct drm_npu_event_wait w = { .id = ev, .timeout_ns = 0 };
+		struct drm_npu_wait w = { .seq = 0 };
+
+		EXPECT_EQ(0, xioctl(fd, DRM_IOCTL_NPU_WAIT, &w));
+	}
+
+	/* EVENT_WAIT, on an event of ours that is not recorded. */
+	for (int bit = 0; bit < 32; bit++) {
+		struct drm_npu_event_wait w = { .id = ev, .flags = 1u << bit, .deadline_ns = 0 };
+
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_EVENT_WAIT, &w)) TH_LOG("bit %d", bit);
+	}
+	{
+		struct drm_npu_event_wait w = { .id = ev, .deadline_ns = 0 };
 
 		EXPECT_EQ(-ETIMEDOUT, xioctl(fd, DRM_IOCTL_NPU_EVENT_WAIT, &w));
 		record(_metadata, fd, ev);
 		for (int bit = 0; bit < 32; bit++) {
-			w = (struct drm_npu_event_wait){ .id = ev, .pad = 1u << bit, .timeout_ns = SEC };
-			EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_EVENT_WAIT, &w)) TH_LOG("pad bit %d", bit);
+			w = (struct drm_npu_event_wait){ .id = ev, .flags = 1u << bit,
+							 .deadline_ns = npu_deadline(SEC) };
+			EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_EVENT_WAIT, &w)) TH_LOG("bit %d", bit);
 		}
-		w = (struct drm_npu_event_wait){ .id = ev, .timeout_ns = SEC };
+		w = (struct drm_npu_event_wait){ .id = ev, .deadline_ns = npu_deadline(SEC) };
 		EXPECT_EQ(0, xioctl(fd, DRM_IOCTL_NPU_EVENT_WAIT, &w));
 	}
 
@@ -293,7 +317,7 @@ TEST_F(st, ioctls_refuse_reserved_fields_and_unknown_flags)
 
 		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_NOTIFY_EXPORT, &x)) TH_LOG("flag bit %d", bit);
 		x = (struct drm_npu_notify_export){ .id = notify, .pad = 1u << bit };
-		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_NOTIFY_EXPORT, &x)) TH_LOG("pad bit %d", bit);
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_NOTIFY_EXPORT, &x)) TH_LOG("bit %d", bit);
 		x = (struct drm_npu_notify_export){ .id = notify, .fd = (int32_t)(1u << bit) };
 		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_NOTIFY_EXPORT, &x)) TH_LOG("fd bit %d", bit);
 	}
@@ -312,7 +336,7 @@ TEST_F(st, ioctls_refuse_reserved_fields_and_unknown_flags)
 				TH_LOG("flag bit %d", bit);
 			im = (struct drm_npu_notify_import){ .fd = x.fd, .pad = 1u << bit };
 			EXPECT_EQ(-EINVAL, xioctl(other, DRM_IOCTL_NPU_NOTIFY_IMPORT, &im))
-				TH_LOG("pad bit %d", bit);
+				TH_LOG("bit %d", bit);
 			im = (struct drm_npu_notify_import){ .fd = x.fd, .id = 1u << bit };
 			EXPECT_EQ(-EINVAL, xioctl(other, DRM_IOCTL_NPU_NOTIFY_IMPORT, &im))
 				TH_LOG("id bit %d", bit);
@@ -354,7 +378,7 @@ TEST_F(st, submit_refuses_reserved_fields_and_bad_syncobj_entries)
 		EXPECT_EQ(-EINVAL, xioctl(self->fd, DRM_IOCTL_NPU_SUBMIT, &s)) TH_LOG("flag bit %d", bit);
 		s = (struct drm_npu_submit){ .tasks = (uintptr_t)&t, .count = 1, .queue = q,
 					     .pad = 1u << bit };
-		EXPECT_EQ(-EINVAL, xioctl(self->fd, DRM_IOCTL_NPU_SUBMIT, &s)) TH_LOG("pad bit %d", bit);
+		EXPECT_EQ(-EINVAL, xioctl(self->fd, DRM_IOCTL_NPU_SUBMIT, &s)) TH_LOG("bit %d", bit);
 
 		struct drm_npu_syncobj in = { .handle = done, .flags = 1u << bit };
 		struct drm_npu_syncobj out = { .handle = fresh, .flags = 1u << bit };
@@ -415,7 +439,8 @@ TEST_F(st, tasks_refuse_unused_arguments_flags_and_padding)
 		{ { .type = DRM_NPU_TASK_NOP }, 0 },
 		{ { .type = DRM_NPU_TASK_COPY, .args = { va, va + 64, 64 } }, 3 },
 		{ { .type = DRM_NPU_TASK_FILL, .args = { va, 64, 0xffffffffu } }, 3 },
-		{ { .type = DRM_NPU_TASK_KERNEL, .args = { va, DRM_NPU_MAX_BLOCK_DIM } }, 2 },
+		{ { .type = DRM_NPU_TASK_KERNEL,
+		    .args = { va, DRM_NPU_MAX_BLOCK_DIM, DRM_NPU_KERNEL_ARGS_MAX } }, 3 },
 		{ { .type = DRM_NPU_TASK_TIMESTAMP, .args = { va + 8 } }, 1 },
 		{ { .type = DRM_NPU_TASK_BARRIER }, 0 },
 		{ { .type = DRM_NPU_TASK_EVENT_RECORD, .args = { ev } }, 1 },
@@ -461,7 +486,12 @@ TEST_F(st, tasks_refuse_unused_arguments_flags_and_padding)
 		{ .type = DRM_NPU_TASK_FILL, .args = { va + 1, 4, 0 } },
 		{ .type = DRM_NPU_TASK_FILL, .args = { va + 2, 4, 0 } },
 		{ .type = DRM_NPU_TASK_FILL, .args = { va, 4, 1ull << 32 } },
-		{ .type = DRM_NPU_TASK_KERNEL, .args = { va, DRM_NPU_MAX_BLOCK_DIM + 1 } },
+		{ .type = DRM_NPU_TASK_KERNEL,
+		  .args = { va, DRM_NPU_MAX_BLOCK_DIM + 1, sizeof(struct npu_op_args) } },
+		/* the argument block's size: zero, one past the maximum, huge */
+		{ .type = DRM_NPU_TASK_KERNEL, .args = { va, 0, 0 } },
+		{ .type = DRM_NPU_TASK_KERNEL, .args = { va, 0, DRM_NPU_KERNEL_ARGS_MAX + 1 } },
+		{ .type = DRM_NPU_TASK_KERNEL, .args = { va, 0, 1ull << 63 } },
 		{ .type = DRM_NPU_TASK_TIMESTAMP, .args = { va + 4 } },
 		{ .type = DRM_NPU_TASK_TIMESTAMP, .args = { va + 1 } },
 		{ .type = DRM_NPU_TASK_EVENT_RECORD, .args = { n } },	/* kinds do not mix */
@@ -1210,9 +1240,10 @@ TEST_F(st, a_copy_past_a_buffers_end_faults_at_its_first_unmapped_byte)
 
 /* A kernel launch from a block at the start of `bo`: 0 or -errno. */
 static int launch(int fd, const struct drm_npu_bo_create *bo, void *map,
-		  const struct drm_npu_kernel_args *a, struct drm_npu_wait *w)
+		  const struct npu_op_args *a, struct drm_npu_wait *w)
 {
-	struct drm_npu_task t = { .type = DRM_NPU_TASK_KERNEL, .args = { bo->device_va, 0 } };
+	struct drm_npu_task t = { .type = DRM_NPU_TASK_KERNEL,
+				  .args = { bo->device_va, 0, sizeof(struct npu_op_args) } };
 	uint64_t seq;
 	uint32_t q;
 	int ret;
@@ -1235,7 +1266,7 @@ static int launch(int fd, const struct drm_npu_bo_create *bo, void *map,
 TEST_F(st, launches_at_the_edges_of_the_op_library)
 {
 	const uint64_t size = 64 * PAGE, in_off = 4 * PAGE, out_off = 32 * PAGE;
-	struct drm_npu_kernel_args a;
+	struct npu_op_args a;
 	struct drm_npu_bo_create bo;
 	struct drm_npu_wait w;
 	float *in, *out;
@@ -1247,8 +1278,8 @@ TEST_F(st, launches_at_the_edges_of_the_op_library)
 	in = (float *)(map + in_off);
 	out = (float *)(map + out_off);
 
-	a = (struct drm_npu_kernel_args){ .op = NPU_OP_RELU };
-	a.in[0] = (struct drm_npu_tensor){ .va = bo.device_va + in_off, .dtype = NPU_DT_F32,
+	a = (struct npu_op_args){ .op = NPU_OP_RELU };
+	a.in[0] = (struct npu_op_tensor){ .va = bo.device_va + in_off, .dtype = NPU_DT_F32,
 					   .ndim = 2, .shape = { 2, 4 }, .stride = { 4, 1 } };
 	a.out = a.in[0];
 	a.out.va = bo.device_va + out_off;
@@ -1261,8 +1292,8 @@ TEST_F(st, launches_at_the_edges_of_the_op_library)
 	for (int r = 0; r < 3; r++)
 		for (int j = 0; j < 8; j++)
 			in[r * 8 + j] = (r == 0 ? 100.0f : r == 1 ? 1000.0f : -1000.0f) + j;
-	a = (struct drm_npu_kernel_args){ .op = NPU_OP_SOFTMAX };
-	a.in[0] = (struct drm_npu_tensor){ .va = bo.device_va + in_off, .dtype = NPU_DT_F32,
+	a = (struct npu_op_args){ .op = NPU_OP_SOFTMAX };
+	a.in[0] = (struct npu_op_tensor){ .va = bo.device_va + in_off, .dtype = NPU_DT_F32,
 					   .ndim = 2, .shape = { 3, 8 }, .stride = { 8, 1 } };
 	a.out = a.in[0];
 	a.out.va = bo.device_va + out_off;
@@ -1338,7 +1369,7 @@ TEST_F(st, libnpurt_refuses_at_its_edges_and_gives_events_back)
 /* The host waits until the device has recorded `ev`. */
 static int host_wait(int fd, uint32_t ev)
 {
-	struct drm_npu_event_wait w = { .id = ev, .timeout_ns = 10 * SEC };
+	struct drm_npu_event_wait w = { .id = ev, .deadline_ns = npu_deadline(10 * SEC) };
 
 	return xioctl(fd, DRM_IOCTL_NPU_EVENT_WAIT, &w);
 }

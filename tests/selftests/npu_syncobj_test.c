@@ -120,7 +120,7 @@ TEST_F(so, in_syncobj_orders_work_across_queues)
 	/* ...then copy the end of it on a high-priority queue, after h. */
 	t = npu_task_copy(self->bo.device_va + 48 * MiB, self->bo.device_va + 32 * MiB - 4096, 4096);
 	ASSERT_EQ(0, submit_sync(self->fd, qc.queue, &t, 1, &s, 1, NULL, 0, &seq));
-	struct drm_npu_wait w = { .seq = seq, .timeout_ns = 30 * SEC, .queue = qc.queue };
+	struct drm_npu_wait w = { .seq = seq, .deadline_ns = npu_deadline(30 * SEC), .queue = qc.queue };
 
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_WAIT, &w));
 	EXPECT_EQ(7, self->map[48 * MiB / 4 + 1023]);

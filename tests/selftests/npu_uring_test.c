@@ -240,7 +240,7 @@ TEST_F(ur, submit_rejects_what_the_ioctl_rejects_and_queues_nothing)
 
 TEST_F(ur, unknown_commands_and_payload_sizes)
 {
-	struct drm_npu_uring_wait w = { .seq = 0, .timeout_ns = 0, .queue = self->q };
+	struct drm_npu_uring_wait w = { .seq = 0, .deadline_ns = 0, .queue = self->q };
 	uint8_t big[80] = { 0 };
 	struct cqe c;
 
@@ -323,7 +323,7 @@ TEST_F(ur, rings_without_big_sqes_and_cqes_are_refused)
 TEST_F(ur, wait_completes_at_the_sequence_number_or_times_out)
 {
 	struct drm_npu_task t = task1(DRM_NPU_TASK_NOP, 0);
-	struct drm_npu_uring_wait w = { .timeout_ns = -1, .queue = self->q };
+	struct drm_npu_uring_wait w = { .deadline_ns = npu_deadline(-1), .queue = self->q };
 	uint64_t gate_seq, seq;
 	struct cqe c;
 
@@ -332,9 +332,9 @@ TEST_F(ur, wait_completes_at_the_sequence_number_or_times_out)
 	w.seq = seq;
 	ASSERT_EQ(0, prep(&self->ring, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), 1));
 	/* The same wait with a time limit ends first. */
-	w.timeout_ns = 50 * MS;
+	w.deadline_ns = npu_deadline(50 * MS);
 	ASSERT_EQ(0, prep(&self->ring, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), 2));
-	w.timeout_ns = 0;
+	w.deadline_ns = 0;
 	ASSERT_EQ(0, prep(&self->ring, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), 3));
 	ASSERT_EQ(3, io_uring_submit(&self->ring));
 	ASSERT_EQ(0, reap(&self->ring, 5 * SEC, &c));
@@ -354,7 +354,7 @@ TEST_F(ur, wait_completes_at_the_sequence_number_or_times_out)
 	EXPECT_EQ(0, npu_wait_on(self->fd, self->q, gate_seq, 0, NULL));
 
 	/* Done already: completes at once. Never handed out: -EINVAL. */
-	w = (struct drm_npu_uring_wait){ .seq = seq, .timeout_ns = 0, .queue = self->q };
+	w = (struct drm_npu_uring_wait){ .seq = seq, .deadline_ns = 0, .queue = self->q };
 	ASSERT_EQ(0, run(&self->ring, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), &c));
 	EXPECT_EQ(0, c.res);
 	EXPECT_EQ(seq, c.res2);
@@ -375,7 +375,7 @@ TEST_F(ur, a_device_fault_fails_the_command_with_its_task)
 		task1(DRM_NPU_TASK_NOP, 0),
 	};
 	struct drm_npu_submit s = { .tasks = (uintptr_t)t, .count = 3, .queue = self->q };
-	struct drm_npu_uring_wait w = { .seq = 1, .timeout_ns = -1, .queue = self->q };
+	struct drm_npu_uring_wait w = { .seq = 1, .deadline_ns = npu_deadline(-1), .queue = self->q };
 	struct cqe c;
 
 	ASSERT_EQ(0, run(&self->ring, self->fd, DRM_NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
@@ -392,15 +392,65 @@ TEST_F(ur, a_device_fault_fails_the_command_with_its_task)
 	EXPECT_EQ(-EIO, c.res);
 }
 
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * SEC + ts.tv_nsec;
+}
+
+/*
+ * Deadlines are absolute CLOCK_MONOTONIC: any in the past polls (negative
+ * ones too), a near one expires on time, in both waiting commands.
+ */
+TEST_F(ur, waits_take_absolute_deadlines)
+{
+	struct drm_npu_task t = task1(DRM_NPU_TASK_NOP, 0);
+	struct drm_npu_uring_wait w = { .queue = self->q };
+	struct drm_npu_uring_event_wait ew = { .id = self->gate };
+	const int64_t past[] = { -1, -5 * SEC, 1, mono_ns() - SEC };
+	uint64_t seq;
+	int64_t start;
+	struct cqe c;
+
+	block_queue(_metadata, self);
+	ASSERT_EQ(0, npu_submit_on(self->fd, self->q, &t, 1, &seq));
+	w.seq = seq;
+	for (size_t i = 0; i < sizeof(past) / sizeof(past[0]); i++) {
+		w.deadline_ns = ew.deadline_ns = past[i];
+		ASSERT_EQ(0, prep(&self->ring, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), 1));
+		ASSERT_EQ(0, prep(&self->ring, self->fd, DRM_NPU_URING_CMD_EVENT_WAIT, &ew,
+				  sizeof(ew), 2));
+		ASSERT_EQ(2, io_uring_submit(&self->ring));
+		for (int k = 0; k < 2; k++) {
+			ASSERT_EQ(0, reap(&self->ring, SEC, &c)) TH_LOG("deadline %lld",
+									(long long)past[i]);
+			EXPECT_EQ(-ETIMEDOUT, c.res);
+		}
+	}
+	start = mono_ns();
+	w.deadline_ns = ew.deadline_ns = start + 200 * MS;
+	ASSERT_EQ(0, prep(&self->ring, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), 1));
+	ASSERT_EQ(0, prep(&self->ring, self->fd, DRM_NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), 2));
+	ASSERT_EQ(2, io_uring_submit(&self->ring));
+	for (int k = 0; k < 2; k++) {
+		ASSERT_EQ(0, reap(&self->ring, 5 * SEC, &c));
+		EXPECT_EQ(-ETIMEDOUT, c.res);
+	}
+	EXPECT_LE(start + 200 * MS, mono_ns());
+	EXPECT_GT(start + 3 * SEC, mono_ns());
+}
+
 TEST_F(ur, event_wait_completes_with_the_record_timestamp)
 {
-	struct drm_npu_uring_event_wait ew = { .timeout_ns = -1, .id = self->gate };
+	struct drm_npu_uring_event_wait ew = { .deadline_ns = npu_deadline(-1), .id = self->gate };
 	struct drm_npu_event_query eq = { .id = self->gate };
 	uint32_t notify;
 	struct cqe c;
 
 	ASSERT_EQ(0, prep(&self->ring, self->fd, DRM_NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), 1));
-	ew.timeout_ns = 0;
+	ew.deadline_ns = 0;
 	ASSERT_EQ(0, prep(&self->ring, self->fd, DRM_NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), 2));
 	ASSERT_EQ(2, io_uring_submit(&self->ring));
 	ASSERT_EQ(0, reap(&self->ring, 5 * SEC, &c));
@@ -436,7 +486,7 @@ TEST_F(ur, abort_and_destroy_cancel_what_waits_on_the_queue)
 {
 	struct drm_npu_task t = task1(DRM_NPU_TASK_NOP, 0);
 	struct drm_npu_submit s = { .tasks = (uintptr_t)&t, .count = 1, .queue = self->q };
-	struct drm_npu_uring_wait w = { .timeout_ns = -1, .queue = self->q };
+	struct drm_npu_uring_wait w = { .deadline_ns = npu_deadline(-1), .queue = self->q };
 	struct drm_npu_queue_destroy qa = { .queue = self->q };
 	uint32_t q2;
 	struct cqe c;
@@ -462,7 +512,7 @@ TEST_F(ur, abort_and_destroy_cancel_what_waits_on_the_queue)
 	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q2));
 	t = task1(DRM_NPU_TASK_EVENT_WAIT, self->gate);
 	ASSERT_EQ(0, npu_submit_on(self->fd, q2, &t, 1, NULL));
-	w = (struct drm_npu_uring_wait){ .seq = 1, .timeout_ns = -1, .queue = q2 };
+	w = (struct drm_npu_uring_wait){ .seq = 1, .deadline_ns = npu_deadline(-1), .queue = q2 };
 	ASSERT_EQ(0, prep(&self->ring, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), 3));
 	ASSERT_EQ(1, io_uring_submit(&self->ring));
 	EXPECT_EQ(-ETIME, reap(&self->ring, 50 * MS, &c));
@@ -475,8 +525,8 @@ TEST_F(ur, abort_and_destroy_cancel_what_waits_on_the_queue)
 
 TEST_F(ur, closing_the_ring_cancels_its_commands)
 {
-	struct drm_npu_uring_wait w = { .seq = 0, .timeout_ns = -1, .queue = self->q };
-	struct drm_npu_uring_event_wait ew = { .timeout_ns = -1, .id = self->gate };
+	struct drm_npu_uring_wait w = { .seq = 0, .deadline_ns = npu_deadline(-1), .queue = self->q };
+	struct drm_npu_uring_event_wait ew = { .deadline_ns = npu_deadline(-1), .id = self->gate };
 	struct drm_npu_task t = task1(DRM_NPU_TASK_NOP, 0);
 	struct drm_npu_submit s = { .tasks = (uintptr_t)&t, .count = 1, .queue = self->q };
 	struct io_uring r;
@@ -519,8 +569,8 @@ TEST_F(ur, a_killed_process_with_parked_commands_leaves_nothing)
 	if (pid == 0) {
 		struct drm_npu_task t = task1(DRM_NPU_TASK_NOP, 0);
 		struct drm_npu_submit s = { .tasks = (uintptr_t)&t, .count = 1 };
-		struct drm_npu_uring_wait w = { .timeout_ns = -1 };
-		struct drm_npu_uring_event_wait ew = { .timeout_ns = -1 };
+		struct drm_npu_uring_wait w = { .deadline_ns = npu_deadline(-1) };
+		struct drm_npu_uring_event_wait ew = { .deadline_ns = npu_deadline(-1) };
 		struct drm_npu_bo_create bo;
 		struct io_uring r;
 		uint32_t q, ev;
@@ -634,7 +684,7 @@ TEST_F_TIMEOUT(ur, ten_thousand_commands_on_eight_queues_complete_exactly_once, 
 				/* From the gate to the last batch, which the last waits for. */
 				struct drm_npu_uring_wait w = {
 					.seq = 1 + (k - submits[i]) % (submits[i] + 1),
-					.timeout_ns = -1, .queue = queues[i] };
+					.deadline_ns = npu_deadline(-1), .queue = queues[i] };
 
 				if (k == PER_QUEUE - 1)
 					w.seq = submits[i] + 1;
@@ -838,7 +888,7 @@ TEST_F(ur, submit_with_in_syncobjs_waits_in_the_scheduler_not_the_ring)
 					.out_syncobjs = (uintptr_t)&sync, .out_count = 1 };
 	struct drm_npu_submit s = { .tasks = (uintptr_t)&t, .count = 1,
 				    .in_syncobjs = (uintptr_t)&sync, .in_count = 1 };
-	struct drm_npu_uring_wait w = { .seq = 1, .timeout_ns = 0, .queue = self->q };
+	struct drm_npu_uring_wait w = { .seq = 1, .deadline_ns = 0, .queue = self->q };
 	struct cqe c;
 
 	/* The in-syncobj gets the fence of a batch that waits on the gate. */
@@ -884,7 +934,7 @@ TEST_F(ur, sqpoll_rings_submit_without_a_syscall)
 		EXPECT_EQ(i + 1, c.res2);
 	}
 	/* A parked command of an SQPOLL ring is cancelled when it closes. */
-	struct drm_npu_uring_event_wait ew = { .timeout_ns = -1, .id = self->gate };
+	struct drm_npu_uring_event_wait ew = { .deadline_ns = npu_deadline(-1), .id = self->gate };
 
 	ASSERT_EQ(0, prep(&r, self->fd, DRM_NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), 1));
 	ASSERT_EQ(1, io_uring_submit(&r));
@@ -922,7 +972,7 @@ TEST_F(reset, a_device_reset_completes_parked_commands_with_the_reset_status)
 {
 	struct drm_npu_task t = task1(DRM_NPU_TASK_NOP, 0);
 	struct drm_npu_submit s = { .tasks = (uintptr_t)&t, .count = 1, .queue = self->q };
-	struct drm_npu_uring_event_wait ew = { .timeout_ns = -1, .id = self->ev };
+	struct drm_npu_uring_event_wait ew = { .deadline_ns = npu_deadline(-1), .id = self->ev };
 	char cmd[32];
 	struct cqe c;
 

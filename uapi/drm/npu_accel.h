@@ -20,6 +20,12 @@
  *
  * The driver registers as "npu": a render node (/dev/dri/renderD*) on
  * kernels without the accel subsystem, /dev/accel/accel* where it exists.
+ *
+ * Changes before the first release (Documentation/uapi.rst, "Changes"):
+ * DRM_NPU_ prefix on every name; absolute CLOCK_MONOTONIC deadlines in
+ * every wait; a flags field in every struct; the firmware's ring slot and
+ * the op library's argument block out of this header (a KERNEL task now
+ * gives its block's size); the firmware ping moved to debugfs fw_ping.
  */
 #ifndef _UAPI_NPU_ACCEL_H_
 #define _UAPI_NPU_ACCEL_H_
@@ -105,10 +111,10 @@ enum drm_npu_param {
 	/* Heartbeat period in milliseconds. */
 	DRM_NPU_PARAM_FW_HEARTBEAT_MS = 8,
 	/*
-	 * Sends the firmware a mailbox PING now and returns its round trip in
-	 * nanoseconds; -ETIMEDOUT when the firmware does not answer.
+	 * Reserved, never reused: was a firmware mailbox ping, now debugfs
+	 * fw_ping (root only). GET_PARAM returns -EINVAL for it.
 	 */
-	DRM_NPU_PARAM_FW_PING_NS = 9,
+	DRM_NPU_PARAM_RESERVED_9 = 9,
 	/* Bytes of HBM in use device-wide: buffers and page tables. */
 	DRM_NPU_PARAM_HBM_USED = 10,
 	/* Queues one context may have, its default queue included. */
@@ -134,12 +140,12 @@ enum drm_npu_param {
 /**
  * struct drm_npu_get_param - read one device parameter
  * @param: in, an enum drm_npu_param value; unknown values give -EINVAL
- * @pad: must be zero
+ * @flags: in, must be zero
  * @value: out, the parameter's value
  */
 struct drm_npu_get_param {
 	__u32 param;
-	__u32 pad;
+	__u32 flags;
 	__u64 value;
 };
 
@@ -191,23 +197,23 @@ struct drm_npu_bo_create {
 /**
  * struct drm_npu_bo_info - what a buffer object is
  * @handle: in
- * @pad: must be zero
+ * @flags: in, must be zero
  * @mmap_offset: out, offset to mmap() on the device node for CPU access
  *               (write-combined)
  * @device_va: out
  * @size: out, bytes (a multiple of page_size)
- * @flags: out, as created
+ * @bo_flags: out, the flags it was created with
  * @page_size: out
  *
- * Errors: -ENOENT for an unknown handle, -EINVAL for nonzero pad.
+ * Errors: -ENOENT for an unknown handle, -EINVAL for nonzero flags.
  */
 struct drm_npu_bo_info {
 	__u32 handle;
-	__u32 pad;
+	__u32 flags;
 	__u64 mmap_offset;
 	__u64 device_va;
 	__u64 size;
-	__u32 flags;
+	__u32 bo_flags;
 	__u32 page_size;
 };
 
@@ -278,8 +284,12 @@ enum drm_npu_task_type {
 	/* args[0] dst VA, args[1] bytes (> 0, multiple of 4),
 	 * args[2] 32-bit pattern (upper bits zero) */
 	DRM_NPU_TASK_FILL = 2,
-	/* args[0] VA of a struct drm_npu_kernel_args, args[1] how many AI
-	 * cores to split it across (0: all, at most DRM_NPU_MAX_BLOCK_DIM) */
+	/* args[0] VA of an argument block for the firmware's op library
+	 * (not a kernel ABI: firmware-sim/npu_oplib.h), args[1] how many AI
+	 * cores to split it across (0: all, at most DRM_NPU_MAX_BLOCK_DIM),
+	 * args[2] the block's size in bytes, 1..DRM_NPU_KERNEL_ARGS_MAX: the
+	 * driver keeps exactly [args[0], args[0] + args[2]) mapped while the
+	 * launch runs and the device reads no more than that */
 	DRM_NPU_TASK_KERNEL = 4,
 	/* args[0] VA: the device writes its clock there (u64, ns; 8-aligned) */
 	DRM_NPU_TASK_TIMESTAMP = 5,
@@ -297,7 +307,8 @@ enum drm_npu_task_type {
 	DRM_NPU_TASK_NOTIFY_WAIT = 11,
 };
 
-#define DRM_NPU_MAX_BLOCK_DIM	64
+#define DRM_NPU_MAX_BLOCK_DIM		64
+#define DRM_NPU_KERNEL_ARGS_MAX		4096
 
 /**
  * struct drm_npu_task - one task
@@ -317,71 +328,17 @@ struct drm_npu_task {
 };
 
 /*
- * Kernel launches (DRM_NPU_TASK_KERNEL) run an op from the device's op
- * library. Their argument block is written to device memory by userspace
- * and read by the device as it is; the driver passes its address on.
+ * Waits (DRM_NPU_WAIT, DRM_NPU_EVENT_WAIT and the io_uring WAIT and
+ * EVENT_WAIT commands) take an absolute deadline, @deadline_ns: a time of
+ * CLOCK_MONOTONIC (clock_gettime(), in nanoseconds), as
+ * DRM_IOCTL_SYNCOBJ_WAIT does. A deadline at or before the present
+ * (0 and negative values included) polls: the wait returns at once, with
+ * -ETIMEDOUT if what it waits for has not happened.
+ * DRM_NPU_DEADLINE_NONE waits without limit. The kernel never writes the
+ * deadline back: a wait interrupted by a signal and restarted (SA_RESTART,
+ * or the caller calling again with the same struct) keeps its deadline.
  */
-enum drm_npu_dtype {
-	NPU_DT_F32 = 0,
-	NPU_DT_F16 = 1,
-	NPU_DT_BF16 = 2,
-};
-
-#define NPU_MAX_DIMS		4
-
-/*
- * A strided view of device memory: element (i0, i1, ...) of a tensor lives
- * at va + sum(i_k * stride_k) * element size. Strides are in elements and
- * not negative; a stride of 0 broadcasts along that dimension.
- */
-struct drm_npu_tensor {
-	__u64 va;
-	__u32 dtype;			/* enum drm_npu_dtype */
-	__u32 ndim;			/* 1..NPU_MAX_DIMS */
-	__u64 shape[NPU_MAX_DIMS];
-	__u64 stride[NPU_MAX_DIMS];
-};
-
-enum drm_npu_op {
-	/* out = in0 (op) in1, elementwise; fp32; same shapes (0-strides broadcast) */
-	NPU_OP_ADD = 1, NPU_OP_SUB, NPU_OP_MUL, NPU_OP_DIV, NPU_OP_MAX, NPU_OP_MIN,
-	/* out = f(in0), elementwise; fp32 */
-	NPU_OP_RELU = 16, NPU_OP_GELU, NPU_OP_SIGMOID, NPU_OP_TANH, NPU_OP_EXP,
-	/*
-	 * out[M,N] = alpha * op(in0)[M,K] x op(in1)[K,N] + beta * out; fp32,
-	 * 2-D. flags: NPU_OP_F_TRANS_A / NPU_OP_F_TRANS_B.
-	 */
-	NPU_OP_GEMM = 32,
-	/* Along the last dimension; fp32. LAYERNORM uses eps, no affine part. */
-	NPU_OP_SOFTMAX = 48, NPU_OP_LAYERNORM,
-	/* Over dimension `axis` of in0; out has that dimension of size 1; fp32 */
-	NPU_OP_REDUCE_SUM = 64, NPU_OP_REDUCE_MEAN, NPU_OP_REDUCE_MAX,
-	/* out = in0 with dimensions swapped: perm[k] gives in0's dim for out's k */
-	NPU_OP_TRANSPOSE = 80,
-	/* out = in0 converted to out's dtype (f32 <-> f16 / bf16) */
-	NPU_OP_CAST = 96,
-};
-
-#define NPU_OP_F_TRANS_A	(1u << 0)
-#define NPU_OP_F_TRANS_B	(1u << 1)
-
-struct drm_npu_kernel_args {
-	__u32 op;			/* enum drm_npu_op */
-	__u32 flags;
-	__u32 axis;			/* REDUCE_* */
-	__u32 perm[NPU_MAX_DIMS];	/* TRANSPOSE */
-	float alpha, beta, eps;		/* GEMM, LAYERNORM */
-	struct drm_npu_tensor in[2];
-	struct drm_npu_tensor out;
-};
-
-struct npu_fw_task {
-	__u16 type;
-	__u16 flags;
-	__u32 pad;
-	__u64 args[7];
-};
-
+#define DRM_NPU_DEADLINE_NONE	((__s64)0x7fffffffffffffffll)
 
 /*
  * Queues. Every context has a default queue, id 0, created on first use
@@ -431,7 +388,7 @@ struct drm_npu_queue_create {
 /**
  * struct drm_npu_queue_destroy - remove a queue
  * @queue: in, an id from QUEUE_CREATE
- * @pad: must be zero
+ * @flags: in, must be zero
  *
  * Work still queued is stopped and fails with DRM_NPU_JOB_ABORTED; waiters
  * wake. DRM_NPU_QUEUE_ABORT (same struct) does that and keeps the queue, in
@@ -441,7 +398,7 @@ struct drm_npu_queue_create {
  */
 struct drm_npu_queue_destroy {
 	__u32 queue;
-	__u32 pad;
+	__u32 flags;
 };
 
 /*
@@ -483,39 +440,44 @@ struct drm_npu_sync_create {
 	__u32 pad;
 };
 
-/* Drop this context's hold of an event or notify: -EINVAL if it has none. */
+/*
+ * Drop this context's hold of an event or notify: -EINVAL if it has none.
+ * @flags must be zero.
+ */
 struct drm_npu_sync_destroy {
 	__u32 id;
-	__u32 pad;
+	__u32 flags;
 };
 
 /**
  * struct drm_npu_event_query - an event's state
  * @id: in
- * @recorded: out, 1 once recorded (until reset), else 0
+ * @flags: in, must be zero
  * @timestamp_ns: out, the device clock at its last record
+ * @recorded: out, 1 once recorded (until reset), else 0
+ * @pad: must be zero
  */
 struct drm_npu_event_query {
 	__u32 id;
-	__u32 recorded;
+	__u32 flags;
 	__u64 timestamp_ns;
+	__u32 recorded;
+	__u32 pad;
 };
 
 /**
  * struct drm_npu_event_wait - wait on the host for an event to be recorded
  * @id: in
- * @pad: must be zero
- * @timeout_ns: in, relative; 0 polls; negative waits without limit. When
- *              a signal interrupts the wait, the time left is written
- *              back, so a restarted call keeps the deadline.
+ * @flags: in, must be zero
+ * @deadline_ns: in, absolute CLOCK_MONOTONIC (see DRM_NPU_DEADLINE_NONE)
  *
  * Returns 0 once recorded, -ETIMEDOUT, -EIO if the device was reset
  * meanwhile, -ENODEV once it is unbound, -EINTR.
  */
 struct drm_npu_event_wait {
 	__u32 id;
-	__u32 pad;
-	__s64 timeout_ns;
+	__u32 flags;
+	__s64 deadline_ns;
 };
 
 /* Share a notify: @fd (out) gives whoever holds it access to it. */
@@ -592,13 +554,14 @@ enum drm_npu_job_status {
 /**
  * struct drm_npu_wait - wait for a batch
  * @seq: in, from drm_npu_submit
- * @timeout_ns: in, relative; 0 polls; negative waits without limit; the
- *              time left is written back when a signal interrupts it
+ * @deadline_ns: in, absolute CLOCK_MONOTONIC (see DRM_NPU_DEADLINE_NONE)
+ * @queue: in, the queue the batch was submitted to (0: the default one)
+ * @flags: in, must be zero
  * @status: out, an enum drm_npu_job_status
  * @error_task: out, for a failed batch the index of the task that failed
  * @fault_address: out, for DRM_NPU_JOB_FAULT the device VA
  * @fault_access: out, 0 read, 1 write
- * @queue: in, the queue the batch was submitted to (0: the default one)
+ * @pad: must be zero
  *
  * Returns 0 when the batch completed, -EIO when it (or an earlier one)
  * failed, with the out fields saying how, -ETIMEDOUT when it did not
@@ -607,12 +570,14 @@ enum drm_npu_job_status {
  */
 struct drm_npu_wait {
 	__u64 seq;
-	__s64 timeout_ns;
+	__s64 deadline_ns;
+	__u32 queue;
+	__u32 flags;
 	__u32 status;
 	__u32 error_task;
 	__u64 fault_address;
 	__u32 fault_access;
-	__u32 queue;
+	__u32 pad;
 };
 
 /*
@@ -669,34 +634,34 @@ struct drm_npu_wait {
 /**
  * struct drm_npu_uring_wait - DRM_NPU_URING_CMD_WAIT: wait for a sequence number
  * @seq: a sequence number the queue handed out (0: nothing to wait for)
- * @timeout_ns: relative; 0 polls; negative waits without limit
+ * @deadline_ns: absolute CLOCK_MONOTONIC (see DRM_NPU_DEADLINE_NONE)
  * @queue: the queue (0: the default one)
  * @flags: must be zero
  *
  * Completes when the queue's batches up to @seq completed: res 0, res2
  * @seq. -EIO or -ECANCELED with res2 as for SUBMIT when one of them
- * failed, -ETIMEDOUT when @timeout_ns passed first, -EINVAL for an
+ * failed, -ETIMEDOUT when @deadline_ns passed first, -EINVAL for an
  * unknown queue or a @seq not handed out yet.
  */
 struct drm_npu_uring_wait {
 	__u64 seq;
-	__s64 timeout_ns;
+	__s64 deadline_ns;
 	__u32 queue;
 	__u32 flags;
 };
 
 /**
  * struct drm_npu_uring_event_wait - DRM_NPU_URING_CMD_EVENT_WAIT
- * @timeout_ns: relative; 0 polls; negative waits without limit
+ * @deadline_ns: absolute CLOCK_MONOTONIC (see DRM_NPU_DEADLINE_NONE)
  * @id: an event of this context
  * @flags: must be zero
  *
  * Completes when the event is recorded: res 0, res2 the device timestamp
- * of the record (ns). -ETIMEDOUT when @timeout_ns passed first, -EINVAL
+ * of the record (ns). -ETIMEDOUT when @deadline_ns passed first, -EINVAL
  * for an id that is not one of the caller's events.
  */
 struct drm_npu_uring_event_wait {
-	__s64 timeout_ns;
+	__s64 deadline_ns;
 	__u32 id;
 	__u32 flags;
 };

@@ -322,7 +322,7 @@ static const char *job_status_name(uint32_t status)
 /* The stream failed: say how, with the fault address where there is one. */
 static npurt_status stream_failure(npurt_stream *s, const char *who)
 {
-	struct drm_npu_wait w = { .seq = s->issued, .timeout_ns = 0, .queue = s->queue };
+	struct drm_npu_wait w = { .seq = s->issued, .deadline_ns = 0, .queue = s->queue };
 	uint32_t status = s->status, task = s->task;
 
 	if (!status)
@@ -372,7 +372,8 @@ npurt_status npurt_path_wait(npurt_stream *s, uint64_t seq, const char *who)
 	int err;
 
 	if (dev->path == NPURT_SUBMIT_IOCTL && !s->destroyed) {
-		struct drm_npu_wait w = { .seq = seq, .timeout_ns = -1, .queue = s->queue };
+		struct drm_npu_wait w = { .seq = seq, .deadline_ns = DRM_NPU_DEADLINE_NONE,
+					  .queue = s->queue };
 
 		err = npurt_ioctl(dev, DRM_IOCTL_NPU_WAIT, &w);
 		pthread_mutex_lock(&dev->lock);
