@@ -135,7 +135,7 @@ $(O)/tests/bench-host/%: $(O)/obj/tests/bench/host/%.o $(call obj,$(FWSIM_CORE))
 # The uapi fuzzer (run in the VM by tests/selftests/run): no harness, full warnings.
 $(O)/obj/tests/fuzz/%.o: tests/fuzz/%.c
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) $(DEPFLAGS) $(CFLAGS) -Iuapi $(DRM_CFLAGS) \
+	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) $(DEPFLAGS) $(CFLAGS) -Iuapi -Ifirmware-sim $(DRM_CFLAGS) \
 		$(URING_CFLAGS) -c $< -o $@
 
 $(O)/tests/fuzz/npu-fuzz: $(call obj,$(FUZZ_SRCS))

@@ -116,7 +116,7 @@ void npu_cores_stop(struct npu_cores *c)
 	c->pending = 0;
 }
 
-void npu_cores_launch(struct npu_cores *c, const struct drm_npu_kernel_args *a,
+void npu_cores_launch(struct npu_cores *c, const struct npu_op_args *a,
 		      const struct npu_view *in, const struct npu_view *out,
 		      unsigned int parts)
 {
@@ -156,7 +156,7 @@ bool npu_cores_idle(struct npu_cores *c, uint64_t *finished_ns)
 	return idle;
 }
 
-void npu_cores_run(struct npu_cores *c, const struct drm_npu_kernel_args *a,
+void npu_cores_run(struct npu_cores *c, const struct npu_op_args *a,
 		   const struct npu_view *in, const struct npu_view *out,
 		   unsigned int parts)
 {

@@ -34,7 +34,7 @@ struct npu_cores {
 	void (*on_done)(void *opaque);
 	void *opaque;
 	/* the launch */
-	const struct drm_npu_kernel_args *args;
+	const struct npu_op_args *args;
 	const struct npu_view *in, *out;
 	uint64_t units;
 	unsigned int parts;
@@ -47,7 +47,7 @@ int npu_cores_start(struct npu_cores *c, unsigned int n);
 void npu_cores_stop(struct npu_cores *c);
 
 /* Run the op on up to `parts` cores (0: all) and wait for it. */
-void npu_cores_run(struct npu_cores *c, const struct drm_npu_kernel_args *a,
+void npu_cores_run(struct npu_cores *c, const struct npu_op_args *a,
 		   const struct npu_view *in, const struct npu_view *out,
 		   unsigned int parts);
 
@@ -56,7 +56,7 @@ void npu_cores_run(struct npu_cores *c, const struct drm_npu_kernel_args *a,
  * pool must have started workers and be idle; the arguments and views
  * must stay valid until it is idle again.
  */
-void npu_cores_launch(struct npu_cores *c, const struct drm_npu_kernel_args *a,
+void npu_cores_launch(struct npu_cores *c, const struct npu_op_args *a,
 		      const struct npu_view *in, const struct npu_view *out,
 		      unsigned int parts);
 

@@ -325,7 +325,7 @@ static void free_views(struct npu_view *v)
 
 /* Write a launch's output back to device memory. */
 static int scatter(struct npu_dev *dev, struct npu_fw_queue *q,
-		   const struct drm_npu_kernel_args *a, const struct npu_view *out,
+		   const struct npu_op_args *a, const struct npu_view *out,
 		   struct fault *f)
 {
 	return dma_host(dev, q, a->out.va, out->data, npu_tensor_extent(&a->out),
@@ -345,12 +345,23 @@ static int scatter(struct npu_dev *dev, struct npu_fw_queue *q,
 static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 		      const struct npu_fw_task *t, struct fault *f)
 {
-	struct drm_npu_kernel_args a;
+	struct npu_op_args a;
 	struct npu_view v[3] = { 0 };	/* in[0], in[1], out */
-	const struct drm_npu_tensor *ts[3];
+	const struct npu_op_tensor *ts[3];
 	unsigned int n_in, i;
 	int ret = -1;
 
+	/*
+	 * args[2] is the block's size: never read past it. A block shorter
+	 * than the struct this op library knows is malformed; bytes past it
+	 * are a newer caller's, ignored.
+	 */
+	if (t->args[2] < sizeof(a)) {
+		f->code = NPU_FW_EKERNEL;
+		f->access = NPU_ACCESS_READ;
+		f->address = t->args[0];
+		return -1;
+	}
 	if (dma_host(dev, q, t->args[0], &a, sizeof(a), NPU_ACCESS_READ, f))
 		return -1;
 	if (t->args[1] > NPU_DEV_CORES_MAX || npu_op_check(&a)) {
@@ -364,7 +375,7 @@ static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 	ts[1] = &a.in[1];
 	ts[2] = &a.out;
 	for (i = 0; i < 3; i++) {
-		const struct drm_npu_tensor *tt = ts[i];
+		const struct npu_op_tensor *tt = ts[i];
 		uint64_t extent, elems = 1;
 		int gather;
 

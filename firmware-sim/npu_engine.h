@@ -29,7 +29,7 @@ struct npu_launch {
 	uint32_t qid;
 	uint32_t head;			/* the task's place in the ring */
 	uint64_t counted_ns;		/* exec time counted up to here */
-	struct drm_npu_kernel_args args;
+	struct npu_op_args args;
 	struct npu_view v[3];		/* in[0], in[1], out: private buffers */
 };
 

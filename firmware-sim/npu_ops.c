@@ -43,7 +43,7 @@ size_t npu_dtype_size(uint32_t dtype)
 	}
 }
 
-uint64_t npu_tensor_extent(const struct drm_npu_tensor *t)
+uint64_t npu_tensor_extent(const struct npu_op_tensor *t)
 {
 	uint64_t last = 0;
 
@@ -52,7 +52,7 @@ uint64_t npu_tensor_extent(const struct drm_npu_tensor *t)
 	return (last + 1) * npu_dtype_size(t->dtype);
 }
 
-static uint64_t elements(const struct drm_npu_tensor *t)
+static uint64_t elements(const struct npu_op_tensor *t)
 {
 	uint64_t n = 1;
 
@@ -61,7 +61,7 @@ static uint64_t elements(const struct drm_npu_tensor *t)
 	return n;
 }
 
-static const char *check_tensor(const struct drm_npu_tensor *t, int is_out)
+static const char *check_tensor(const struct npu_op_tensor *t, int is_out)
 {
 	if (t->ndim < 1 || t->ndim > NPU_MAX_DIMS)
 		return "tensor rank must be 1 to 4";
@@ -83,13 +83,13 @@ static const char *check_tensor(const struct drm_npu_tensor *t, int is_out)
 	return NULL;
 }
 
-static int same_shape(const struct drm_npu_tensor *a, const struct drm_npu_tensor *b)
+static int same_shape(const struct npu_op_tensor *a, const struct npu_op_tensor *b)
 {
 	return a->ndim == b->ndim &&
 	       !memcmp(a->shape, b->shape, sizeof(a->shape[0]) * a->ndim);
 }
 
-static int all_f32(const struct drm_npu_kernel_args *a, unsigned int n)
+static int all_f32(const struct npu_op_args *a, unsigned int n)
 {
 	for (unsigned int i = 0; i < n; i++)
 		if (a->in[i].dtype != NPU_DT_F32)
@@ -97,21 +97,21 @@ static int all_f32(const struct drm_npu_kernel_args *a, unsigned int n)
 	return a->out.dtype == NPU_DT_F32;
 }
 
-unsigned int npu_op_inputs(const struct drm_npu_kernel_args *a)
+unsigned int npu_op_inputs(const struct npu_op_args *a)
 {
 	enum op_class c = op_class(a->op);
 
 	return c == OPC_BINARY || c == OPC_GEMM ? 2 : c == OPC_NONE ? 0 : 1;
 }
 
-int npu_op_reads_output(const struct drm_npu_kernel_args *a)
+int npu_op_reads_output(const struct npu_op_args *a)
 {
 	return a->op == NPU_OP_GEMM && a->beta != 0.0f;
 }
 
-static const char *check_gemm(const struct drm_npu_kernel_args *a)
+static const char *check_gemm(const struct npu_op_args *a)
 {
-	const struct drm_npu_tensor *A = &a->in[0], *B = &a->in[1], *C = &a->out;
+	const struct npu_op_tensor *A = &a->in[0], *B = &a->in[1], *C = &a->out;
 	int ta = a->flags & NPU_OP_F_TRANS_A, tb = a->flags & NPU_OP_F_TRANS_B;
 	uint64_t m, n, k;
 
@@ -130,7 +130,7 @@ static const char *check_gemm(const struct drm_npu_kernel_args *a)
 	return NULL;
 }
 
-const char *npu_op_check(const struct drm_npu_kernel_args *a)
+const char *npu_op_check(const struct npu_op_args *a)
 {
 	enum op_class c = op_class(a->op);
 	unsigned int n = npu_op_inputs(a);
@@ -187,7 +187,7 @@ const char *npu_op_check(const struct drm_npu_kernel_args *a)
 	return "unknown op";
 }
 
-uint64_t npu_op_units(const struct drm_npu_kernel_args *a)
+uint64_t npu_op_units(const struct npu_op_args *a)
 {
 	switch (op_class(a->op)) {
 	case OPC_GEMM:
@@ -280,7 +280,7 @@ static float unary(uint32_t op, float x)
 	}
 }
 
-static int run_elementwise(const struct drm_npu_kernel_args *a, const struct npu_view *in,
+static int run_elementwise(const struct npu_op_args *a, const struct npu_view *in,
 			   const struct npu_view *out, uint64_t begin, uint64_t end,
 			   const uint32_t *cancel)
 {
@@ -370,7 +370,7 @@ static int gemm_contiguous(const float *A, uint64_t ai, uint64_t ap, const float
 	return 0;
 }
 
-static int run_gemm(const struct drm_npu_kernel_args *a, const struct npu_view *in,
+static int run_gemm(const struct npu_op_args *a, const struct npu_view *in,
 		    const struct npu_view *out, uint64_t begin, uint64_t end,
 		    const uint32_t *cancel)
 {
@@ -409,7 +409,7 @@ static int run_gemm(const struct drm_npu_kernel_args *a, const struct npu_view *
 }
 
 /* A row can be long (up to 2^30 elements): its loops look too. */
-static int run_rows(const struct drm_npu_kernel_args *a, const struct npu_view *in,
+static int run_rows(const struct npu_op_args *a, const struct npu_view *in,
 		    const struct npu_view *out, uint64_t begin, uint64_t end,
 		    const uint32_t *cancel)
 {
@@ -468,7 +468,7 @@ static int run_rows(const struct drm_npu_kernel_args *a, const struct npu_view *
 	return 0;
 }
 
-static int run_reduce(const struct drm_npu_kernel_args *a, const struct npu_view *in,
+static int run_reduce(const struct npu_op_args *a, const struct npu_view *in,
 		      const struct npu_view *out, uint64_t begin, uint64_t end,
 		      const uint32_t *cancel)
 {
@@ -497,7 +497,7 @@ static int run_reduce(const struct drm_npu_kernel_args *a, const struct npu_view
 	return 0;
 }
 
-int npu_op_run_cancellable(const struct drm_npu_kernel_args *a, const struct npu_view *in,
+int npu_op_run_cancellable(const struct npu_op_args *a, const struct npu_view *in,
 			   const struct npu_view *out, uint64_t begin, uint64_t end,
 			   const uint32_t *cancel)
 {
@@ -515,7 +515,7 @@ int npu_op_run_cancellable(const struct drm_npu_kernel_args *a, const struct npu
 	}
 }
 
-void npu_op_run(const struct drm_npu_kernel_args *a, const struct npu_view *in,
+void npu_op_run(const struct npu_op_args *a, const struct npu_view *in,
 		const struct npu_view *out, uint64_t begin, uint64_t end)
 {
 	npu_op_run_cancellable(a, in, out, begin, end, NULL);

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "npu_fw_if.h"
+#include "npu_oplib.h"
 
 /* A tensor in host memory: `data` is element 0, strides in elements. */
 struct npu_view {
@@ -32,24 +33,24 @@ struct npu_view {
  * Check a launch's arguments. NULL when the op can run, else why not
  * (logged by the device with the failed task).
  */
-const char *npu_op_check(const struct drm_npu_kernel_args *a);
+const char *npu_op_check(const struct npu_op_args *a);
 
 /* How many inputs the op reads (0..2); only valid after npu_op_check(). */
-unsigned int npu_op_inputs(const struct drm_npu_kernel_args *a);
+unsigned int npu_op_inputs(const struct npu_op_args *a);
 
 /* Whether the op reads its output before writing it (GEMM with beta). */
-int npu_op_reads_output(const struct drm_npu_kernel_args *a);
+int npu_op_reads_output(const struct npu_op_args *a);
 
 /* Bytes from element 0 to one past the last element of `t`. */
-uint64_t npu_tensor_extent(const struct drm_npu_tensor *t);
+uint64_t npu_tensor_extent(const struct npu_op_tensor *t);
 
 size_t npu_dtype_size(uint32_t dtype);
 
 /* Independent units of work, to split across cores. */
-uint64_t npu_op_units(const struct drm_npu_kernel_args *a);
+uint64_t npu_op_units(const struct npu_op_args *a);
 
 /* Run units [begin, end). Views: in[0], in[1] (if used), out. */
-void npu_op_run(const struct drm_npu_kernel_args *a, const struct npu_view *in,
+void npu_op_run(const struct npu_op_args *a, const struct npu_view *in,
 		const struct npu_view *out, uint64_t begin, uint64_t end);
 
 /*
@@ -59,7 +60,7 @@ void npu_op_run(const struct drm_npu_kernel_args *a, const struct npu_view *in,
  * soon as it is non-zero, leaving the output partly written. Returns 0
  * when every unit ran, -1 when cancelled.
  */
-int npu_op_run_cancellable(const struct drm_npu_kernel_args *a, const struct npu_view *in,
+int npu_op_run_cancellable(const struct npu_op_args *a, const struct npu_view *in,
 			   const struct npu_view *out, uint64_t begin, uint64_t end,
 			   const uint32_t *cancel);
 

@@ -77,9 +77,9 @@ static inline void npu_hrtimer_setup(struct hrtimer *t,
 				     enum hrtimer_restart (*fn)(struct hrtimer *))
 {
 #ifdef HAVE_HRTIMER_SETUP
-	hrtimer_setup(t, fn, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
+	hrtimer_setup(t, fn, CLOCK_MONOTONIC, HRTIMER_MODE_ABS);
 #else
-	hrtimer_init(t, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
+	hrtimer_init(t, CLOCK_MONOTONIC, HRTIMER_MODE_ABS);
 	t->function = fn;
 #endif
 }
@@ -230,6 +230,21 @@ static inline void npu_uring_cmd_done(struct io_uring_cmd *cmd, s32 res, u64 res
 	{									\
 		fn(cmd, 0);							\
 	}
+#endif
+
+/*
+ * fdinfo: from 6.5 the DRM core prints it (drm_show_fdinfo: drm-driver,
+ * drm-client-id, drm-pdev) and the GEM memory keys (drm_show_memory_stats:
+ * drm-total-memory, drm-resident-memory, ...), the driver adding its own
+ * keys through drm_driver.show_fdinfo. Before (6.1) the driver prints
+ * everything from file_operations.show_fdinfo.
+ */
+#ifdef HAVE_DRM_SHOW_MEMORY_STATS
+#define NPU_FOPS_SHOW_FDINFO		.show_fdinfo = drm_show_fdinfo,
+#define NPU_DRM_DRIVER_SHOW_FDINFO	.show_fdinfo = npu_drm_show_fdinfo,
+#else
+#define NPU_FOPS_SHOW_FDINFO		.show_fdinfo = npu_show_fdinfo,
+#define NPU_DRM_DRIVER_SHOW_FDINFO
 #endif
 
 /*

@@ -50,7 +50,7 @@ int npu_ctx_open(struct drm_device *drm, struct drm_file *file)
 	mutex_init(&ctx->lock);
 	INIT_LIST_HEAD(&ctx->userptrs);
 	xa_init(&ctx->syncs);
-	drm_mm_init(&ctx->va_mm, NPU_VA_BASE, NPU_VA_END - NPU_VA_BASE);
+	drm_mm_init(&ctx->va_mm, DRM_NPU_VA_BASE, DRM_NPU_VA_END - DRM_NPU_VA_BASE);
 
 	mutex_lock(&ctx->lock);
 	ret = npu_mmu_init(ctx);

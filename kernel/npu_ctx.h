@@ -39,7 +39,7 @@ struct npu_ctx {
 	/* Time its queues had work on the device, under ndev->queue_lock. */
 	u64 busy_ns;
 	/* Under ndev->hbm_lock, like the device-wide counters. */
-	struct npu_mem_stat mem[NPU_MEM_REGION_COUNT];
+	struct npu_mem_stat mem[DRM_NPU_MEM_REGION_COUNT];
 };
 
 #define NPU_CTX_MAX	0xffff

@@ -40,68 +40,63 @@ static int npu_ioctl_get_param(struct drm_device *drm, void *data,
 	struct npu_device *ndev = to_npu_device(drm);
 	struct drm_npu_get_param *args = data;
 	const struct npu_fw_info *fw = &ndev->fw;
-	int ret = 0, idx;
+	int idx;
 
-	if (args->pad)
+	if (args->flags)
 		return -EINVAL;
 
 	switch (args->param) {
-	case NPU_PARAM_IF_VERSION:
+	case DRM_NPU_PARAM_IF_VERSION:
 		args->value = fw->if_version;
 		return 0;
-	case NPU_PARAM_FW_VERSION:
+	case DRM_NPU_PARAM_FW_VERSION:
 		args->value = fw->fw_version;
 		return 0;
-	case NPU_PARAM_DEVICE_CAPS:
+	case DRM_NPU_PARAM_DEVICE_CAPS:
 		/* The firmware's bits are its contract with us, not with users. */
-		args->value = fw->caps & NPU_FW_CAP_FAULT_INJECTION ? NPU_CAP_FAULT_INJECTION : 0;
+		args->value = fw->caps & NPU_FW_CAP_FAULT_INJECTION ? DRM_NPU_CAP_FAULT_INJECTION : 0;
 		return 0;
-	case NPU_PARAM_HBM_SIZE:
+	case DRM_NPU_PARAM_HBM_SIZE:
 		args->value = fw->hbm_size;
 		return 0;
-	case NPU_PARAM_HBM_RESERVED:
+	case DRM_NPU_PARAM_HBM_RESERVED:
 		args->value = fw->fw_reserved;
 		return 0;
-	case NPU_PARAM_QUEUE_COUNT:
+	case DRM_NPU_PARAM_QUEUE_COUNT:
 		args->value = fw->num_queues;
 		return 0;
-	case NPU_PARAM_CORE_COUNT:
+	case DRM_NPU_PARAM_CORE_COUNT:
 		args->value = fw->num_cores;
 		return 0;
-	case NPU_PARAM_FW_HEARTBEAT_MS:
+	case DRM_NPU_PARAM_FW_HEARTBEAT_MS:
 		args->value = fw->heartbeat_ms;
 		return 0;
-	case NPU_PARAM_HBM_USED:
+	case DRM_NPU_PARAM_HBM_USED:
 		args->value = npu_gem_hbm_used(ndev);
 		return 0;
-	case NPU_PARAM_QUEUES_PER_CONTEXT:
+	case DRM_NPU_PARAM_QUEUES_PER_CONTEXT:
 		args->value = NPU_CTX_QUEUES;
 		return 0;
-	case NPU_PARAM_URING_CMDS:
+	case DRM_NPU_PARAM_URING_CMDS:
 		args->value = npu_uring_cmds_supported();
 		return 0;
-	case NPU_PARAM_SYNCS_PER_CONTEXT:
+	case DRM_NPU_PARAM_SYNCS_PER_CONTEXT:
 		args->value = npu_sync_ctx_max();
 		return 0;
-	case NPU_PARAM_MAX_QUEUE_TIMEOUT_MS:
+	case DRM_NPU_PARAM_MAX_QUEUE_TIMEOUT_MS:
 		args->value = npu_recovery_max_job_timeout_ms();
 		return 0;
-	case NPU_PARAM_FW_HEARTBEAT:
-	case NPU_PARAM_FW_PING_NS:
-		break;
+	case DRM_NPU_PARAM_FW_HEARTBEAT:
+		/* Reads the device. */
+		if (!drm_dev_enter(drm, &idx))
+			return -ENODEV;
+		args->value = npu_hw_heartbeat(ndev);
+		drm_dev_exit(idx);
+		return 0;
 	default:
+		/* DRM_NPU_PARAM_RESERVED_9 (the old ping: debugfs fw_ping) too. */
 		return -EINVAL;
 	}
-
-	/* The rest talk to the device. */
-	if (!drm_dev_enter(drm, &idx))
-		return -ENODEV;
-	if (args->param == NPU_PARAM_FW_HEARTBEAT)
-		args->value = npu_hw_heartbeat(ndev);
-	else
-		ret = npu_ipc_ping(ndev, &args->value);
-	drm_dev_exit(idx);
-	return ret;
 }
 
 static const struct drm_ioctl_desc npu_ioctls[] = {
@@ -137,7 +132,7 @@ static const struct file_operations npu_fops = {
 	.read = drm_read,
 	.llseek = noop_llseek,
 	.mmap = drm_gem_mmap,
-	.show_fdinfo = npu_show_fdinfo,
+	NPU_FOPS_SHOW_FDINFO
 #if IS_ENABLED(CONFIG_IO_URING)
 	.uring_cmd = npu_uring_cmd,
 #endif
@@ -150,6 +145,7 @@ static const struct drm_driver npu_drm_driver = {
 	.open = npu_ctx_open,
 	.postclose = npu_ctx_postclose,
 	.debugfs_init = npu_debugfs_init,
+	NPU_DRM_DRIVER_SHOW_FDINFO
 	/* Buffers are shared as dma-bufs; importing is for our own only. */
 	NPU_DRM_DRIVER_PRIME
 	.ioctls = npu_ioctls,

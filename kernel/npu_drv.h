@@ -63,7 +63,7 @@ struct npu_device {
 	struct {
 		u64 current_bytes;
 		u64 peak_bytes;
-	} mem[NPU_MEM_REGION_COUNT];
+	} mem[DRM_NPU_MEM_REGION_COUNT];
 
 	struct ida ctx_ida;			/* device context ids */
 	struct xarray ctx_quarantine;		/* ids freed while wedged */
@@ -102,27 +102,24 @@ static inline struct npu_device *to_npu_device(struct drm_device *drm)
 }
 
 /*
- * A uapi relative timeout in ns as jiffies for wait_event_*_timeout():
- * negative waits without limit, 0 polls, anything else rounds up.
+ * A uapi deadline (absolute CLOCK_MONOTONIC ns) as jiffies from now for
+ * wait_event_*_timeout(): DRM_NPU_DEADLINE_NONE waits without limit, a
+ * deadline not in the future polls, anything else rounds up.
  */
-static inline long npu_timeout_jiffies(s64 timeout_ns)
+static inline long npu_deadline_jiffies(s64 deadline_ns)
 {
-	if (timeout_ns < 0)
-		return MAX_SCHEDULE_TIMEOUT;
-	return min_t(u64, nsecs_to_jiffies64(timeout_ns) + !!timeout_ns,
-		     MAX_SCHEDULE_TIMEOUT - 1);
-}
+	s64 left;
 
-/*
- * An interrupted wait with a relative timeout is restarted with the same
- * arguments: leave in *timeout_ns what is left of it, so the restart does
- * not wait the whole time again. Negative (no limit) stays as it is.
- */
-static inline void npu_timeout_consume(s64 *timeout_ns, ktime_t start)
-{
-	if (*timeout_ns > 0)
-		*timeout_ns = max_t(s64, 0, *timeout_ns -
-				    ktime_to_ns(ktime_sub(ktime_get(), start)));
+	if (deadline_ns == DRM_NPU_DEADLINE_NONE)
+		return MAX_SCHEDULE_TIMEOUT;
+	left = deadline_ns - ktime_to_ns(ktime_get());
+	if (left <= 0)
+		return 0;
+	/*
+	 * Two more: the first tick may come at once, and the wait must not
+	 * end before the deadline.
+	 */
+	return min_t(u64, nsecs_to_jiffies64(left) + 2, MAX_SCHEDULE_TIMEOUT - 1);
 }
 
 #define npu_err(ndev, fmt, ...)  drm_err(&(ndev)->drm, fmt, ##__VA_ARGS__)

@@ -79,7 +79,7 @@ int npu_syncobj_copy(u64 uptr, u32 count, struct drm_npu_syncobj *out)
 {
 	u32 i;
 
-	if (count > NPU_SUBMIT_MAX_SYNCOBJS)
+	if (count > DRM_NPU_SUBMIT_MAX_SYNCOBJS)
 		return -EINVAL;
 	if (count && copy_from_user(out, u64_to_user_ptr(uptr), count * sizeof(*out)))
 		return -EFAULT;

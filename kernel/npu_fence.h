@@ -17,9 +17,9 @@ void npu_fence_free(struct dma_fence *f);
 /* The out-syncobjs of a submit, looked up before it is queued. */
 struct npu_syncobj_out {
 	u32 count;
-	struct drm_syncobj *syncobj[NPU_SUBMIT_MAX_SYNCOBJS];
-	struct dma_fence_chain *chain[NPU_SUBMIT_MAX_SYNCOBJS];
-	u64 point[NPU_SUBMIT_MAX_SYNCOBJS];
+	struct drm_syncobj *syncobj[DRM_NPU_SUBMIT_MAX_SYNCOBJS];
+	struct dma_fence_chain *chain[DRM_NPU_SUBMIT_MAX_SYNCOBJS];
+	u64 point[DRM_NPU_SUBMIT_MAX_SYNCOBJS];
 };
 
 int npu_syncobj_copy(u64 uptr, u32 count, struct drm_npu_syncobj *out);

@@ -23,8 +23,6 @@
 
 #include <linux/types.h>
 
-#include <drm/npu_accel.h>	/* the kernel argument block */
-
 #define NPU_FW_MAGIC		0x3055504eU	/* "NPU0" */
 
 /*
@@ -256,7 +254,8 @@ enum npu_fw_task_type {
 	NPU_FW_TASK_COPY = 1,	/* args: dst VA, src VA, bytes */
 	NPU_FW_TASK_FILL = 2,	/* args: dst VA, bytes (multiple of 4), u32 pattern */
 	NPU_FW_TASK_FENCE = 3,	/* args: seq; done_seq = seq, raise NPU_VEC_QUEUE */
-	/* args: VA of a struct drm_npu_kernel_args, block dim (cores, 0 = all) */
+	/* args: VA of an op-library argument block, block dim (cores, 0 = all),
+	 * the block's size in bytes (the device reads no more) */
 	NPU_FW_TASK_KERNEL = 4,
 	NPU_FW_TASK_TIMESTAMP = 5,	/* args: VA; writes the device clock (u64 ns) */
 	NPU_FW_TASK_BARRIER = 6,	/* earlier tasks of the queue are complete */
@@ -265,6 +264,14 @@ enum npu_fw_task_type {
 	NPU_FW_TASK_EVENT_RESET = 9,	/* args: sync id; value = 0 */
 	NPU_FW_TASK_NOTIFY_RECORD = 10,	/* args: sync id; value += 1 */
 	NPU_FW_TASK_NOTIFY_WAIT = 11,	/* args: sync id; waits for value > 0, then -= 1 */
+};
+
+/* A ring slot: 64 bytes. Arguments a type does not use are zero. */
+struct npu_fw_task {
+	__u16 type;		/* enum npu_fw_task_type */
+	__u16 flags;		/* zero */
+	__u32 pad;		/* zero */
+	__u64 args[7];
 };
 
 /*
@@ -285,9 +292,11 @@ struct npu_fw_sync {
 /*
  * Kernel launches: an op from the device's op library on tensors in
  * device memory. Userspace writes the argument block (struct
- * drm_npu_kernel_args, in the uapi, since it is ABI) to device memory and
- * the task carries its VA; the device copies it in and checks it before
- * running. A bad block, a shape or stride the op cannot take fails the
+ * npu_op_args of firmware-sim/npu_oplib.h: a contract between userspace
+ * and the op library, which the kernel does not parse) to device memory
+ * and the task carries its VA and size; the device reads at most that
+ * size, copies the block in and checks it before running. A block
+ * shorter than the op library's struct, a bad block, a shape or stride the op cannot take fails the
  * task with NPU_FW_EKERNEL; a fault reading or writing a tensor with
  * NPU_FW_EFAULT. Either way the queue stops as for any fault.
  */

@@ -144,8 +144,8 @@ u64 npu_gem_hbm_used(struct npu_device *ndev)
 	u64 used;
 
 	mutex_lock(&ndev->hbm_lock);
-	used = ndev->mem[NPU_MEM_REGION_HBM].current_bytes +
-	       ndev->mem[NPU_MEM_REGION_PAGE_TABLES].current_bytes;
+	used = ndev->mem[DRM_NPU_MEM_REGION_HBM].current_bytes +
+	       ndev->mem[DRM_NPU_MEM_REGION_PAGE_TABLES].current_bytes;
 	mutex_unlock(&ndev->hbm_lock);
 	return used;
 }
@@ -154,21 +154,21 @@ u64 npu_gem_hbm_used(struct npu_device *ndev)
 static int npu_bo_place(struct npu_device *ndev, struct npu_ctx *ctx,
 			struct npu_bo *bo, u64 size, u32 policy)
 {
-	bool huge = policy == NPU_BO_PAGE_HUGE_ONLY ||
-		    (policy == NPU_BO_PAGE_HUGE_FIRST && size > NPU_HUGE_FIRST_MIN);
+	bool huge = policy == DRM_NPU_BO_PAGE_HUGE_ONLY ||
+		    (policy == DRM_NPU_BO_PAGE_HUGE_FIRST && size > NPU_HUGE_FIRST_MIN);
 	int ret;
 
 	if (huge) {
-		ret = npu_hbm_alloc(ndev, ctx, NPU_MEM_REGION_HBM, &bo->hbm, size,
-				    NPU_PAGE_SIZE_2M);
-		if (!ret || policy == NPU_BO_PAGE_HUGE_ONLY) {
-			bo->page_size = NPU_PAGE_SIZE_2M;
+		ret = npu_hbm_alloc(ndev, ctx, DRM_NPU_MEM_REGION_HBM, &bo->hbm, size,
+				    DRM_NPU_PAGE_SIZE_2M);
+		if (!ret || policy == DRM_NPU_BO_PAGE_HUGE_ONLY) {
+			bo->page_size = DRM_NPU_PAGE_SIZE_2M;
 			return ret;
 		}
 	}
-	bo->page_size = NPU_PAGE_SIZE_4K;
-	return npu_hbm_alloc(ndev, ctx, NPU_MEM_REGION_HBM, &bo->hbm, size,
-			     NPU_PAGE_SIZE_4K);
+	bo->page_size = DRM_NPU_PAGE_SIZE_4K;
+	return npu_hbm_alloc(ndev, ctx, DRM_NPU_MEM_REGION_HBM, &bo->hbm, size,
+			     DRM_NPU_PAGE_SIZE_4K);
 }
 
 /* Under bo->maps_lock. */
@@ -319,7 +319,7 @@ static void npu_bo_free(struct drm_gem_object *obj)
 	WARN_ON(!list_empty(&bo->maps));
 	if (bo->user)
 		npu_userptr_release(bo);
-	npu_hbm_free(to_npu_device(obj->dev), bo->owner, NPU_MEM_REGION_HBM, &bo->hbm);
+	npu_hbm_free(to_npu_device(obj->dev), bo->owner, DRM_NPU_MEM_REGION_HBM, &bo->hbm);
 	npu_ctx_put(bo->owner);
 	mutex_destroy(&bo->maps_lock);
 	drm_gem_object_release(obj);
@@ -365,7 +365,18 @@ static const struct vm_operations_struct npu_bo_vm_ops = {
 	.close = drm_gem_vm_close,
 };
 
+#ifdef HAVE_DRM_GEM_OBJECT_STATUS
+/* For drm_show_memory_stats(): device memory and pinned pages stay put. */
+static enum drm_gem_object_status npu_bo_status(struct drm_gem_object *obj)
+{
+	return DRM_GEM_OBJECT_RESIDENT;
+}
+#endif
+
 static const struct drm_gem_object_funcs npu_bo_funcs = {
+#ifdef HAVE_DRM_GEM_OBJECT_STATUS
+	.status = npu_bo_status,
+#endif
 	.free = npu_bo_free,
 	.open = npu_bo_open,
 	.close = npu_bo_close,
@@ -443,7 +454,7 @@ int npu_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *fil
 	int ret, idx;
 
 	if (!args->size || args->flags ||
-	    args->page_policy > NPU_BO_PAGE_NORMAL_ONLY)
+	    args->page_policy > DRM_NPU_BO_PAGE_NORMAL_ONLY)
 		return -EINVAL;
 	/* Also keeps the rounding below from overflowing. */
 	if (args->size > ndev->fw.hbm_size - ndev->fw.fw_reserved)
@@ -499,7 +510,7 @@ int npu_ioctl_bo_info(struct drm_device *drm, void *data, struct drm_file *file)
 	struct drm_gem_object *obj;
 	struct npu_bo *bo;
 
-	if (args->pad)
+	if (args->flags)
 		return -EINVAL;
 	obj = drm_gem_object_lookup(file, args->handle);
 	if (!obj)
@@ -508,7 +519,7 @@ int npu_ioctl_bo_info(struct drm_device *drm, void *data, struct drm_file *file)
 	args->mmap_offset = drm_vma_node_offset_addr(&obj->vma_node);
 	args->device_va = npu_bo_va(bo, file->driver_priv);
 	args->size = obj->size;
-	args->flags = bo->flags;
+	args->bo_flags = bo->flags;
 	args->page_size = bo->page_size;
 	drm_gem_object_put(obj);
 	return 0;
@@ -525,7 +536,7 @@ int npu_ioctl_get_mem_usage(struct drm_device *drm, void *data,
 	if (args->flags || args->pad)
 		return -EINVAL;
 	mutex_lock(&ndev->hbm_lock);
-	for (r = 0; r < NPU_MEM_REGION_COUNT; r++) {
+	for (r = 0; r < DRM_NPU_MEM_REGION_COUNT; r++) {
 		args->ctx_current[r] = ctx->mem[r].current_bytes;
 		args->ctx_peak[r] = ctx->mem[r].peak_bytes;
 		args->dev_current[r] = ndev->mem[r].current_bytes;

@@ -222,7 +222,7 @@ static int npu_job_hold_range(struct npu_job *job, struct npu_ctx *ctx,
 static int npu_job_hold_sync(struct npu_job *job, struct npu_ctx *ctx,
 			     const struct drm_npu_task *t, u32 *cap)
 {
-	u32 kind = t->type <= NPU_TASK_EVENT_RESET ? NPU_SYNC_EVENT : NPU_SYNC_NOTIFY;
+	u32 kind = t->type <= DRM_NPU_TASK_EVENT_RESET ? DRM_NPU_SYNC_EVENT : DRM_NPU_SYNC_NOTIFY;
 	struct npu_sync *s;
 
 	lockdep_assert_held(&ctx->lock);
@@ -270,7 +270,7 @@ struct npu_job *npu_job_create(struct npu_ctx *ctx, struct drm_npu_task *tasks, 
 	}
 	/* NOPs and barriers hold nothing: no need for the context's lock. */
 	for (i = 0; i < count; i++)
-		if (tasks[i].type != NPU_TASK_NOP && tasks[i].type != NPU_TASK_BARRIER)
+		if (tasks[i].type != DRM_NPU_TASK_NOP && tasks[i].type != DRM_NPU_TASK_BARRIER)
 			break;
 	if (i == count)
 		return job;
@@ -279,25 +279,24 @@ struct npu_job *npu_job_create(struct npu_ctx *ctx, struct drm_npu_task *tasks, 
 	for (i = 0; i < count && !ret; i++) {
 		const struct drm_npu_task *t = &tasks[i];
 
-		if (t->type == NPU_TASK_COPY) {
+		if (t->type == DRM_NPU_TASK_COPY) {
 			ret = npu_job_hold_range(job, ctx, t->args[0], t->args[2], &cap);
 			if (!ret)
 				ret = npu_job_hold_range(job, ctx, t->args[1], t->args[2], &cap);
-		} else if (t->type == NPU_TASK_FILL) {
+		} else if (t->type == DRM_NPU_TASK_FILL) {
 			ret = npu_job_hold_range(job, ctx, t->args[0], t->args[1], &cap);
-		} else if (t->type == NPU_TASK_TIMESTAMP) {
+		} else if (t->type == DRM_NPU_TASK_TIMESTAMP) {
 			ret = npu_job_hold_range(job, ctx, t->args[0], 8, &cap);
-		} else if (t->type >= NPU_TASK_EVENT_RECORD) {
+		} else if (t->type >= DRM_NPU_TASK_EVENT_RECORD) {
 			ret = npu_job_hold_sync(job, ctx, t, &sync_cap);
-		} else if (t->type == NPU_TASK_KERNEL) {
+		} else if (t->type == DRM_NPU_TASK_KERNEL) {
 			/*
 			 * Only the argument block: the tensors it names are in
 			 * device memory the driver does not parse. Closing one
 			 * early makes the launch fault, never reach freed memory
 			 * (unmapping waits for the task running on the device).
 			 */
-			ret = npu_job_hold_range(job, ctx, t->args[0],
-						 sizeof(struct drm_npu_kernel_args), &cap);
+			ret = npu_job_hold_range(job, ctx, t->args[0], t->args[2], &cap);
 		}
 	}
 	mutex_unlock(&ctx->lock);
@@ -397,7 +396,7 @@ static enum drm_gpu_sched_stat npu_job_timedout(struct drm_sched_job *sched_job)
 	struct npu_queue *q = to_npu_job(sched_job)->q;
 
 	if (npu_queue_timed_out(q))
-		npu_queue_stop(q, NPU_JOB_TIMEOUT);
+		npu_queue_stop(q, DRM_NPU_JOB_TIMEOUT);
 	return npu_sched_keep_job(sched_job);
 }
 

@@ -39,7 +39,7 @@ static u64 __iomem *npu_pte(struct npu_ctx *ctx, u64 table, unsigned int index)
 
 static void npu_pt_free(struct npu_ctx *ctx, struct npu_pt_table *t)
 {
-	npu_hbm_free(ctx->ndev, ctx, NPU_MEM_REGION_PAGE_TABLES, &t->node);
+	npu_hbm_free(ctx->ndev, ctx, DRM_NPU_MEM_REGION_PAGE_TABLES, &t->node);
 	kvfree(t->next);
 	kfree(t);
 }
@@ -60,7 +60,7 @@ static struct npu_pt_table *npu_pt_alloc(struct npu_ctx *ctx, int level)
 			return ERR_PTR(-ENOMEM);
 		}
 	}
-	ret = npu_hbm_alloc(ctx->ndev, ctx, NPU_MEM_REGION_PAGE_TABLES, &t->node,
+	ret = npu_hbm_alloc(ctx->ndev, ctx, DRM_NPU_MEM_REGION_PAGE_TABLES, &t->node,
 			    NPU_PT_SIZE, NPU_PT_SIZE);
 	if (ret) {
 		npu_pt_free(ctx, t);
@@ -128,7 +128,7 @@ static int npu_mmu_walk(struct npu_ctx *ctx, u64 va, int leaf_level,
 
 static int npu_leaf_level(u32 page_size)
 {
-	return page_size == NPU_PAGE_SIZE_2M ? 2 : 3;
+	return page_size == DRM_NPU_PAGE_SIZE_2M ? 2 : 3;
 }
 
 int npu_mmu_map(struct npu_ctx *ctx, u64 va, u64 addr, u32 page_size, u64 flags)
@@ -142,7 +142,7 @@ int npu_mmu_map(struct npu_ctx *ctx, u64 va, u64 addr, u32 page_size, u64 flags)
 	ret = npu_mmu_walk(ctx, va, level, true, &table);
 	if (ret)
 		return ret;
-	if (page_size == NPU_PAGE_SIZE_2M) {
+	if (page_size == DRM_NPU_PAGE_SIZE_2M) {
 		flags |= NPU_PTE_HUGE;
 		/* A leaf now: a table once used here stays, unreachable, until teardown. */
 		table->next[i] = NULL;

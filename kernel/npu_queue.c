@@ -40,7 +40,7 @@
 #include "npu_sync.h"
 #include "npu_uring.h"
 
-static_assert(NPU_QUEUE_DEPTH_MIN > NPU_SUBMIT_MAX_TASKS);	/* + its fence */
+static_assert(DRM_NPU_QUEUE_DEPTH_MIN > DRM_NPU_SUBMIT_MAX_TASKS);	/* + its fence */
 
 /* Under queue_lock: the device is done with the job, well or not. */
 static void npu_job_signal(struct npu_job *job, int error)
@@ -105,13 +105,13 @@ static void npu_queue_update(struct npu_device *ndev, struct npu_queue *q)
 
 		switch (readl(&slot->error)) {
 		case NPU_FW_EFAULT:
-			q->status = NPU_JOB_FAULT;
+			q->status = DRM_NPU_JOB_FAULT;
 			break;
 		case NPU_FW_EKERNEL:
-			q->status = NPU_JOB_KERNEL_ERROR;
+			q->status = DRM_NPU_JOB_KERNEL_ERROR;
 			break;
 		default:
-			q->status = NPU_JOB_INVALID;
+			q->status = DRM_NPU_JOB_INVALID;
 			break;
 		}
 		q->fault_access = readl(&slot->error_access);
@@ -126,8 +126,8 @@ static void npu_queue_update(struct npu_device *ndev, struct npu_queue *q)
 		/* A context can fault at will: keep the log readable. */
 		dev_info_ratelimited(ndev->drm.dev,
 				     "context %u: %s at %#llx (%s) in batch %llu, task %u\n",
-				     q->ctx->id, q->status == NPU_JOB_FAULT ? "MMU fault" :
-				     q->status == NPU_JOB_KERNEL_ERROR ? "kernel error" :
+				     q->ctx->id, q->status == DRM_NPU_JOB_FAULT ? "MMU fault" :
+				     q->status == DRM_NPU_JOB_KERNEL_ERROR ? "kernel error" :
 				     "invalid task", q->fault_address,
 				     q->fault_access ? "write" : "read",
 				     q->error_seq, q->error_task);
@@ -160,8 +160,8 @@ static irqreturn_t npu_queue_irq(int irq, void *arg)
 static int npu_job_status_errno(u32 status)
 {
 	switch (status) {
-	case NPU_JOB_TIMEOUT: return -ETIMEDOUT;
-	case NPU_JOB_ABORTED: return -ENODEV;
+	case DRM_NPU_JOB_TIMEOUT: return -ETIMEDOUT;
+	case DRM_NPU_JOB_ABORTED: return -ENODEV;
 	default: return -EIO;
 	}
 }
@@ -300,7 +300,7 @@ int npu_queue_quiesce_hw(struct npu_device *ndev)
 /* The device is gone: fail everything in flight so nothing waits forever. */
 void npu_queue_abort_all(struct npu_device *ndev)
 {
-	npu_queue_fail_all(ndev, NPU_JOB_ABORTED, 0);
+	npu_queue_fail_all(ndev, DRM_NPU_JOB_ABORTED, 0);
 }
 
 static void npu_queue_release(struct kref *ref)
@@ -376,7 +376,7 @@ int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries,
 	if (ret)
 		goto err_sched;
 
-	ret = npu_hbm_alloc(ndev, ctx, NPU_MEM_REGION_QUEUES, &q->ring,
+	ret = npu_hbm_alloc(ndev, ctx, DRM_NPU_MEM_REGION_QUEUES, &q->ring,
 			    q->entries * sizeof(struct npu_fw_task), PAGE_SIZE);
 	if (ret)
 		goto err_entity;
@@ -402,7 +402,7 @@ int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries,
 	return 0;
 
 err_ring:
-	npu_hbm_free(ndev, ctx, NPU_MEM_REGION_QUEUES, &q->ring);
+	npu_hbm_free(ndev, ctx, DRM_NPU_MEM_REGION_QUEUES, &q->ring);
 err_entity:
 	drm_sched_entity_fini(&q->entity);
 err_sched:
@@ -461,7 +461,7 @@ void npu_queue_destroy(struct npu_queue *q)
 {
 	struct npu_device *ndev = q->ctx->ndev;
 
-	npu_queue_stop(q, NPU_JOB_ABORTED);
+	npu_queue_stop(q, DRM_NPU_JOB_ABORTED);
 	/*
 	 * A failed queue's jobs wait for nothing (npu_job.c: the failure
 	 * cut their dependencies short), so the scheduler fails them one by
@@ -482,7 +482,7 @@ void npu_queue_destroy(struct npu_queue *q)
 	mutex_lock(&q->submit_lock);
 	q->dead = true;
 	mutex_unlock(&q->submit_lock);
-	npu_hbm_free(ndev, q->ctx, NPU_MEM_REGION_QUEUES, &q->ring);
+	npu_hbm_free(ndev, q->ctx, DRM_NPU_MEM_REGION_QUEUES, &q->ring);
 	ida_free(&ndev->queue_ida, q->hw_id);
 	npu_queue_put(q);
 }
@@ -500,7 +500,7 @@ struct npu_queue *npu_queue_lookup(struct npu_ctx *ctx, u32 id, bool create)
 		return ERR_PTR(-EINVAL);
 	mutex_lock(&ctx->lock);
 	if (!ctx->queues[id] && id == 0 && create)
-		ret = npu_queue_create(ctx, 0, NPU_QUEUE_PRIORITY_NORMAL, NPU_QUEUE_DEPTH_DEFAULT, 0);
+		ret = npu_queue_create(ctx, 0, DRM_NPU_QUEUE_PRIORITY_NORMAL, DRM_NPU_QUEUE_DEPTH_DEFAULT, 0);
 	q = ctx->queues[id];
 	if (q)
 		kref_get(&q->ref);

@@ -35,8 +35,8 @@ struct npu_job {
 	struct drm_npu_task *tasks;	/* what run_job writes */
 	struct dma_fence *hw_fence;	/* signalled when the device is done */
 	u32 nin, next_in;
-	struct dma_fence *in[NPU_SUBMIT_MAX_SYNCOBJS];	/* in-syncobjs' fences */
-	struct npu_dep *deps[NPU_SUBMIT_MAX_SYNCOBJS];	/* for those pending */
+	struct dma_fence *in[DRM_NPU_SUBMIT_MAX_SYNCOBJS];	/* in-syncobjs' fences */
+	struct npu_dep *deps[DRM_NPU_SUBMIT_MAX_SYNCOBJS];	/* for those pending */
 };
 
 static inline struct npu_job *to_npu_job(struct drm_sched_job *job)

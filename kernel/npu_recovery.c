@@ -4,14 +4,14 @@
  *
  * Hung queues are the queue schedulers' to find (drm_sched's timeout,
  * npu_queue_timed_out()): a task that executed on the device for its
- * queue's limit without finishing fails that queue with NPU_JOB_TIMEOUT.
+ * queue's limit without finishing fails that queue with DRM_NPU_JOB_TIMEOUT.
  *
  * A watchdog runs every NPU_WATCHDOG_MS while the device is bound:
  *  - it retires completions whose interrupt was lost, so a dropped
  *    interrupt costs latency, never a hang;
  *  - it resets the device when the firmware heartbeat has not moved for
  *    heartbeat_timeout_ms, or when the device is wedged: every batch
- *    fails with NPU_JOB_RESET, the firmware is told to recover, and the
+ *    fails with DRM_NPU_JOB_RESET, the firmware is told to recover, and the
  *    driver stays usable.
  *
  * Wedging: the driver never trusts device state it could not confirm. A
@@ -124,7 +124,7 @@ static void npu_recovery_reset(struct npu_device *ndev, const char *why)
 
 	npu_err(ndev, "%s: resetting the device\n", why);
 	atomic_inc(&ndev->resets);
-	ret = npu_queue_fail_all(ndev, NPU_JOB_RESET, NPU_FW_CMD_RESET);
+	ret = npu_queue_fail_all(ndev, DRM_NPU_JOB_RESET, NPU_FW_CMD_RESET);
 	/* Host event waiters fail too: what they wait for may never come. */
 	wake_up_all(&ndev->sync_wq);
 	if (ret) {

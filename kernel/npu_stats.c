@@ -7,6 +7,7 @@
 #include <drm/drm_debugfs.h>
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
+#include <drm/drm_print.h>
 #include <linux/debugfs.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/fs.h>
@@ -20,40 +21,63 @@
 #include "npu_stats.h"
 #include "npu_uring.h"
 
-static const char *const npu_region_names[NPU_MEM_REGION_COUNT] = {
-	[NPU_MEM_REGION_HBM] = "hbm",
-	[NPU_MEM_REGION_HOST] = "host",
-	[NPU_MEM_REGION_PAGE_TABLES] = "pagetables",
-	[NPU_MEM_REGION_QUEUES] = "queues",
+static const char *const npu_region_names[DRM_NPU_MEM_REGION_COUNT] = {
+	[DRM_NPU_MEM_REGION_HBM] = "hbm",
+	[DRM_NPU_MEM_REGION_HOST] = "host",
+	[DRM_NPU_MEM_REGION_PAGE_TABLES] = "pagetables",
+	[DRM_NPU_MEM_REGION_QUEUES] = "queues",
 };
 
-void npu_show_fdinfo(struct seq_file *m, struct file *f)
+/* The driver's own fdinfo keys: engine time and memory per region. */
+static void npu_fdinfo_keys(struct drm_printer *p, struct npu_ctx *ctx)
 {
-	struct drm_file *file = f->private_data;
-	struct npu_ctx *ctx = file->driver_priv;
 	struct npu_device *ndev = ctx->ndev;
-	u64 cur[NPU_MEM_REGION_COUNT], busy;
+	u64 cur[DRM_NPU_MEM_REGION_COUNT], busy;
 	int r;
 
 	mutex_lock(&ndev->hbm_lock);
-	for (r = 0; r < NPU_MEM_REGION_COUNT; r++)
+	for (r = 0; r < DRM_NPU_MEM_REGION_COUNT; r++)
 		cur[r] = ctx->mem[r].current_bytes;
 	mutex_unlock(&ndev->hbm_lock);
 	mutex_lock(&ndev->queue_lock);
 	busy = ctx->busy_ns;
 	mutex_unlock(&ndev->queue_lock);
 
-	seq_printf(m, "drm-driver:\t%s\n", ndev->drm.driver->name);
-	seq_printf(m, "drm-pdev:\t%s\n", pci_name(ndev->pdev));
-	seq_printf(m, "drm-client-id:\t%u\n", ctx->id);
 	/* Time this context's queues had work on the device. */
-	seq_printf(m, "drm-engine-npu:\t%llu ns\n", busy);
+	drm_printf(p, "drm-engine-npu:\t%llu ns\n", busy);
 	/* Everything an NPU context holds is resident: nothing is swapped. */
-	for (r = 0; r < NPU_MEM_REGION_COUNT; r++) {
-		seq_printf(m, "drm-total-%s:\t%llu KiB\n", npu_region_names[r], cur[r] >> 10);
-		seq_printf(m, "drm-resident-%s:\t%llu KiB\n", npu_region_names[r], cur[r] >> 10);
+	for (r = 0; r < DRM_NPU_MEM_REGION_COUNT; r++) {
+		drm_printf(p, "drm-total-%s:\t%llu KiB\n", npu_region_names[r], cur[r] >> 10);
+		drm_printf(p, "drm-resident-%s:\t%llu KiB\n", npu_region_names[r], cur[r] >> 10);
 	}
 }
+
+#ifdef HAVE_DRM_SHOW_MEMORY_STATS
+/*
+ * drm_driver.show_fdinfo: the DRM core has printed drm-driver,
+ * drm-client-id and drm-pdev; drm_show_memory_stats() adds the GEM keys
+ * (drm-total-memory, drm-resident-memory, ...) of the file's buffers.
+ */
+void npu_drm_show_fdinfo(struct drm_printer *p, struct drm_file *file)
+{
+	npu_fdinfo_keys(p, file->driver_priv);
+	drm_show_memory_stats(p, file);
+}
+#else
+/* file_operations.show_fdinfo where the DRM core has no fdinfo (6.1). */
+void npu_show_fdinfo(struct seq_file *m, struct file *f)
+{
+	struct drm_file *file = f->private_data;
+	struct npu_ctx *ctx = file->driver_priv;
+	struct npu_device *ndev = ctx->ndev;
+	struct drm_printer p = drm_seq_file_printer(m);
+
+	drm_printf(&p, "drm-driver:\t%s\n", ndev->drm.driver->name);
+	drm_printf(&p, "drm-pdev:\t%s\n", pci_name(ndev->pdev));
+	drm_printf(&p, "drm-client-id:\t%u\n", ctx->id);
+	npu_fdinfo_keys(&p, ctx);
+}
+#endif
 
 static int npu_mem_show(struct seq_file *m, void *unused)
 {
@@ -62,7 +86,7 @@ static int npu_mem_show(struct seq_file *m, void *unused)
 
 	seq_printf(m, "%-12s %14s %14s\n", "region", "current", "peak");
 	mutex_lock(&ndev->hbm_lock);
-	for (r = 0; r < NPU_MEM_REGION_COUNT; r++)
+	for (r = 0; r < DRM_NPU_MEM_REGION_COUNT; r++)
 		seq_printf(m, "%-12s %14llu %14llu\n", npu_region_names[r],
 			   ndev->mem[r].current_bytes, ndev->mem[r].peak_bytes);
 	mutex_unlock(&ndev->hbm_lock);
@@ -185,11 +209,34 @@ static const struct file_operations npu_inject_fops = {
 	.llseek = noop_llseek,
 };
 
+/*
+ * fw_ping: each read sends the firmware a mailbox PING and prints its
+ * round trip ("<ns> ns"); -ETIMEDOUT when the firmware does not answer.
+ * It was DRM_NPU_PARAM_FW_PING_NS, open to every user of the device.
+ */
+static int npu_fw_ping_show(struct seq_file *m, void *unused)
+{
+	struct npu_device *ndev = m->private;
+	u64 rtt;
+	int idx, ret;
+
+	if (!drm_dev_enter(&ndev->drm, &idx))
+		return -ENODEV;
+	ret = npu_ipc_ping(ndev, &rtt);
+	drm_dev_exit(idx);
+	if (ret)
+		return ret;
+	seq_printf(m, "%llu ns\n", rtt);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(npu_fw_ping);
+
 void npu_debugfs_init(struct drm_minor *minor)
 {
 	struct npu_device *ndev = to_npu_device(minor->dev);
 
 	debugfs_create_file("npu_mem", 0444, minor->debugfs_root, ndev, &npu_mem_fops);
+	debugfs_create_file("fw_ping", 0400, minor->debugfs_root, ndev, &npu_fw_ping_fops);
 	debugfs_create_file("npu_errlog", 0444, minor->debugfs_root, ndev,
 			    &npu_errlog_fops);
 	debugfs_create_file("npu_inject", 0200, minor->debugfs_root, ndev,

@@ -24,17 +24,17 @@
 
 /* User tasks are written to the ring as they are, once checked. */
 static_assert(sizeof(struct drm_npu_task) == sizeof(struct npu_fw_task));
-static_assert((int)NPU_TASK_NOP == (int)NPU_FW_TASK_NOP &&
-	      (int)NPU_TASK_COPY == (int)NPU_FW_TASK_COPY &&
-	      (int)NPU_TASK_FILL == (int)NPU_FW_TASK_FILL &&
-	      (int)NPU_TASK_KERNEL == (int)NPU_FW_TASK_KERNEL &&
-	      (int)NPU_TASK_TIMESTAMP == (int)NPU_FW_TASK_TIMESTAMP &&
-	      (int)NPU_TASK_BARRIER == (int)NPU_FW_TASK_BARRIER &&
-	      (int)NPU_TASK_EVENT_RECORD == (int)NPU_FW_TASK_EVENT_RECORD &&
-	      (int)NPU_TASK_EVENT_WAIT == (int)NPU_FW_TASK_EVENT_WAIT &&
-	      (int)NPU_TASK_EVENT_RESET == (int)NPU_FW_TASK_EVENT_RESET &&
-	      (int)NPU_TASK_NOTIFY_RECORD == (int)NPU_FW_TASK_NOTIFY_RECORD &&
-	      (int)NPU_TASK_NOTIFY_WAIT == (int)NPU_FW_TASK_NOTIFY_WAIT);
+static_assert((int)DRM_NPU_TASK_NOP == (int)NPU_FW_TASK_NOP &&
+	      (int)DRM_NPU_TASK_COPY == (int)NPU_FW_TASK_COPY &&
+	      (int)DRM_NPU_TASK_FILL == (int)NPU_FW_TASK_FILL &&
+	      (int)DRM_NPU_TASK_KERNEL == (int)NPU_FW_TASK_KERNEL &&
+	      (int)DRM_NPU_TASK_TIMESTAMP == (int)NPU_FW_TASK_TIMESTAMP &&
+	      (int)DRM_NPU_TASK_BARRIER == (int)NPU_FW_TASK_BARRIER &&
+	      (int)DRM_NPU_TASK_EVENT_RECORD == (int)NPU_FW_TASK_EVENT_RECORD &&
+	      (int)DRM_NPU_TASK_EVENT_WAIT == (int)NPU_FW_TASK_EVENT_WAIT &&
+	      (int)DRM_NPU_TASK_EVENT_RESET == (int)NPU_FW_TASK_EVENT_RESET &&
+	      (int)DRM_NPU_TASK_NOTIFY_RECORD == (int)NPU_FW_TASK_NOTIFY_RECORD &&
+	      (int)DRM_NPU_TASK_NOTIFY_WAIT == (int)NPU_FW_TASK_NOTIFY_WAIT);
 
 static bool npu_task_valid(const struct drm_npu_task *t)
 {
@@ -44,38 +44,42 @@ static bool npu_task_valid(const struct drm_npu_task *t)
 	if (t->flags || t->pad)
 		return false;
 	switch (t->type) {
-	case NPU_TASK_NOP:
+	case DRM_NPU_TASK_NOP:
 		first_unused = 0;
 		break;
-	case NPU_TASK_COPY:
+	case DRM_NPU_TASK_COPY:
 		if (!t->args[2])
 			return false;
 		first_unused = 3;
 		break;
-	case NPU_TASK_FILL:
+	case DRM_NPU_TASK_FILL:
 		if (!t->args[1] || (t->args[0] | t->args[1]) & 3 || t->args[2] > U32_MAX)
 			return false;
 		first_unused = 3;
 		break;
-	case NPU_TASK_KERNEL:
-		/* The argument block itself is the device's to check. */
-		if (t->args[1] > NPU_MAX_BLOCK_DIM)
+	case DRM_NPU_TASK_KERNEL:
+		/*
+		 * The argument block itself is the device's to check; the
+		 * driver only keeps the range it says mapped.
+		 */
+		if (t->args[1] > DRM_NPU_MAX_BLOCK_DIM || !t->args[2] ||
+		    t->args[2] > DRM_NPU_KERNEL_ARGS_MAX)
 			return false;
-		first_unused = 2;
+		first_unused = 3;
 		break;
-	case NPU_TASK_TIMESTAMP:
+	case DRM_NPU_TASK_TIMESTAMP:
 		if (t->args[0] & 7)
 			return false;
 		first_unused = 1;
 		break;
-	case NPU_TASK_BARRIER:
+	case DRM_NPU_TASK_BARRIER:
 		first_unused = 0;
 		break;
-	case NPU_TASK_EVENT_RECORD:
-	case NPU_TASK_EVENT_WAIT:
-	case NPU_TASK_EVENT_RESET:
-	case NPU_TASK_NOTIFY_RECORD:
-	case NPU_TASK_NOTIFY_WAIT:
+	case DRM_NPU_TASK_EVENT_RECORD:
+	case DRM_NPU_TASK_EVENT_WAIT:
+	case DRM_NPU_TASK_EVENT_RESET:
+	case DRM_NPU_TASK_NOTIFY_RECORD:
+	case DRM_NPU_TASK_NOTIFY_WAIT:
 		/* Whether the context holds it is checked with the context. */
 		first_unused = 1;
 		break;
@@ -91,18 +95,18 @@ int npu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *
 {
 	struct npu_ctx *ctx = file->driver_priv;
 	struct drm_npu_queue_create *args = data;
-	u32 depth = args->depth ? args->depth : NPU_QUEUE_DEPTH_DEFAULT;
+	u32 depth = args->depth ? args->depth : DRM_NPU_QUEUE_DEPTH_DEFAULT;
 	int ret = -EBUSY, idx;
 	u32 id;
 
 	if (args->flags || args->queue || args->pad ||
-	    args->priority > NPU_QUEUE_PRIORITY_REALTIME ||
-	    !is_power_of_2(depth) || depth < NPU_QUEUE_DEPTH_MIN || depth > NPU_QUEUE_DEPTH_MAX)
+	    args->priority > DRM_NPU_QUEUE_PRIORITY_REALTIME ||
+	    !is_power_of_2(depth) || depth < DRM_NPU_QUEUE_DEPTH_MIN || depth > DRM_NPU_QUEUE_DEPTH_MAX)
 		return -EINVAL;
 	if (args->timeout_ms > npu_recovery_max_job_timeout_ms())
 		return -EINVAL;
 	/* Above NORMAL a queue can starve other users' work: as for CPU nice. */
-	if (args->priority > NPU_QUEUE_PRIORITY_NORMAL && !capable(CAP_SYS_NICE))
+	if (args->priority > DRM_NPU_QUEUE_PRIORITY_NORMAL && !capable(CAP_SYS_NICE))
 		return -EPERM;
 	if (!drm_dev_enter(drm, &idx))
 		return -ENODEV;
@@ -126,7 +130,7 @@ int npu_ioctl_queue_destroy(struct drm_device *drm, void *data, struct drm_file 
 	struct drm_npu_queue_destroy *args = data;
 	struct npu_queue *q;
 
-	if (args->pad || args->queue >= NPU_CTX_QUEUES)
+	if (args->flags || args->queue >= NPU_CTX_QUEUES)
 		return -EINVAL;
 	mutex_lock(&ctx->lock);
 	q = ctx->queues[args->queue];
@@ -143,12 +147,12 @@ int npu_ioctl_queue_abort(struct drm_device *drm, void *data, struct drm_file *f
 	struct drm_npu_queue_destroy *args = data;
 	struct npu_queue *q;
 
-	if (args->pad)
+	if (args->flags)
 		return -EINVAL;
 	q = npu_queue_lookup(file->driver_priv, args->queue, false);
 	if (IS_ERR(q))
 		return PTR_ERR(q);
-	npu_queue_stop(q, NPU_JOB_ABORTED);
+	npu_queue_stop(q, DRM_NPU_JOB_ABORTED);
 	npu_queue_put(q);
 	return 0;
 }
@@ -183,7 +187,7 @@ int npu_submit(struct drm_file *file, struct drm_npu_submit *args, bool nonblock
 {
 	struct drm_device *drm = file->minor->dev;
 	struct npu_ctx *ctx = file->driver_priv;
-	struct drm_npu_syncobj in[NPU_SUBMIT_MAX_SYNCOBJS], out[NPU_SUBMIT_MAX_SYNCOBJS];
+	struct drm_npu_syncobj in[DRM_NPU_SUBMIT_MAX_SYNCOBJS], out[DRM_NPU_SUBMIT_MAX_SYNCOBJS];
 	struct npu_syncobj_out outs = { 0 };
 	struct dma_fence *finished;
 	struct drm_npu_task *tasks;
@@ -192,7 +196,7 @@ int npu_submit(struct drm_file *file, struct drm_npu_submit *args, bool nonblock
 	int ret, idx;
 	u32 i;
 
-	if (args->flags || args->pad || !args->count || args->count > NPU_SUBMIT_MAX_TASKS)
+	if (args->flags || args->pad || !args->count || args->count > DRM_NPU_SUBMIT_MAX_TASKS)
 		return -EINVAL;
 	ret = npu_syncobj_copy(args->in_syncobjs, args->in_count, in);
 	if (!ret)
@@ -337,26 +341,26 @@ int npu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file)
 {
 	struct npu_device *ndev = to_npu_device(drm);
 	struct drm_npu_wait *args = data;
-	ktime_t start = ktime_get();
 	struct npu_queue *q;
-	long timeout, left;
+	long left;
 	int ret;
 
+	if (args->flags || args->pad)
+		return -EINVAL;
 	q = npu_wait_queue(file->driver_priv, args->queue, args->seq);
 	if (IS_ERR_OR_NULL(q))
 		return PTR_ERR_OR_ZERO(q);
 
-	timeout = npu_timeout_jiffies(args->timeout_ns);
 	left = wait_event_interruptible_timeout(q->wq, npu_queue_settled(q, args->seq),
-						timeout);
+						npu_deadline_jiffies(args->deadline_ns));
 	if (left < 0) {
+		/* Restarted as it is: the deadline does not move. */
 		npu_queue_put(q);
-		npu_timeout_consume(&args->timeout_ns, start);
 		return left;
 	}
 
 	mutex_lock(&ndev->queue_lock);
-	args->status = NPU_JOB_DONE;
+	args->status = DRM_NPU_JOB_DONE;
 	if (args->seq <= q->done_seq) {
 		ret = 0;
 	} else if (q->failed && args->seq >= q->error_seq) {

@@ -151,7 +151,7 @@ int npu_ioctl_sync_create(struct drm_device *drm, void *data, struct drm_file *f
 	struct npu_sync *s;
 	int ret, idx;
 
-	if ((args->kind != NPU_SYNC_EVENT && args->kind != NPU_SYNC_NOTIFY) ||
+	if ((args->kind != DRM_NPU_SYNC_EVENT && args->kind != DRM_NPU_SYNC_NOTIFY) ||
 	    args->flags || args->id || args->pad)
 		return -EINVAL;
 	if (!drm_dev_enter(drm, &idx))
@@ -194,7 +194,7 @@ int npu_ioctl_sync_destroy(struct drm_device *drm, void *data, struct drm_file *
 	struct drm_npu_sync_destroy *args = data;
 	struct npu_sync *s;
 
-	if (args->pad)
+	if (args->flags)
 		return -EINVAL;
 	mutex_lock(&ctx->lock);
 	s = xa_erase(&ctx->syncs, args->id);
@@ -214,7 +214,9 @@ int npu_ioctl_event_query(struct drm_device *drm, void *data, struct drm_file *f
 	struct npu_sync *s;
 	int idx;
 
-	s = npu_sync_lookup(file->driver_priv, args->id, NPU_SYNC_EVENT);
+	if (args->flags || args->pad)
+		return -EINVAL;
+	s = npu_sync_lookup(file->driver_priv, args->id, DRM_NPU_SYNC_EVENT);
 	if (!s)
 		return -EINVAL;
 	if (!drm_dev_enter(drm, &idx)) {
@@ -257,23 +259,21 @@ int npu_ioctl_event_wait(struct drm_device *drm, void *data, struct drm_file *fi
 	struct npu_device *ndev = to_npu_device(drm);
 	struct drm_npu_event_wait *args = data;
 	int resets = atomic_read(&ndev->resets), err = 0;
-	ktime_t start = ktime_get();
 	struct npu_sync *s;
 	long left;
 
-	if (args->pad)
+	if (args->flags)
 		return -EINVAL;
-	s = npu_sync_lookup(file->driver_priv, args->id, NPU_SYNC_EVENT);
+	s = npu_sync_lookup(file->driver_priv, args->id, DRM_NPU_SYNC_EVENT);
 	if (!s)
 		return -EINVAL;
 	left = wait_event_interruptible_timeout(ndev->sync_wq,
 						npu_event_settled(s, resets, &err),
-						npu_timeout_jiffies(args->timeout_ns));
+						npu_deadline_jiffies(args->deadline_ns));
 	npu_sync_put(s);
-	if (left < 0) {
-		npu_timeout_consume(&args->timeout_ns, start);
+	/* Restarted as it is: the deadline does not move. */
+	if (left < 0)
 		return left;
-	}
 	if (err)
 		return err;
 	return left ? 0 : -ETIMEDOUT;
@@ -299,7 +299,7 @@ int npu_ioctl_notify_export(struct drm_device *drm, void *data, struct drm_file 
 
 	if (args->flags || args->pad || args->fd)
 		return -EINVAL;
-	s = npu_sync_lookup(ctx, args->id, NPU_SYNC_NOTIFY);
+	s = npu_sync_lookup(ctx, args->id, DRM_NPU_SYNC_NOTIFY);
 	if (!s)
 		return -EINVAL;
 	/* The fd holds the reference taken above. */

@@ -67,14 +67,14 @@ union npu_ucmd_args {
 };
 
 static_assert(sizeof(union npu_ucmd_args) <= NPU_URING_PAYLOAD);
-static_assert(NPU_URING_CMD_SUBMIT ==
-	      DRM_IOW(DRM_COMMAND_BASE + NPU_URING_CMD_BASE + NPU_UCMD_SUBMIT,
+static_assert(DRM_NPU_URING_CMD_SUBMIT ==
+	      DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_URING_CMD_BASE + NPU_UCMD_SUBMIT,
 		      struct drm_npu_submit));
-static_assert(NPU_URING_CMD_WAIT ==
-	      DRM_IOW(DRM_COMMAND_BASE + NPU_URING_CMD_BASE + NPU_UCMD_WAIT,
+static_assert(DRM_NPU_URING_CMD_WAIT ==
+	      DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_URING_CMD_BASE + NPU_UCMD_WAIT,
 		      struct drm_npu_uring_wait));
-static_assert(NPU_URING_CMD_EVENT_WAIT ==
-	      DRM_IOW(DRM_COMMAND_BASE + NPU_URING_CMD_BASE + NPU_UCMD_EVENT_WAIT,
+static_assert(DRM_NPU_URING_CMD_EVENT_WAIT ==
+	      DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_URING_CMD_BASE + NPU_UCMD_EVENT_WAIT,
 		      struct drm_npu_uring_event_wait));
 
 struct npu_ucmd {
@@ -170,7 +170,7 @@ static void npu_ucmd_settle(struct npu_ucmd *u, s32 res, u64 res2)
 
 static s32 npu_ucmd_status_errno(u32 status)
 {
-	return status == NPU_JOB_ABORTED ? -ECANCELED : -EIO;
+	return status == DRM_NPU_JOB_ABORTED ? -ECANCELED : -EIO;
 }
 
 /*
@@ -193,7 +193,7 @@ static void npu_ucmd_settle_queue(struct npu_queue *q)
 		 */
 		else if (smp_load_acquire(&q->failed))
 			npu_ucmd_settle(u, npu_ucmd_status_errno(q->status),
-					NPU_URING_RES2(q->status, q->error_task));
+					DRM_NPU_URING_RES2(q->status, q->error_task));
 		else
 			break;	/* sorted: the rest wait for later batches */
 	}
@@ -252,7 +252,7 @@ void npu_uring_fail_events(struct npu_device *ndev, u32 status)
 	spin_lock_irqsave(&ndev->ucmd_lock, flags);
 	list_for_each_entry_safe(s, tmp, &ndev->ucmd_events, waited_link)
 		npu_ucmd_settle_event(s, npu_ucmd_status_errno(status),
-				      NPU_URING_RES2(status, 0));
+				      DRM_NPU_URING_RES2(status, 0));
 	spin_unlock_irqrestore(&ndev->ucmd_lock, flags);
 }
 
@@ -301,16 +301,19 @@ static void npu_ucmd_cancel(struct npu_device *ndev, struct io_uring_cmd *cmd)
 }
 #endif
 
-/* Under ucmd_lock: a parked command's time limit, as the uapi defines it. */
-static void npu_ucmd_arm(struct npu_ucmd *u, s64 timeout_ns)
+/*
+ * Under ucmd_lock: a parked command's deadline, as the uapi defines it
+ * (absolute CLOCK_MONOTONIC; not in the future polls).
+ */
+static void npu_ucmd_arm(struct npu_ucmd *u, s64 deadline_ns)
 {
 	lockdep_assert_held(&u->ndev->ucmd_lock);
-	if (list_empty(&u->link) || timeout_ns < 0)
+	if (list_empty(&u->link) || deadline_ns == DRM_NPU_DEADLINE_NONE)
 		return;
-	if (!timeout_ns)
+	if (deadline_ns <= ktime_to_ns(ktime_get()))
 		npu_ucmd_settle(u, -ETIMEDOUT, 0);
 	else
-		hrtimer_start(&u->timer, ns_to_ktime(timeout_ns), HRTIMER_MODE_REL);
+		hrtimer_start(&u->timer, ns_to_ktime(deadline_ns), HRTIMER_MODE_ABS);
 }
 
 /*
@@ -328,7 +331,7 @@ static void npu_ucmd_parking(struct npu_ucmd *u)
  * Park u on its queue, settling it at once if the queue is already past
  * u->seq or failed. u belongs to the completion side afterwards.
  */
-static void npu_ucmd_park_queue(struct npu_ucmd *u, s64 timeout_ns)
+static void npu_ucmd_park_queue(struct npu_ucmd *u, s64 deadline_ns)
 {
 	struct npu_device *ndev = u->ndev;
 	struct npu_queue *q = u->q;
@@ -344,7 +347,7 @@ static void npu_ucmd_park_queue(struct npu_ucmd *u, s64 timeout_ns)
 			break;
 	list_add(&u->wait_link, &pos->wait_link);
 	npu_ucmd_settle_queue(q);
-	npu_ucmd_arm(u, timeout_ns);
+	npu_ucmd_arm(u, deadline_ns);
 	spin_unlock_irqrestore(&ndev->ucmd_lock, flags);
 }
 
@@ -365,7 +368,7 @@ static int npu_ucmd_submit(struct npu_ucmd *u, struct drm_file *file,
 	if (ret)
 		return ret;
 	u->seq = args->seq;
-	npu_ucmd_park_queue(u, -1);
+	npu_ucmd_park_queue(u, DRM_NPU_DEADLINE_NONE);
 	return 0;
 }
 
@@ -382,7 +385,7 @@ static int npu_ucmd_wait(struct npu_ucmd *u, struct drm_npu_uring_wait *args)
 		return NPU_UCMD_DONE;
 	u->q = q;
 	u->seq = args->seq;
-	npu_ucmd_park_queue(u, args->timeout_ns);
+	npu_ucmd_park_queue(u, args->deadline_ns);
 	return 0;
 }
 
@@ -394,7 +397,7 @@ static int npu_ucmd_event_wait(struct npu_ucmd *u, struct drm_npu_uring_event_wa
 
 	if (args->flags)
 		return -EINVAL;
-	u->event = npu_sync_lookup(u->ctx, args->id, NPU_SYNC_EVENT);
+	u->event = npu_sync_lookup(u->ctx, args->id, DRM_NPU_SYNC_EVENT);
 	if (!u->event)
 		return -EINVAL;
 	/* Removal fails every event waiter after the device is unplugged. */
@@ -407,7 +410,7 @@ static int npu_ucmd_event_wait(struct npu_ucmd *u, struct drm_npu_uring_event_wa
 		list_add_tail(&u->event->waited_link, &ndev->ucmd_events);
 	list_add_tail(&u->wait_link, &u->event->ucmds);
 	npu_ucmd_settle_events(ndev);
-	npu_ucmd_arm(u, args->timeout_ns);
+	npu_ucmd_arm(u, args->deadline_ns);
 	spin_unlock_irqrestore(&ndev->ucmd_lock, flags);
 	drm_dev_exit(idx);
 	return 0;
@@ -422,7 +425,7 @@ static int npu_ucmd_decode(const struct io_uring_cmd *cmd, u32 *op,
 {
 	u8 raw[NPU_URING_PAYLOAD];
 	u32 usize = _IOC_SIZE(cmd->cmd_op), ksize;
-	int nr = (int)_IOC_NR(cmd->cmd_op) - DRM_COMMAND_BASE - NPU_URING_CMD_BASE;
+	int nr = (int)_IOC_NR(cmd->cmd_op) - DRM_COMMAND_BASE - DRM_NPU_URING_CMD_BASE;
 
 	if (_IOC_TYPE(cmd->cmd_op) != DRM_IOCTL_BASE || _IOC_DIR(cmd->cmd_op) != _IOC_WRITE ||
 	    nr < 0 || nr >= NPU_UCMD_COUNT || usize > sizeof(raw))
@@ -464,12 +467,12 @@ int npu_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	if (ret)
 		return ret;
 
-	if (atomic_inc_return(&ctx->ucmds) > NPU_URING_MAX_PARKED) {
+	if (atomic_inc_return(&ctx->ucmds) > DRM_NPU_URING_MAX_PARKED) {
 		atomic_dec(&ctx->ucmds);
 		return -EBUSY;
 	}
 	/* Every context under its own limit may still be too many together. */
-	if (atomic_read(&ndev->ucmd_count) >= NPU_URING_MAX_PARKED_DEVICE) {
+	if (atomic_read(&ndev->ucmd_count) >= DRM_NPU_URING_MAX_PARKED_DEVICE) {
 		atomic_dec(&ctx->ucmds);
 		return -EBUSY;
 	}

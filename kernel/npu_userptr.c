@@ -146,7 +146,7 @@ void npu_userptr_release(struct npu_bo *bo)
 	mutex_lock(&bo->owner->lock);
 	list_del(&u->link);
 	mutex_unlock(&bo->owner->lock);
-	npu_mem_account(ndev, bo->owner, NPU_MEM_REGION_HOST,
+	npu_mem_account(ndev, bo->owner, DRM_NPU_MEM_REGION_HOST,
 			-(s64)(u->npages << PAGE_SHIFT));
 
 	mutex_lock(&ndev->hbm_lock);
@@ -181,7 +181,7 @@ int npu_ioctl_userptr(struct drm_device *drm, void *data, struct drm_file *file)
 	u64 va;
 	int ret, idx;
 
-	if (args->flags & ~NPU_USERPTR_READ_ONLY || args->handle || args->device_va ||
+	if (args->flags & ~DRM_NPU_USERPTR_READ_ONLY || args->handle || args->device_va ||
 	    !args->addr || !args->size || !PAGE_ALIGNED(args->addr) ||
 	    !PAGE_ALIGNED(args->size) || args->addr + args->size < args->addr)
 		return -EINVAL;
@@ -202,7 +202,7 @@ int npu_ioctl_userptr(struct drm_device *drm, void *data, struct drm_file *file)
 	}
 	u->addr = args->addr;
 	u->npages = args->size >> PAGE_SHIFT;
-	u->read_only = args->flags & NPU_USERPTR_READ_ONLY;
+	u->read_only = args->flags & DRM_NPU_USERPTR_READ_ONLY;
 	u->mm = current->mm;
 	mmgrab(u->mm);
 
@@ -223,7 +223,7 @@ int npu_ioctl_userptr(struct drm_device *drm, void *data, struct drm_file *file)
 	ret = npu_userptr_pin(ndev, u);
 	if (ret)
 		goto err_unlist;
-	npu_mem_account(ndev, ctx, NPU_MEM_REGION_HOST, args->size);
+	npu_mem_account(ndev, ctx, DRM_NPU_MEM_REGION_HOST, args->size);
 
 	/* From here on the free callback undoes whatever was done. */
 	bo->user = u;

@@ -24,9 +24,9 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static struct drm_npu_tensor dense2(uint64_t va, uint64_t n)
+static struct npu_op_tensor dense2(uint64_t va, uint64_t n)
 {
-	struct drm_npu_tensor t = { .va = va, .dtype = NPU_DT_F32, .ndim = 2,
+	struct npu_op_tensor t = { .va = va, .dtype = NPU_DT_F32, .ndim = 2,
 				    .shape = { n, n }, .stride = { n, 1 } };
 
 	return t;
@@ -36,12 +36,12 @@ static double device_gflops(int fd, uint64_t n)
 {
 	uint64_t bytes = n * n * 4, size = 4096 + 3 * bytes;
 	struct drm_npu_bo_create bo;
-	struct drm_npu_kernel_args a = { .op = NPU_OP_GEMM, .alpha = 1.0f };
-	struct drm_npu_task t = { .type = NPU_TASK_KERNEL };
+	struct npu_op_args a = { .op = NPU_OP_GEMM, .alpha = 1.0f };
+	struct drm_npu_task t = { .type = DRM_NPU_TASK_KERNEL };
 	double best = 0;
 	uint8_t *map;
 
-	if (npu_bo_create(fd, size, NPU_BO_PAGE_HUGE_FIRST, &bo))
+	if (npu_bo_create(fd, size, DRM_NPU_BO_PAGE_HUGE_FIRST, &bo))
 		return -1;
 	map = npu_bo_mmap(fd, bo.handle, size);
 	if (map == MAP_FAILED)
@@ -53,6 +53,7 @@ static double device_gflops(int fd, uint64_t n)
 	a.out = dense2(bo.device_va + 4096 + 2 * bytes, n);
 	memcpy(map, &a, sizeof(a));
 	t.args[0] = bo.device_va;
+	t.args[2] = sizeof(struct npu_op_args);
 	for (int r = 0; r < 3; r++) {
 		uint64_t seq;
 		double s = now_s();

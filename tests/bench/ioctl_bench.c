@@ -60,9 +60,8 @@ int main(void)
 		int iters;
 	} rows[] = {
 		{ "getppid() syscall (baseline)", UINT32_MAX, 20000 },
-		{ "GET_PARAM, driver only", NPU_PARAM_HBM_SIZE, 20000 },
-		{ "GET_PARAM, device memory read", NPU_PARAM_FW_HEARTBEAT, 20000 },
-		{ "mailbox PING round trip", NPU_PARAM_FW_PING_NS, 500 },
+		{ "GET_PARAM, driver only", DRM_NPU_PARAM_HBM_SIZE, 20000 },
+		{ "GET_PARAM, device memory read", DRM_NPU_PARAM_FW_HEARTBEAT, 20000 },
 	};
 	double base = 0;
 	int fd = npu_open();

@@ -89,14 +89,14 @@ int main(void)
 	double base, v;
 	int fd = npu_open();
 
-	if (fd < 0 || npu_bo_create(fd, SIZE, NPU_BO_PAGE_HUGE_FIRST, &a) ||
-	    npu_bo_create(fd, SIZE, NPU_BO_PAGE_HUGE_FIRST, &b)) {
+	if (fd < 0 || npu_bo_create(fd, SIZE, DRM_NPU_BO_PAGE_HUGE_FIRST, &a) ||
+	    npu_bo_create(fd, SIZE, DRM_NPU_BO_PAGE_HUGE_FIRST, &b)) {
 		fprintf(stderr, "mem_bench: no npu device or not enough HBM\n");
 		return 1;
 	}
 	u.addr = (uintptr_t)h1;
 	u.size = SIZE;
-	u.flags = NPU_USERPTR_READ_ONLY;
+	u.flags = DRM_NPU_USERPTR_READ_ONLY;
 	map = npu_bo_mmap(fd, a.handle, SIZE);
 	if (ioctl(fd, DRM_IOCTL_NPU_USERPTR, &u) || map == MAP_FAILED) {
 		fprintf(stderr, "mem_bench: cannot register host memory or map HBM\n");

@@ -70,7 +70,7 @@ static void summarise(struct result *r, int n, double elapsed_us)
 	r->p99_us = lat[n * 99 / 100];
 }
 
-static struct drm_npu_task nop = { .type = NPU_TASK_NOP };
+static struct drm_npu_task nop = { .type = DRM_NPU_TASK_NOP };
 
 /* ioctl: n tasks over `queues` queues with `window` in flight on each. */
 static int run_ioctl(int fd, const uint32_t *q, int queues, int window, int poll, int n,
@@ -123,7 +123,7 @@ static int prep_submit(struct io_uring *ring, int fd, uint32_t queue, uint64_t u
 	memset(sqe, 0, 128);
 	sqe->opcode = IORING_OP_URING_CMD;
 	sqe->fd = fd;
-	sqe->cmd_op = NPU_URING_CMD_SUBMIT;
+	sqe->cmd_op = DRM_NPU_URING_CMD_SUBMIT;
 	sqe->user_data = user_data;
 	s = (struct drm_npu_submit *)sqe->cmd;
 	s->tasks = (uintptr_t)&nop;
@@ -338,7 +338,7 @@ int main(void)
 		return 1;
 	}
 	for (int i = 0; i < QUEUES; i++)
-		if (npu_queue_create(fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q[i])) {
+		if (npu_queue_create(fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q[i])) {
 			fprintf(stderr, "uring_bench: cannot create %d queues\n", QUEUES);
 			return 1;
 		}

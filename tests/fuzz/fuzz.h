@@ -22,7 +22,11 @@
 
 #include <liburing.h>
 #include <drm.h>
+#include <time.h>
+
 #include <drm/npu_accel.h>
+
+#include "npu_oplib.h"	/* the op library's argument block */
 
 /* ---- limits of the model (per process) --------------------------------- */
 #define FZ_FILES	4	/* open files of the device */
@@ -118,7 +122,7 @@ struct fz_queue {
 
 struct fz_sync {
 	uint32_t id;
-	uint8_t kind;		/* NPU_SYNC_EVENT or NPU_SYNC_NOTIFY */
+	uint8_t kind;		/* DRM_NPU_SYNC_EVENT or DRM_NPU_SYNC_NOTIFY */
 	bool recorded;		/* a record was queued for it (a hint) */
 };
 
@@ -407,6 +411,15 @@ void kids_kill_all(void);
 void teardown(void);				/* close everything, random order */
 void fz_dump_history(void);
 int rdonly_allowed(void);
+
+/* A uapi deadline (absolute CLOCK_MONOTONIC ns) rel_ns from now. */
+static inline int64_t fz_deadline(int64_t rel_ns)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + rel_ns;
+}
 
 static inline uint64_t align_down(uint64_t v, uint64_t a)
 {

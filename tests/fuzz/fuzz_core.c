@@ -85,8 +85,8 @@ uint64_t rnd_garbage64(void)
 	static const uint64_t special[] = {
 		0, 1, 2, 3, 4, 7, 8, 0xff, 0x100, 0x1000, 0xfff, 0x7fffffff, 0x80000000,
 		0xffffffff, 0x100000000ull, 0x7fffffffffffffffull, 0x8000000000000000ull,
-		UINT64_MAX, UINT64_MAX - 1, UINT64_MAX - 4095, NPU_VA_BASE, NPU_VA_BASE - 1,
-		NPU_VA_END, NPU_VA_END - 1, NPU_VA_END - 4096, 1ull << 21, 1ull << 30,
+		UINT64_MAX, UINT64_MAX - 1, UINT64_MAX - 4095, DRM_NPU_VA_BASE, DRM_NPU_VA_BASE - 1,
+		DRM_NPU_VA_END, DRM_NPU_VA_END - 1, DRM_NPU_VA_END - 4096, 1ull << 21, 1ull << 30,
 		1ull << 40, 0xffff800000000000ull, 0x00007ffffffff000ull,
 	};
 

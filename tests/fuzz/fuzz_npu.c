@@ -72,21 +72,20 @@ void op_get_param(void)
 	struct ioc c;
 	long ret;
 
-	a.param = (uint32_t)rnd_below(NPU_PARAM_MAX_QUEUE_TIMEOUT_MS + 1);
-	if (a.param == NPU_PARAM_FW_PING_NS && !chance(150))
-		a.param = NPU_PARAM_HBM_USED;	/* a mailbox round trip: now and then */
+	a.param = (uint32_t)rnd_below(DRM_NPU_PARAM_MAX_QUEUE_TIMEOUT_MS + 1);
 	if (chance(40))
-		a.param = NPU_PARAM_MAX_QUEUE_TIMEOUT_MS + 1 + (uint32_t)rnd_below(1000);
+		a.param = DRM_NPU_PARAM_MAX_QUEUE_TIMEOUT_MS + 1 + (uint32_t)rnd_below(1000);
 	else if (chance(10))
 		a.param = rnd_garbage32() | 0x100;
 	if (chance(30))
-		a.pad = rnd_garbage32() | 1;
+		a.flags = rnd_garbage32() | 1;
 	a.value = chance(50) ? rnd64() : 0;	/* an output: ignored */
 	ioc_pick(&c, f, &a, sizeof(a));
-	fz_begin(OP_GET_PARAM, "GET_PARAM fd=%d param=%u pad=%#x%s", c.fd, a.param, a.pad,
+	fz_begin(OP_GET_PARAM, "GET_PARAM fd=%d param=%u flags=%#x%s", c.fd, a.param, a.flags,
 		 ioc_str(&c));
 	if (!ioc_expect(&c, &x)) {
-		if (a.pad || a.param > NPU_PARAM_MAX_QUEUE_TIMEOUT_MS)
+		if (a.flags || a.param > DRM_NPU_PARAM_MAX_QUEUE_TIMEOUT_MS ||
+		    a.param == DRM_NPU_PARAM_RESERVED_9)
 			x_err(&x, EINVAL, 0);
 		else
 			x_ok(&x, 0);
@@ -95,17 +94,15 @@ void op_get_param(void)
 	if (!fz_end(&x, ret) || ret || c.bad)
 		return;
 	switch (a.param) {
-	case NPU_PARAM_FW_HEARTBEAT:
+	case DRM_NPU_PARAM_FW_HEARTBEAT:
 		if (a.value < fz->params[a.param])
 			fz_finding("heartbeat went back from %llu to %llu",
 				   (unsigned long long)fz->params[a.param],
 				   (unsigned long long)a.value);
 		fz->params[a.param] = a.value;
 		break;
-	case NPU_PARAM_FW_PING_NS:
-		break;
-	case NPU_PARAM_HBM_USED:
-		if (a.value > fz->params[NPU_PARAM_HBM_SIZE])
+	case DRM_NPU_PARAM_HBM_USED:
+		if (a.value > fz->params[DRM_NPU_PARAM_HBM_SIZE])
 			fz_finding("HBM in use %llu is more than HBM", (unsigned long long)a.value);
 		break;
 	default:
@@ -135,7 +132,7 @@ static uint64_t bo_size(void)
 void op_bo_create(void)
 {
 	struct fz_file *f = pick_file();
-	uint64_t room = fz->params[NPU_PARAM_HBM_SIZE] - fz->params[NPU_PARAM_HBM_RESERVED];
+	uint64_t room = fz->params[DRM_NPU_PARAM_HBM_SIZE] - fz->params[DRM_NPU_PARAM_HBM_RESERVED];
 	struct drm_npu_bo_create a = { 0 };
 	struct fz_expect x;
 	bool invalid = false;
@@ -169,7 +166,7 @@ void op_bo_create(void)
 	fz_begin(OP_BO_CREATE, "BO_CREATE fd=%d size=%#llx flags=%#x policy=%u%s", c.fd,
 		 (unsigned long long)a.size, a.flags, a.page_policy, ioc_str(&c));
 	if (!ioc_expect(&c, &x)) {
-		invalid = !a.size || a.flags || a.page_policy > NPU_BO_PAGE_NORMAL_ONLY;
+		invalid = !a.size || a.flags || a.page_policy > DRM_NPU_BO_PAGE_NORMAL_ONLY;
 		if (invalid)
 			x_err(&x, EINVAL, 0);
 		else if (a.size > room)
@@ -184,17 +181,17 @@ void op_bo_create(void)
 	if (!fz_end(&x, ret) || ret || c.bad)
 		return;
 	/* What came back must make sense. */
-	if (a.page_size != NPU_PAGE_SIZE_4K && a.page_size != NPU_PAGE_SIZE_2M)
+	if (a.page_size != DRM_NPU_PAGE_SIZE_4K && a.page_size != DRM_NPU_PAGE_SIZE_2M)
 		fz_finding("page size %#x", a.page_size);
 	else if (a.size < want || a.size % a.page_size || a.size - want >= a.page_size)
 		fz_finding("size %#llx for %#llx on %#x pages", (unsigned long long)a.size,
 			   (unsigned long long)want, a.page_size);
-	if ((policy == NPU_BO_PAGE_NORMAL_ONLY && a.page_size != NPU_PAGE_SIZE_4K) ||
-	    (policy == NPU_BO_PAGE_HUGE_ONLY && a.page_size != NPU_PAGE_SIZE_2M) ||
-	    (policy == NPU_BO_PAGE_HUGE_FIRST && want <= MIB && a.page_size != NPU_PAGE_SIZE_4K))
+	if ((policy == DRM_NPU_BO_PAGE_NORMAL_ONLY && a.page_size != DRM_NPU_PAGE_SIZE_4K) ||
+	    (policy == DRM_NPU_BO_PAGE_HUGE_ONLY && a.page_size != DRM_NPU_PAGE_SIZE_2M) ||
+	    (policy == DRM_NPU_BO_PAGE_HUGE_FIRST && want <= MIB && a.page_size != DRM_NPU_PAGE_SIZE_4K))
 		fz_finding("policy %u, %#llx bytes: page size %#x", policy,
 			   (unsigned long long)want, a.page_size);
-	if (a.device_va < NPU_VA_BASE || a.device_va + a.size > NPU_VA_END ||
+	if (a.device_va < DRM_NPU_VA_BASE || a.device_va + a.size > DRM_NPU_VA_END ||
 	    a.device_va % a.page_size)
 		fz_finding("device va %#llx", (unsigned long long)a.device_va);
 	if (find_handle(f, a.handle) && file_strict(f))
@@ -232,14 +229,14 @@ void op_bo_info(void)
 	else
 		a.handle = unused_handle(f), b = NULL;
 	if (chance(20))
-		a.pad = rnd_garbage32() | 1;
+		a.flags = rnd_garbage32() | 1;
 	if (chance(30))
 		a.size = rnd64(), a.mmap_offset = rnd64();	/* outputs */
 	ioc_pick(&c, f, &a, sizeof(a));
-	fz_begin(OP_BO_INFO, "BO_INFO fd=%d handle=%u pad=%#x%s", c.fd, a.handle, a.pad,
+	fz_begin(OP_BO_INFO, "BO_INFO fd=%d handle=%u flags=%#x%s", c.fd, a.handle, a.flags,
 		 ioc_str(&c));
 	if (!ioc_expect(&c, &x)) {
-		if (a.pad)
+		if (a.flags)
 			x_err(&x, EINVAL, 0);
 		else if (b)
 			x_ok(&x, file_strict(f) ? 0 : ENOENT, 0);
@@ -253,14 +250,14 @@ void op_bo_info(void)
 		return;
 	bool user = !a.mmap_offset;	/* registered host memory has no offset */
 
-	if ((a.flags & ~(user ? NPU_USERPTR_READ_ONLY : 0)) ||
-	    (a.page_size != NPU_PAGE_SIZE_4K && a.page_size != NPU_PAGE_SIZE_2M) ||
-	    !a.size || a.size % a.page_size || a.device_va < NPU_VA_BASE ||
-	    a.device_va + a.size > NPU_VA_END ||
+	if ((a.bo_flags & ~(user ? DRM_NPU_USERPTR_READ_ONLY : 0)) ||
+	    (a.page_size != DRM_NPU_PAGE_SIZE_4K && a.page_size != DRM_NPU_PAGE_SIZE_2M) ||
+	    !a.size || a.size % a.page_size || a.device_va < DRM_NPU_VA_BASE ||
+	    a.device_va + a.size > DRM_NPU_VA_END ||
 	    (b->user_known && user != b->user && file_strict(f))) {
 		fz_finding("info: size %#llx va %#llx offset %#llx flags %#x page %#x",
 			   (unsigned long long)a.size, (unsigned long long)a.device_va,
-			   (unsigned long long)a.mmap_offset, a.flags, a.page_size);
+			   (unsigned long long)a.mmap_offset, a.bo_flags, a.page_size);
 		return;
 	}
 	if (b->info && (a.size != b->size || a.device_va != b->va ||
@@ -315,7 +312,7 @@ void op_mem_usage(void)
 	ret = fz_ioctl(c.fd, DRM_IOCTL_NPU_GET_MEM_USAGE, c.arg);
 	if (!fz_end(&x, ret) || ret || c.bad)
 		return;
-	for (int r = 0; r < NPU_MEM_REGION_COUNT; r++) {
+	for (int r = 0; r < DRM_NPU_MEM_REGION_COUNT; r++) {
 		if (a.ctx_current[r] > a.ctx_peak[r] || a.dev_current[r] > a.dev_peak[r] ||
 		    a.ctx_current[r] > a.dev_current[r] || a.ctx_peak[r] > a.dev_peak[r])
 			fz_finding("region %d: context %llu (peak %llu), device %llu (peak %llu)", r,
@@ -341,14 +338,14 @@ void op_mem_usage(void)
 	}
 	for (int q = 0; q < FZ_QUEUES; q++)
 		if (f->q[q].state == Q_LIVE)
-			rings += NPU_QUEUE_DEPTH_MIN * sizeof(struct drm_npu_task);	/* at least */
-	if (file_strict(f) && (hbm > a.ctx_current[NPU_MEM_REGION_HBM] ||
-			       host > a.ctx_current[NPU_MEM_REGION_HOST] ||
-			       rings > a.ctx_current[NPU_MEM_REGION_QUEUES]))
+			rings += DRM_NPU_QUEUE_DEPTH_MIN * sizeof(struct drm_npu_task);	/* at least */
+	if (file_strict(f) && (hbm > a.ctx_current[DRM_NPU_MEM_REGION_HBM] ||
+			       host > a.ctx_current[DRM_NPU_MEM_REGION_HOST] ||
+			       rings > a.ctx_current[DRM_NPU_MEM_REGION_QUEUES]))
 		fz_finding("context charged hbm %llu host %llu queues %llu, holds at least %llu %llu %llu",
-			   (unsigned long long)a.ctx_current[NPU_MEM_REGION_HBM],
-			   (unsigned long long)a.ctx_current[NPU_MEM_REGION_HOST],
-			   (unsigned long long)a.ctx_current[NPU_MEM_REGION_QUEUES],
+			   (unsigned long long)a.ctx_current[DRM_NPU_MEM_REGION_HBM],
+			   (unsigned long long)a.ctx_current[DRM_NPU_MEM_REGION_HOST],
+			   (unsigned long long)a.ctx_current[DRM_NPU_MEM_REGION_QUEUES],
 			   (unsigned long long)hbm, (unsigned long long)host,
 			   (unsigned long long)rings);
 }
@@ -367,7 +364,7 @@ void op_queue_create(void)
 {
 	struct fz_file *f = pick_file();
 	struct drm_npu_queue_create a = { 0 };
-	uint32_t maxto = (uint32_t)fz->params[NPU_PARAM_MAX_QUEUE_TIMEOUT_MS];
+	uint32_t maxto = (uint32_t)fz->params[DRM_NPU_PARAM_MAX_QUEUE_TIMEOUT_MS];
 	static const uint32_t depths[] = { 0, 0, 0, 512, 1024, 2048, 4096, 65536 };
 	bool invalid, perm;
 	struct fz_expect x;
@@ -397,12 +394,12 @@ void op_queue_create(void)
 	ioc_pick(&c, f, &a, sizeof(a));
 	fz_begin(OP_QUEUE_CREATE, "QUEUE_CREATE fd=%d prio=%u depth=%u timeout=%u flags=%#x queue=%u pad=%#x%s",
 		 c.fd, a.priority, a.depth, a.timeout_ms, a.flags, a.queue, a.pad, ioc_str(&c));
-	uint32_t d = a.depth ? a.depth : NPU_QUEUE_DEPTH_DEFAULT;
+	uint32_t d = a.depth ? a.depth : DRM_NPU_QUEUE_DEPTH_DEFAULT;
 
-	invalid = a.flags || a.queue || a.pad || a.priority > NPU_QUEUE_PRIORITY_REALTIME ||
-		  (d & (d - 1)) || d < NPU_QUEUE_DEPTH_MIN || d > NPU_QUEUE_DEPTH_MAX ||
+	invalid = a.flags || a.queue || a.pad || a.priority > DRM_NPU_QUEUE_PRIORITY_REALTIME ||
+		  (d & (d - 1)) || d < DRM_NPU_QUEUE_DEPTH_MIN || d > DRM_NPU_QUEUE_DEPTH_MAX ||
 		  a.timeout_ms > maxto;
-	perm = a.priority > NPU_QUEUE_PRIORITY_NORMAL && fz->unpriv;
+	perm = a.priority > DRM_NPU_QUEUE_PRIORITY_NORMAL && fz->unpriv;
 	if (!ioc_expect(&c, &x)) {
 		if (invalid)
 			x_err(&x, EINVAL, 0);
@@ -461,12 +458,12 @@ void op_queue_destroy(bool abort)
 	else
 		a.queue = (uint32_t)qi;
 	if (chance(15))
-		a.pad = rnd_garbage32() | 1;
+		a.flags = rnd_garbage32() | 1;
 	ioc_pick(&c, f, &a, sizeof(a));
-	fz_begin(abort ? OP_QUEUE_ABORT : OP_QUEUE_DESTROY, "QUEUE_%s fd=%d queue=%u pad=%#x%s",
-		 abort ? "ABORT" : "DESTROY", c.fd, a.queue, a.pad, ioc_str(&c));
+	fz_begin(abort ? OP_QUEUE_ABORT : OP_QUEUE_DESTROY, "QUEUE_%s fd=%d queue=%u flags=%#x%s",
+		 abort ? "ABORT" : "DESTROY", c.fd, a.queue, a.flags, ioc_str(&c));
 	if (!ioc_expect(&c, &x)) {
-		if (a.pad || a.queue >= FZ_QUEUES || queue_sure_absent(f, (int)a.queue))
+		if (a.flags || a.queue >= FZ_QUEUES || queue_sure_absent(f, (int)a.queue))
 			x_err(&x, EINVAL, 0);
 		else if (queue_sure_live(f, (int)a.queue))
 			x_ok(&x, 0);
@@ -475,7 +472,7 @@ void op_queue_destroy(bool abort)
 	}
 	ret = fz_ioctl(c.fd, abort ? DRM_IOCTL_NPU_QUEUE_ABORT : DRM_IOCTL_NPU_QUEUE_DESTROY,
 		       c.arg);
-	if (!fz_end(&x, ret) || c.bad || a.pad || a.queue >= FZ_QUEUES)
+	if (!fz_end(&x, ret) || c.bad || a.flags || a.queue >= FZ_QUEUES)
 		return;
 	struct fz_queue *q = &f->q[a.queue];
 
@@ -504,7 +501,7 @@ void op_sync_create(void)
 	struct ioc c;
 	long ret;
 
-	a.kind = chance(500) ? NPU_SYNC_EVENT : NPU_SYNC_NOTIFY;
+	a.kind = chance(500) ? DRM_NPU_SYNC_EVENT : DRM_NPU_SYNC_NOTIFY;
 	if (chance(20))
 		a.kind = chance(500) ? 0 : 3 + (uint32_t)rnd_below(UINT32_MAX - 3);
 	if (chance(15))
@@ -519,7 +516,7 @@ void op_sync_create(void)
 	fz_begin(OP_SYNC_CREATE, "SYNC_CREATE fd=%d kind=%u flags=%#x id=%u pad=%#x%s", c.fd,
 		 a.kind, a.flags, a.id, a.pad, ioc_str(&c));
 	if (!ioc_expect(&c, &x)) {
-		if ((a.kind != NPU_SYNC_EVENT && a.kind != NPU_SYNC_NOTIFY) || a.flags || a.id ||
+		if ((a.kind != DRM_NPU_SYNC_EVENT && a.kind != DRM_NPU_SYNC_NOTIFY) || a.flags || a.id ||
 		    a.pad)
 			x_err(&x, EINVAL, 0);
 		else if (file_strict(f))
@@ -554,12 +551,12 @@ void op_sync_destroy(void)
 	else
 		a.id = unused_sync_id(f), s = NULL;
 	if (chance(15))
-		a.pad = rnd_garbage32() | 1;
+		a.flags = rnd_garbage32() | 1;
 	ioc_pick(&c, f, &a, sizeof(a));
-	fz_begin(OP_SYNC_DESTROY, "SYNC_DESTROY fd=%d id=%u pad=%#x%s", c.fd, a.id, a.pad,
+	fz_begin(OP_SYNC_DESTROY, "SYNC_DESTROY fd=%d id=%u flags=%#x%s", c.fd, a.id, a.flags,
 		 ioc_str(&c));
 	if (!ioc_expect(&c, &x)) {
-		if (a.pad)
+		if (a.flags)
 			x_err(&x, EINVAL, 0);
 		else if (!file_strict(f))
 			x_ok(&x, EINVAL, 0);
@@ -569,15 +566,15 @@ void op_sync_destroy(void)
 			x_err(&x, EINVAL, 0);
 	}
 	ret = fz_ioctl(c.fd, DRM_IOCTL_NPU_SYNC_DESTROY, c.arg);
-	if (fz_end(&x, ret) && !c.bad && !a.pad && s)
+	if (fz_end(&x, ret) && !c.bad && !a.flags && s)
 		drop_sync(f, s);
 }
 
 /* An id for a call about events: mostly ours, sometimes a notify or a stranger. */
 static uint32_t event_id(struct fz_file *f, bool *held)
 {
-	struct fz_sync *s = pick_sync(f, NPU_SYNC_EVENT);
-	struct fz_sync *n = pick_sync(f, NPU_SYNC_NOTIFY);
+	struct fz_sync *s = pick_sync(f, DRM_NPU_SYNC_EVENT);
+	struct fz_sync *n = pick_sync(f, DRM_NPU_SYNC_NOTIFY);
 
 	*held = false;
 	if (s && chance(900)) {
@@ -601,10 +598,17 @@ void op_event_query(void)
 	a.id = event_id(f, &held);
 	if (chance(30))
 		a.recorded = rnd32(), a.timestamp_ns = rnd64();	/* outputs */
+	if (chance(20))
+		a.flags = rnd_garbage32() | 1;
+	if (chance(20))
+		a.pad = rnd_garbage32() | 1;
 	ioc_pick(&c, f, &a, sizeof(a));
-	fz_begin(OP_EVENT_QUERY, "EVENT_QUERY fd=%d id=%u%s", c.fd, a.id, ioc_str(&c));
+	fz_begin(OP_EVENT_QUERY, "EVENT_QUERY fd=%d id=%u flags=%#x pad=%#x%s", c.fd, a.id,
+		 a.flags, a.pad, ioc_str(&c));
 	if (!ioc_expect(&c, &x)) {
-		if (!file_strict(f))
+		if (a.flags || a.pad)
+			x_err(&x, EINVAL, 0);
+		else if (!file_strict(f))
 			x_ok(&x, EINVAL, 0);
 		else if (held)
 			x_ok(&x, 0);
@@ -631,28 +635,30 @@ void op_event_wait(void)
 	case 1:
 	case 2:
 	case 3:
-		a.timeout_ns = 0;
+		/* polls: 0, the past, any negative value */
+		a.deadline_ns = chance(2) ? 0 : chance(2) ? -(int64_t)rnd_below(1ull << 62) :
+				fz_deadline(-(int64_t)rnd_range(1, 1000000000));
 		break;
 	case 4:
 	case 5:
 	case 6:
-		a.timeout_ns = (int64_t)rnd_range(1000, 2000000);
+		a.deadline_ns = fz_deadline((int64_t)rnd_range(1000, 2000000));
 		break;
 	case 7:
 	case 8:
-		a.timeout_ns = (int64_t)rnd_range(2000000, 20000000);
+		a.deadline_ns = fz_deadline((int64_t)rnd_range(2000000, 20000000));
 		break;
 	default:
-		a.timeout_ns = chance(500) ? -1 : (int64_t)rnd_garbage64();
+		a.deadline_ns = chance(500) ? DRM_NPU_DEADLINE_NONE : (int64_t)rnd_garbage64();
 		armed = true;
 	}
 	if (chance(15))
-		a.pad = rnd_garbage32() | 1;
+		a.flags = rnd_garbage32() | 1;
 	ioc_pick(&c, f, &a, sizeof(a));
-	fz_begin(OP_EVENT_WAIT, "EVENT_WAIT fd=%d id=%u timeout=%lld pad=%#x%s", c.fd, a.id,
-		 (long long)a.timeout_ns, a.pad, ioc_str(&c));
+	fz_begin(OP_EVENT_WAIT, "EVENT_WAIT fd=%d id=%u deadline=%lld flags=%#x%s", c.fd, a.id,
+		 (long long)a.deadline_ns, a.flags, ioc_str(&c));
 	if (!ioc_expect(&c, &x)) {
-		if (a.pad)
+		if (a.flags)
 			x_err(&x, EINVAL, 0);
 		else if (!file_strict(f))
 			x_ok(&x, EINVAL, ETIMEDOUT, EINTR, EIO, 0);
@@ -667,18 +673,19 @@ void op_event_wait(void)
 	fz_disarm();
 	if (!fz_end(&x, ret) || c.bad || ret != -EINTR)
 		return;
-	/* An interrupted wait leaves what is left of its time. */
-	int64_t left = ((struct drm_npu_event_wait *)c.arg)->timeout_ns;
+	/* An absolute deadline: the kernel never writes it back. */
+	int64_t after = ((struct drm_npu_event_wait *)c.arg)->deadline_ns;
 
-	if (a.timeout_ns < 0 ? left != a.timeout_ns : left > a.timeout_ns || left < 0)
-		fz_finding("timeout_ns %lld after EINTR", (long long)left);
+	if (after != a.deadline_ns)
+		fz_finding("deadline_ns %lld after EINTR (was %lld)", (long long)after,
+			   (long long)a.deadline_ns);
 }
 
 void op_notify_export(void)
 {
 	struct fz_file *f = pick_file();
 	struct drm_npu_notify_export a = { 0 };
-	struct fz_sync *s = pick_sync(f, NPU_SYNC_NOTIFY);
+	struct fz_sync *s = pick_sync(f, DRM_NPU_SYNC_NOTIFY);
 	struct fz_expect x;
 	bool held = false;
 	struct ioc c;
@@ -688,7 +695,7 @@ void op_notify_export(void)
 		a.id = s->id;
 		held = true;
 	} else {
-		struct fz_sync *e = pick_sync(f, NPU_SYNC_EVENT);
+		struct fz_sync *e = pick_sync(f, DRM_NPU_SYNC_EVENT);
 
 		a.id = e && chance(500) ? e->id : unused_sync_id(f);
 	}
@@ -778,22 +785,22 @@ void op_notify_import(void)
 		return;
 	struct fz_sync *s = find_sync(f, a.id);
 
-	if (a.id >= 2048 || (s && s->kind != NPU_SYNC_NOTIFY && file_strict(f))) {
+	if (a.id >= 2048 || (s && s->kind != DRM_NPU_SYNC_NOTIFY && file_strict(f))) {
 		fz_finding("imported notify id %u", a.id);
 		return;
 	}
 	if (!s && f->nsync < FZ_SYNCS)
-		f->sync[f->nsync++] = (struct fz_sync){ .id = a.id, .kind = NPU_SYNC_NOTIFY };
+		f->sync[f->nsync++] = (struct fz_sync){ .id = a.id, .kind = DRM_NPU_SYNC_NOTIFY };
 }
 
 /*
- * A context holds at most NPU_PARAM_SYNCS_PER_CONTEXT events and notifies:
+ * A context holds at most DRM_NPU_PARAM_SYNCS_PER_CONTEXT events and notifies:
  * fill one up (EDQUOT exactly there), then give them all back. Many calls.
  */
 void op_sync_quota(void)
 {
 	struct fz_file *f = pick_file();
-	uint32_t max = (uint32_t)fz->params[NPU_PARAM_SYNCS_PER_CONTEXT];
+	uint32_t max = (uint32_t)fz->params[DRM_NPU_PARAM_SYNCS_PER_CONTEXT];
 	uint32_t *ids = (uint32_t *)(fz->scratch + 8192), n = 0, i;
 	bool strict = file_strict(f) && fz->depth == 0;
 	int fd = file_fd(f);
@@ -801,7 +808,7 @@ void op_sync_quota(void)
 	if (max > 1024 || max + f->nsync > 2048)
 		return;
 	for (i = 0; i < max + 2; i++) {
-		struct drm_npu_sync_create a = { .kind = i & 1 ? NPU_SYNC_NOTIFY : NPU_SYNC_EVENT };
+		struct drm_npu_sync_create a = { .kind = i & 1 ? DRM_NPU_SYNC_NOTIFY : DRM_NPU_SYNC_EVENT };
 		struct fz_expect x;
 		long ret;
 
@@ -855,7 +862,7 @@ void op_userptr(void)
 		a.addr = (uintptr_t)h->addr + first * 4096;
 		a.size = n * 4096;
 		if (h->ro ? chance(850) : chance(150))
-			a.flags = NPU_USERPTR_READ_ONLY;
+			a.flags = DRM_NPU_USERPTR_READ_ONLY;
 		if (h->ro && !a.flags)
 			what = 1;
 	} else {
@@ -909,13 +916,13 @@ void op_userptr(void)
 		default:	/* our own memory, read-only for the device: harmless */
 			a.addr = (uintptr_t)fz->scratch;
 			a.size = 4096 * rnd_range(1, 4);
-			a.flags = NPU_USERPTR_READ_ONLY;
+			a.flags = DRM_NPU_USERPTR_READ_ONLY;
 			break;
 		}
 	}
 	if (chance(15)) {
-		a.flags |= rnd_garbage32() & ~NPU_USERPTR_READ_ONLY;
-		if (a.flags & ~NPU_USERPTR_READ_ONLY)
+		a.flags |= rnd_garbage32() & ~DRM_NPU_USERPTR_READ_ONLY;
+		if (a.flags & ~DRM_NPU_USERPTR_READ_ONLY)
 			what = 2;
 	}
 	if (chance(10)) {
@@ -948,7 +955,7 @@ void op_userptr(void)
 		 c.fd, (unsigned long long)a.addr, (unsigned long long)a.size, a.flags, a.handle,
 		 (unsigned long long)a.device_va, ioc_str(&c));
 	if (!ioc_expect(&c, &x)) {
-		bool invalid = (a.flags & ~NPU_USERPTR_READ_ONLY) || a.handle || a.device_va ||
+		bool invalid = (a.flags & ~DRM_NPU_USERPTR_READ_ONLY) || a.handle || a.device_va ||
 			       !a.addr || !a.size || a.addr % 4096 || a.size % 4096 ||
 			       a.addr + a.size < a.addr;
 
@@ -972,12 +979,12 @@ void op_userptr(void)
 			x_allow(&x, ENOMEM);	/* RLIMIT_MEMLOCK is checked before pinning */
 	}
 	uint64_t addr = a.addr, size = a.size;
-	bool ro = a.flags & NPU_USERPTR_READ_ONLY;
+	bool ro = a.flags & DRM_NPU_USERPTR_READ_ONLY;
 
 	ret = fz_ioctl(c.fd, DRM_IOCTL_NPU_USERPTR, c.arg);
 	if (!fz_end(&x, ret) || ret || c.bad)
 		return;
-	if (a.device_va < NPU_VA_BASE || a.device_va % 4096 || a.device_va + size > NPU_VA_END) {
+	if (a.device_va < DRM_NPU_VA_BASE || a.device_va % 4096 || a.device_va + size > DRM_NPU_VA_END) {
 		fz_finding("device va %#llx", (unsigned long long)a.device_va);
 		return;
 	}
@@ -1025,7 +1032,7 @@ static struct range pick_range(struct fz_file *f, uint64_t align, uint64_t max, 
 
 	if (!b || !b->va || !b->size || chance(15)) {
 		/* Somewhere in the address space: likely nothing there. */
-		r.va = align_down(NPU_VA_BASE + rnd_below(1ull << 34), align);
+		r.va = align_down(DRM_NPU_VA_BASE + rnd_below(1ull << 34), align);
 		r.len = align_down(rnd_range(align, 64 * KIB), align);
 		r.fault = true;
 		return r;
@@ -1060,7 +1067,7 @@ static struct range pick_range(struct fz_file *f, uint64_t align, uint64_t max, 
 /* Kernel launch arguments, written through a CPU mapping of one of f's buffers. */
 static bool kernel_args(struct fz_file *f, uint64_t *va, bool *fault)
 {
-	struct drm_npu_kernel_args *k;
+	struct npu_op_args *k;
 	struct fz_map *m = NULL;
 	struct fz_bo *b = NULL;
 	int idx[FZ_MAPS], n = 0;
@@ -1077,10 +1084,10 @@ static bool kernel_args(struct fz_file *f, uint64_t *va, bool *fault)
 	m = &fz->maps[idx[rnd_below(n)]];
 	b = find_obj(f, m->obj);
 	off = align_down(rnd_below(m->len - sizeof(*k)), 8);
-	k = (struct drm_npu_kernel_args *)(m->addr + off);
+	k = (struct npu_op_args *)(m->addr + off);
 	*va = b->va + m->bo_off + off;
 
-	struct drm_npu_kernel_args a;
+	struct npu_op_args a;
 	static const uint32_t ops[] = {
 		NPU_OP_ADD, NPU_OP_SUB, NPU_OP_MUL, NPU_OP_DIV, NPU_OP_MAX, NPU_OP_MIN,
 		NPU_OP_RELU, NPU_OP_GELU, NPU_OP_SIGMOID, NPU_OP_TANH, NPU_OP_EXP,
@@ -1150,7 +1157,7 @@ static bool kernel_args(struct fz_file *f, uint64_t *va, bool *fault)
 		break;
 	}
 	for (uint32_t t = 0; t < 3; t++) {
-		struct drm_npu_tensor *ts = t < 2 ? &a.in[t] : &a.out;
+		struct npu_op_tensor *ts = t < 2 ? &a.in[t] : &a.out;
 		uint64_t stride = 1, elems = 1, bytes;
 		struct fz_bo *d = pick_bo(f, true);
 
@@ -1166,7 +1173,7 @@ static bool kernel_args(struct fz_file *f, uint64_t *va, bool *fault)
 		}
 		bytes = elems * (dt[t] == NPU_DT_F32 ? 4 : 2);
 		if (!d || d->size < bytes || chance(5)) {
-			ts->va = NPU_VA_BASE + align_down(rnd_below(1ull << 32), 4);
+			ts->va = DRM_NPU_VA_BASE + align_down(rnd_below(1ull << 32), 4);
 			*fault = true;
 		} else {
 			ts->va = d->va + align_down(rnd_below(d->size - bytes + 1), 4);
@@ -1183,7 +1190,7 @@ static bool kernel_args(struct fz_file *f, uint64_t *va, bool *fault)
 		memcpy(p + at, &v, 4);
 		/* Keep the work small: nothing huge passes the device's checks. */
 		for (uint32_t t = 0; t < 3; t++) {
-			struct drm_npu_tensor *ts = t < 2 ? &a.in[t] : &a.out;
+			struct npu_op_tensor *ts = t < 2 ? &a.in[t] : &a.out;
 
 			for (int dd = 0; dd < NPU_MAX_DIMS; dd++)
 				if (ts->shape[dd] > 64 && ts->shape[dd] < (1ull << 31) + 1)
@@ -1208,18 +1215,18 @@ static void task_normal(struct fz_file *f, struct drm_npu_task *k, bool cheap, b
 	if (cheap && r >= 12)
 		r = rnd_below(3) ? 0 : (rnd_below(2) ? 8 : 70);
 	if (r < 10) {
-		k->type = NPU_TASK_NOP;
+		k->type = DRM_NPU_TASK_NOP;
 	} else if (r < 15) {
-		k->type = NPU_TASK_BARRIER;
+		k->type = DRM_NPU_TASK_BARRIER;
 	} else if (r < 35) {
-		k->type = NPU_TASK_FILL;
+		k->type = DRM_NPU_TASK_FILL;
 		a = pick_range(f, 4, 4 * MIB, true);
 		k->args[0] = a.va;
 		k->args[1] = a.len;
 		k->args[2] = rnd32();
 		*may_fail |= a.fault;
 	} else if (r < 55) {
-		k->type = NPU_TASK_COPY;
+		k->type = DRM_NPU_TASK_COPY;
 		a = pick_range(f, 1, 4 * MIB, true);
 		b = pick_range(f, 1, 4 * MIB, false);
 		k->args[0] = a.va;
@@ -1227,48 +1234,57 @@ static void task_normal(struct fz_file *f, struct drm_npu_task *k, bool cheap, b
 		k->args[2] = a.len < b.len ? a.len : b.len;
 		*may_fail |= a.fault || b.fault;
 	} else if (r < 63) {
-		k->type = NPU_TASK_TIMESTAMP;
+		k->type = DRM_NPU_TASK_TIMESTAMP;
 		a = pick_range(f, 8, 8, true);
 		k->args[0] = a.va;
 		*may_fail |= a.fault;
 	} else if (r < 69) {
-		k->type = NPU_TASK_KERNEL;
+		k->type = DRM_NPU_TASK_KERNEL;
 		if (kernel_args(f, &va, may_fail)) {
 			k->args[0] = va;
 		} else {
-			k->args[0] = NPU_VA_BASE + align_down(rnd_below(1ull << 34), 8);
+			k->args[0] = DRM_NPU_VA_BASE + align_down(rnd_below(1ull << 34), 8);
 			*may_fail = true;
 		}
 		k->args[1] = rnd_below(3);
 		if (chance(50))
-			k->args[1] = rnd_range(3, NPU_MAX_BLOCK_DIM);
+			k->args[1] = rnd_range(3, DRM_NPU_MAX_BLOCK_DIM);
+		/* The block's size: a short one fails on the device. */
+		k->args[2] = sizeof(struct npu_op_args);
+		if (chance(30)) {
+			k->args[2] = rnd_range(1, sizeof(struct npu_op_args) - 1);
+			*may_fail = true;
+		} else if (chance(30)) {
+			k->args[2] = rnd_range(sizeof(struct npu_op_args), DRM_NPU_KERNEL_ARGS_MAX);
+			*may_fail = true;	/* the range may run past the buffer */
+		}
 	} else {
-		int ev = rnd_below(2) ? NPU_SYNC_EVENT : NPU_SYNC_NOTIFY;
+		int ev = rnd_below(2) ? DRM_NPU_SYNC_EVENT : DRM_NPU_SYNC_NOTIFY;
 
 		s = pick_sync(f, ev);
 		if (!s) {
-			k->type = NPU_TASK_BARRIER;
+			k->type = DRM_NPU_TASK_BARRIER;
 			return;
 		}
 		k->args[0] = s->id;
-		if (ev == NPU_SYNC_EVENT) {
+		if (ev == DRM_NPU_SYNC_EVENT) {
 			unsigned int w = (unsigned int)rnd_below(10);
 
 			if (w < 5 || (w < 8 && !s->recorded && chance(700))) {
-				k->type = NPU_TASK_EVENT_RECORD;
+				k->type = DRM_NPU_TASK_EVENT_RECORD;
 				s->recorded = true;
 			} else if (w < 8) {
-				k->type = NPU_TASK_EVENT_WAIT;
+				k->type = DRM_NPU_TASK_EVENT_WAIT;
 				*blocks |= !s->recorded;
 			} else {
-				k->type = NPU_TASK_EVENT_RESET;
+				k->type = DRM_NPU_TASK_EVENT_RESET;
 				s->recorded = false;
 			}
 		} else if (rnd_below(5) < 3 || !s->recorded) {
-			k->type = NPU_TASK_NOTIFY_RECORD;
+			k->type = DRM_NPU_TASK_NOTIFY_RECORD;
 			s->recorded = true;
 		} else {
-			k->type = NPU_TASK_NOTIFY_WAIT;
+			k->type = DRM_NPU_TASK_NOTIFY_WAIT;
 			s->recorded = false;
 		}
 		if (!file_strict(f))
@@ -1293,35 +1309,47 @@ static void task_malformed(struct drm_npu_task *k)
 		k->pad = rnd32() | 1;
 		break;
 	case 3:
-		k->type = NPU_TASK_NOP;
+		k->type = DRM_NPU_TASK_NOP;
 		k->args[rnd_below(7)] = rnd_garbage64() | 1;
 		break;
 	case 4:
-		k->type = NPU_TASK_FILL;
-		k->args[0] = NPU_VA_BASE + 1 + 4 * rnd_below(100);
+		k->type = DRM_NPU_TASK_FILL;
+		k->args[0] = DRM_NPU_VA_BASE + 1 + 4 * rnd_below(100);
 		k->args[1] = 4096;
 		break;
 	case 5:
-		k->type = NPU_TASK_FILL;
-		k->args[0] = NPU_VA_BASE;
+		k->type = DRM_NPU_TASK_FILL;
+		k->args[0] = DRM_NPU_VA_BASE;
 		if (rnd_below(2))
 			k->args[1] = 0;
 		else
 			k->args[1] = 4096, k->args[2] = (1ull << 32) + rnd_below(1000);
 		break;
 	case 6:
-		k->type = NPU_TASK_COPY;
-		k->args[0] = NPU_VA_BASE;
-		k->args[1] = NPU_VA_BASE + 4096;
+		k->type = DRM_NPU_TASK_COPY;
+		k->args[0] = DRM_NPU_VA_BASE;
+		k->args[1] = DRM_NPU_VA_BASE + 4096;
 		break;
 	case 7:
-		k->type = NPU_TASK_TIMESTAMP;
-		k->args[0] = NPU_VA_BASE + 1 + rnd_below(7);
+		k->type = DRM_NPU_TASK_TIMESTAMP;
+		k->args[0] = DRM_NPU_VA_BASE + 1 + rnd_below(7);
 		break;
 	default:
-		k->type = NPU_TASK_KERNEL;
-		k->args[0] = NPU_VA_BASE;
-		k->args[1] = NPU_MAX_BLOCK_DIM + 1 + rnd_below(1000);
+		k->type = DRM_NPU_TASK_KERNEL;
+		k->args[0] = DRM_NPU_VA_BASE;
+		k->args[2] = sizeof(struct npu_op_args);
+		/* too many cores, an empty or an oversized argument block */
+		switch (rnd_below(3)) {
+		case 0:
+			k->args[1] = DRM_NPU_MAX_BLOCK_DIM + 1 + rnd_below(1000);
+			break;
+		case 1:
+			k->args[2] = 0;
+			break;
+		default:
+			k->args[2] = DRM_NPU_KERNEL_ARGS_MAX + 1 +
+				     (chance(2) ? rnd_below(1000) : rnd_garbage64() >> 1);
+		}
 	}
 }
 
@@ -1331,11 +1359,11 @@ static void task_not_held(struct fz_file *f, struct drm_npu_task *k)
 	struct fz_sync *e = pick_sync(f, 0);
 
 	memset(k, 0, sizeof(*k));
-	k->type = (uint16_t)rnd_range(NPU_TASK_EVENT_RECORD, NPU_TASK_NOTIFY_WAIT);
+	k->type = (uint16_t)rnd_range(DRM_NPU_TASK_EVENT_RECORD, DRM_NPU_TASK_NOTIFY_WAIT);
 	if (e && chance(500))
-		k->type = e->kind == NPU_SYNC_EVENT ?
-			  (uint16_t)rnd_range(NPU_TASK_NOTIFY_RECORD, NPU_TASK_NOTIFY_WAIT) :
-			  (uint16_t)rnd_range(NPU_TASK_EVENT_RECORD, NPU_TASK_EVENT_RESET),
+		k->type = e->kind == DRM_NPU_SYNC_EVENT ?
+			  (uint16_t)rnd_range(DRM_NPU_TASK_NOTIFY_RECORD, DRM_NPU_TASK_NOTIFY_WAIT) :
+			  (uint16_t)rnd_range(DRM_NPU_TASK_EVENT_RECORD, DRM_NPU_TASK_EVENT_RESET),
 		k->args[0] = e->id;
 	else if (chance(100))
 		k->args[0] = (1ull << 32) + rnd_below(8);
@@ -1347,8 +1375,8 @@ static void task_not_held(struct fz_file *f, struct drm_npu_task *k)
 static void task_wild(struct drm_npu_task *k)
 {
 	memset(k, 0, sizeof(*k));
-	k->type = rnd_below(2) ? NPU_TASK_FILL : NPU_TASK_COPY;
-	if (k->type == NPU_TASK_FILL) {
+	k->type = rnd_below(2) ? DRM_NPU_TASK_FILL : DRM_NPU_TASK_COPY;
+	if (k->type == DRM_NPU_TASK_FILL) {
 		k->args[0] = align_down(rnd_garbage64(), 4);
 		k->args[1] = align_down(rnd_garbage64(), 4);
 		if (!k->args[1])
@@ -1436,7 +1464,7 @@ void op_submit(void)
 	struct drm_npu_syncobj *in = (struct drm_npu_syncobj *)(fz->scratch + 17 * 1024);
 	struct drm_npu_syncobj *out = (struct drm_npu_syncobj *)(fz->scratch + 18 * 1024);
 	struct drm_npu_submit a = { 0 };
-	struct fz_syncobj *outs[NPU_SUBMIT_MAX_SYNCOBJS];
+	struct fz_syncobj *outs[DRM_NPU_SUBMIT_MAX_SYNCOBJS];
 	bool may_fail, blocks, ptr_bad = false;
 	struct outcome o = { 0 };
 	unsigned int invalid;
@@ -1453,12 +1481,12 @@ void op_submit(void)
 	a.queue = qi;
 	r = (int)rnd_below(100);
 	n = r < 80 ? (uint32_t)rnd_range(1, 4) : r < 97 ? (uint32_t)rnd_range(5, 16) :
-	    (uint32_t)rnd_range(17, NPU_SUBMIT_MAX_TASKS);
+	    (uint32_t)rnd_range(17, DRM_NPU_SUBMIT_MAX_TASKS);
 	build_tasks(f, (int)qi, tasks, n, &invalid, &may_fail, &blocks);
 	a.tasks = (uintptr_t)tasks;
 	a.count = n;
 	if (chance(15))
-		a.count = chance(500) ? 0 : NPU_SUBMIT_MAX_TASKS + 1 +
+		a.count = chance(500) ? 0 : DRM_NPU_SUBMIT_MAX_TASKS + 1 +
 			  (uint32_t)rnd_below(chance(500) ? 10 : UINT32_MAX - 300);
 	if (chance(10))
 		a.flags = rnd_garbage32() | 1;
@@ -1509,7 +1537,7 @@ void op_submit(void)
 	if (chance(20)) {
 		switch (rnd_below(5)) {
 		case 0:
-			a.in_count = NPU_SUBMIT_MAX_SYNCOBJS + 1 + (uint32_t)rnd_below(100);
+			a.in_count = DRM_NPU_SUBMIT_MAX_SYNCOBJS + 1 + (uint32_t)rnd_below(100);
 			a.in_syncobjs = (uintptr_t)in;
 			so_bad = 1;
 			break;
@@ -1560,7 +1588,7 @@ void op_submit(void)
 
 	x_none(&o.x);
 	oc_maybe(&o, ENOMEM);
-	if (a.flags || a.pad || !a.count || a.count > NPU_SUBMIT_MAX_TASKS) {
+	if (a.flags || a.pad || !a.count || a.count > DRM_NPU_SUBMIT_MAX_TASKS) {
 		/* Refused before anything else is read. */
 		x_none(&o.x);
 		oc_sure(&o, EINVAL);
@@ -1578,7 +1606,7 @@ void op_submit(void)
 		else if (so_bad == 3)
 			oc_maybe(&o, ENOENT);
 		for (uint32_t i = 0; a.in_syncobjs == (uintptr_t)in &&
-				     i < a.in_count && i < NPU_SUBMIT_MAX_SYNCOBJS; i++) {
+				     i < a.in_count && i < DRM_NPU_SUBMIT_MAX_SYNCOBJS; i++) {
 			struct fz_syncobj *s = find_so(f, in[i].handle);
 
 			if (!file_strict(f) || !s || s->risky) {
@@ -1684,27 +1712,34 @@ void op_wait(void)
 		a.seq = q->max_seq + 1000000 + rnd_below(1ull << 40);	/* never handed out */
 	switch (q && q->blocked && chance(800) ? 0 : rnd_below(20)) {
 	case 0: case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 8: case 9:
-		a.timeout_ns = 0;	/* (mostly, on a queue that may wait for an event) */
+		/* polls (mostly, on a queue that may wait for an event) */
+		a.deadline_ns = chance(2) ? 0 : chance(2) ? -(int64_t)rnd_below(1ull << 62) :
+				fz_deadline(-(int64_t)rnd_range(1, 1000000000));
 		break;
 	case 10: case 11: case 12: case 13: case 14: case 15: case 16:
-		a.timeout_ns = (int64_t)rnd_range(1000, 2000000);
+		a.deadline_ns = fz_deadline((int64_t)rnd_range(1000, 2000000));
 		break;
 	case 17: case 18:
-		a.timeout_ns = (int64_t)rnd_range(2000000, 30000000);
+		a.deadline_ns = fz_deadline((int64_t)rnd_range(2000000, 30000000));
 		break;
 	default:
-		a.timeout_ns = chance(500) ? -1 : (int64_t)rnd_garbage64();
+		a.deadline_ns = chance(500) ? DRM_NPU_DEADLINE_NONE : (int64_t)rnd_garbage64();
 		armed = true;
 	}
 	if (chance(20))
 		a.status = rnd32(), a.error_task = rnd32(), a.fault_address = rnd64();
+	if (chance(30))
+		a.flags = rnd_garbage32() | 1;
+	if (chance(30))
+		a.pad = rnd_garbage32() | 1;
 	ioc_pick(&c, f, &a, sizeof(a));
-	fz_begin(OP_WAIT, "WAIT fd=%d queue=%u seq=%llu timeout=%lld%s", c.fd, a.queue,
-		 (unsigned long long)a.seq, (long long)a.timeout_ns, ioc_str(&c));
+	fz_begin(OP_WAIT, "WAIT fd=%d queue=%u seq=%llu deadline=%lld flags=%#x pad=%#x%s", c.fd,
+		 a.queue, (unsigned long long)a.seq, (long long)a.deadline_ns, a.flags, a.pad,
+		 ioc_str(&c));
 	if (!ioc_expect(&c, &x)) {
 		bool beyond = q && a.seq >= q->max_seq + 1000000;
 
-		if (!q)
+		if (a.flags || a.pad || !q)
 			x_err(&x, EINVAL, 0);
 		else if (a.queue == 0 && queue_sure_absent(f, 0))
 			a.seq ? x_err(&x, EINVAL, 0) : x_ok(&x, 0);
@@ -1724,25 +1759,25 @@ void op_wait(void)
 		fz_arm_ms(50);
 	ret = fz_ioctl(c.fd, DRM_IOCTL_NPU_WAIT, c.arg);
 	fz_disarm();
-	if (!fz_end(&x, ret) || c.bad || !q)
+	if (!fz_end(&x, ret) || c.bad || !q || a.flags || a.pad)
 		return;
 	const struct drm_npu_wait *w = c.arg;
 
 	if (!ret) {
-		if (w->status != NPU_JOB_DONE && (a.seq || q->state == Q_LIVE) && file_strict(f))
+		if (w->status != DRM_NPU_JOB_DONE && (a.seq || q->state == Q_LIVE) && file_strict(f))
 			fz_finding("status %u on success", w->status);
 		if (a.seq > q->done)
 			q->done = a.seq;
 	} else if (ret == -EIO) {
 		fz_after(" (status %u, task %u, fault %#llx %s)", w->status, w->error_task,
 			 (unsigned long long)w->fault_address, w->fault_access ? "write" : "read");
-		if (w->status < NPU_JOB_FAULT || w->status > NPU_JOB_RESET)
+		if (w->status < DRM_NPU_JOB_FAULT || w->status > DRM_NPU_JOB_RESET)
 			fz_finding("status %u with EIO", w->status);
 		q->may_fail = q->failed = true;
 	} else if (ret == -EINTR) {
-		if (a.timeout_ns < 0 ? w->timeout_ns != a.timeout_ns :
-		    w->timeout_ns > a.timeout_ns || w->timeout_ns < 0)
-			fz_finding("timeout_ns %lld after EINTR (was %lld)",
-				   (long long)w->timeout_ns, (long long)a.timeout_ns);
+		/* An absolute deadline: the kernel never writes it back. */
+		if (w->deadline_ns != a.deadline_ns)
+			fz_finding("deadline_ns %lld after EINTR (was %lld)",
+				   (long long)w->deadline_ns, (long long)a.deadline_ns);
 	}
 }

@@ -150,7 +150,7 @@ static void check_cqe(struct fz_ring *r, uint64_t ud, int32_t res, uint64_t res2
 	}
 	r->inflight--;
 	bool good = res >= 0 ? p->x.ok : x_allows(&p->x, -res);
-	uint32_t st = NPU_URING_RES2_STATUS(res2);
+	uint32_t st = DRM_NPU_URING_RES2_STATUS(res2);
 
 	if (good) {
 		/* The second result. */
@@ -159,9 +159,9 @@ static void check_cqe(struct fz_ring *r, uint64_t ud, int32_t res, uint64_t res2
 		else if (res == 0 && p->op == U_WAIT && r->kind <= RING_SQPOLL && res2 != p->seq)
 			good = false;
 		else if (res == -EIO && r->kind <= RING_SQPOLL && !(p->op == U_SUBMIT && !res2) &&
-			 (st < NPU_JOB_FAULT || st > NPU_JOB_RESET || st == NPU_JOB_ABORTED))
+			 (st < DRM_NPU_JOB_FAULT || st > DRM_NPU_JOB_RESET || st == DRM_NPU_JOB_ABORTED))
 			good = false;
-		else if (res == -ECANCELED && res2 && st != NPU_JOB_ABORTED)
+		else if (res == -ECANCELED && res2 && st != DRM_NPU_JOB_ABORTED)
 			good = false;
 		else if (res < 0 && res != -EIO && res != -ECANCELED && res2)
 			good = false;
@@ -290,7 +290,7 @@ static void make_submit(struct ucmd *u, struct fz_file *f, int slot, int ring)
 	s.tasks = (uintptr_t)t;
 	s.count = n;
 	if (chance(20))
-		s.count = chance(500) ? 0 : NPU_SUBMIT_MAX_TASKS + 1;
+		s.count = chance(500) ? 0 : DRM_NPU_SUBMIT_MAX_TASKS + 1;
 	if (chance(10))
 		s.flags = rnd32() | 1;
 	if (chance(10))
@@ -314,7 +314,7 @@ static void make_submit(struct ucmd *u, struct fz_file *f, int slot, int ring)
 		s.out_count = 1;
 	}
 	if (chance(20))
-		s.in_count = NPU_SUBMIT_MAX_SYNCOBJS + 1;
+		s.in_count = DRM_NPU_SUBMIT_MAX_SYNCOBJS + 1;
 	memcpy(u->payload, &s, sizeof(s));
 	u->len = sizeof(s);
 	u->op = U_SUBMIT;
@@ -329,7 +329,7 @@ static void make_submit(struct ucmd *u, struct fz_file *f, int slot, int ring)
 
 	x_none(x);
 	x_allow(x, ENOMEM);
-	if (s.seq || s.flags || s.pad || !s.count || s.count > NPU_SUBMIT_MAX_TASKS) {
+	if (s.seq || s.flags || s.pad || !s.count || s.count > DRM_NPU_SUBMIT_MAX_TASKS) {
 		x_err(x, EINVAL, 0);
 		return;
 	}
@@ -337,7 +337,7 @@ static void make_submit(struct ucmd *u, struct fz_file *f, int slot, int ring)
 		x_allow(x, EFAULT), wrong = true;
 	if (invalid)
 		x_allow(x, EINVAL), wrong = true;
-	if (s.in_count > NPU_SUBMIT_MAX_SYNCOBJS)
+	if (s.in_count > DRM_NPU_SUBMIT_MAX_SYNCOBJS)
 		x_allow(x, EINVAL), wrong = true;
 	if (s.in_count) {
 		x_allow(x, EINVAL);	/* a dependency without a fence */
@@ -385,8 +385,10 @@ static void make_wait(struct ucmd *u, struct fz_file *f)
 	else
 		w.seq = q->max_seq + 1000000 + rnd_below(1ull << 40), beyond = true;
 	k = (unsigned int)rnd_below(10);
-	w.timeout_ns = k < 4 ? 0 : k < 7 ? (int64_t)rnd_range(1000, 5000000) :
-		       k < 9 ? -1 : (int64_t)rnd_garbage64();
+	/* polls (0, the past), a short deadline, none, or anything */
+	w.deadline_ns = k < 2 ? 0 : k < 4 ? fz_deadline(-(int64_t)rnd_range(0, 1000000000)) :
+			k < 7 ? fz_deadline((int64_t)rnd_range(1000, 5000000)) :
+			k < 9 ? DRM_NPU_DEADLINE_NONE : (int64_t)rnd_garbage64();
 	if (chance(30))
 		w.flags = rnd32() | 1;
 	memcpy(u->payload, &w, sizeof(w));
@@ -394,8 +396,8 @@ static void make_wait(struct ucmd *u, struct fz_file *f)
 	u->op = U_WAIT;
 	u->queue = w.queue;
 	u->seq = w.seq;
-	snprintf(u->desc, sizeof(u->desc), "WAIT queue=%u seq=%llu timeout=%lld flags=%#x",
-		 w.queue, (unsigned long long)w.seq, (long long)w.timeout_ns, w.flags);
+	snprintf(u->desc, sizeof(u->desc), "WAIT queue=%u seq=%llu deadline=%lld flags=%#x",
+		 w.queue, (unsigned long long)w.seq, (long long)w.deadline_ns, w.flags);
 	if (w.flags || !q)
 		x_err(&u->x, EINVAL, 0);
 	else if (queue_sure_absent(f, (int)w.queue))
@@ -414,7 +416,7 @@ static void make_wait(struct ucmd *u, struct fz_file *f)
 static void make_event_wait(struct ucmd *u, struct fz_file *f)
 {
 	struct drm_npu_uring_event_wait w = { 0 };
-	struct fz_sync *s = pick_sync(f, NPU_SYNC_EVENT), *n = pick_sync(f, NPU_SYNC_NOTIFY);
+	struct fz_sync *s = pick_sync(f, DRM_NPU_SYNC_EVENT), *n = pick_sync(f, DRM_NPU_SYNC_NOTIFY);
 	bool held = false;
 	unsigned int k;
 
@@ -423,15 +425,17 @@ static void make_event_wait(struct ucmd *u, struct fz_file *f)
 	else
 		w.id = n && chance(500) ? n->id : unused_sync_id(f);
 	k = (unsigned int)rnd_below(10);
-	w.timeout_ns = k < 4 ? 0 : k < 7 ? (int64_t)rnd_range(1000, 5000000) :
-		       k < 9 ? -1 : (int64_t)rnd_garbage64();
+	/* polls (0, the past), a short deadline, none, or anything */
+	w.deadline_ns = k < 2 ? 0 : k < 4 ? fz_deadline(-(int64_t)rnd_range(0, 1000000000)) :
+			k < 7 ? fz_deadline((int64_t)rnd_range(1000, 5000000)) :
+			k < 9 ? DRM_NPU_DEADLINE_NONE : (int64_t)rnd_garbage64();
 	if (chance(30))
 		w.flags = rnd32() | 1;
 	memcpy(u->payload, &w, sizeof(w));
 	u->len = sizeof(w);
 	u->op = U_EVENT_WAIT;
-	snprintf(u->desc, sizeof(u->desc), "EVENT_WAIT id=%u timeout=%lld flags=%#x", w.id,
-		 (long long)w.timeout_ns, w.flags);
+	snprintf(u->desc, sizeof(u->desc), "EVENT_WAIT id=%u deadline=%lld flags=%#x", w.id,
+		 (long long)w.deadline_ns, w.flags);
 	if (w.flags || (!held && file_strict(f)))
 		x_err(&u->x, EINVAL, 0);
 	else if (!file_strict(f))
@@ -473,7 +477,7 @@ static void mangle(struct ucmd *u)
 	} else {
 		switch (rnd_below(6)) {
 		case 0:	/* unknown command */
-			u->cmd_op = DRM_IOW(DRM_COMMAND_BASE + NPU_URING_CMD_BASE + 3 +
+			u->cmd_op = DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_URING_CMD_BASE + 3 +
 					    (uint32_t)rnd_below(60), struct drm_npu_uring_wait);
 			break;
 		case 1:	/* another direction */
@@ -550,8 +554,8 @@ void op_uring_submit(void)
 			make_wait(&u, f);
 		else
 			make_event_wait(&u, f);
-		u.cmd_op = u.op == U_SUBMIT ? NPU_URING_CMD_SUBMIT :
-			   u.op == U_WAIT ? NPU_URING_CMD_WAIT : NPU_URING_CMD_EVENT_WAIT;
+		u.cmd_op = u.op == U_SUBMIT ? DRM_NPU_URING_CMD_SUBMIT :
+			   u.op == U_WAIT ? DRM_NPU_URING_CMD_WAIT : DRM_NPU_URING_CMD_EVENT_WAIT;
 		if (chance(80))
 			mangle(&u);
 		/* What the ring does to every command. */

@@ -230,10 +230,10 @@ static void worker_init(int idx, uint64_t seed, uint64_t limit, struct fz_shared
 	find_debugfs(fz->debugfs, sizeof(fz->debugfs));
 	/* What the device says of itself: constant from here on. */
 	fd = open(fz_render, O_RDWR | O_CLOEXEC);
-	for (uint32_t p = 0; fd >= 0 && p <= NPU_PARAM_MAX_QUEUE_TIMEOUT_MS; p++) {
+	for (uint32_t p = 0; fd >= 0 && p <= DRM_NPU_PARAM_MAX_QUEUE_TIMEOUT_MS; p++) {
 		struct drm_npu_get_param a = { .param = p };
 
-		if (p != NPU_PARAM_FW_PING_NS && !ioctl(fd, DRM_IOCTL_NPU_GET_PARAM, &a))
+		if (p != DRM_NPU_PARAM_RESERVED_9 && !ioctl(fd, DRM_IOCTL_NPU_GET_PARAM, &a))
 			fz->params[p] = a.value;
 	}
 	if (fd >= 0)
@@ -265,7 +265,7 @@ static void worker_main(int idx, uint64_t seed, uint64_t limit, struct fz_shared
 /* ---- the device's state, before and after ---------------------------------------- */
 struct state {
 	uint64_t hbm_used;
-	uint64_t region[NPU_MEM_REGION_COUNT];
+	uint64_t region[DRM_NPU_MEM_REGION_COUNT];
 	long long queues, syncs, ucmds, resets, wedged, quarantined;
 };
 
@@ -292,7 +292,7 @@ static int read_file(const char *path, char *buf, size_t len)
 
 static void read_state(int fd, const char *dbg, struct state *s)
 {
-	struct drm_npu_get_param p = { .param = NPU_PARAM_HBM_USED };
+	struct drm_npu_get_param p = { .param = DRM_NPU_PARAM_HBM_USED };
 	struct drm_npu_mem_usage u = { 0 };
 	static char buf[65536];
 	char path[160];

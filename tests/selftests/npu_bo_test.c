@@ -22,7 +22,7 @@ FIXTURE_SETUP(bo)
 	self->fd = npu_open();
 	ASSERT_LE(0, self->fd);
 	self->used_before = npu_hbm_used(self->fd);
-	self->buffers_before = npu_dev_usage(self->fd, NPU_MEM_REGION_HBM);
+	self->buffers_before = npu_dev_usage(self->fd, DRM_NPU_MEM_REGION_HBM);
 }
 
 FIXTURE_TEARDOWN(bo)
@@ -46,12 +46,12 @@ TEST_F(bo, page_policies_pick_page_sizes)
 		uint32_t page;
 		uint64_t rounded;
 	} cases[] = {
-		{ 100, NPU_BO_PAGE_HUGE_FIRST, NPU_PAGE_SIZE_4K, 4096 },
-		{ 1 * MiB, NPU_BO_PAGE_HUGE_FIRST, NPU_PAGE_SIZE_4K, 1 * MiB },
-		{ 3 * MiB, NPU_BO_PAGE_HUGE_FIRST, NPU_PAGE_SIZE_2M, 4 * MiB },
-		{ 100, NPU_BO_PAGE_HUGE_ONLY, NPU_PAGE_SIZE_2M, 2 * MiB },
-		{ 3 * MiB, NPU_BO_PAGE_NORMAL_ONLY, NPU_PAGE_SIZE_4K, 3 * MiB },
-		{ 5000, NPU_BO_PAGE_NORMAL_ONLY, NPU_PAGE_SIZE_4K, 8192 },
+		{ 100, DRM_NPU_BO_PAGE_HUGE_FIRST, DRM_NPU_PAGE_SIZE_4K, 4096 },
+		{ 1 * MiB, DRM_NPU_BO_PAGE_HUGE_FIRST, DRM_NPU_PAGE_SIZE_4K, 1 * MiB },
+		{ 3 * MiB, DRM_NPU_BO_PAGE_HUGE_FIRST, DRM_NPU_PAGE_SIZE_2M, 4 * MiB },
+		{ 100, DRM_NPU_BO_PAGE_HUGE_ONLY, DRM_NPU_PAGE_SIZE_2M, 2 * MiB },
+		{ 3 * MiB, DRM_NPU_BO_PAGE_NORMAL_ONLY, DRM_NPU_PAGE_SIZE_4K, 3 * MiB },
+		{ 5000, DRM_NPU_BO_PAGE_NORMAL_ONLY, DRM_NPU_PAGE_SIZE_4K, 8192 },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -61,8 +61,8 @@ TEST_F(bo, page_policies_pick_page_sizes)
 		ASSERT_EQ(0, npu_bo_create(self->fd, cases[i].size, cases[i].policy, &c));
 		EXPECT_EQ(cases[i].page, c.page_size) TH_LOG("case %zu", i);
 		EXPECT_EQ(cases[i].rounded, c.size) TH_LOG("case %zu", i);
-		EXPECT_LE(NPU_VA_BASE, c.device_va);
-		EXPECT_GE(NPU_VA_END, c.device_va + c.size);
+		EXPECT_LE(DRM_NPU_VA_BASE, c.device_va);
+		EXPECT_GE(DRM_NPU_VA_END, c.device_va + c.size);
 		EXPECT_EQ(0, c.device_va % c.page_size);
 		ASSERT_EQ(0, npu_bo_info(self->fd, c.handle, &info));
 		EXPECT_EQ(c.device_va, info.device_va);
@@ -79,21 +79,21 @@ TEST_F(bo, usage_follows_buffers)
 	struct drm_npu_mem_usage u0 = { 0 }, u1 = { 0 };
 
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_GET_MEM_USAGE, &u0));
-	ASSERT_EQ(0, npu_bo_create(self->fd, 4 * MiB, NPU_BO_PAGE_HUGE_ONLY, &a));
-	ASSERT_EQ(0, npu_bo_create(self->fd, 64 << 10, NPU_BO_PAGE_NORMAL_ONLY, &b));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 4 * MiB, DRM_NPU_BO_PAGE_HUGE_ONLY, &a));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 64 << 10, DRM_NPU_BO_PAGE_NORMAL_ONLY, &b));
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_GET_MEM_USAGE, &u1));
-	EXPECT_EQ(u0.ctx_current[NPU_MEM_REGION_HBM] + 4 * MiB + (64 << 10),
-		  u1.ctx_current[NPU_MEM_REGION_HBM]);
-	EXPECT_EQ(u0.dev_current[NPU_MEM_REGION_HBM] + 4 * MiB + (64 << 10),
-		  u1.dev_current[NPU_MEM_REGION_HBM]);
-	EXPECT_LE(u1.ctx_current[NPU_MEM_REGION_HBM], u1.ctx_peak[NPU_MEM_REGION_HBM]);
+	EXPECT_EQ(u0.ctx_current[DRM_NPU_MEM_REGION_HBM] + 4 * MiB + (64 << 10),
+		  u1.ctx_current[DRM_NPU_MEM_REGION_HBM]);
+	EXPECT_EQ(u0.dev_current[DRM_NPU_MEM_REGION_HBM] + 4 * MiB + (64 << 10),
+		  u1.dev_current[DRM_NPU_MEM_REGION_HBM]);
+	EXPECT_LE(u1.ctx_current[DRM_NPU_MEM_REGION_HBM], u1.ctx_peak[DRM_NPU_MEM_REGION_HBM]);
 	/* Mapping them took page tables, charged to this context. */
-	EXPECT_LT(0, u1.ctx_current[NPU_MEM_REGION_PAGE_TABLES]);
+	EXPECT_LT(0, u1.ctx_current[DRM_NPU_MEM_REGION_PAGE_TABLES]);
 	EXPECT_EQ(0, npu_gem_close(self->fd, a.handle));
 	EXPECT_EQ(0, npu_gem_close(self->fd, b.handle));
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_GET_MEM_USAGE, &u1));
-	EXPECT_EQ(u0.ctx_current[NPU_MEM_REGION_HBM], u1.ctx_current[NPU_MEM_REGION_HBM]);
-	EXPECT_LE(u0.ctx_peak[NPU_MEM_REGION_HBM] + 4 * MiB, u1.ctx_peak[NPU_MEM_REGION_HBM]);
+	EXPECT_EQ(u0.ctx_current[DRM_NPU_MEM_REGION_HBM], u1.ctx_current[DRM_NPU_MEM_REGION_HBM]);
+	EXPECT_LE(u0.ctx_peak[DRM_NPU_MEM_REGION_HBM] + 4 * MiB, u1.ctx_peak[DRM_NPU_MEM_REGION_HBM]);
 }
 
 TEST_F(bo, cpu_mapping_reads_back_and_buffers_do_not_overlap)
@@ -102,8 +102,8 @@ TEST_F(bo, cpu_mapping_reads_back_and_buffers_do_not_overlap)
 	uint32_t *pa, *pb;
 	size_t n = (2 * MiB) / 4;
 
-	ASSERT_EQ(0, npu_bo_create(self->fd, 2 * MiB, NPU_BO_PAGE_HUGE_FIRST, &a));
-	ASSERT_EQ(0, npu_bo_create(self->fd, 2 * MiB, NPU_BO_PAGE_NORMAL_ONLY, &b));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 2 * MiB, DRM_NPU_BO_PAGE_HUGE_FIRST, &a));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 2 * MiB, DRM_NPU_BO_PAGE_NORMAL_ONLY, &b));
 	pa = npu_bo_mmap(self->fd, a.handle, 2 * MiB);
 	pb = npu_bo_mmap(self->fd, b.handle, 2 * MiB);
 	ASSERT_NE(MAP_FAILED, pa);
@@ -129,7 +129,7 @@ TEST_F(bo, new_buffers_read_zero)
 
 	/* Dirty some memory, free it, allocate again: no leftovers. */
 	for (int round = 0; round < 2; round++) {
-		ASSERT_EQ(0, npu_bo_create(self->fd, 1 * MiB, NPU_BO_PAGE_NORMAL_ONLY, &c));
+		ASSERT_EQ(0, npu_bo_create(self->fd, 1 * MiB, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c));
 		p = npu_bo_mmap(self->fd, c.handle, 1 * MiB);
 		ASSERT_NE(MAP_FAILED, p);
 		for (size_t i = 0; i < MiB; i += 4093) {
@@ -146,17 +146,17 @@ TEST_F(bo, mapping_outlives_handle_and_any_order_is_safe)
 	struct drm_npu_bo_create c;
 	uint32_t *p;
 
-	ASSERT_EQ(0, npu_bo_create(self->fd, 64 << 10, NPU_BO_PAGE_NORMAL_ONLY, &c));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 64 << 10, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c));
 	p = npu_bo_mmap(self->fd, c.handle, 64 << 10);
 	ASSERT_NE(MAP_FAILED, p);
 	ASSERT_EQ(0, npu_gem_close(self->fd, c.handle));
 	/* The memory stays while mapped... */
-	EXPECT_EQ(self->buffers_before + (64 << 10), npu_dev_usage(self->fd, NPU_MEM_REGION_HBM));
+	EXPECT_EQ(self->buffers_before + (64 << 10), npu_dev_usage(self->fd, DRM_NPU_MEM_REGION_HBM));
 	p[100] = 0xfeedbeef;
 	EXPECT_EQ(0xfeedbeef, p[100]);
 	munmap(p, 64 << 10);
 	/* ...and goes with the last mapping. */
-	EXPECT_EQ(self->buffers_before, npu_dev_usage(self->fd, NPU_MEM_REGION_HBM));
+	EXPECT_EQ(self->buffers_before, npu_dev_usage(self->fd, DRM_NPU_MEM_REGION_HBM));
 }
 
 TEST_F(bo, mmap_beyond_the_buffer_fails)
@@ -165,7 +165,7 @@ TEST_F(bo, mmap_beyond_the_buffer_fails)
 	struct drm_npu_bo_info info;
 	void *p;
 
-	ASSERT_EQ(0, npu_bo_create(self->fd, 8192, NPU_BO_PAGE_NORMAL_ONLY, &c));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 8192, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c));
 	ASSERT_EQ(0, npu_bo_info(self->fd, c.handle, &info));
 	p = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, info.mmap_offset);
 	EXPECT_EQ(MAP_FAILED, p);
@@ -186,15 +186,15 @@ TEST_F(bo, bad_arguments)
 	struct drm_npu_bo_info info = { .handle = 12345 };
 	struct drm_npu_mem_usage u = { .flags = 1 };
 
-	EXPECT_EQ(-EINVAL, npu_bo_create(self->fd, 0, NPU_BO_PAGE_HUGE_FIRST, NULL));
+	EXPECT_EQ(-EINVAL, npu_bo_create(self->fd, 0, DRM_NPU_BO_PAGE_HUGE_FIRST, NULL));
 	EXPECT_EQ(-EINVAL, npu_bo_create(self->fd, 4096, 3, NULL));
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_BO_CREATE, &c));
 	EXPECT_EQ(EINVAL, errno);
-	EXPECT_EQ(-ENOMEM, npu_bo_create(self->fd, 1ull << 62, NPU_BO_PAGE_HUGE_FIRST, NULL));
-	EXPECT_EQ(-ENOMEM, npu_bo_create(self->fd, ~0ull, NPU_BO_PAGE_NORMAL_ONLY, NULL));
+	EXPECT_EQ(-ENOMEM, npu_bo_create(self->fd, 1ull << 62, DRM_NPU_BO_PAGE_HUGE_FIRST, NULL));
+	EXPECT_EQ(-ENOMEM, npu_bo_create(self->fd, ~0ull, DRM_NPU_BO_PAGE_NORMAL_ONLY, NULL));
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_BO_INFO, &info));
 	EXPECT_EQ(ENOENT, errno);
-	info.pad = 1;
+	info.flags = 1;
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_BO_INFO, &info));
 	EXPECT_EQ(EINVAL, errno);
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_GET_MEM_USAGE, &u));
@@ -206,7 +206,7 @@ TEST_F(bo, double_close_is_an_error_not_a_crash)
 {
 	struct drm_npu_bo_create c;
 
-	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c));
 	EXPECT_EQ(0, npu_gem_close(self->fd, c.handle));
 	EXPECT_EQ(-EINVAL, npu_gem_close(self->fd, c.handle));
 }
@@ -217,16 +217,16 @@ TEST_F(bo, exhaustion_fails_cleanly_and_frees_everything)
 	struct drm_npu_bo_create c = { 0 };
 	int n = 0, ret = 0;
 
-	while (n < 1024 && !(ret = npu_bo_create(self->fd, 4 * MiB, NPU_BO_PAGE_HUGE_ONLY, &c)))
+	while (n < 1024 && !(ret = npu_bo_create(self->fd, 4 * MiB, DRM_NPU_BO_PAGE_HUGE_ONLY, &c)))
 		handles[n++] = c.handle;
 	EXPECT_EQ(-ENOMEM, ret);
 	EXPECT_LT(0, n);
 	/* A failed create left nothing behind: a smaller one still fits. */
-	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c));
 	handles[n++] = c.handle;
 	for (int i = 0; i < n; i++)
 		ASSERT_EQ(0, npu_gem_close(self->fd, handles[i]));
-	EXPECT_EQ(self->buffers_before, npu_dev_usage(self->fd, NPU_MEM_REGION_HBM));
+	EXPECT_EQ(self->buffers_before, npu_dev_usage(self->fd, DRM_NPU_MEM_REGION_HBM));
 }
 
 TEST(contexts_have_separate_address_spaces)
@@ -237,8 +237,8 @@ TEST(contexts_have_separate_address_spaces)
 
 	ASSERT_LE(0, a);
 	ASSERT_LE(0, b);
-	ASSERT_EQ(0, npu_bo_create(a, 4096, NPU_BO_PAGE_NORMAL_ONLY, &ca));
-	ASSERT_EQ(0, npu_bo_create(b, 4096, NPU_BO_PAGE_NORMAL_ONLY, &cb));
+	ASSERT_EQ(0, npu_bo_create(a, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &ca));
+	ASSERT_EQ(0, npu_bo_create(b, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &cb));
 	/* Each context starts its own VA space from the same base. */
 	EXPECT_EQ(ca.device_va, cb.device_va);
 	/* Handles are per file. */

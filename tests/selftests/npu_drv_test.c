@@ -43,9 +43,9 @@ TEST_F(dev, hbm_size_matches_fwsim)
 
 	if (!want)
 		SKIP(return, "NPU_TEST_HBM_SIZE not set (run under tests/vm/run)");
-	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_HBM_SIZE, &v));
+	ASSERT_EQ(0, npu_get_param(self->fd, DRM_NPU_PARAM_HBM_SIZE, &v));
 	EXPECT_EQ(want, v);
-	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_HBM_RESERVED, &reserved));
+	ASSERT_EQ(0, npu_get_param(self->fd, DRM_NPU_PARAM_HBM_RESERVED, &reserved));
 	EXPECT_LE(sizeof(struct npu_fw_ctrl), reserved);
 	EXPECT_GT(v, reserved);
 }
@@ -57,9 +57,9 @@ TEST_F(dev, queue_and_core_counts_match_fwsim)
 
 	if (!queues || !cores)
 		SKIP(return, "NPU_TEST_QUEUES/CORES not set (run under tests/vm/run)");
-	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_QUEUE_COUNT, &v));
+	ASSERT_EQ(0, npu_get_param(self->fd, DRM_NPU_PARAM_QUEUE_COUNT, &v));
 	EXPECT_EQ(queues, v);
-	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_CORE_COUNT, &v));
+	ASSERT_EQ(0, npu_get_param(self->fd, DRM_NPU_PARAM_CORE_COUNT, &v));
 	EXPECT_EQ(cores, v);
 }
 
@@ -67,10 +67,10 @@ TEST_F(dev, interface_version_is_supported)
 {
 	uint64_t v = 0;
 
-	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_IF_VERSION, &v));
+	ASSERT_EQ(0, npu_get_param(self->fd, DRM_NPU_PARAM_IF_VERSION, &v));
 	EXPECT_EQ(NPU_FW_IF_MAJOR, NPU_FW_IF_VERSION_MAJOR(v));
 	EXPECT_LE(NPU_FW_IF_MINOR_MIN, NPU_FW_IF_VERSION_MINOR(v));
-	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_FW_VERSION, &v));
+	ASSERT_EQ(0, npu_get_param(self->fd, DRM_NPU_PARAM_FW_VERSION, &v));
 	EXPECT_NE(0, v);
 }
 
@@ -78,11 +78,11 @@ TEST_F(dev, heartbeat_advances)
 {
 	uint64_t period = 0, before = 0, after = 0;
 
-	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_FW_HEARTBEAT_MS, &period));
+	ASSERT_EQ(0, npu_get_param(self->fd, DRM_NPU_PARAM_FW_HEARTBEAT_MS, &period));
 	ASSERT_LT(0, period);
-	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_FW_HEARTBEAT, &before));
+	ASSERT_EQ(0, npu_get_param(self->fd, DRM_NPU_PARAM_FW_HEARTBEAT, &before));
 	usleep(period * 5 * 1000);
-	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_FW_HEARTBEAT, &after));
+	ASSERT_EQ(0, npu_get_param(self->fd, DRM_NPU_PARAM_FW_HEARTBEAT, &after));
 	EXPECT_LT(before, after);
 }
 
@@ -91,7 +91,7 @@ TEST_F(dev, ping_round_trips)
 	uint64_t rtt = 0;
 
 	for (int i = 0; i < 200; i++) {
-		ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_FW_PING_NS, &rtt));
+		ASSERT_EQ(0, npu_fw_ping(self->fd, &rtt));
 		ASSERT_LT(0, rtt);
 		/* Far below the 2 s mailbox timeout: answered by interrupt. */
 		ASSERT_GT(500000000ull, rtt);
@@ -110,13 +110,23 @@ TEST_F(dev, unknown_param_is_einval)
 	EXPECT_EQ(77, p.value);		/* nothing written back on error */
 }
 
-TEST_F(dev, nonzero_padding_is_einval)
+/* The ping moved to debugfs fw_ping; its number stays reserved. */
+TEST_F(dev, old_ping_param_is_einval)
 {
-	struct drm_npu_get_param p = { .param = NPU_PARAM_HBM_SIZE, .pad = 1 };
+	struct drm_npu_get_param p = { .param = DRM_NPU_PARAM_RESERVED_9, .value = 77 };
 
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_GET_PARAM, &p));
 	EXPECT_EQ(EINVAL, errno);
-	p.pad = 0x80000000u;
+	EXPECT_EQ(77, p.value);
+}
+
+TEST_F(dev, nonzero_flags_are_einval)
+{
+	struct drm_npu_get_param p = { .param = DRM_NPU_PARAM_HBM_SIZE, .flags = 1 };
+
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_GET_PARAM, &p));
+	EXPECT_EQ(EINVAL, errno);
+	p.flags = 0x80000000u;
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_GET_PARAM, &p));
 	EXPECT_EQ(EINVAL, errno);
 }
@@ -132,7 +142,7 @@ TEST_F(dev, bad_user_pointer_is_efault)
 	/* Readable but not writable: the result cannot be copied back. */
 	ro = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, ro);
-	ro->param = NPU_PARAM_HBM_SIZE;
+	ro->param = DRM_NPU_PARAM_HBM_SIZE;
 	ASSERT_EQ(0, mprotect(ro, page, PROT_READ));
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_GET_PARAM, ro));
 	EXPECT_EQ(EFAULT, errno);
@@ -159,7 +169,7 @@ TEST_F(dev, shorter_struct_from_older_caller)
 	struct {
 		struct get_param_v0 args;
 		uint64_t canary;
-	} buf = { { .param = NPU_PARAM_HBM_SIZE }, 0x5a5a5a5a5a5a5a5aull };
+	} buf = { { .param = DRM_NPU_PARAM_HBM_SIZE }, 0x5a5a5a5a5a5a5a5aull };
 	unsigned long nr = DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_GET_PARAM,
 				    struct get_param_v0);
 
@@ -216,8 +226,8 @@ TEST(unbind_with_open_file_then_rebind)
 	ASSERT_EQ(0, npu_sysfs_write(NPU_SYSFS_DRIVER "/unbind", bdf));
 
 	/* The file outlives the device and reports it gone. */
-	EXPECT_EQ(-ENODEV, npu_get_param(fd, NPU_PARAM_FW_HEARTBEAT, &v));
-	EXPECT_EQ(-ENODEV, npu_get_param(fd, NPU_PARAM_HBM_SIZE, &v));
+	EXPECT_EQ(-ENODEV, npu_get_param(fd, DRM_NPU_PARAM_FW_HEARTBEAT, &v));
+	EXPECT_EQ(-ENODEV, npu_get_param(fd, DRM_NPU_PARAM_HBM_SIZE, &v));
 	close(fd);
 
 	ASSERT_EQ(0, npu_sysfs_write(NPU_SYSFS_DRIVER "/bind", bdf));
@@ -225,7 +235,7 @@ TEST(unbind_with_open_file_then_rebind)
 	EXPECT_STREQ(bdf, bdf2);
 	fd = open(node2, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	EXPECT_EQ(0, npu_get_param(fd, NPU_PARAM_FW_PING_NS, &v));
+	EXPECT_EQ(0, npu_fw_ping(fd, &v));
 	close(fd);
 }
 
@@ -241,7 +251,7 @@ TEST(unbind_with_work_in_flight_then_rebind)
 	ASSERT_EQ(0, npu_find(node, sizeof(node), bdf, sizeof(bdf)));
 	fd = open(node, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, npu_bo_create(fd, 32 << 20, NPU_BO_PAGE_HUGE_FIRST, &c));
+	ASSERT_EQ(0, npu_bo_create(fd, 32 << 20, DRM_NPU_BO_PAGE_HUGE_FIRST, &c));
 	p = npu_bo_mmap(fd, c.handle, 32 << 20);
 	ASSERT_NE(MAP_FAILED, p);
 	t = npu_task_fill(c.device_va, 32 << 20, 1);
@@ -259,11 +269,11 @@ TEST(unbind_with_work_in_flight_then_rebind)
 	ASSERT_EQ(0, npu_sysfs_write(NPU_SYSFS_DRIVER "/bind", bdf));
 	fd = npu_open();
 	ASSERT_LE(0, fd);
-	EXPECT_EQ(0, npu_get_param(fd, NPU_PARAM_FW_PING_NS, &v));
+	EXPECT_EQ(0, npu_fw_ping(fd, &v));
 	/* A fresh driver instance: nothing in use. */
-	EXPECT_EQ(0, npu_dev_usage(fd, NPU_MEM_REGION_HBM));
+	EXPECT_EQ(0, npu_dev_usage(fd, DRM_NPU_MEM_REGION_HBM));
 	/* And the old work is dead: it would be filling this memory with 1s. */
-	ASSERT_EQ(0, npu_bo_create(fd, 32 << 20, NPU_BO_PAGE_HUGE_FIRST, &c));
+	ASSERT_EQ(0, npu_bo_create(fd, 32 << 20, DRM_NPU_BO_PAGE_HUGE_FIRST, &c));
 	p = npu_bo_mmap(fd, c.handle, 32 << 20);
 	ASSERT_NE(MAP_FAILED, p);
 	usleep(300000);
@@ -272,7 +282,7 @@ TEST(unbind_with_work_in_flight_then_rebind)
 	}
 	munmap(p, 32 << 20);
 	npu_gem_close(fd, c.handle);
-	ASSERT_EQ(0, npu_bo_create(fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
+	ASSERT_EQ(0, npu_bo_create(fd, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c));
 	t = npu_task_fill(c.device_va, 4096, 2);
 	ASSERT_EQ(0, npu_submit(fd, &t, 1, &seq));
 	EXPECT_EQ(0, npu_wait(fd, seq, 10000000000ll, NULL));
@@ -305,7 +315,7 @@ TEST(module_is_busy_while_a_file_is_open)
 		SKIP(return, "NPU_KO not set");
 	ASSERT_LE(0, fd);
 	EXPECT_EQ(-EWOULDBLOCK, module_unload());
-	EXPECT_EQ(0, npu_get_param(fd, NPU_PARAM_FW_PING_NS, &v));
+	EXPECT_EQ(0, npu_fw_ping(fd, &v));
 	close(fd);
 }
 
@@ -334,8 +344,8 @@ TEST(module_reloads_with_device_bound)
 		EXPECT_STREQ(node, node2);
 		fd = open(node2, O_RDWR | O_CLOEXEC);
 		ASSERT_LE(0, fd);
-		EXPECT_EQ(0, npu_get_param(fd, NPU_PARAM_FW_PING_NS, &rtt));
-		EXPECT_EQ(0, npu_get_param(fd, NPU_PARAM_HBM_SIZE, &hbm));
+		EXPECT_EQ(0, npu_fw_ping(fd, &rtt));
+		EXPECT_EQ(0, npu_get_param(fd, DRM_NPU_PARAM_HBM_SIZE, &hbm));
 		EXPECT_LT(0, hbm);
 		close(fd);
 	}

@@ -5,6 +5,8 @@
  * exactly one wait per record and cross processes as fds, and the host can
  * query and wait for events.
  */
+#include <signal.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -31,11 +33,11 @@ FIXTURE_SETUP(ev)
 {
 	self->fd = npu_open();
 	ASSERT_LE(0, self->fd);
-	ASSERT_EQ(0, npu_bo_create(self->fd, 1 << 20, NPU_BO_PAGE_NORMAL_ONLY, &self->bo));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 1 << 20, DRM_NPU_BO_PAGE_NORMAL_ONLY, &self->bo));
 	self->map = npu_bo_mmap(self->fd, self->bo.handle, 1 << 20);
 	ASSERT_NE(MAP_FAILED, self->map);
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &self->qa));
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &self->qb));
+	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &self->qa));
+	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &self->qb));
 }
 
 FIXTURE_TEARDOWN(ev)
@@ -47,10 +49,10 @@ FIXTURE_TEARDOWN(ev)
 TEST_F(ev, timestamps_and_barrier)
 {
 	struct drm_npu_task t[4] = {
-		task1(NPU_TASK_TIMESTAMP, self->bo.device_va),
+		task1(DRM_NPU_TASK_TIMESTAMP, self->bo.device_va),
 		npu_task_fill(self->bo.device_va + 4096, 512 << 10, 3),
-		task1(NPU_TASK_BARRIER, 0),
-		task1(NPU_TASK_TIMESTAMP, self->bo.device_va + 8),
+		task1(DRM_NPU_TASK_BARRIER, 0),
+		task1(DRM_NPU_TASK_TIMESTAMP, self->bo.device_va + 8),
 	};
 	uint64_t seq, *ts = (uint64_t *)self->map;
 
@@ -67,31 +69,108 @@ TEST_F(ev, timestamps_and_barrier)
 TEST_F(ev, record_query_reset_and_host_wait)
 {
 	struct drm_npu_event_query q = { 0 };
-	struct drm_npu_event_wait w = { .timeout_ns = 100000000 };
+	struct drm_npu_event_wait w = { .deadline_ns = npu_deadline(100000000) };
 	struct drm_npu_task t;
 	uint64_t seq;
 	uint32_t e;
 
-	ASSERT_EQ(0, npu_sync_create(self->fd, NPU_SYNC_EVENT, &e));
+	ASSERT_EQ(0, npu_sync_create(self->fd, DRM_NPU_SYNC_EVENT, &e));
 	q.id = w.id = e;
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_EVENT_QUERY, &q));
 	EXPECT_EQ(0, q.recorded);
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_EVENT_WAIT, &w));
 	EXPECT_EQ(ETIMEDOUT, errno);
 
-	t = task1(NPU_TASK_EVENT_RECORD, e);
+	t = task1(DRM_NPU_TASK_EVENT_RECORD, e);
 	ASSERT_EQ(0, npu_submit_on(self->fd, self->qa, &t, 1, &seq));
-	w.timeout_ns = 10 * SEC;
+	w.deadline_ns = npu_deadline(10 * SEC);
 	EXPECT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_EVENT_WAIT, &w));
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_EVENT_QUERY, &q));
 	EXPECT_EQ(1, q.recorded);
 	EXPECT_NE(0, q.timestamp_ns);
 
-	t = task1(NPU_TASK_EVENT_RESET, e);
+	t = task1(DRM_NPU_TASK_EVENT_RESET, e);
 	ASSERT_EQ(0, npu_submit_on(self->fd, self->qa, &t, 1, &seq));
 	ASSERT_EQ(0, npu_wait_on(self->fd, self->qa, seq, 10 * SEC, NULL));
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_EVENT_QUERY, &q));
 	EXPECT_EQ(0, q.recorded);
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * SEC + ts.tv_nsec;
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * WAIT and EVENT_WAIT take absolute CLOCK_MONOTONIC deadlines: one in the
+ * past polls (negative ones too), a near one expires on time, and an
+ * interrupted wait leaves the struct as it was (no write-back), so
+ * calling again keeps the deadline.
+ */
+TEST_F(ev, waits_take_absolute_deadlines)
+{
+	const int64_t past[] = { -1, -5 * SEC, 1, mono_ns() - SEC };
+	struct sigaction sa = { .sa_handler = on_alarm }, old;	/* no SA_RESTART */
+	struct itimerval it = { .it_value = { 0, 50000 } };
+	struct drm_npu_event_wait w = { 0 };
+	struct drm_npu_wait qw = { .queue = self->qa };
+	struct drm_npu_task t;
+	int64_t start, deadline;
+	uint64_t seq;
+	uint32_t e;
+
+	ASSERT_EQ(0, npu_sync_create(self->fd, DRM_NPU_SYNC_EVENT, &e));
+	w.id = e;
+	t = task1(DRM_NPU_TASK_EVENT_WAIT, e);
+	ASSERT_EQ(0, npu_submit_on(self->fd, self->qa, &t, 1, &seq));
+	qw.seq = seq;
+	for (size_t i = 0; i < sizeof(past) / sizeof(past[0]); i++) {
+		start = mono_ns();
+		w.deadline_ns = qw.deadline_ns = past[i];
+		EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_EVENT_WAIT, &w));
+		EXPECT_EQ(ETIMEDOUT, errno);
+		EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_WAIT, &qw));
+		EXPECT_EQ(ETIMEDOUT, errno);
+		EXPECT_GT(start + SEC, mono_ns()) TH_LOG("deadline %lld", (long long)past[i]);
+	}
+	start = mono_ns();
+	w.deadline_ns = start + 200000000;
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_EVENT_WAIT, &w));
+	EXPECT_EQ(ETIMEDOUT, errno);
+	EXPECT_LE(w.deadline_ns, mono_ns());
+	qw.deadline_ns = mono_ns() + 200000000;
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_WAIT, &qw));
+	EXPECT_EQ(ETIMEDOUT, errno);
+	EXPECT_LE(qw.deadline_ns, mono_ns());
+	EXPECT_GT(start + 5 * SEC, mono_ns());
+
+	/* Interrupted: -EINTR, and the deadline is not rewritten. */
+	ASSERT_EQ(0, sigaction(SIGALRM, &sa, &old));
+	deadline = mono_ns() + 3 * SEC;
+	w.deadline_ns = deadline;
+	ASSERT_EQ(0, setitimer(ITIMER_REAL, &it, NULL));
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_EVENT_WAIT, &w));
+	EXPECT_EQ(EINTR, errno);
+	EXPECT_EQ(deadline, w.deadline_ns);
+	qw.deadline_ns = deadline;
+	ASSERT_EQ(0, setitimer(ITIMER_REAL, &it, NULL));
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_WAIT, &qw));
+	EXPECT_EQ(EINTR, errno);
+	EXPECT_EQ(deadline, qw.deadline_ns);
+	sigaction(SIGALRM, &old, NULL);
+
+	t = task1(DRM_NPU_TASK_EVENT_RECORD, e);
+	ASSERT_EQ(0, npu_submit_on(self->fd, self->qb, &t, 1, &seq));
+	qw.deadline_ns = npu_deadline(10 * SEC);
+	EXPECT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_WAIT, &qw));
 }
 
 TEST_F(ev, device_blocks_a_queue_on_another_queues_event)
@@ -100,15 +179,15 @@ TEST_F(ev, device_blocks_a_queue_on_another_queues_event)
 	uint64_t sb, sa;
 	uint32_t e;
 
-	ASSERT_EQ(0, npu_sync_create(self->fd, NPU_SYNC_EVENT, &e));
-	wait_then_fill[0] = task1(NPU_TASK_EVENT_WAIT, e);
+	ASSERT_EQ(0, npu_sync_create(self->fd, DRM_NPU_SYNC_EVENT, &e));
+	wait_then_fill[0] = task1(DRM_NPU_TASK_EVENT_WAIT, e);
 	wait_then_fill[1] = npu_task_fill(self->bo.device_va + 4096, 4, 0xb);
 	ASSERT_EQ(0, npu_submit_on(self->fd, self->qb, wait_then_fill, 2, &sb));
 	/* Queue B is blocked on the device; its fill has not run. */
 	EXPECT_EQ(-ETIMEDOUT, npu_wait_on(self->fd, self->qb, sb, 200000000, NULL));
 	EXPECT_EQ(0, self->map[1024]);
 	/* Queue A records: B goes on, with no host step in between. */
-	rec = task1(NPU_TASK_EVENT_RECORD, e);
+	rec = task1(DRM_NPU_TASK_EVENT_RECORD, e);
 	ASSERT_EQ(0, npu_submit_on(self->fd, self->qa, &rec, 1, &sa));
 	EXPECT_EQ(0, npu_wait_on(self->fd, self->qb, sb, 10 * SEC, NULL));
 	EXPECT_EQ(0xb, self->map[1024]);
@@ -120,14 +199,14 @@ TEST_F(ev, notify_releases_exactly_one_wait_per_record)
 	uint64_t sb, sa, first;
 	uint32_t n;
 
-	ASSERT_EQ(0, npu_sync_create(self->fd, NPU_SYNC_NOTIFY, &n));
-	waits[0] = task1(NPU_TASK_NOTIFY_WAIT, n);
+	ASSERT_EQ(0, npu_sync_create(self->fd, DRM_NPU_SYNC_NOTIFY, &n));
+	waits[0] = task1(DRM_NPU_TASK_NOTIFY_WAIT, n);
 	waits[1] = npu_task_fill(self->bo.device_va + 4096, 4, 1);
 	ASSERT_EQ(0, npu_submit_on(self->fd, self->qb, waits, 2, &first));
 	waits[1] = npu_task_fill(self->bo.device_va + 8192, 4, 2);
 	ASSERT_EQ(0, npu_submit_on(self->fd, self->qb, waits, 2, &sb));
 
-	rec = task1(NPU_TASK_NOTIFY_RECORD, n);
+	rec = task1(DRM_NPU_TASK_NOTIFY_RECORD, n);
 	ASSERT_EQ(0, npu_submit_on(self->fd, self->qa, &rec, 1, &sa));
 	EXPECT_EQ(0, npu_wait_on(self->fd, self->qb, first, 10 * SEC, NULL));
 	EXPECT_EQ(1, self->map[1024]);
@@ -149,7 +228,7 @@ TEST_F(ev, notify_crosses_processes_as_an_fd)
 	pid_t pid;
 	char c;
 
-	ASSERT_EQ(0, npu_sync_create(self->fd, NPU_SYNC_NOTIFY, &n));
+	ASSERT_EQ(0, npu_sync_create(self->fd, DRM_NPU_SYNC_NOTIFY, &n));
 	ex.id = n;
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_NOTIFY_EXPORT, &ex));
 	ASSERT_LE(0, ex.fd);
@@ -165,16 +244,16 @@ TEST_F(ev, notify_crosses_processes_as_an_fd)
 		uint64_t s;
 
 		if (fd < 0 || ioctl(fd, DRM_IOCTL_NPU_NOTIFY_IMPORT, &im) ||
-		    npu_bo_create(fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &b))
+		    npu_bo_create(fd, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &b))
 			_exit(1);
-		t[0] = task1(NPU_TASK_NOTIFY_WAIT, im.id);
+		t[0] = task1(DRM_NPU_TASK_NOTIFY_WAIT, im.id);
 		t[1] = npu_task_fill(b.device_va, 4, 9);
 		if (npu_submit_on(fd, 0, t, 2, &s) || write(ready[1], "r", 1) != 1)
 			_exit(2);
 		_exit(npu_wait_on(fd, 0, s, 20 * SEC, NULL) ? 3 : 0);
 	}
 	ASSERT_EQ(1, read(ready[0], &c, 1));
-	rec = task1(NPU_TASK_NOTIFY_RECORD, n);
+	rec = task1(DRM_NPU_TASK_NOTIFY_RECORD, n);
 	ASSERT_EQ(0, npu_submit_on(self->fd, self->qa, &rec, 1, &seq));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_EQ(0, WEXITSTATUS(status));
@@ -206,8 +285,8 @@ TEST_F(ev, bad_arguments)
 	EXPECT_EQ(EINVAL, errno);
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_SYNC_DESTROY, &d));
 	EXPECT_EQ(EINVAL, errno);
-	ASSERT_EQ(0, npu_sync_create(self->fd, NPU_SYNC_EVENT, &e));
-	ASSERT_EQ(0, npu_sync_create(self->fd, NPU_SYNC_NOTIFY, &n));
+	ASSERT_EQ(0, npu_sync_create(self->fd, DRM_NPU_SYNC_EVENT, &e));
+	ASSERT_EQ(0, npu_sync_create(self->fd, DRM_NPU_SYNC_NOTIFY, &n));
 	/* Kinds do not mix. */
 	q.id = n;
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_EVENT_QUERY, &q));
@@ -215,9 +294,9 @@ TEST_F(ev, bad_arguments)
 	ex.id = e;
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_NOTIFY_EXPORT, &ex));
 	EXPECT_EQ(EINVAL, errno);
-	t = task1(NPU_TASK_NOTIFY_WAIT, e);
+	t = task1(DRM_NPU_TASK_NOTIFY_WAIT, e);
 	EXPECT_EQ(-EINVAL, npu_submit_on(self->fd, self->qa, &t, 1, &seq));
-	t = task1(NPU_TASK_EVENT_RECORD, 4000);
+	t = task1(DRM_NPU_TASK_EVENT_RECORD, 4000);
 	EXPECT_EQ(-EINVAL, npu_submit_on(self->fd, self->qa, &t, 1, &seq));
 	/* Only notify fds import. */
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_NOTIFY_IMPORT, &im));
@@ -231,7 +310,7 @@ TEST_F(ev, bad_arguments)
 	/* Destroyed, an id is no longer this context's. */
 	d.id = e;
 	EXPECT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_SYNC_DESTROY, &d));
-	t = task1(NPU_TASK_EVENT_RECORD, e);
+	t = task1(DRM_NPU_TASK_EVENT_RECORD, e);
 	EXPECT_EQ(-EINVAL, npu_submit_on(self->fd, self->qa, &t, 1, &seq));
 }
 
@@ -247,13 +326,13 @@ TEST(the_table_fills_up_by_quota_and_empties_on_close)
 
 	fds[nfds] = npu_open();
 	ASSERT_LE(0, fds[nfds]);
-	ASSERT_EQ(0, npu_get_param(fds[0], NPU_PARAM_SYNCS_PER_CONTEXT, &quota));
+	ASSERT_EQ(0, npu_get_param(fds[0], DRM_NPU_PARAM_SYNCS_PER_CONTEXT, &quota));
 	ASSERT_LT(0, quota);
 	ASSERT_GT(NPU_FW_MAX_SYNCS, quota);
 	while (ret != -ENOSPC && nfds < NPU_FW_MAX_SYNCS) {
 		int in_this = 0;
 
-		while (!(ret = npu_sync_create(fds[nfds], NPU_SYNC_EVENT, &id)))
+		while (!(ret = npu_sync_create(fds[nfds], DRM_NPU_SYNC_EVENT, &id)))
 			in_this++;
 		n += in_this;
 		if (!nfds)
@@ -278,7 +357,7 @@ TEST(the_table_fills_up_by_quota_and_empties_on_close)
 
 		ASSERT_LE(0, fd);
 		for (int j = i; j < n && j < i + (int)quota; j++) {
-			ASSERT_EQ(0, npu_sync_create(fd, NPU_SYNC_EVENT, &id)) TH_LOG("%d", j);
+			ASSERT_EQ(0, npu_sync_create(fd, DRM_NPU_SYNC_EVENT, &id)) TH_LOG("%d", j);
 		}
 		fds[i / quota] = fd;
 	}

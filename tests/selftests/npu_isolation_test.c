@@ -50,24 +50,25 @@ struct launch {
 
 static void launch_setup(struct __test_metadata *_metadata, int fd, struct launch *l)
 {
-	struct drm_npu_kernel_args a = { .op = NPU_OP_GEMM, .alpha = 1.0f, .beta = 1.0f };
+	struct npu_op_args a = { .op = NPU_OP_GEMM, .alpha = 1.0f, .beta = 1.0f };
 	uint64_t va;
 
-	ASSERT_EQ(0, npu_bo_create(fd, IN_BO_SIZE, NPU_BO_PAGE_NORMAL_ONLY, &l->in));
-	ASSERT_EQ(0, npu_bo_create(fd, OUT_BO_SIZE, NPU_BO_PAGE_NORMAL_ONLY, &l->out));
+	ASSERT_EQ(0, npu_bo_create(fd, IN_BO_SIZE, DRM_NPU_BO_PAGE_NORMAL_ONLY, &l->in));
+	ASSERT_EQ(0, npu_bo_create(fd, OUT_BO_SIZE, DRM_NPU_BO_PAGE_NORMAL_ONLY, &l->out));
 	l->in_map = npu_bo_mmap(fd, l->in.handle, IN_BO_SIZE);
 	ASSERT_NE(MAP_FAILED, l->in_map);
 	va = l->in.device_va;
-	a.in[0] = (struct drm_npu_tensor){ .va = va + 4096, .dtype = NPU_DT_F32, .ndim = 2,
+	a.in[0] = (struct npu_op_tensor){ .va = va + 4096, .dtype = NPU_DT_F32, .ndim = 2,
 					   .shape = { GEMM_M, GEMM_K }, .stride = { 0, 1 } };
-	a.in[1] = (struct drm_npu_tensor){ .va = va + 4096 + GEMM_K * 4, .dtype = NPU_DT_F32,
+	a.in[1] = (struct npu_op_tensor){ .va = va + 4096 + GEMM_K * 4, .dtype = NPU_DT_F32,
 					   .ndim = 2, .shape = { GEMM_K, GEMM_N },
 					   .stride = { 0, 1 } };
-	a.out = (struct drm_npu_tensor){ .va = l->out.device_va, .dtype = NPU_DT_F32,
+	a.out = (struct npu_op_tensor){ .va = l->out.device_va, .dtype = NPU_DT_F32,
 					 .ndim = 2, .shape = { GEMM_M, GEMM_N },
 					 .stride = { GEMM_N, 1 } };
 	memcpy(l->in_map, &a, sizeof(a));
-	l->task = (struct drm_npu_task){ .type = NPU_TASK_KERNEL, .args = { va, 0 } };
+	l->task = (struct drm_npu_task){ .type = DRM_NPU_TASK_KERNEL,
+					 .args = { va, 0, sizeof(struct npu_op_args) } };
 }
 
 static void launch_teardown(int fd, struct launch *l)
@@ -89,7 +90,7 @@ static uint32_t other_context_fills(struct __test_metadata *_metadata)
 
 	if (fd < 0)
 		return ~0u;
-	ret = npu_bo_create(fd, 1 << 20, NPU_BO_PAGE_NORMAL_ONLY, &c);
+	ret = npu_bo_create(fd, 1 << 20, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c);
 	t = npu_task_fill(c.device_va, 1 << 20, 7);
 	if (!ret)
 		ret = npu_submit(fd, &t, 1, &seq);
@@ -119,26 +120,26 @@ TEST(a_long_launch_leaves_the_device_to_everyone_else)
 	ASSERT_LE(0, fd);
 	ASSERT_LE(0, resets_before);
 	launch_setup(_metadata, fd, &l);
-	ASSERT_EQ(0, npu_get_param(fd, NPU_PARAM_MAX_QUEUE_TIMEOUT_MS, &max_ms));
-	ASSERT_EQ(0, npu_queue_create(fd, NPU_QUEUE_PRIORITY_NORMAL, 0, max_ms, &q));
-	ASSERT_EQ(0, npu_sync_create(fd, NPU_SYNC_EVENT, &ev));
-	t[0] = task1(NPU_TASK_EVENT_RECORD, ev);
+	ASSERT_EQ(0, npu_get_param(fd, DRM_NPU_PARAM_MAX_QUEUE_TIMEOUT_MS, &max_ms));
+	ASSERT_EQ(0, npu_queue_create(fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, max_ms, &q));
+	ASSERT_EQ(0, npu_sync_create(fd, DRM_NPU_SYNC_EVENT, &ev));
+	t[0] = task1(DRM_NPU_TASK_EVENT_RECORD, ev);
 	t[1] = l.task;
 	ASSERT_EQ(0, npu_submit_on(fd, q, t, 2, &seq));
 	/* The event is recorded as the launch starts. */
-	struct drm_npu_event_wait ew = { .id = ev, .timeout_ns = 20 * SEC };
+	struct drm_npu_event_wait ew = { .id = ev, .deadline_ns = npu_deadline(20 * SEC) };
 
 	ASSERT_EQ(0, ioctl(fd, DRM_IOCTL_NPU_EVENT_WAIT, &ew));
 
-	ASSERT_EQ(0, npu_get_param(fd, NPU_PARAM_FW_HEARTBEAT, &beat0));
-	EXPECT_EQ(0, npu_get_param(fd, NPU_PARAM_FW_PING_NS, &ping));
-	EXPECT_EQ(NPU_JOB_DONE, other_context_fills(_metadata));
+	ASSERT_EQ(0, npu_get_param(fd, DRM_NPU_PARAM_FW_HEARTBEAT, &beat0));
+	EXPECT_EQ(0, npu_fw_ping(fd, &ping));
+	EXPECT_EQ(DRM_NPU_JOB_DONE, other_context_fills(_metadata));
 	/* The output goes while the launch still computes into its copy. */
 	EXPECT_EQ(0, npu_gem_close(fd, l.out.handle));
 	l.out.handle = 0;
 	EXPECT_EQ(-ETIMEDOUT, npu_wait_on(fd, q, seq, 0, NULL)) TH_LOG("the launch ended early");
 	usleep(300000);
-	ASSERT_EQ(0, npu_get_param(fd, NPU_PARAM_FW_HEARTBEAT, &beat1));
+	ASSERT_EQ(0, npu_get_param(fd, DRM_NPU_PARAM_FW_HEARTBEAT, &beat1));
 	EXPECT_LT(beat0, beat1);
 	EXPECT_EQ(-ETIMEDOUT, npu_wait_on(fd, q, seq, 0, NULL));
 
@@ -147,8 +148,8 @@ TEST(a_long_launch_leaves_the_device_to_everyone_else)
 
 	ASSERT_EQ(0, ioctl(fd, DRM_IOCTL_NPU_QUEUE_ABORT, &ab));
 	EXPECT_EQ(-EIO, npu_wait_on(fd, q, seq, 5 * SEC, &w));
-	EXPECT_EQ(NPU_JOB_ABORTED, w.status);
-	EXPECT_EQ(NPU_JOB_DONE, other_context_fills(_metadata));
+	EXPECT_EQ(DRM_NPU_JOB_ABORTED, w.status);
+	EXPECT_EQ(DRM_NPU_JOB_DONE, other_context_fills(_metadata));
 	EXPECT_EQ(resets_before, resets());
 	EXPECT_EQ(0, npu_debugfs_value("npu_queues", "wedged: "));
 	launch_teardown(fd, &l);
@@ -167,12 +168,12 @@ TEST(a_launch_over_its_time_limit_fails_its_own_queue_only)
 
 	ASSERT_LE(0, fd);
 	launch_setup(_metadata, fd, &l);
-	ASSERT_EQ(0, npu_queue_create(fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 300, &q));
+	ASSERT_EQ(0, npu_queue_create(fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 300, &q));
 	ASSERT_EQ(0, npu_submit_on(fd, q, &l.task, 1, &seq));
-	EXPECT_EQ(NPU_JOB_DONE, other_context_fills(_metadata));
+	EXPECT_EQ(DRM_NPU_JOB_DONE, other_context_fills(_metadata));
 	EXPECT_EQ(-EIO, npu_wait_on(fd, q, seq, 30 * SEC, &w));
-	EXPECT_EQ(NPU_JOB_TIMEOUT, w.status);
-	EXPECT_EQ(NPU_JOB_DONE, other_context_fills(_metadata));
+	EXPECT_EQ(DRM_NPU_JOB_TIMEOUT, w.status);
+	EXPECT_EQ(DRM_NPU_JOB_DONE, other_context_fills(_metadata));
 	EXPECT_EQ(resets_before, resets());
 	launch_teardown(fd, &l);
 	close(fd);
@@ -191,16 +192,16 @@ TEST(a_queue_waiting_on_an_event_is_not_hung)
 	uint64_t seq, seq2;
 
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, npu_queue_create(fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 200, &qa));
-	ASSERT_EQ(0, npu_queue_create(fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &qb));
-	ASSERT_EQ(0, npu_sync_create(fd, NPU_SYNC_EVENT, &ev));
-	t[0] = task1(NPU_TASK_EVENT_WAIT, ev);
-	t[1] = task1(NPU_TASK_NOP, 0);
+	ASSERT_EQ(0, npu_queue_create(fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 200, &qa));
+	ASSERT_EQ(0, npu_queue_create(fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &qb));
+	ASSERT_EQ(0, npu_sync_create(fd, DRM_NPU_SYNC_EVENT, &ev));
+	t[0] = task1(DRM_NPU_TASK_EVENT_WAIT, ev);
+	t[1] = task1(DRM_NPU_TASK_NOP, 0);
 	ASSERT_EQ(0, npu_submit_on(fd, qa, t, 2, &seq));
 	/* Five time limits and more: a head-only watch would have failed it. */
 	usleep(1200000);
 	EXPECT_EQ(-ETIMEDOUT, npu_wait_on(fd, qa, seq, 0, &w));
-	t[0] = task1(NPU_TASK_EVENT_RECORD, ev);
+	t[0] = task1(DRM_NPU_TASK_EVENT_RECORD, ev);
 	ASSERT_EQ(0, npu_submit_on(fd, qb, t, 1, &seq2));
 	EXPECT_EQ(0, npu_wait_on(fd, qa, seq, 10 * SEC, &w)) TH_LOG("status %u", w.status);
 	close(fd);
@@ -214,7 +215,7 @@ TEST(a_queue_waiting_on_an_event_is_not_hung)
 TEST(a_starved_queue_is_not_hung)
 {
 	int fa = npu_open(), fb = npu_open();
-	struct drm_npu_task fill[64], nop = task1(NPU_TASK_NOP, 0);
+	struct drm_npu_task fill[64], nop = task1(DRM_NPU_TASK_NOP, 0);
 	struct drm_npu_bo_create c;
 	struct drm_npu_wait w;
 	uint64_t seq_hi = 0, seq_lo;
@@ -222,11 +223,11 @@ TEST(a_starved_queue_is_not_hung)
 
 	ASSERT_LE(0, fa);
 	ASSERT_LE(0, fb);
-	ASSERT_EQ(0, npu_bo_create(fb, 32 << 20, NPU_BO_PAGE_HUGE_FIRST, &c));
+	ASSERT_EQ(0, npu_bo_create(fb, 32 << 20, DRM_NPU_BO_PAGE_HUGE_FIRST, &c));
 	for (int i = 0; i < 64; i++)
 		fill[i] = npu_task_fill(c.device_va, 32 << 20, i);
-	ASSERT_EQ(0, npu_queue_create(fa, NPU_QUEUE_PRIORITY_LOW, 0, 200, &lo));
-	ASSERT_EQ(0, npu_queue_create(fb, NPU_QUEUE_PRIORITY_HIGH, 0, 0, &hi));
+	ASSERT_EQ(0, npu_queue_create(fa, DRM_NPU_QUEUE_PRIORITY_LOW, 0, 200, &lo));
+	ASSERT_EQ(0, npu_queue_create(fb, DRM_NPU_QUEUE_PRIORITY_HIGH, 0, 0, &hi));
 	for (int i = 0; i < 4; i++)
 		ASSERT_EQ(0, npu_submit_on(fb, hi, fill, 64, &seq_hi));
 	ASSERT_EQ(0, npu_submit_on(fa, lo, &nop, 1, &seq_lo));
@@ -253,15 +254,15 @@ TEST(restarted_waits_keep_their_deadline)
 {
 	struct sigaction sa = { .sa_handler = tick, .sa_flags = SA_RESTART };
 	struct itimerval it = { .it_interval = { 0, 20000 }, .it_value = { 0, 20000 } };
-	struct drm_npu_event_wait ew = { .timeout_ns = 400 * MS };
+	struct drm_npu_event_wait ew = { .deadline_ns = npu_deadline(400 * MS) };
 	int fd = npu_open();
 	struct drm_npu_task t;
 	uint64_t seq;
 	uint32_t ev;
 
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, npu_sync_create(fd, NPU_SYNC_EVENT, &ev));
-	t = task1(NPU_TASK_EVENT_WAIT, ev);
+	ASSERT_EQ(0, npu_sync_create(fd, DRM_NPU_SYNC_EVENT, &ev));
+	t = task1(DRM_NPU_TASK_EVENT_WAIT, ev);
 	ASSERT_EQ(0, npu_submit(fd, &t, 1, &seq));
 	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));
 	ASSERT_EQ(0, setitimer(ITIMER_REAL, &it, NULL));
@@ -284,7 +285,7 @@ struct waiter {
 static void *wait_forever_for_event(void *arg)
 {
 	struct waiter *w = arg;
-	struct drm_npu_event_wait ew = { .id = w->event, .timeout_ns = -1 };
+	struct drm_npu_event_wait ew = { .id = w->event, .deadline_ns = npu_deadline(-1) };
 
 	w->ret = ioctl(w->fd, DRM_IOCTL_NPU_EVENT_WAIT, &ew) ? -errno : 0;
 	return NULL;
@@ -323,10 +324,10 @@ TEST(unbind_wakes_waiters_that_have_no_limit)
 	fd = open(node, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
 	ev.fd = sub.fd = fd;
-	ASSERT_EQ(0, npu_sync_create(fd, NPU_SYNC_EVENT, &ev.event));
-	ASSERT_EQ(0, npu_queue_create(fd, NPU_QUEUE_PRIORITY_NORMAL, NPU_QUEUE_DEPTH_MIN, 0,
+	ASSERT_EQ(0, npu_sync_create(fd, DRM_NPU_SYNC_EVENT, &ev.event));
+	ASSERT_EQ(0, npu_queue_create(fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, DRM_NPU_QUEUE_DEPTH_MIN, 0,
 				      &sub.queue));
-	t = task1(NPU_TASK_EVENT_WAIT, ev.event);
+	t = task1(DRM_NPU_TASK_EVENT_WAIT, ev.event);
 	ASSERT_EQ(0, npu_submit_on(fd, sub.queue, &t, 1, &seq));
 	ASSERT_EQ(0, pthread_create(&t1, NULL, wait_forever_for_event, &ev));
 	ASSERT_EQ(0, pthread_create(&t2, NULL, submit_until_blocked, &sub));
@@ -362,7 +363,7 @@ TEST(a_notify_fd_closed_after_unbind)
 	ASSERT_EQ(0, npu_find(node, sizeof(node), bdf, sizeof(bdf)));
 	fd = open(node, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, npu_sync_create(fd, NPU_SYNC_NOTIFY, &ex.id));
+	ASSERT_EQ(0, npu_sync_create(fd, DRM_NPU_SYNC_NOTIFY, &ex.id));
 	ASSERT_EQ(0, ioctl(fd, DRM_IOCTL_NPU_NOTIFY_EXPORT, &ex));
 	close(fd);
 	ASSERT_EQ(0, npu_sysfs_write(NPU_SYSFS_DRIVER "/unbind", bdf));
@@ -370,7 +371,7 @@ TEST(a_notify_fd_closed_after_unbind)
 	ASSERT_EQ(0, npu_sysfs_write(NPU_SYSFS_DRIVER "/bind", bdf));
 	fd = npu_open();
 	ASSERT_LE(0, fd);
-	EXPECT_EQ(0, npu_get_param(fd, NPU_PARAM_FW_PING_NS, &v));
+	EXPECT_EQ(0, npu_fw_ping(fd, &v));
 	close(fd);
 }
 
@@ -385,7 +386,7 @@ TEST(a_notify_fd_closed_after_unbind)
  */
 TEST(closing_a_file_never_waits_for_another_files_fence)
 {
-	struct drm_npu_task gate_wait, rec, nop = task1(NPU_TASK_NOP, 0);
+	struct drm_npu_task gate_wait, rec, nop = task1(DRM_NPU_TASK_NOP, 0);
 	struct drm_npu_syncobj sync = { 0 };
 	struct drm_npu_submit gated = { .tasks = (uintptr_t)&gate_wait, .count = 1,
 					.out_syncobjs = (uintptr_t)&sync, .out_count = 1 };
@@ -395,9 +396,9 @@ TEST(closing_a_file_never_waits_for_another_files_fence)
 	pid_t pid;
 
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, npu_sync_create(fd, NPU_SYNC_EVENT, &ev));
-	ASSERT_EQ(0, npu_queue_create(fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
-	gate_wait = task1(NPU_TASK_EVENT_WAIT, ev);
+	ASSERT_EQ(0, npu_sync_create(fd, DRM_NPU_SYNC_EVENT, &ev));
+	ASSERT_EQ(0, npu_queue_create(fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
+	gate_wait = task1(DRM_NPU_TASK_EVENT_WAIT, ev);
 	gated.queue = q;
 	ASSERT_EQ(0, drmSyncobjCreate(fd, 0, &sync.handle));
 	ASSERT_EQ(0, ioctl(fd, DRM_IOCTL_NPU_SUBMIT, &gated));
@@ -421,9 +422,9 @@ TEST(closing_a_file_never_waits_for_another_files_fence)
 		usleep(100000);
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		TH_LOG("the other process did not submit and close in 20 s");
-	EXPECT_EQ(64 * 1024, npu_usage_settles(fd, NPU_MEM_REGION_QUEUES, 64 * 1024));
+	EXPECT_EQ(64 * 1024, npu_usage_settles(fd, DRM_NPU_MEM_REGION_QUEUES, 64 * 1024));
 
-	rec = task1(NPU_TASK_EVENT_RECORD, ev);
+	rec = task1(DRM_NPU_TASK_EVENT_RECORD, ev);
 	ASSERT_EQ(0, npu_submit(fd, &rec, 1, NULL));
 	EXPECT_EQ(0, npu_wait_on(fd, q, gated.seq, 10 * SEC, &w));
 	close(sync_fd);

@@ -25,8 +25,8 @@ FIXTURE_SETUP(k)
 {
 	self->fd = npu_open();
 	ASSERT_LE(0, self->fd);
-	self->buffers_before = npu_dev_usage(self->fd, NPU_MEM_REGION_HBM);
-	ASSERT_EQ(0, npu_bo_create(self->fd, BO_SIZE, NPU_BO_PAGE_NORMAL_ONLY, &self->bo));
+	self->buffers_before = npu_dev_usage(self->fd, DRM_NPU_MEM_REGION_HBM);
+	ASSERT_EQ(0, npu_bo_create(self->fd, BO_SIZE, DRM_NPU_BO_PAGE_NORMAL_ONLY, &self->bo));
 	self->map = npu_bo_mmap(self->fd, self->bo.handle, BO_SIZE);
 	ASSERT_NE(MAP_FAILED, self->map);
 }
@@ -39,7 +39,7 @@ FIXTURE_TEARDOWN(k)
 	close(self->fd);
 	fd = npu_open();
 	EXPECT_EQ(self->buffers_before,
-		  npu_usage_settles(fd, NPU_MEM_REGION_HBM, self->buffers_before));
+		  npu_usage_settles(fd, DRM_NPU_MEM_REGION_HBM, self->buffers_before));
 	close(fd);
 }
 
@@ -49,20 +49,21 @@ FIXTURE_TEARDOWN(k)
 #define T1_OFF		(1u << 20)
 #define OUT_OFF		(2u << 20)
 
-static struct drm_npu_tensor dense2(uint64_t va, uint32_t dtype, uint64_t r, uint64_t c)
+static struct npu_op_tensor dense2(uint64_t va, uint32_t dtype, uint64_t r, uint64_t c)
 {
-	struct drm_npu_tensor t = { .va = va, .dtype = dtype, .ndim = 2,
+	struct npu_op_tensor t = { .va = va, .dtype = dtype, .ndim = 2,
 				    .shape = { r, c }, .stride = { c, 1 } };
 
 	return t;
 }
 
 /* Launch the block at ARGS_OFF on `cores` and wait: 0 or -errno. */
-static int launch(FIXTURE_DATA(k) *self, const struct drm_npu_kernel_args *a,
+static int launch(FIXTURE_DATA(k) *self, const struct npu_op_args *a,
 		  uint64_t cores, struct drm_npu_wait *w)
 {
-	struct drm_npu_task t = { .type = NPU_TASK_KERNEL,
-				  .args = { self->bo.device_va + ARGS_OFF, cores } };
+	struct drm_npu_task t = { .type = DRM_NPU_TASK_KERNEL,
+				  .args = { self->bo.device_va + ARGS_OFF, cores,
+					    sizeof(struct npu_op_args) } };
 	uint64_t seq;
 	int ret;
 
@@ -77,7 +78,7 @@ TEST_F(k, gemm_matches_reference)
 	float *A = (float *)(self->map + T0_OFF), *B = (float *)(self->map + T1_OFF);
 	float *C = (float *)(self->map + OUT_OFF);
 	uint64_t va = self->bo.device_va;
-	struct drm_npu_kernel_args a = { .op = NPU_OP_GEMM, .alpha = 0.5f, .beta = 1.0f,
+	struct npu_op_args a = { .op = NPU_OP_GEMM, .alpha = 0.5f, .beta = 1.0f,
 					 .flags = NPU_OP_F_TRANS_B };
 	struct drm_npu_wait w;
 
@@ -109,7 +110,7 @@ TEST_F(k, softmax_rows_sum_to_one)
 {
 	float *x = (float *)(self->map + T0_OFF), *y = (float *)(self->map + OUT_OFF);
 	uint64_t va = self->bo.device_va;
-	struct drm_npu_kernel_args a = { .op = NPU_OP_SOFTMAX };
+	struct npu_op_args a = { .op = NPU_OP_SOFTMAX };
 
 	for (int i = 0; i < 10 * 50; i++)
 		x[i] = sinf((float)i);
@@ -136,7 +137,7 @@ TEST_F(k, cast_to_half_and_back)
 	float *x = (float *)(self->map + T0_OFF), *back = (float *)(self->map + T1_OFF);
 	uint16_t *h = (uint16_t *)(self->map + OUT_OFF);
 	uint64_t va = self->bo.device_va;
-	struct drm_npu_kernel_args a = { .op = NPU_OP_CAST };
+	struct npu_op_args a = { .op = NPU_OP_CAST };
 
 	x[0] = 1.0f, x[1] = -2.0f, x[2] = 65504.0f, x[3] = 0.5f;
 	a.in[0] = dense2(va + T0_OFF, NPU_DT_F32, 1, 4);
@@ -172,7 +173,7 @@ TEST_F(k, every_other_op_matches_reference)
 		y[i] = cosf((float)i * 0.11f) + 1.5f;	/* no zeros: DIV */
 	}
 	for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
-		struct drm_npu_kernel_args a = { .op = ops[o], .eps = 1e-5f };
+		struct npu_op_args a = { .op = ops[o], .eps = 1e-5f };
 		uint32_t op = ops[o];
 
 		a.in[0] = dense2(va + T0_OFF, NPU_DT_F32, r, c);
@@ -242,34 +243,41 @@ TEST_F(k, every_other_op_matches_reference)
 
 TEST_F(k, bad_argument_block_is_a_kernel_error)
 {
-	struct drm_npu_kernel_args a = { .op = NPU_OP_GEMM };	/* no shapes */
+	struct npu_op_args a = { .op = NPU_OP_GEMM };	/* no shapes */
 	struct drm_npu_wait w;
 
 	EXPECT_EQ(-EIO, launch(self, &a, 0, &w));
-	EXPECT_EQ(NPU_JOB_KERNEL_ERROR, w.status);
+	EXPECT_EQ(DRM_NPU_JOB_KERNEL_ERROR, w.status);
 	EXPECT_EQ(self->bo.device_va + ARGS_OFF, w.fault_address);
 }
 
 TEST_F(k, tensor_outside_the_context_faults)
 {
-	struct drm_npu_kernel_args a = { .op = NPU_OP_RELU };
+	struct npu_op_args a = { .op = NPU_OP_RELU };
 	struct drm_npu_wait w;
 
 	a.in[0] = dense2(self->bo.device_va + (1ull << 32), NPU_DT_F32, 4, 4);
 	a.out = dense2(self->bo.device_va + OUT_OFF, NPU_DT_F32, 4, 4);
 	EXPECT_EQ(-EIO, launch(self, &a, 0, &w));
-	EXPECT_EQ(NPU_JOB_FAULT, w.status);
+	EXPECT_EQ(DRM_NPU_JOB_FAULT, w.status);
 	EXPECT_EQ(self->bo.device_va + (1ull << 32), w.fault_address);
 }
 
 TEST_F(k, malformed_launch_tasks_are_rejected_at_submit)
 {
-	struct drm_npu_task t = { .type = NPU_TASK_KERNEL,
-				  .args = { self->bo.device_va, NPU_MAX_BLOCK_DIM + 1 } };
+	struct drm_npu_task t = { .type = DRM_NPU_TASK_KERNEL,
+				  .args = { self->bo.device_va, DRM_NPU_MAX_BLOCK_DIM + 1,
+					    sizeof(struct npu_op_args) } };
 
 	EXPECT_EQ(-EINVAL, npu_submit(self->fd, &t, 1, NULL));
 	t.args[1] = 1;
-	t.args[2] = 5;
+	t.args[3] = 5;		/* unused arguments are zero */
+	EXPECT_EQ(-EINVAL, npu_submit(self->fd, &t, 1, NULL));
+	/* The argument block's size: 1..DRM_NPU_KERNEL_ARGS_MAX. */
+	t.args[3] = 0;
+	t.args[2] = 0;
+	EXPECT_EQ(-EINVAL, npu_submit(self->fd, &t, 1, NULL));
+	t.args[2] = DRM_NPU_KERNEL_ARGS_MAX + 1;
 	EXPECT_EQ(-EINVAL, npu_submit(self->fd, &t, 1, NULL));
 }
 

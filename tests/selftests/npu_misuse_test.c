@@ -29,7 +29,7 @@ TEST_F(m, private_mappings_are_refused)
 	struct drm_npu_bo_info info;
 	void *p;
 
-	ASSERT_EQ(0, npu_bo_create(self->fd, 8192, NPU_BO_PAGE_NORMAL_ONLY, &c));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 8192, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c));
 	ASSERT_EQ(0, npu_bo_info(self->fd, c.handle, &info));
 	p = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE, self->fd, info.mmap_offset);
 	EXPECT_EQ(MAP_FAILED, p);
@@ -50,7 +50,7 @@ TEST_F(m, mappings_at_an_offset_show_that_page)
 	struct drm_npu_bo_info info;
 	uint32_t *all, *second;
 
-	ASSERT_EQ(0, npu_bo_create(self->fd, 3 * 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 3 * 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c));
 	ASSERT_EQ(0, npu_bo_info(self->fd, c.handle, &info));
 	all = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd,
 		   info.mmap_offset);
@@ -130,29 +130,29 @@ TEST_F(m, batches_over_thousands_of_buffers_hold_each_once)
 	handles = calloc(5000, sizeof(*handles));
 	ASSERT_NE(NULL, handles);
 	for (int i = 0; i < 256; i++)
-		t[i] = npu_task_copy(NPU_VA_BASE, NPU_VA_BASE, NPU_VA_END - NPU_VA_BASE);
+		t[i] = npu_task_copy(DRM_NPU_VA_BASE, DRM_NPU_VA_BASE, DRM_NPU_VA_END - DRM_NPU_VA_BASE);
 	for (; n < 1000; n++) {
 		struct drm_npu_bo_create c;
 
-		ASSERT_EQ(0, npu_bo_create(self->fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
+		ASSERT_EQ(0, npu_bo_create(self->fd, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c));
 		handles[n] = c.handle;
 	}
 	ASSERT_EQ(0, npu_submit(self->fd, t, 256, &seq));
 	/* The device copies each buffer onto itself, then faults past the last. */
 	EXPECT_EQ(-EIO, npu_wait(self->fd, seq, 30 * 1000000000ll, &w));
-	EXPECT_EQ(NPU_JOB_FAULT, w.status);
+	EXPECT_EQ(DRM_NPU_JOB_FAULT, w.status);
 
 	for (; n < 5000 && !ret; n++) {
 		struct drm_npu_bo_create c;
 
-		ret = npu_bo_create(self->fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c);
+		ret = npu_bo_create(self->fd, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c);
 		handles[n] = c.handle;
 	}
 	ASSERT_EQ(0, ret);
 	/* A new queue: the default one faulted. */
 	uint32_t q;
 
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
+	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
 	EXPECT_EQ(-E2BIG, npu_submit_on(self->fd, q, t, 1, &seq));
 	for (uint64_t i = 0; i < n; i++)
 		npu_gem_close(self->fd, handles[i]);
@@ -172,7 +172,7 @@ static void *churn_buffers(void *arg)
 	while (!c->stop) {
 		struct drm_npu_bo_create b;
 
-		if (!npu_bo_create(c->fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &b))
+		if (!npu_bo_create(c->fd, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &b))
 			npu_gem_close(c->fd, b.handle);
 		c->rounds++;
 	}
@@ -192,15 +192,15 @@ TEST_F(m, closing_buffers_while_batches_take_them)
 	pthread_t thread;
 	uint32_t ev;
 
-	ASSERT_EQ(0, npu_sync_create(self->fd, NPU_SYNC_EVENT, &ev));
-	t[0] = (struct drm_npu_task){ .type = NPU_TASK_EVENT_WAIT, .args = { ev } };
-	t[1] = npu_task_fill(NPU_VA_BASE, 1ull << 30, 0);
+	ASSERT_EQ(0, npu_sync_create(self->fd, DRM_NPU_SYNC_EVENT, &ev));
+	t[0] = (struct drm_npu_task){ .type = DRM_NPU_TASK_EVENT_WAIT, .args = { ev } };
+	t[1] = npu_task_fill(DRM_NPU_VA_BASE, 1ull << 30, 0);
 	ASSERT_EQ(0, pthread_create(&thread, NULL, churn_buffers, &c));
 	for (int round = 0; round < 300; round++) {
 		uint32_t q;
 		uint64_t seq;
 
-		ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
+		ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
 		for (int i = 0; i < 8; i++)
 			ASSERT_EQ(0, npu_submit_on(self->fd, q, t, 2, &seq));
 		ASSERT_EQ(0, npu_queue_destroy(self->fd, q));
@@ -219,12 +219,12 @@ TEST_F(m, closing_buffers_while_batches_take_them)
  */
 TEST_F(m, closed_files_give_back_their_queues)
 {
-	struct drm_npu_task nop = { .type = NPU_TASK_NOP };
+	struct drm_npu_task nop = { .type = DRM_NPU_TASK_NOP };
 	uint64_t nq = 0, seq;
 	int bufs[300], rounds;
 	void *p;
 
-	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_QUEUE_COUNT, &nq));
+	ASSERT_EQ(0, npu_get_param(self->fd, DRM_NPU_PARAM_QUEUE_COUNT, &nq));
 	rounds = (int)nq + 4;
 	ASSERT_GE(300, rounds);
 	for (int i = 0; i < rounds; i++) {
@@ -234,12 +234,12 @@ TEST_F(m, closed_files_give_back_their_queues)
 
 		ASSERT_LE(0, fd);
 		ASSERT_EQ(0, npu_submit(fd, &nop, 1, &seq)) TH_LOG("round %d", i);
-		ASSERT_EQ(0, npu_bo_create(fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
+		ASSERT_EQ(0, npu_bo_create(fd, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c));
 		ex.handle = c.handle;
 		ASSERT_EQ(0, ioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &ex));
 		bufs[i] = ex.fd;
 		close(fd);
-		ASSERT_EQ(0, npu_usage_settles(self->fd, NPU_MEM_REGION_QUEUES, 0));
+		ASSERT_EQ(0, npu_usage_settles(self->fd, DRM_NPU_MEM_REGION_QUEUES, 0));
 	}
 	for (int i = 0; i < rounds; i++)
 		close(bufs[i]);
@@ -250,30 +250,30 @@ TEST_F(m, closed_files_give_back_their_queues)
 
 		ASSERT_LE(0, fd);
 		ASSERT_EQ(0, npu_submit(fd, &nop, 1, &seq));
-		ASSERT_EQ(0, npu_bo_create(fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
+		ASSERT_EQ(0, npu_bo_create(fd, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c));
 		p = npu_bo_mmap(fd, c.handle, 4096);
 		ASSERT_NE(MAP_FAILED, p);
 		close(fd);
 		munmap(p, 4096);
-		ASSERT_EQ(0, npu_usage_settles(self->fd, NPU_MEM_REGION_QUEUES, 0));
+		ASSERT_EQ(0, npu_usage_settles(self->fd, DRM_NPU_MEM_REGION_QUEUES, 0));
 	}
 }
 
 /* Everything a batch names is checked before its queue is made. */
 TEST_F(m, a_bad_batch_makes_no_queue)
 {
-	struct drm_npu_task t = { .type = NPU_TASK_EVENT_RECORD, .args = { 7 } };
+	struct drm_npu_task t = { .type = DRM_NPU_TASK_EVENT_RECORD, .args = { 7 } };
 	struct drm_npu_mem_usage u = { 0 };
 	uint64_t seq;
 
 	EXPECT_EQ(-EINVAL, npu_submit(self->fd, &t, 1, &seq));
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_GET_MEM_USAGE, &u));
-	EXPECT_EQ(0, u.ctx_current[NPU_MEM_REGION_QUEUES]);
-	t.type = NPU_TASK_NOP;
+	EXPECT_EQ(0, u.ctx_current[DRM_NPU_MEM_REGION_QUEUES]);
+	t.type = DRM_NPU_TASK_NOP;
 	t.args[0] = 0;
 	EXPECT_EQ(0, npu_submit(self->fd, &t, 1, &seq));
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_GET_MEM_USAGE, &u));
-	EXPECT_LT(0, u.ctx_current[NPU_MEM_REGION_QUEUES]);
+	EXPECT_LT(0, u.ctx_current[DRM_NPU_MEM_REGION_QUEUES]);
 }
 
 /* A queue's time limit is bounded by the driver's, and said so. */
@@ -282,12 +282,12 @@ TEST_F(m, queue_time_limits_are_bounded)
 	uint64_t max = 0;
 	uint32_t q;
 
-	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_MAX_QUEUE_TIMEOUT_MS, &max));
+	ASSERT_EQ(0, npu_get_param(self->fd, DRM_NPU_PARAM_MAX_QUEUE_TIMEOUT_MS, &max));
 	ASSERT_LT(0, max);
-	EXPECT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, max, &q));
+	EXPECT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, max, &q));
 	EXPECT_EQ(0, npu_queue_destroy(self->fd, q));
-	EXPECT_EQ(-EINVAL, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, max + 1, &q));
-	EXPECT_EQ(-EINVAL, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, UINT32_MAX, &q));
+	EXPECT_EQ(-EINVAL, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, max + 1, &q));
+	EXPECT_EQ(-EINVAL, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, UINT32_MAX, &q));
 }
 
 static void no_op(int sig)
@@ -310,10 +310,10 @@ TEST_F(m, a_blocked_queue_holds_a_bounded_backlog)
 	uint32_t q, ev;
 	int ret = 0, n = 0;
 
-	ASSERT_EQ(0, npu_sync_create(self->fd, NPU_SYNC_EVENT, &ev));
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, NPU_QUEUE_DEPTH_MIN,
+	ASSERT_EQ(0, npu_sync_create(self->fd, DRM_NPU_SYNC_EVENT, &ev));
+	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, DRM_NPU_QUEUE_DEPTH_MIN,
 				      0, &q));
-	gate = (struct drm_npu_task){ .type = NPU_TASK_EVENT_WAIT, .args = { ev } };
+	gate = (struct drm_npu_task){ .type = DRM_NPU_TASK_EVENT_WAIT, .args = { ev } };
 	ASSERT_EQ(0, npu_submit_on(self->fd, q, &gate, 1, &seq));
 	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));
 	ASSERT_EQ(0, setitimer(ITIMER_REAL, &it, NULL));
@@ -323,7 +323,7 @@ TEST_F(m, a_blocked_queue_holds_a_bounded_backlog)
 	setitimer(ITIMER_REAL, &it, NULL);
 	EXPECT_EQ(-EINTR, ret);
 	/* 16 rings of 512 slots, 257 a batch, the gate's two included. */
-	EXPECT_EQ((16 * NPU_QUEUE_DEPTH_MIN - 2) / 257, n);
+	EXPECT_EQ((16 * DRM_NPU_QUEUE_DEPTH_MIN - 2) / 257, n);
 }
 
 TEST_HARNESS_MAIN

@@ -53,12 +53,12 @@ static void copy_round_trip(struct __test_metadata *_metadata, int fd,
 
 TEST_F(q, copy_64mib_huge_first)
 {
-	copy_round_trip(_metadata, self->fd, 64 * MiB, NPU_BO_PAGE_HUGE_FIRST);
+	copy_round_trip(_metadata, self->fd, 64 * MiB, DRM_NPU_BO_PAGE_HUGE_FIRST);
 }
 
 TEST_F(q, copy_64mib_normal_only)
 {
-	copy_round_trip(_metadata, self->fd, 64 * MiB, NPU_BO_PAGE_NORMAL_ONLY);
+	copy_round_trip(_metadata, self->fd, 64 * MiB, DRM_NPU_BO_PAGE_NORMAL_ONLY);
 }
 
 TEST_F(q, tasks_run_in_order)
@@ -69,7 +69,7 @@ TEST_F(q, tasks_run_in_order)
 	uint32_t *p;
 	uint64_t seq = 0;
 
-	ASSERT_EQ(0, npu_bo_create(self->fd, 8192, NPU_BO_PAGE_NORMAL_ONLY, &c));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 8192, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c));
 	/* Fill, copy the first page onto the second, refill the first. */
 	t[0] = npu_task_fill(c.device_va, 8192, 0x11111111);
 	t[1] = npu_task_copy(c.device_va + 4096, c.device_va, 4096);
@@ -82,7 +82,7 @@ TEST_F(q, tasks_run_in_order)
 		ASSERT_EQ(0, npu_submit(self->fd, &f, 1, &seq));
 	}
 	ASSERT_EQ(0, npu_wait(self->fd, seq, 30 * SEC, &w));
-	EXPECT_EQ(NPU_JOB_DONE, w.status);
+	EXPECT_EQ(DRM_NPU_JOB_DONE, w.status);
 	p = npu_bo_mmap(self->fd, c.handle, 8192);
 	ASSERT_NE(MAP_FAILED, p);
 	EXPECT_EQ(0x22222222, p[0]);
@@ -95,7 +95,7 @@ TEST_F(q, tasks_run_in_order)
 
 TEST_F(q, wait_times_out_while_work_runs)
 {
-	struct drm_npu_sync_create ev = { .kind = NPU_SYNC_EVENT };
+	struct drm_npu_sync_create ev = { .kind = DRM_NPU_SYNC_EVENT };
 	struct drm_npu_bo_create c;
 	struct drm_npu_task t;
 	uint64_t seq = 0, rec;
@@ -103,16 +103,16 @@ TEST_F(q, wait_times_out_while_work_runs)
 
 	/* Work held on the device until an event is recorded: no race. */
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_SYNC_CREATE, &ev));
-	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
-	t = (struct drm_npu_task){ .type = NPU_TASK_EVENT_WAIT, .args = { ev.id } };
+	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c));
+	t = (struct drm_npu_task){ .type = DRM_NPU_TASK_EVENT_WAIT, .args = { ev.id } };
 	ASSERT_EQ(0, npu_submit(self->fd, &t, 1, &seq));
 	t = npu_task_fill(c.device_va, 4096, 7);
 	ASSERT_EQ(0, npu_submit(self->fd, &t, 1, &seq));
 	EXPECT_EQ(-ETIMEDOUT, npu_wait(self->fd, seq, 0, NULL));
 	EXPECT_EQ(-ETIMEDOUT, npu_wait(self->fd, seq, 100000000, NULL));
 
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &other));
-	t = (struct drm_npu_task){ .type = NPU_TASK_EVENT_RECORD, .args = { ev.id } };
+	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &other));
+	t = (struct drm_npu_task){ .type = DRM_NPU_TASK_EVENT_RECORD, .args = { ev.id } };
 	ASSERT_EQ(0, npu_submit_on(self->fd, other, &t, 1, &rec));
 	EXPECT_EQ(0, npu_wait(self->fd, seq, -1, NULL));	/* no limit */
 	EXPECT_EQ(0, npu_wait(self->fd, seq, 0, NULL));
@@ -126,14 +126,14 @@ TEST_F(q, fault_is_reported_and_stops_the_context)
 	struct drm_npu_wait w;
 	uint64_t seq = 0, unmapped;
 
-	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c));
 	unmapped = c.device_va + (1ull << 30);
 	t[0] = npu_task_fill(c.device_va, 4096, 1);
 	t[1] = npu_task_fill(c.device_va, 4096, 2);
 	t[2] = npu_task_copy(c.device_va, unmapped, 64);
 	ASSERT_EQ(0, npu_submit(self->fd, t, 3, &seq));
 	EXPECT_EQ(-EIO, npu_wait(self->fd, seq, 10 * SEC, &w));
-	EXPECT_EQ(NPU_JOB_FAULT, w.status);
+	EXPECT_EQ(DRM_NPU_JOB_FAULT, w.status);
 	EXPECT_EQ(2, w.error_task);
 	EXPECT_EQ(unmapped, w.fault_address);
 	EXPECT_EQ(0, w.fault_access);		/* a read */
@@ -144,7 +144,7 @@ TEST_F(q, fault_is_reported_and_stops_the_context)
 	struct drm_npu_bo_create o;
 
 	ASSERT_LE(0, other);
-	ASSERT_EQ(0, npu_bo_create(other, 4096, NPU_BO_PAGE_NORMAL_ONLY, &o));
+	ASSERT_EQ(0, npu_bo_create(other, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &o));
 	t[0] = npu_task_fill(o.device_va, 4096, 3);
 	ASSERT_EQ(0, npu_submit(other, t, 1, &seq));
 	EXPECT_EQ(0, npu_wait(other, seq, 10 * SEC, NULL));
@@ -162,16 +162,16 @@ TEST_F(q, context_cannot_reach_what_another_mapped)
 
 	ASSERT_LE(0, fb);
 	/* A maps two buffers; B maps one, at A's first address. */
-	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &a1));
-	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &a2));
-	ASSERT_EQ(0, npu_bo_create(fb, 4096, NPU_BO_PAGE_NORMAL_ONLY, &b));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &a1));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &a2));
+	ASSERT_EQ(0, npu_bo_create(fb, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &b));
 	ASSERT_NE(a2.device_va, b.device_va);
 
 	/* B reads the address only A mapped: a fault, reported to B. */
 	t = npu_task_copy(b.device_va, a2.device_va, 4096);
 	ASSERT_EQ(0, npu_submit(fb, &t, 1, &seq));
 	EXPECT_EQ(-EIO, npu_wait(fb, seq, 10 * SEC, &w));
-	EXPECT_EQ(NPU_JOB_FAULT, w.status);
+	EXPECT_EQ(DRM_NPU_JOB_FAULT, w.status);
 	EXPECT_EQ(a2.device_va, w.fault_address);
 	close(fb);
 
@@ -193,7 +193,7 @@ TEST_F(q, buffers_live_until_their_work_is_done)
 	struct drm_npu_task t;
 	uint64_t seq = 0;
 
-	ASSERT_EQ(0, npu_bo_create(self->fd, 32 * MiB, NPU_BO_PAGE_HUGE_FIRST, &c));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 32 * MiB, DRM_NPU_BO_PAGE_HUGE_FIRST, &c));
 	t = npu_task_fill(c.device_va, 32 * MiB, 9);
 	for (int i = 0; i < 16; i++)
 		ASSERT_EQ(0, npu_submit(self->fd, &t, 1, &seq));
@@ -201,7 +201,7 @@ TEST_F(q, buffers_live_until_their_work_is_done)
 	ASSERT_EQ(0, npu_gem_close(self->fd, c.handle));
 	EXPECT_EQ(0, npu_wait(self->fd, seq, 60 * SEC, NULL));
 	EXPECT_EQ(self->buffers_before,
-		  npu_usage_settles(self->fd, NPU_MEM_REGION_HBM, self->buffers_before));
+		  npu_usage_settles(self->fd, DRM_NPU_MEM_REGION_HBM, self->buffers_before));
 }
 
 TEST_F(q, killed_process_leaves_nothing)
@@ -218,7 +218,7 @@ TEST_F(q, killed_process_leaves_nothing)
 		struct drm_npu_task t;
 		int fd = npu_open();
 
-		if (fd < 0 || npu_bo_create(fd, 32 * MiB, NPU_BO_PAGE_HUGE_FIRST, &b))
+		if (fd < 0 || npu_bo_create(fd, 32 * MiB, DRM_NPU_BO_PAGE_HUGE_FIRST, &b))
 			_exit(1);
 		t = npu_task_fill(b.device_va, 32 * MiB, 1);
 		for (int i = 0; i < 32; i++)
@@ -233,8 +233,8 @@ TEST_F(q, killed_process_leaves_nothing)
 	waitpid(pid, NULL, 0);
 	/* Its work drains, then everything it held is released. */
 	EXPECT_EQ(self->buffers_before,
-		  npu_usage_settles(self->fd, NPU_MEM_REGION_HBM, self->buffers_before));
-	EXPECT_EQ(0, npu_usage_settles(self->fd, NPU_MEM_REGION_QUEUES, 0));
+		  npu_usage_settles(self->fd, DRM_NPU_MEM_REGION_HBM, self->buffers_before));
+	EXPECT_EQ(0, npu_usage_settles(self->fd, DRM_NPU_MEM_REGION_QUEUES, 0));
 	close(sync[0]);
 	close(sync[1]);
 }
@@ -246,10 +246,10 @@ TEST_F(q, bad_submissions_queue_nothing)
 	struct drm_npu_submit s = { 0 };
 	struct drm_npu_wait w = { 0 };
 
-	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c));
 	t = npu_task_fill(c.device_va, 4096, 1);
 	EXPECT_EQ(-EINVAL, npu_submit(self->fd, &t, 0, NULL));
-	EXPECT_EQ(-EINVAL, npu_submit(self->fd, &t, NPU_SUBMIT_MAX_TASKS + 1, NULL));
+	EXPECT_EQ(-EINVAL, npu_submit(self->fd, &t, DRM_NPU_SUBMIT_MAX_TASKS + 1, NULL));
 	s.tasks = (uintptr_t)&t;
 	s.count = 1;
 	s.flags = 1;
@@ -259,15 +259,15 @@ TEST_F(q, bad_submissions_queue_nothing)
 
 	struct drm_npu_task bad[] = {
 		{ .type = 77 },
-		{ .type = NPU_TASK_FILL, .flags = 1, .args = { c.device_va, 4, 0 } },
-		{ .type = NPU_TASK_FILL, .pad = 1, .args = { c.device_va, 4, 0 } },
-		{ .type = NPU_TASK_FILL, .args = { c.device_va, 6, 0 } },
-		{ .type = NPU_TASK_FILL, .args = { c.device_va + 2, 4, 0 } },
-		{ .type = NPU_TASK_FILL, .args = { c.device_va, 4, 1ull << 32 } },
-		{ .type = NPU_TASK_FILL, .args = { c.device_va, 0, 0 } },
-		{ .type = NPU_TASK_COPY, .args = { c.device_va, c.device_va, 0 } },
-		{ .type = NPU_TASK_COPY, .args = { c.device_va, c.device_va, 4, 1 } },
-		{ .type = NPU_TASK_NOP, .args = { 1 } },
+		{ .type = DRM_NPU_TASK_FILL, .flags = 1, .args = { c.device_va, 4, 0 } },
+		{ .type = DRM_NPU_TASK_FILL, .pad = 1, .args = { c.device_va, 4, 0 } },
+		{ .type = DRM_NPU_TASK_FILL, .args = { c.device_va, 6, 0 } },
+		{ .type = DRM_NPU_TASK_FILL, .args = { c.device_va + 2, 4, 0 } },
+		{ .type = DRM_NPU_TASK_FILL, .args = { c.device_va, 4, 1ull << 32 } },
+		{ .type = DRM_NPU_TASK_FILL, .args = { c.device_va, 0, 0 } },
+		{ .type = DRM_NPU_TASK_COPY, .args = { c.device_va, c.device_va, 0 } },
+		{ .type = DRM_NPU_TASK_COPY, .args = { c.device_va, c.device_va, 4, 1 } },
+		{ .type = DRM_NPU_TASK_NOP, .args = { 1 } },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct drm_npu_task pair[2] = { t, bad[i] };

@@ -42,12 +42,12 @@ FIXTURE_SETUP(rec)
 	self->b = npu_open();
 	ASSERT_LE(0, self->a);
 	ASSERT_LE(0, self->b);
-	ASSERT_EQ(0, npu_get_param(self->a, NPU_PARAM_DEVICE_CAPS, &caps));
-	if (!(caps & NPU_CAP_FAULT_INJECTION) || access("/sys/kernel/debug/dri", F_OK) ||
+	ASSERT_EQ(0, npu_get_param(self->a, DRM_NPU_PARAM_DEVICE_CAPS, &caps));
+	if (!(caps & DRM_NPU_CAP_FAULT_INJECTION) || access("/sys/kernel/debug/dri", F_OK) ||
 	    npu_inject("clear"))
 		SKIP(return, "no fault injection (npu-fwsim --fault-injection, debugfs)");
-	ASSERT_EQ(0, npu_bo_create(self->a, 1 << 20, NPU_BO_PAGE_NORMAL_ONLY, &self->ba));
-	ASSERT_EQ(0, npu_bo_create(self->b, 1 << 20, NPU_BO_PAGE_NORMAL_ONLY, &self->bb));
+	ASSERT_EQ(0, npu_bo_create(self->a, 1 << 20, DRM_NPU_BO_PAGE_NORMAL_ONLY, &self->ba));
+	ASSERT_EQ(0, npu_bo_create(self->b, 1 << 20, DRM_NPU_BO_PAGE_NORMAL_ONLY, &self->bb));
 }
 
 FIXTURE_TEARDOWN(rec)
@@ -66,7 +66,7 @@ TEST_F(rec, hung_queue_fails_in_time_and_others_go_on)
 	uint64_t seq, seq_b;
 	int64_t t0, elapsed;
 
-	ASSERT_EQ(0, npu_queue_create(self->a, NPU_QUEUE_PRIORITY_NORMAL, 0, 500, &q));
+	ASSERT_EQ(0, npu_queue_create(self->a, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 500, &q));
 	snprintf(cmd, sizeof(cmd), "hang %u", npu_client_id(self->a));
 	ASSERT_EQ(0, npu_inject(cmd));
 	t0 = now_ns();
@@ -78,7 +78,7 @@ TEST_F(rec, hung_queue_fails_in_time_and_others_go_on)
 
 	EXPECT_EQ(-EIO, npu_wait_on(self->a, q, seq, 10 * SEC, &w));
 	elapsed = now_ns() - t0;
-	EXPECT_EQ(NPU_JOB_TIMEOUT, w.status);
+	EXPECT_EQ(DRM_NPU_JOB_TIMEOUT, w.status);
 	/* Within the queue's limit plus a second. */
 	EXPECT_GT(1500 * 1000000ll, elapsed) TH_LOG("took %lld ms", (long long)(elapsed / 1000000));
 	EXPECT_LT(450 * 1000000ll, elapsed);
@@ -89,7 +89,7 @@ TEST_F(rec, hung_queue_fails_in_time_and_others_go_on)
 	ASSERT_EQ(0, npu_inject("clear"));
 	uint32_t q2;
 
-	ASSERT_EQ(0, npu_queue_create(self->a, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q2));
+	ASSERT_EQ(0, npu_queue_create(self->a, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q2));
 	ASSERT_EQ(0, npu_submit_on(self->a, q2, &t, 1, &seq));
 	EXPECT_EQ(0, npu_wait_on(self->a, q2, seq, 10 * SEC, &w));
 }
@@ -116,21 +116,21 @@ TEST_F(rec, stopped_heartbeat_resets_the_device)
 	uint32_t q;
 
 	/* Work that cannot finish, on a queue patient enough to wait it out. */
-	ASSERT_EQ(0, npu_queue_create(self->a, NPU_QUEUE_PRIORITY_NORMAL, 0, 30000, &q));
+	ASSERT_EQ(0, npu_queue_create(self->a, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 30000, &q));
 	snprintf(cmd, sizeof(cmd), "hang %u", npu_client_id(self->a));
 	ASSERT_EQ(0, npu_inject(cmd));
 	ASSERT_EQ(0, npu_submit_on(self->a, q, &t, 1, &seq));
 	ASSERT_EQ(0, npu_inject("heartbeat-stop"));
 
 	EXPECT_EQ(-EIO, npu_wait_on(self->a, q, seq, 10 * SEC, &w));
-	EXPECT_EQ(NPU_JOB_RESET, w.status);
+	EXPECT_EQ(DRM_NPU_JOB_RESET, w.status);
 
 	/* The device is usable again: heartbeat, mailbox, new work. */
-	ASSERT_EQ(0, npu_get_param(self->b, NPU_PARAM_FW_HEARTBEAT, &beat1));
+	ASSERT_EQ(0, npu_get_param(self->b, DRM_NPU_PARAM_FW_HEARTBEAT, &beat1));
 	usleep(500000);
-	ASSERT_EQ(0, npu_get_param(self->b, NPU_PARAM_FW_HEARTBEAT, &beat2));
+	ASSERT_EQ(0, npu_get_param(self->b, DRM_NPU_PARAM_FW_HEARTBEAT, &beat2));
 	EXPECT_LT(beat1, beat2);
-	EXPECT_EQ(0, npu_get_param(self->b, NPU_PARAM_FW_PING_NS, &rtt));
+	EXPECT_EQ(0, npu_fw_ping(self->b, &rtt));
 	ASSERT_EQ(0, queue_destroy_default(self->b));
 	t = npu_task_fill(self->bb.device_va, 4096, 6);
 	ASSERT_EQ(0, npu_submit_on(self->b, 0, &t, 1, &seq));
@@ -153,7 +153,7 @@ TEST_F(rec, a_failed_invalidation_quarantines_memory_until_a_reset)
 	uint64_t seq, used;
 
 	ASSERT_LE(0, resets);
-	used = npu_dev_usage(self->a, NPU_MEM_REGION_HBM);
+	used = npu_dev_usage(self->a, DRM_NPU_MEM_REGION_HBM);
 	/* The device has translations of the buffer cached. */
 	ASSERT_EQ(0, npu_submit_on(self->a, 0, &t, 1, &seq));
 	ASSERT_EQ(0, npu_wait_on(self->a, 0, seq, 10 * SEC, &w));
@@ -174,10 +174,10 @@ TEST_F(rec, a_failed_invalidation_quarantines_memory_until_a_reset)
 	EXPECT_EQ(resets + 1, npu_debugfs_value("npu_queues", "device resets: "));
 	EXPECT_EQ(0, npu_debugfs_value("npu_queues", "wedged: "));
 	EXPECT_EQ(0, npu_debugfs_value("npu_mem", "quarantined until a reset: "));
-	EXPECT_EQ(used - (1 << 20), npu_usage_settles(self->b, NPU_MEM_REGION_HBM, used - (1 << 20)));
+	EXPECT_EQ(used - (1 << 20), npu_usage_settles(self->b, DRM_NPU_MEM_REGION_HBM, used - (1 << 20)));
 	/* The reset failed the default queue; a new buffer and queue work. */
 	ASSERT_EQ(0, queue_destroy_default(self->a));
-	ASSERT_EQ(0, npu_bo_create(self->a, 1 << 20, NPU_BO_PAGE_NORMAL_ONLY, &c));
+	ASSERT_EQ(0, npu_bo_create(self->a, 1 << 20, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c));
 	t = npu_task_fill(c.device_va, 1 << 20, 10);
 	ASSERT_EQ(0, npu_submit_on(self->a, 0, &t, 1, &seq));
 	EXPECT_EQ(0, npu_wait_on(self->a, 0, seq, 10 * SEC, &w));

@@ -20,7 +20,7 @@ TEST_F(s, creation_rules_and_limits)
 	uint32_t ids[16], id;
 	int n = 0, ret;
 
-	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_QUEUES_PER_CONTEXT, &per_ctx));
+	ASSERT_EQ(0, npu_get_param(self->fd, DRM_NPU_PARAM_QUEUES_PER_CONTEXT, &per_ctx));
 	EXPECT_EQ(-EINVAL, npu_queue_create(self->fd, 4, 0, 0, &id));
 	EXPECT_EQ(-EINVAL, npu_queue_create(self->fd, 0, 1000, 0, &id));
 	EXPECT_EQ(-EINVAL, npu_queue_create(self->fd, 0, 256, 0, &id));
@@ -42,7 +42,7 @@ TEST_F(s, creation_rules_and_limits)
 	}
 	EXPECT_EQ(-EINVAL, npu_queue_destroy(self->fd, ids[0]));	/* twice */
 	EXPECT_EQ(-EINVAL, npu_queue_destroy(self->fd, 0));		/* the default one */
-	EXPECT_EQ(0, npu_usage_settles(self->fd, NPU_MEM_REGION_QUEUES, 0));
+	EXPECT_EQ(0, npu_usage_settles(self->fd, DRM_NPU_MEM_REGION_QUEUES, 0));
 }
 
 /* Priorities above NORMAL can starve other users' work: as for nice. */
@@ -52,17 +52,17 @@ TEST_F(s, above_normal_needs_cap_sys_nice)
 	int status;
 	uint32_t id;
 
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_REALTIME, 0, 0, &id));
+	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_REALTIME, 0, 0, &id));
 	EXPECT_EQ(0, npu_queue_destroy(self->fd, id));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
 		if (setgid(65534) || setuid(65534))
 			_exit(2);
-		_exit(npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_REALTIME, 0, 0, &id) == -EPERM &&
-		      npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_HIGH, 0, 0, &id) == -EPERM &&
-		      npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &id) == 0 &&
-		      npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_LOW, 0, 0, &id) == 0 ? 0 : 1);
+		_exit(npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_REALTIME, 0, 0, &id) == -EPERM &&
+		      npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_HIGH, 0, 0, &id) == -EPERM &&
+		      npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &id) == 0 &&
+		      npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_LOW, 0, 0, &id) == 0 ? 0 : 1);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_EQ(0, WEXITSTATUS(status));
@@ -84,25 +84,25 @@ static void short_beats_busy(struct __test_metadata *_metadata, int fd, uint32_t
 
 	ASSERT_EQ(0, npu_queue_create(fd, busy_prio, 0, 30000, &busy));
 	ASSERT_EQ(0, npu_queue_create(fd, short_prio, 0, 30000, &quick));
-	ASSERT_EQ(0, npu_queue_create(fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &gate));
-	ASSERT_EQ(0, npu_sync_create(fd, NPU_SYNC_EVENT, &go));
-	ASSERT_EQ(0, npu_bo_create(fd, 64 * MiB, NPU_BO_PAGE_HUGE_FIRST, &big));
-	ASSERT_EQ(0, npu_bo_create(fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &stamps));
+	ASSERT_EQ(0, npu_queue_create(fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &gate));
+	ASSERT_EQ(0, npu_sync_create(fd, DRM_NPU_SYNC_EVENT, &go));
+	ASSERT_EQ(0, npu_bo_create(fd, 64 * MiB, DRM_NPU_BO_PAGE_HUGE_FIRST, &big));
+	ASSERT_EQ(0, npu_bo_create(fd, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &stamps));
 	ts = npu_bo_mmap(fd, stamps.handle, 4096);
 	ASSERT_NE(MAP_FAILED, ts);
 
-	t[0] = (struct drm_npu_task){ .type = NPU_TASK_EVENT_WAIT, .args = { go } };
+	t[0] = (struct drm_npu_task){ .type = DRM_NPU_TASK_EVENT_WAIT, .args = { go } };
 	ASSERT_EQ(0, npu_submit_on(fd, busy, t, 1, &s_busy));
 	ASSERT_EQ(0, npu_submit_on(fd, quick, t, 1, &s_quick));
 	t[0] = npu_task_fill(big.device_va, 64 * MiB, 1);
 	for (int i = 0; i < 200; i++)
 		ASSERT_EQ(0, npu_submit_on(fd, busy, t, 1, &s_busy));
-	t[0] = (struct drm_npu_task){ .type = NPU_TASK_TIMESTAMP, .args = { stamps.device_va } };
+	t[0] = (struct drm_npu_task){ .type = DRM_NPU_TASK_TIMESTAMP, .args = { stamps.device_va } };
 	ASSERT_EQ(0, npu_submit_on(fd, busy, t, 1, &s_busy));
 	t[0].args[0] = stamps.device_va + 8;
 	ASSERT_EQ(0, npu_submit_on(fd, quick, t, 1, &s_quick));
 
-	t[0] = (struct drm_npu_task){ .type = NPU_TASK_EVENT_RECORD, .args = { go } };
+	t[0] = (struct drm_npu_task){ .type = DRM_NPU_TASK_EVENT_RECORD, .args = { go } };
 	ASSERT_EQ(0, npu_submit_on(fd, gate, t, 1, &s_go));
 	ASSERT_EQ(0, npu_wait_on(fd, quick, s_quick, 30 * SEC, NULL));
 	ASSERT_EQ(0, npu_wait_on(fd, busy, s_busy, -1, NULL));
@@ -112,13 +112,13 @@ static void short_beats_busy(struct __test_metadata *_metadata, int fd, uint32_t
 
 TEST_F(s, high_priority_is_not_held_up_by_busy_low)
 {
-	short_beats_busy(_metadata, self->fd, NPU_QUEUE_PRIORITY_LOW, NPU_QUEUE_PRIORITY_HIGH);
+	short_beats_busy(_metadata, self->fd, DRM_NPU_QUEUE_PRIORITY_LOW, DRM_NPU_QUEUE_PRIORITY_HIGH);
 }
 
 TEST_F(s, equal_priorities_share_the_device)
 {
-	short_beats_busy(_metadata, self->fd, NPU_QUEUE_PRIORITY_NORMAL,
-			 NPU_QUEUE_PRIORITY_NORMAL);
+	short_beats_busy(_metadata, self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL,
+			 DRM_NPU_QUEUE_PRIORITY_NORMAL);
 }
 
 TEST_F(s, queues_fail_independently)
@@ -129,20 +129,20 @@ TEST_F(s, queues_fail_independently)
 	uint32_t q1, q2;
 	uint64_t seq;
 
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q1));
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q2));
-	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
+	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q1));
+	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q2));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c));
 	t = npu_task_copy(c.device_va, c.device_va + (1ull << 30), 4);
 	ASSERT_EQ(0, npu_submit_on(self->fd, q1, &t, 1, &seq));
 	EXPECT_EQ(-EIO, npu_wait_on(self->fd, q1, seq, 10 * SEC, &w));
-	EXPECT_EQ(NPU_JOB_FAULT, w.status);
+	EXPECT_EQ(DRM_NPU_JOB_FAULT, w.status);
 	EXPECT_EQ(-EIO, npu_submit_on(self->fd, q1, &t, 1, &seq));
 	t = npu_task_fill(c.device_va, 4096, 3);
 	ASSERT_EQ(0, npu_submit_on(self->fd, q2, &t, 1, &seq));
 	EXPECT_EQ(0, npu_wait_on(self->fd, q2, seq, 10 * SEC, NULL));
 	/* A failed queue can be replaced by a new one. */
 	EXPECT_EQ(0, npu_queue_destroy(self->fd, q1));
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q1));
+	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q1));
 	ASSERT_EQ(0, npu_submit_on(self->fd, q1, &t, 1, &seq));
 	EXPECT_EQ(0, npu_wait_on(self->fd, q1, seq, 10 * SEC, NULL));
 }
@@ -157,9 +157,9 @@ static void queue_with_stuck_work(struct __test_metadata *_metadata, int fd,
 	struct drm_npu_task t;
 	uint32_t never;
 
-	ASSERT_EQ(0, npu_queue_create(fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 30000, q));
-	ASSERT_EQ(0, npu_sync_create(fd, NPU_SYNC_EVENT, &never));
-	t = (struct drm_npu_task){ .type = NPU_TASK_EVENT_WAIT, .args = { never } };
+	ASSERT_EQ(0, npu_queue_create(fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 30000, q));
+	ASSERT_EQ(0, npu_sync_create(fd, DRM_NPU_SYNC_EVENT, &never));
+	t = (struct drm_npu_task){ .type = DRM_NPU_TASK_EVENT_WAIT, .args = { never } };
 	ASSERT_EQ(0, npu_submit_on(fd, *q, &t, 1, seq));
 	t = npu_task_fill(c->device_va, 4096, 1);
 	for (int i = 0; i < 20; i++)
@@ -175,13 +175,13 @@ TEST_F(s, abort_fails_queued_work_and_keeps_the_queue)
 	uint64_t seq = 0;
 	uint32_t q;
 
-	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c));
 	queue_with_stuck_work(_metadata, self->fd, &c, &q, &seq);
 	t = npu_task_fill(c.device_va, 4096, 1);
 	a.queue = q;
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_QUEUE_ABORT, &a));
 	EXPECT_EQ(-EIO, npu_wait_on(self->fd, q, seq, 10 * SEC, &w));
-	EXPECT_EQ(NPU_JOB_ABORTED, w.status);
+	EXPECT_EQ(DRM_NPU_JOB_ABORTED, w.status);
 	/* The queue is still there, failed, until destroyed. */
 	EXPECT_EQ(-EIO, npu_submit_on(self->fd, q, &t, 1, &seq));
 	a.queue = 7;
@@ -202,7 +202,7 @@ TEST_F(s, destroy_with_work_queued_aborts_it)
 	int status, ready[2];
 	char ch;
 
-	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c));
 	queue_with_stuck_work(_metadata, self->fd, &c, &q, &seq);
 	t = npu_task_fill(c.device_va, 4096, 1);
 	/* A waiter in another process is woken by the destroy. */
@@ -213,7 +213,7 @@ TEST_F(s, destroy_with_work_queued_aborts_it)
 		if (write(ready[1], "w", 1) != 1)
 			_exit(2);
 		_exit(npu_wait_on(self->fd, q, seq, 60 * SEC, &w) == -EIO &&
-		      w.status == NPU_JOB_ABORTED ? 0 : 1);
+		      w.status == DRM_NPU_JOB_ABORTED ? 0 : 1);
 	}
 	ASSERT_EQ(1, read(ready[0], &ch, 1));
 	usleep(100000);		/* let it block; correctness does not depend on it */

@@ -20,7 +20,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+
 #include <drm/npu_accel.h>
+
+#include "npu_oplib.h"	/* the op library's argument block */
 
 #define NPU_SYSFS_DRIVER "/sys/bus/pci/drivers/npu"
 
@@ -146,7 +152,7 @@ static inline uint64_t npu_hbm_used(int fd)
 {
 	uint64_t v = ~0ull;
 
-	npu_get_param(fd, NPU_PARAM_HBM_USED, &v);
+	npu_get_param(fd, DRM_NPU_PARAM_HBM_USED, &v);
 	return v;
 }
 
@@ -175,11 +181,27 @@ static inline int npu_submit(int fd, const struct drm_npu_task *tasks, uint32_t 
 	return npu_submit_on(fd, 0, tasks, count, seq);
 }
 
+/*
+ * The uapi deadline `rel_ns` from now (absolute CLOCK_MONOTONIC): negative
+ * waits without limit, 0 polls.
+ */
+static inline int64_t npu_deadline(int64_t rel_ns)
+{
+	struct timespec ts;
+
+	if (rel_ns < 0)
+		return DRM_NPU_DEADLINE_NONE;
+	if (rel_ns == 0)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec + rel_ns;
+}
+
 /* WAIT on queue `queue`: 0 or -errno; *out (if given) gets the result. */
 static inline int npu_wait_on(int fd, uint32_t queue, uint64_t seq, int64_t timeout_ns,
 			      struct drm_npu_wait *out)
 {
-	struct drm_npu_wait args = { .seq = seq, .timeout_ns = timeout_ns, .queue = queue };
+	struct drm_npu_wait args = { .seq = seq, .deadline_ns = npu_deadline(timeout_ns), .queue = queue };
 	int ret = ioctl(fd, DRM_IOCTL_NPU_WAIT, &args) ? -errno : 0;
 
 	if (out)
@@ -227,14 +249,14 @@ static inline int npu_queue_destroy(int fd, uint32_t id)
 
 static inline struct drm_npu_task npu_task_fill(uint64_t va, uint64_t size, uint32_t pattern)
 {
-	struct drm_npu_task t = { .type = NPU_TASK_FILL, .args = { va, size, pattern } };
+	struct drm_npu_task t = { .type = DRM_NPU_TASK_FILL, .args = { va, size, pattern } };
 
 	return t;
 }
 
 static inline struct drm_npu_task npu_task_copy(uint64_t dst, uint64_t src, uint64_t size)
 {
-	struct drm_npu_task t = { .type = NPU_TASK_COPY, .args = { dst, src, size } };
+	struct drm_npu_task t = { .type = DRM_NPU_TASK_COPY, .args = { dst, src, size } };
 
 	return t;
 }
@@ -298,6 +320,29 @@ static inline int npu_debugfs_path(const char *name, char *path, size_t len)
 	return -ENOENT;
 }
 
+/*
+ * A firmware mailbox round trip through debugfs fw_ping of fd's DRM minor
+ * (each read pings; it prints "<ns> ns"): 0 or -errno.
+ */
+static inline int npu_fw_ping(int fd, uint64_t *rtt_ns)
+{
+	char path[96], buf[64], *end;
+	struct stat st;
+	int ret;
+
+	if (fstat(fd, &st))
+		return -errno;
+	snprintf(path, sizeof(path), "/sys/kernel/debug/dri/%u/fw_ping", minor(st.st_rdev));
+	if (access(path, F_OK))
+		snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%u/fw_ping",
+			 minor(st.st_rdev));
+	ret = npu_read_file(path, buf, sizeof(buf));
+	if (ret)
+		return ret;
+	*rtt_ns = strtoull(buf, &end, 10);
+	return end != buf && !strcmp(end, " ns\n") ? 0 : -EPROTO;
+}
+
 /* A fault injection for npu-fwsim through debugfs npu_inject: 0 or -errno. */
 static inline int npu_inject(const char *what)
 {
@@ -347,7 +392,7 @@ static inline unsigned int npu_client_id(int fd)
 	{									\
 		self->fd = npu_open();						\
 		ASSERT_LE(0, self->fd);						\
-		self->buffers_before = npu_dev_usage(self->fd, NPU_MEM_REGION_HBM); \
+		self->buffers_before = npu_dev_usage(self->fd, DRM_NPU_MEM_REGION_HBM); \
 	}									\
 	FIXTURE_TEARDOWN(name)							\
 	{									\
@@ -356,8 +401,8 @@ static inline unsigned int npu_client_id(int fd)
 		close(self->fd);						\
 		fd = npu_open();						\
 		EXPECT_EQ(self->buffers_before,					\
-			  npu_usage_settles(fd, NPU_MEM_REGION_HBM, self->buffers_before)); \
-		EXPECT_EQ(0, npu_usage_settles(fd, NPU_MEM_REGION_QUEUES, 0));	\
+			  npu_usage_settles(fd, DRM_NPU_MEM_REGION_HBM, self->buffers_before)); \
+		EXPECT_EQ(0, npu_usage_settles(fd, DRM_NPU_MEM_REGION_QUEUES, 0));	\
 		close(fd);							\
 	}
 

@@ -44,10 +44,10 @@ TEST(import_in_another_context_gets_its_own_address)
 
 	ASSERT_LE(0, a);
 	ASSERT_LE(0, b);
-	ASSERT_EQ(0, npu_bo_create(a, 8192, NPU_BO_PAGE_NORMAL_ONLY, &ca));
+	ASSERT_EQ(0, npu_bo_create(a, 8192, DRM_NPU_BO_PAGE_NORMAL_ONLY, &ca));
 	ASSERT_EQ(0, device_fill(a, ca.device_va, 8192, 0x0a0a0a0a));
 	/* B already uses the address A's buffer has in A. */
-	ASSERT_EQ(0, npu_bo_create(b, 8192, NPU_BO_PAGE_NORMAL_ONLY, &spacer));
+	ASSERT_EQ(0, npu_bo_create(b, 8192, DRM_NPU_BO_PAGE_NORMAL_ONLY, &spacer));
 	ASSERT_EQ(ca.device_va, spacer.device_va);
 
 	dmabuf = export_fd(a, ca.handle);
@@ -59,8 +59,8 @@ TEST(import_in_another_context_gets_its_own_address)
 	EXPECT_EQ(8192, ib.size);
 	/* The buffer is charged once, to its creator. */
 	ASSERT_EQ(0, ioctl(b, DRM_IOCTL_NPU_GET_MEM_USAGE, &ub1));
-	EXPECT_EQ(ub0.ctx_current[NPU_MEM_REGION_HBM], ub1.ctx_current[NPU_MEM_REGION_HBM]);
-	EXPECT_EQ(ub0.dev_current[NPU_MEM_REGION_HBM], ub1.dev_current[NPU_MEM_REGION_HBM]);
+	EXPECT_EQ(ub0.ctx_current[DRM_NPU_MEM_REGION_HBM], ub1.ctx_current[DRM_NPU_MEM_REGION_HBM]);
+	EXPECT_EQ(ub0.dev_current[DRM_NPU_MEM_REGION_HBM], ub1.dev_current[DRM_NPU_MEM_REGION_HBM]);
 
 	/* B's device writes through its own address; A sees them. */
 	ASSERT_EQ(0, device_fill(b, ib.device_va + 4096, 4096, 0x0b0b0b0b));
@@ -83,14 +83,14 @@ TEST(import_in_another_context_gets_its_own_address)
 TEST(shared_buffer_outlives_its_creator)
 {
 	int a = npu_open(), b = npu_open(), dmabuf;
-	uint64_t before = npu_dev_usage(b, NPU_MEM_REGION_HBM);
+	uint64_t before = npu_dev_usage(b, DRM_NPU_MEM_REGION_HBM);
 	struct drm_npu_bo_create ca;
 	struct drm_npu_bo_info ib;
 	uint32_t hb;
 
 	ASSERT_LE(0, a);
 	ASSERT_LE(0, b);
-	ASSERT_EQ(0, npu_bo_create(a, 4096, NPU_BO_PAGE_NORMAL_ONLY, &ca));
+	ASSERT_EQ(0, npu_bo_create(a, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &ca));
 	dmabuf = export_fd(a, ca.handle);
 	ASSERT_LE(0, dmabuf);
 	close(a);				/* the creator is gone */
@@ -98,9 +98,9 @@ TEST(shared_buffer_outlives_its_creator)
 	close(dmabuf);
 	ASSERT_EQ(0, npu_bo_info(b, hb, &ib));
 	EXPECT_EQ(0, device_fill(b, ib.device_va, 4096, 5));
-	EXPECT_EQ(before + 4096, npu_dev_usage(b, NPU_MEM_REGION_HBM));
+	EXPECT_EQ(before + 4096, npu_dev_usage(b, DRM_NPU_MEM_REGION_HBM));
 	ASSERT_EQ(0, npu_gem_close(b, hb));
-	EXPECT_EQ(before, npu_usage_settles(b, NPU_MEM_REGION_HBM, before));
+	EXPECT_EQ(before, npu_usage_settles(b, DRM_NPU_MEM_REGION_HBM, before));
 	close(b);
 }
 
@@ -112,7 +112,7 @@ TEST(another_process_uses_the_buffer)
 	pid_t pid;
 
 	ASSERT_LE(0, a);
-	ASSERT_EQ(0, npu_bo_create(a, 4096, NPU_BO_PAGE_NORMAL_ONLY, &ca));
+	ASSERT_EQ(0, npu_bo_create(a, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &ca));
 	dmabuf = export_fd(a, ca.handle);
 	ASSERT_LE(0, dmabuf);
 	pid = fork();
@@ -160,7 +160,7 @@ TEST(fdinfo_reports_the_context_memory)
 	int fd = npu_open();
 
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, npu_bo_create(fd, 1 << 20, NPU_BO_PAGE_NORMAL_ONLY, &c));
+	ASSERT_EQ(0, npu_bo_create(fd, 1 << 20, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c));
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
 	ASSERT_EQ(0, npu_read_file(path, buf, sizeof(buf)));
 	EXPECT_NE(NULL, strstr(buf, "drm-driver:\tnpu\n"));
@@ -182,7 +182,7 @@ TEST(fdinfo_reports_device_busy_time)
 	int fd = npu_open();
 
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, npu_bo_create(fd, 8 << 20, NPU_BO_PAGE_HUGE_FIRST, &c));
+	ASSERT_EQ(0, npu_bo_create(fd, 8 << 20, DRM_NPU_BO_PAGE_HUGE_FIRST, &c));
 	t = npu_task_fill(c.device_va, 8 << 20, 1);
 	for (int i = 0; i < 10; i++)
 		ASSERT_EQ(0, npu_submit(fd, &t, 1, &seq));
@@ -210,7 +210,7 @@ TEST(debugfs_shows_queues)
 	int fd = npu_open();
 
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, npu_bo_create(fd, 4096, NPU_BO_PAGE_NORMAL_ONLY, &c));
+	ASSERT_EQ(0, npu_bo_create(fd, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c));
 	t = npu_task_fill(c.device_va, 4096, 1);
 	ASSERT_EQ(0, npu_submit(fd, &t, 1, &seq));
 	ASSERT_EQ(0, npu_wait(fd, seq, 10 * SEC, NULL));

@@ -25,8 +25,8 @@ static uint32_t pattern(uint32_t salt, uint32_t q, uint64_t seq)
 /* One process's share. Returns 0, or a code saying what went wrong. */
 static int soak(uint32_t salt, int seconds, uint64_t *total)
 {
-	static const uint32_t prio[QUEUES] = { NPU_QUEUE_PRIORITY_LOW, NPU_QUEUE_PRIORITY_NORMAL,
-					       NPU_QUEUE_PRIORITY_HIGH, NPU_QUEUE_PRIORITY_NORMAL };
+	static const uint32_t prio[QUEUES] = { DRM_NPU_QUEUE_PRIORITY_LOW, DRM_NPU_QUEUE_PRIORITY_NORMAL,
+					       DRM_NPU_QUEUE_PRIORITY_HIGH, DRM_NPU_QUEUE_PRIORITY_NORMAL };
 	uint64_t submitted[QUEUES] = { 0 }, completed[QUEUES] = { 0 };
 	struct drm_npu_bo_create bo;
 	uint32_t qid[QUEUES], *map;
@@ -34,7 +34,7 @@ static int soak(uint32_t salt, int seconds, uint64_t *total)
 	time_t end;
 	int fd = npu_open();
 
-	if (fd < 0 || npu_bo_create(fd, QUEUES * SLOTS * 4, NPU_BO_PAGE_NORMAL_ONLY, &bo))
+	if (fd < 0 || npu_bo_create(fd, QUEUES * SLOTS * 4, DRM_NPU_BO_PAGE_NORMAL_ONLY, &bo))
 		return 1;
 	map = npu_bo_mmap(fd, bo.handle, QUEUES * SLOTS * 4);
 	if (map == MAP_FAILED)
@@ -55,7 +55,7 @@ static int soak(uint32_t salt, int seconds, uint64_t *total)
 							      pattern(salt, q, next));
 			struct drm_npu_submit s = { .tasks = (uintptr_t)&t, .count = 1,
 						    .queue = qid[q] };
-			struct drm_npu_wait w = { .timeout_ns = 30 * SEC, .queue = qid[q] };
+			struct drm_npu_wait w = { .deadline_ns = npu_deadline(30 * SEC), .queue = qid[q] };
 
 			if (submitted[q] - completed[q] >= WINDOW) {
 				w.seq = completed[q] + 1;
@@ -78,7 +78,7 @@ static int soak(uint32_t salt, int seconds, uint64_t *total)
 	*total = 0;
 	for (int q = 0; q < QUEUES; q++) {
 		while (completed[q] < submitted[q]) {
-			struct drm_npu_wait w = { .seq = completed[q] + 1, .timeout_ns = 30 * SEC,
+			struct drm_npu_wait w = { .seq = completed[q] + 1, .deadline_ns = npu_deadline(30 * SEC),
 						  .queue = qid[q] };
 
 			if (ioctl(fd, DRM_IOCTL_NPU_WAIT, &w))

@@ -60,16 +60,16 @@ static void parked_queue(struct __test_metadata *_metadata, int fd, uint32_t *q,
 	struct drm_npu_task t;
 	uint64_t seq;
 
-	ASSERT_EQ(0, npu_queue_create(fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 30000, q));
-	ASSERT_EQ(0, npu_sync_create(fd, NPU_SYNC_EVENT, never));
-	t = task1(NPU_TASK_EVENT_WAIT, *never);
+	ASSERT_EQ(0, npu_queue_create(fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 30000, q));
+	ASSERT_EQ(0, npu_sync_create(fd, DRM_NPU_SYNC_EVENT, never));
+	t = task1(DRM_NPU_TASK_EVENT_WAIT, *never);
 	ASSERT_EQ(0, npu_submit_on(fd, *q, &t, 1, &seq));
 }
 
 /* Record `ev` from the default queue and wait for that. */
 static void record(struct __test_metadata *_metadata, int fd, uint32_t ev)
 {
-	struct drm_npu_task t = task1(NPU_TASK_EVENT_RECORD, ev);
+	struct drm_npu_task t = task1(DRM_NPU_TASK_EVENT_RECORD, ev);
 	uint64_t seq;
 
 	ASSERT_EQ(0, npu_submit(fd, &t, 1, &seq));
@@ -109,7 +109,7 @@ FIXTURE_SETUP(st)
 {
 	self->fd = npu_open();
 	ASSERT_LE(0, self->fd);
-	self->buffers_before = npu_dev_usage(self->fd, NPU_MEM_REGION_HBM);
+	self->buffers_before = npu_dev_usage(self->fd, DRM_NPU_MEM_REGION_HBM);
 	self->syncs_before = syncs_in_use();
 }
 
@@ -120,8 +120,8 @@ FIXTURE_TEARDOWN(st)
 	close(self->fd);
 	fd = npu_open();
 	EXPECT_EQ(self->buffers_before,
-		  npu_usage_settles(fd, NPU_MEM_REGION_HBM, self->buffers_before));
-	EXPECT_EQ(0, npu_usage_settles(fd, NPU_MEM_REGION_QUEUES, 0));
+		  npu_usage_settles(fd, DRM_NPU_MEM_REGION_HBM, self->buffers_before));
+	EXPECT_EQ(0, npu_usage_settles(fd, DRM_NPU_MEM_REGION_QUEUES, 0));
 	EXPECT_EQ(self->syncs_before, syncs_settle(self->syncs_before));
 	close(fd);
 }
@@ -141,31 +141,31 @@ TEST_F(st, ioctls_refuse_reserved_fields_and_unknown_flags)
 	uint32_t q, ev, notify;
 	char *mem;
 
-	ASSERT_EQ(0, npu_bo_create(fd, PAGE, NPU_BO_PAGE_NORMAL_ONLY, &bo));
+	ASSERT_EQ(0, npu_bo_create(fd, PAGE, DRM_NPU_BO_PAGE_NORMAL_ONLY, &bo));
 
 	/* GET_PARAM */
 	for (int bit = 0; bit < 32; bit++) {
-		struct drm_npu_get_param p = { .param = NPU_PARAM_HBM_SIZE, .pad = 1u << bit };
+		struct drm_npu_get_param p = { .param = DRM_NPU_PARAM_HBM_SIZE, .flags = 1u << bit };
 
-		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_GET_PARAM, &p)) TH_LOG("pad bit %d", bit);
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_GET_PARAM, &p)) TH_LOG("bit %d", bit);
 	}
 
 	/* BO_CREATE: flags, and policies past the last. */
 	for (int bit = 0; bit < 32; bit++) {
 		struct drm_npu_bo_create c = {
-			.size = PAGE, .flags = 1u << bit, .page_policy = NPU_BO_PAGE_NORMAL_ONLY,
+			.size = PAGE, .flags = 1u << bit, .page_policy = DRM_NPU_BO_PAGE_NORMAL_ONLY,
 		};
 
 		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_BO_CREATE, &c)) TH_LOG("flag bit %d", bit);
 	}
-	EXPECT_EQ(-EINVAL, npu_bo_create(fd, PAGE, NPU_BO_PAGE_NORMAL_ONLY + 1, NULL));
+	EXPECT_EQ(-EINVAL, npu_bo_create(fd, PAGE, DRM_NPU_BO_PAGE_NORMAL_ONLY + 1, NULL));
 	EXPECT_EQ(-EINVAL, npu_bo_create(fd, PAGE, 0x80000000u, NULL));
 
 	/* BO_INFO */
 	for (int bit = 0; bit < 32; bit++) {
-		struct drm_npu_bo_info i = { .handle = bo.handle, .pad = 1u << bit };
+		struct drm_npu_bo_info i = { .handle = bo.handle, .flags = 1u << bit };
 
-		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_BO_INFO, &i)) TH_LOG("pad bit %d", bit);
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_BO_INFO, &i)) TH_LOG("bit %d", bit);
 	}
 
 	/* USERPTR: unknown flags, and its out fields must come in zero. */
@@ -182,10 +182,10 @@ TEST_F(st, ioctls_refuse_reserved_fields_and_unknown_flags)
 
 		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_USERPTR, &u));
 		u.handle = 0;
-		u.device_va = NPU_VA_BASE;
+		u.device_va = DRM_NPU_VA_BASE;
 		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_USERPTR, &u));
 		u.device_va = 0;
-		u.flags = NPU_USERPTR_READ_ONLY;
+		u.flags = DRM_NPU_USERPTR_READ_ONLY;
 		ASSERT_EQ(0, xioctl(fd, DRM_IOCTL_NPU_USERPTR, &u));
 		EXPECT_EQ(0, npu_gem_close(fd, u.handle));
 	}
@@ -197,7 +197,7 @@ TEST_F(st, ioctls_refuse_reserved_fields_and_unknown_flags)
 
 		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_GET_MEM_USAGE, &u)) TH_LOG("flag bit %d", bit);
 		u = (struct drm_npu_mem_usage){ .pad = 1u << bit };
-		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_GET_MEM_USAGE, &u)) TH_LOG("pad bit %d", bit);
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_GET_MEM_USAGE, &u)) TH_LOG("bit %d", bit);
 	}
 
 	/* QUEUE_CREATE: flags, pad, the out field; then the first queue is 1. */
@@ -206,28 +206,28 @@ TEST_F(st, ioctls_refuse_reserved_fields_and_unknown_flags)
 
 		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_QUEUE_CREATE, &c)) TH_LOG("flag bit %d", bit);
 		c = (struct drm_npu_queue_create){ .pad = 1u << bit };
-		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_QUEUE_CREATE, &c)) TH_LOG("pad bit %d", bit);
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_QUEUE_CREATE, &c)) TH_LOG("bit %d", bit);
 		c = (struct drm_npu_queue_create){ .queue = 1u << bit };
 		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_QUEUE_CREATE, &c)) TH_LOG("queue bit %d", bit);
 	}
-	EXPECT_EQ(-EINVAL, npu_queue_create(fd, NPU_QUEUE_PRIORITY_REALTIME + 1, 0, 0, &q));
+	EXPECT_EQ(-EINVAL, npu_queue_create(fd, DRM_NPU_QUEUE_PRIORITY_REALTIME + 1, 0, 0, &q));
 	EXPECT_EQ(-EINVAL, npu_queue_create(fd, 0x80000000u, 0, 0, &q));
-	EXPECT_EQ(-EINVAL, npu_queue_create(fd, 0, NPU_QUEUE_DEPTH_MIN / 2, 0, &q));
-	EXPECT_EQ(-EINVAL, npu_queue_create(fd, 0, NPU_QUEUE_DEPTH_MAX * 2, 0, &q));
-	EXPECT_EQ(-EINVAL, npu_queue_create(fd, 0, NPU_QUEUE_DEPTH_MIN + 4, 0, &q));
+	EXPECT_EQ(-EINVAL, npu_queue_create(fd, 0, DRM_NPU_QUEUE_DEPTH_MIN / 2, 0, &q));
+	EXPECT_EQ(-EINVAL, npu_queue_create(fd, 0, DRM_NPU_QUEUE_DEPTH_MAX * 2, 0, &q));
+	EXPECT_EQ(-EINVAL, npu_queue_create(fd, 0, DRM_NPU_QUEUE_DEPTH_MIN + 4, 0, &q));
 	EXPECT_EQ(-EINVAL, npu_queue_destroy(fd, 1));	/* none was made */
-	ASSERT_EQ(0, npu_queue_create(fd, NPU_QUEUE_PRIORITY_NORMAL, NPU_QUEUE_DEPTH_MIN, 0, &q));
+	ASSERT_EQ(0, npu_queue_create(fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, DRM_NPU_QUEUE_DEPTH_MIN, 0, &q));
 	EXPECT_EQ(1, q);
 
 	/* QUEUE_DESTROY and QUEUE_ABORT of that queue: the queue stays usable. */
 	for (int bit = 0; bit < 32; bit++) {
-		struct drm_npu_queue_destroy d = { .queue = q, .pad = 1u << bit };
+		struct drm_npu_queue_destroy d = { .queue = q, .flags = 1u << bit };
 
-		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_QUEUE_DESTROY, &d)) TH_LOG("pad bit %d", bit);
-		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_QUEUE_ABORT, &d)) TH_LOG("pad bit %d", bit);
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_QUEUE_DESTROY, &d)) TH_LOG("bit %d", bit);
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_QUEUE_ABORT, &d)) TH_LOG("bit %d", bit);
 	}
 	{
-		struct drm_npu_task t = task1(NPU_TASK_NOP, 0);
+		struct drm_npu_task t = task1(DRM_NPU_TASK_NOP, 0);
 		uint64_t seq;
 
 		ASSERT_EQ(0, npu_submit_on(fd, q, &t, 1, &seq));
@@ -240,26 +240,26 @@ TEST_F(st, ioctls_refuse_reserved_fields_and_unknown_flags)
 		struct drm_npu_sync_create c = { .kind = 0 };
 
 		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_SYNC_CREATE, &c));
-		c.kind = NPU_SYNC_NOTIFY + 1;
+		c.kind = DRM_NPU_SYNC_NOTIFY + 1;
 		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_SYNC_CREATE, &c));
 	}
 	for (int bit = 0; bit < 32; bit++) {
-		struct drm_npu_sync_create c = { .kind = NPU_SYNC_EVENT, .flags = 1u << bit };
+		struct drm_npu_sync_create c = { .kind = DRM_NPU_SYNC_EVENT, .flags = 1u << bit };
 
 		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_SYNC_CREATE, &c)) TH_LOG("flag bit %d", bit);
-		c = (struct drm_npu_sync_create){ .kind = NPU_SYNC_NOTIFY, .id = 1u << bit };
+		c = (struct drm_npu_sync_create){ .kind = DRM_NPU_SYNC_NOTIFY, .id = 1u << bit };
 		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_SYNC_CREATE, &c)) TH_LOG("id bit %d", bit);
-		c = (struct drm_npu_sync_create){ .kind = NPU_SYNC_EVENT, .pad = 1u << bit };
-		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_SYNC_CREATE, &c)) TH_LOG("pad bit %d", bit);
+		c = (struct drm_npu_sync_create){ .kind = DRM_NPU_SYNC_EVENT, .pad = 1u << bit };
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_SYNC_CREATE, &c)) TH_LOG("bit %d", bit);
 	}
-	ASSERT_EQ(0, npu_sync_create(fd, NPU_SYNC_EVENT, &ev));
-	ASSERT_EQ(0, npu_sync_create(fd, NPU_SYNC_NOTIFY, &notify));
+	ASSERT_EQ(0, npu_sync_create(fd, DRM_NPU_SYNC_EVENT, &ev));
+	ASSERT_EQ(0, npu_sync_create(fd, DRM_NPU_SYNC_NOTIFY, &notify));
 
 	/* SYNC_DESTROY: the event is still ours after each refusal. */
 	for (int bit = 0; bit < 32; bit++) {
-		struct drm_npu_sync_destroy d = { .id = ev, .pad = 1u << bit };
+		struct drm_npu_sync_destroy d = { .id = ev, .flags = 1u << bit };
 
-		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_SYNC_DESTROY, &d)) TH_LOG("pad bit %d", bit);
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_SYNC_DESTROY, &d)) TH_LOG("bit %d", bit);
 	}
 	{
 		struct drm_npu_event_query eq = { .id = ev };
@@ -268,22 +268,46 @@ TEST_F(st, ioctls_refuse_reserved_fields_and_unknown_flags)
 		EXPECT_EQ(0, eq.recorded);
 	}
 
-	/* EVENT_WAIT, on an event of ours that is not recorded. */
+	/* EVENT_QUERY: flags and pad. */
 	for (int bit = 0; bit < 32; bit++) {
-		struct drm_npu_event_wait w = { .id = ev, .pad = 1u << bit, .timeout_ns = 0 };
+		struct drm_npu_event_query eq = { .id = ev, .flags = 1u << bit };
 
-		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_EVENT_WAIT, &w)) TH_LOG("pad bit %d", bit);
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_EVENT_QUERY, &eq)) TH_LOG("bit %d", bit);
+		eq = (struct drm_npu_event_query){ .id = ev, .pad = 1u << bit };
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_EVENT_QUERY, &eq)) TH_LOG("bit %d", bit);
+	}
+
+	/* WAIT: flags and pad, on nothing to wait for (0 without them). */
+	for (int bit = 0; bit < 32; bit++) {
+		struct drm_npu_wait w = { .seq = 0, .flags = 1u << bit };
+
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_WAIT, &w)) TH_LOG("bit %d", bit);
+		w = (struct drm_npu_wait){ .seq = 0, .pad = 1u << bit };
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_WAIT, &w)) TH_LOG("bit %d", bit);
 	}
 	{
-		struct drm_npu_event_wait w = { .id = ev, .timeout_ns = 0 };
+		struct drm_npu_wait w = { .seq = 0 };
+
+		EXPECT_EQ(0, xioctl(fd, DRM_IOCTL_NPU_WAIT, &w));
+	}
+
+	/* EVENT_WAIT, on an event of ours that is not recorded. */
+	for (int bit = 0; bit < 32; bit++) {
+		struct drm_npu_event_wait w = { .id = ev, .flags = 1u << bit, .deadline_ns = 0 };
+
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_EVENT_WAIT, &w)) TH_LOG("bit %d", bit);
+	}
+	{
+		struct drm_npu_event_wait w = { .id = ev, .deadline_ns = 0 };
 
 		EXPECT_EQ(-ETIMEDOUT, xioctl(fd, DRM_IOCTL_NPU_EVENT_WAIT, &w));
 		record(_metadata, fd, ev);
 		for (int bit = 0; bit < 32; bit++) {
-			w = (struct drm_npu_event_wait){ .id = ev, .pad = 1u << bit, .timeout_ns = SEC };
-			EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_EVENT_WAIT, &w)) TH_LOG("pad bit %d", bit);
+			w = (struct drm_npu_event_wait){ .id = ev, .flags = 1u << bit,
+							 .deadline_ns = npu_deadline(SEC) };
+			EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_EVENT_WAIT, &w)) TH_LOG("bit %d", bit);
 		}
-		w = (struct drm_npu_event_wait){ .id = ev, .timeout_ns = SEC };
+		w = (struct drm_npu_event_wait){ .id = ev, .deadline_ns = npu_deadline(SEC) };
 		EXPECT_EQ(0, xioctl(fd, DRM_IOCTL_NPU_EVENT_WAIT, &w));
 	}
 
@@ -293,7 +317,7 @@ TEST_F(st, ioctls_refuse_reserved_fields_and_unknown_flags)
 
 		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_NOTIFY_EXPORT, &x)) TH_LOG("flag bit %d", bit);
 		x = (struct drm_npu_notify_export){ .id = notify, .pad = 1u << bit };
-		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_NOTIFY_EXPORT, &x)) TH_LOG("pad bit %d", bit);
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_NOTIFY_EXPORT, &x)) TH_LOG("bit %d", bit);
 		x = (struct drm_npu_notify_export){ .id = notify, .fd = (int32_t)(1u << bit) };
 		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_NOTIFY_EXPORT, &x)) TH_LOG("fd bit %d", bit);
 	}
@@ -312,14 +336,14 @@ TEST_F(st, ioctls_refuse_reserved_fields_and_unknown_flags)
 				TH_LOG("flag bit %d", bit);
 			im = (struct drm_npu_notify_import){ .fd = x.fd, .pad = 1u << bit };
 			EXPECT_EQ(-EINVAL, xioctl(other, DRM_IOCTL_NPU_NOTIFY_IMPORT, &im))
-				TH_LOG("pad bit %d", bit);
+				TH_LOG("bit %d", bit);
 			im = (struct drm_npu_notify_import){ .fd = x.fd, .id = 1u << bit };
 			EXPECT_EQ(-EINVAL, xioctl(other, DRM_IOCTL_NPU_NOTIFY_IMPORT, &im))
 				TH_LOG("id bit %d", bit);
 		}
 		/* Nothing was imported: the other context cannot use it yet. */
 		{
-			struct drm_npu_task t = task1(NPU_TASK_NOTIFY_RECORD, notify);
+			struct drm_npu_task t = task1(DRM_NPU_TASK_NOTIFY_RECORD, notify);
 			uint64_t seq;
 
 			EXPECT_EQ(-EINVAL, npu_submit(other, &t, 1, &seq));
@@ -336,16 +360,16 @@ TEST_F(st, ioctls_refuse_reserved_fields_and_unknown_flags)
 /* SUBMIT's own fields and its syncobj entries; nothing gets queued. */
 TEST_F(st, submit_refuses_reserved_fields_and_bad_syncobj_entries)
 {
-	struct drm_npu_syncobj many[NPU_SUBMIT_MAX_SYNCOBJS + 1];
-	struct drm_npu_task t = task1(NPU_TASK_NOP, 0);
+	struct drm_npu_syncobj many[DRM_NPU_SUBMIT_MAX_SYNCOBJS + 1];
+	struct drm_npu_task t = task1(DRM_NPU_TASK_NOP, 0);
 	struct drm_npu_submit s;
 	uint32_t q, done, fresh;
 
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
+	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
 	/* A signalled syncobj: waiting for it, or signalling it, works. */
 	ASSERT_EQ(0, drmSyncobjCreate(self->fd, DRM_SYNCOBJ_CREATE_SIGNALED, &done));
 	ASSERT_EQ(0, drmSyncobjCreate(self->fd, 0, &fresh));
-	for (int i = 0; i <= NPU_SUBMIT_MAX_SYNCOBJS; i++)
+	for (int i = 0; i <= DRM_NPU_SUBMIT_MAX_SYNCOBJS; i++)
 		many[i] = (struct drm_npu_syncobj){ .handle = done };
 
 	for (int bit = 0; bit < 32; bit++) {
@@ -354,7 +378,7 @@ TEST_F(st, submit_refuses_reserved_fields_and_bad_syncobj_entries)
 		EXPECT_EQ(-EINVAL, xioctl(self->fd, DRM_IOCTL_NPU_SUBMIT, &s)) TH_LOG("flag bit %d", bit);
 		s = (struct drm_npu_submit){ .tasks = (uintptr_t)&t, .count = 1, .queue = q,
 					     .pad = 1u << bit };
-		EXPECT_EQ(-EINVAL, xioctl(self->fd, DRM_IOCTL_NPU_SUBMIT, &s)) TH_LOG("pad bit %d", bit);
+		EXPECT_EQ(-EINVAL, xioctl(self->fd, DRM_IOCTL_NPU_SUBMIT, &s)) TH_LOG("bit %d", bit);
 
 		struct drm_npu_syncobj in = { .handle = done, .flags = 1u << bit };
 		struct drm_npu_syncobj out = { .handle = fresh, .flags = 1u << bit };
@@ -368,24 +392,24 @@ TEST_F(st, submit_refuses_reserved_fields_and_bad_syncobj_entries)
 	}
 	s = (struct drm_npu_submit){ .tasks = (uintptr_t)&t, .count = 1, .queue = q,
 				     .in_syncobjs = (uintptr_t)many,
-				     .in_count = NPU_SUBMIT_MAX_SYNCOBJS + 1 };
+				     .in_count = DRM_NPU_SUBMIT_MAX_SYNCOBJS + 1 };
 	EXPECT_EQ(-EINVAL, xioctl(self->fd, DRM_IOCTL_NPU_SUBMIT, &s));
 	s = (struct drm_npu_submit){ .tasks = (uintptr_t)&t, .count = 1, .queue = q,
 				     .out_syncobjs = (uintptr_t)many,
-				     .out_count = NPU_SUBMIT_MAX_SYNCOBJS + 1 };
+				     .out_count = DRM_NPU_SUBMIT_MAX_SYNCOBJS + 1 };
 	EXPECT_EQ(-EINVAL, xioctl(self->fd, DRM_IOCTL_NPU_SUBMIT, &s));
 
 	/* Nothing was queued; then the most each way is fine. */
 	EXPECT_EQ(-EINVAL, npu_wait_on(self->fd, q, 1, 0, NULL));
 	s = (struct drm_npu_submit){ .tasks = (uintptr_t)&t, .count = 1, .queue = q,
 				     .in_syncobjs = (uintptr_t)many,
-				     .in_count = NPU_SUBMIT_MAX_SYNCOBJS };
+				     .in_count = DRM_NPU_SUBMIT_MAX_SYNCOBJS };
 	EXPECT_EQ(0, xioctl(self->fd, DRM_IOCTL_NPU_SUBMIT, &s));
 	EXPECT_EQ(1, s.seq);
 	many[0].handle = fresh;
 	s = (struct drm_npu_submit){ .tasks = (uintptr_t)&t, .count = 1, .queue = q,
 				     .out_syncobjs = (uintptr_t)many,
-				     .out_count = NPU_SUBMIT_MAX_SYNCOBJS };
+				     .out_count = DRM_NPU_SUBMIT_MAX_SYNCOBJS };
 	EXPECT_EQ(0, xioctl(self->fd, DRM_IOCTL_NPU_SUBMIT, &s));
 	EXPECT_EQ(2, s.seq);
 	EXPECT_EQ(0, npu_wait_on(self->fd, q, 2, 10 * SEC, NULL));
@@ -405,24 +429,25 @@ TEST_F(st, tasks_refuse_unused_arguments_flags_and_padding)
 	uint32_t q, never, ev, n;
 	uint64_t seq;
 
-	ASSERT_EQ(0, npu_bo_create(self->fd, PAGE, NPU_BO_PAGE_NORMAL_ONLY, &bo));
+	ASSERT_EQ(0, npu_bo_create(self->fd, PAGE, DRM_NPU_BO_PAGE_NORMAL_ONLY, &bo));
 	parked_queue(_metadata, self->fd, &q, &never);
-	ASSERT_EQ(0, npu_sync_create(self->fd, NPU_SYNC_EVENT, &ev));
-	ASSERT_EQ(0, npu_sync_create(self->fd, NPU_SYNC_NOTIFY, &n));
+	ASSERT_EQ(0, npu_sync_create(self->fd, DRM_NPU_SYNC_EVENT, &ev));
+	ASSERT_EQ(0, npu_sync_create(self->fd, DRM_NPU_SYNC_NOTIFY, &n));
 
 	const uint64_t va = bo.device_va;
 	const struct { struct drm_npu_task t; int used; } good[] = {
-		{ { .type = NPU_TASK_NOP }, 0 },
-		{ { .type = NPU_TASK_COPY, .args = { va, va + 64, 64 } }, 3 },
-		{ { .type = NPU_TASK_FILL, .args = { va, 64, 0xffffffffu } }, 3 },
-		{ { .type = NPU_TASK_KERNEL, .args = { va, NPU_MAX_BLOCK_DIM } }, 2 },
-		{ { .type = NPU_TASK_TIMESTAMP, .args = { va + 8 } }, 1 },
-		{ { .type = NPU_TASK_BARRIER }, 0 },
-		{ { .type = NPU_TASK_EVENT_RECORD, .args = { ev } }, 1 },
-		{ { .type = NPU_TASK_EVENT_WAIT, .args = { ev } }, 1 },
-		{ { .type = NPU_TASK_EVENT_RESET, .args = { ev } }, 1 },
-		{ { .type = NPU_TASK_NOTIFY_RECORD, .args = { n } }, 1 },
-		{ { .type = NPU_TASK_NOTIFY_WAIT, .args = { n } }, 1 },
+		{ { .type = DRM_NPU_TASK_NOP }, 0 },
+		{ { .type = DRM_NPU_TASK_COPY, .args = { va, va + 64, 64 } }, 3 },
+		{ { .type = DRM_NPU_TASK_FILL, .args = { va, 64, 0xffffffffu } }, 3 },
+		{ { .type = DRM_NPU_TASK_KERNEL,
+		    .args = { va, DRM_NPU_MAX_BLOCK_DIM, DRM_NPU_KERNEL_ARGS_MAX } }, 3 },
+		{ { .type = DRM_NPU_TASK_TIMESTAMP, .args = { va + 8 } }, 1 },
+		{ { .type = DRM_NPU_TASK_BARRIER }, 0 },
+		{ { .type = DRM_NPU_TASK_EVENT_RECORD, .args = { ev } }, 1 },
+		{ { .type = DRM_NPU_TASK_EVENT_WAIT, .args = { ev } }, 1 },
+		{ { .type = DRM_NPU_TASK_EVENT_RESET, .args = { ev } }, 1 },
+		{ { .type = DRM_NPU_TASK_NOTIFY_RECORD, .args = { n } }, 1 },
+		{ { .type = DRM_NPU_TASK_NOTIFY_WAIT, .args = { n } }, 1 },
 	};
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
 		struct drm_npu_task t;
@@ -454,22 +479,27 @@ TEST_F(st, tasks_refuse_unused_arguments_flags_and_padding)
 	/* Each type's own argument checks, at the edge. */
 	const struct drm_npu_task bad[] = {
 		{ .type = 3 }, { .type = 12 }, { .type = 0xffff },
-		{ .type = NPU_TASK_COPY, .args = { va, va, 0 } },
-		{ .type = NPU_TASK_FILL, .args = { va, 0, 0 } },
-		{ .type = NPU_TASK_FILL, .args = { va, 2, 0 } },
-		{ .type = NPU_TASK_FILL, .args = { va, 6, 0 } },
-		{ .type = NPU_TASK_FILL, .args = { va + 1, 4, 0 } },
-		{ .type = NPU_TASK_FILL, .args = { va + 2, 4, 0 } },
-		{ .type = NPU_TASK_FILL, .args = { va, 4, 1ull << 32 } },
-		{ .type = NPU_TASK_KERNEL, .args = { va, NPU_MAX_BLOCK_DIM + 1 } },
-		{ .type = NPU_TASK_TIMESTAMP, .args = { va + 4 } },
-		{ .type = NPU_TASK_TIMESTAMP, .args = { va + 1 } },
-		{ .type = NPU_TASK_EVENT_RECORD, .args = { n } },	/* kinds do not mix */
-		{ .type = NPU_TASK_NOTIFY_WAIT, .args = { ev } },
-		{ .type = NPU_TASK_EVENT_WAIT, .args = { (1ull << 32) | ev } },
+		{ .type = DRM_NPU_TASK_COPY, .args = { va, va, 0 } },
+		{ .type = DRM_NPU_TASK_FILL, .args = { va, 0, 0 } },
+		{ .type = DRM_NPU_TASK_FILL, .args = { va, 2, 0 } },
+		{ .type = DRM_NPU_TASK_FILL, .args = { va, 6, 0 } },
+		{ .type = DRM_NPU_TASK_FILL, .args = { va + 1, 4, 0 } },
+		{ .type = DRM_NPU_TASK_FILL, .args = { va + 2, 4, 0 } },
+		{ .type = DRM_NPU_TASK_FILL, .args = { va, 4, 1ull << 32 } },
+		{ .type = DRM_NPU_TASK_KERNEL,
+		  .args = { va, DRM_NPU_MAX_BLOCK_DIM + 1, sizeof(struct npu_op_args) } },
+		/* the argument block's size: zero, one past the maximum, huge */
+		{ .type = DRM_NPU_TASK_KERNEL, .args = { va, 0, 0 } },
+		{ .type = DRM_NPU_TASK_KERNEL, .args = { va, 0, DRM_NPU_KERNEL_ARGS_MAX + 1 } },
+		{ .type = DRM_NPU_TASK_KERNEL, .args = { va, 0, 1ull << 63 } },
+		{ .type = DRM_NPU_TASK_TIMESTAMP, .args = { va + 4 } },
+		{ .type = DRM_NPU_TASK_TIMESTAMP, .args = { va + 1 } },
+		{ .type = DRM_NPU_TASK_EVENT_RECORD, .args = { n } },	/* kinds do not mix */
+		{ .type = DRM_NPU_TASK_NOTIFY_WAIT, .args = { ev } },
+		{ .type = DRM_NPU_TASK_EVENT_WAIT, .args = { (1ull << 32) | ev } },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct drm_npu_task pair[2] = { task1(NPU_TASK_NOP, 0), bad[i] };
+		struct drm_npu_task pair[2] = { task1(DRM_NPU_TASK_NOP, 0), bad[i] };
 
 		EXPECT_EQ(-EINVAL, npu_submit_on(self->fd, q, pair, 2, &seq)) TH_LOG("bad task %zu", i);
 		EXPECT_EQ(-EINVAL, npu_submit_on(self->fd, q, &bad[i], 1, &seq)) TH_LOG("bad task %zu", i);
@@ -519,7 +549,7 @@ static int uring_run(struct io_uring *r, int fd, uint32_t op, const void *payloa
 
 TEST_F(st, uring_commands_refuse_reserved_fields_and_unknown_flags)
 {
-	struct drm_npu_task t = task1(NPU_TASK_NOP, 0), bad = task1(NPU_TASK_BARRIER, 1);
+	struct drm_npu_task t = task1(DRM_NPU_TASK_NOP, 0), bad = task1(DRM_NPU_TASK_BARRIER, 1);
 	struct drm_npu_syncobj in = { 0 }, out = { 0 };
 	struct io_uring ring;
 	struct drm_npu_submit s;
@@ -527,41 +557,41 @@ TEST_F(st, uring_commands_refuse_reserved_fields_and_unknown_flags)
 	uint32_t q, ev, done, fresh;
 
 	ASSERT_EQ(0, io_uring_queue_init(8, &ring, URING_FLAGS));
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
-	ASSERT_EQ(0, npu_sync_create(self->fd, NPU_SYNC_EVENT, &ev));
+	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
+	ASSERT_EQ(0, npu_sync_create(self->fd, DRM_NPU_SYNC_EVENT, &ev));
 	ASSERT_EQ(0, drmSyncobjCreate(self->fd, DRM_SYNCOBJ_CREATE_SIGNALED, &done));
 	ASSERT_EQ(0, drmSyncobjCreate(self->fd, 0, &fresh));
 
 	for (int bit = 0; bit < 32; bit++) {
 		s = (struct drm_npu_submit){ .tasks = (uintptr_t)&t, .count = 1, .queue = q,
 					     .flags = 1u << bit };
-		ASSERT_EQ(0, uring_run(&ring, self->fd, NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
+		ASSERT_EQ(0, uring_run(&ring, self->fd, DRM_NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
 		EXPECT_EQ(-EINVAL, c.res) TH_LOG("SUBMIT flag bit %d", bit);
 		s = (struct drm_npu_submit){ .tasks = (uintptr_t)&t, .count = 1, .queue = q,
 					     .pad = 1u << bit };
-		ASSERT_EQ(0, uring_run(&ring, self->fd, NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
+		ASSERT_EQ(0, uring_run(&ring, self->fd, DRM_NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
 		EXPECT_EQ(-EINVAL, c.res) TH_LOG("SUBMIT pad bit %d", bit);
 		in = (struct drm_npu_syncobj){ .handle = done, .flags = 1u << bit };
 		s = (struct drm_npu_submit){ .tasks = (uintptr_t)&t, .count = 1, .queue = q,
 					     .in_syncobjs = (uintptr_t)&in, .in_count = 1 };
-		ASSERT_EQ(0, uring_run(&ring, self->fd, NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
+		ASSERT_EQ(0, uring_run(&ring, self->fd, DRM_NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
 		EXPECT_EQ(-EINVAL, c.res) TH_LOG("SUBMIT in-syncobj flag bit %d", bit);
 		out = (struct drm_npu_syncobj){ .handle = fresh, .flags = 1u << bit };
 		s = (struct drm_npu_submit){ .tasks = (uintptr_t)&t, .count = 1, .queue = q,
 					     .out_syncobjs = (uintptr_t)&out, .out_count = 1 };
-		ASSERT_EQ(0, uring_run(&ring, self->fd, NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
+		ASSERT_EQ(0, uring_run(&ring, self->fd, DRM_NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
 		EXPECT_EQ(-EINVAL, c.res) TH_LOG("SUBMIT out-syncobj flag bit %d", bit);
 	}
 	s = (struct drm_npu_submit){ .tasks = (uintptr_t)&bad, .count = 1, .queue = q };
-	ASSERT_EQ(0, uring_run(&ring, self->fd, NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
+	ASSERT_EQ(0, uring_run(&ring, self->fd, DRM_NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
 	EXPECT_EQ(-EINVAL, c.res);
 	s = (struct drm_npu_submit){ .tasks = (uintptr_t)&t, .count = 1, .queue = q, .seq = 1ull << 63 };
-	ASSERT_EQ(0, uring_run(&ring, self->fd, NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
+	ASSERT_EQ(0, uring_run(&ring, self->fd, DRM_NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
 	EXPECT_EQ(-EINVAL, c.res);
 
 	/* Nothing was queued: this is the queue's first batch. */
 	s = (struct drm_npu_submit){ .tasks = (uintptr_t)&t, .count = 1, .queue = q };
-	ASSERT_EQ(0, uring_run(&ring, self->fd, NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
+	ASSERT_EQ(0, uring_run(&ring, self->fd, DRM_NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
 	EXPECT_EQ(0, c.res);
 	EXPECT_EQ(1, c.res2);
 
@@ -569,13 +599,13 @@ TEST_F(st, uring_commands_refuse_reserved_fields_and_unknown_flags)
 	for (int bit = 0; bit < 32; bit++) {
 		struct drm_npu_uring_wait w = { .seq = 1, .queue = q, .flags = 1u << bit };
 
-		ASSERT_EQ(0, uring_run(&ring, self->fd, NPU_URING_CMD_WAIT, &w, sizeof(w), &c));
+		ASSERT_EQ(0, uring_run(&ring, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), &c));
 		EXPECT_EQ(-EINVAL, c.res) TH_LOG("WAIT flag bit %d", bit);
 	}
 	{
 		struct drm_npu_uring_wait w = { .seq = 1, .queue = q };
 
-		ASSERT_EQ(0, uring_run(&ring, self->fd, NPU_URING_CMD_WAIT, &w, sizeof(w), &c));
+		ASSERT_EQ(0, uring_run(&ring, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), &c));
 		EXPECT_EQ(0, c.res);
 	}
 
@@ -584,13 +614,13 @@ TEST_F(st, uring_commands_refuse_reserved_fields_and_unknown_flags)
 	for (int bit = 0; bit < 32; bit++) {
 		struct drm_npu_uring_event_wait w = { .id = ev, .flags = 1u << bit };
 
-		ASSERT_EQ(0, uring_run(&ring, self->fd, NPU_URING_CMD_EVENT_WAIT, &w, sizeof(w), &c));
+		ASSERT_EQ(0, uring_run(&ring, self->fd, DRM_NPU_URING_CMD_EVENT_WAIT, &w, sizeof(w), &c));
 		EXPECT_EQ(-EINVAL, c.res) TH_LOG("EVENT_WAIT flag bit %d", bit);
 	}
 	{
 		struct drm_npu_uring_event_wait w = { .id = ev };
 
-		ASSERT_EQ(0, uring_run(&ring, self->fd, NPU_URING_CMD_EVENT_WAIT, &w, sizeof(w), &c));
+		ASSERT_EQ(0, uring_run(&ring, self->fd, DRM_NPU_URING_CMD_EVENT_WAIT, &w, sizeof(w), &c));
 		EXPECT_EQ(0, c.res);
 	}
 	drmSyncobjDestroy(self->fd, done);
@@ -608,7 +638,7 @@ static void adjacent_pair(struct __test_metadata *_metadata, int fd,
 	int n, ia = -1, ib = -1;
 
 	for (n = 0; n < 8 && ia < 0; n++) {
-		ASSERT_EQ(0, npu_bo_create(fd, PAGE, NPU_BO_PAGE_NORMAL_ONLY, &c[n]));
+		ASSERT_EQ(0, npu_bo_create(fd, PAGE, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c[n]));
 		for (int i = 0; i < n && ia < 0; i++) {
 			if (c[i].device_va + c[i].size == c[n].device_va) {
 				ia = i;
@@ -645,24 +675,24 @@ static void check_hold(struct __test_metadata *_metadata, int fd, const char *wh
 	uint32_t q, go;
 
 	adjacent_pair(_metadata, fd, &a, &b);
-	ASSERT_EQ(0, npu_queue_create(fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 30000, &q));
-	ASSERT_EQ(0, npu_sync_create(fd, NPU_SYNC_EVENT, &go));
-	batch[0] = task1(NPU_TASK_EVENT_WAIT, go);
+	ASSERT_EQ(0, npu_queue_create(fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 30000, &q));
+	ASSERT_EQ(0, npu_sync_create(fd, DRM_NPU_SYNC_EVENT, &go));
+	batch[0] = task1(DRM_NPU_TASK_EVENT_WAIT, go);
 	batch[1] = make(a.device_va, b.device_va);
 	ASSERT_EQ(0, npu_submit_on(fd, q, batch, 2, &seq));
 
-	before = npu_dev_usage(fd, NPU_MEM_REGION_HBM);
+	before = npu_dev_usage(fd, DRM_NPU_MEM_REGION_HBM);
 	ASSERT_EQ(0, npu_gem_close(fd, a.handle));
 	ASSERT_EQ(0, npu_gem_close(fd, b.handle));
 	want = before - (holds & HOLD_A ? 0 : PAGE) - (holds & HOLD_B ? 0 : PAGE);
-	EXPECT_EQ(want, npu_usage_settles(fd, NPU_MEM_REGION_HBM, want))
+	EXPECT_EQ(want, npu_usage_settles(fd, DRM_NPU_MEM_REGION_HBM, want))
 		TH_LOG("%s: a %sheld, b %sheld", what, holds & HOLD_A ? "" : "not ",
 		       holds & HOLD_B ? "" : "not ");
 
 	record(_metadata, fd, go);
 	EXPECT_EQ(0, npu_wait_on(fd, q, seq, 10 * SEC, NULL)) TH_LOG("%s", what);
 	want = before - 2 * PAGE;
-	EXPECT_EQ(want, npu_usage_settles(fd, NPU_MEM_REGION_HBM, want)) TH_LOG("%s", what);
+	EXPECT_EQ(want, npu_usage_settles(fd, DRM_NPU_MEM_REGION_HBM, want)) TH_LOG("%s", what);
 	EXPECT_EQ(0, npu_queue_destroy(fd, q));
 	struct drm_npu_sync_destroy d = { .id = go };
 	EXPECT_EQ(0, xioctl(fd, DRM_IOCTL_NPU_SYNC_DESTROY, &d));
@@ -700,12 +730,12 @@ static struct drm_npu_task copy_first_byte_of_b(uint64_t a, uint64_t b)
 
 static struct drm_npu_task stamp_end_of_a(uint64_t a, uint64_t b)
 {
-	return task1(NPU_TASK_TIMESTAMP, b - 8);		/* [b - 8, b) */
+	return task1(DRM_NPU_TASK_TIMESTAMP, b - 8);		/* [b - 8, b) */
 }
 
 static struct drm_npu_task stamp_start_of_b(uint64_t a, uint64_t b)
 {
-	return task1(NPU_TASK_TIMESTAMP, b);			/* [b, b + 8) */
+	return task1(DRM_NPU_TASK_TIMESTAMP, b);			/* [b, b + 8) */
 }
 
 static struct drm_npu_task copy_b_to_a(uint64_t a, uint64_t b)
@@ -765,11 +795,11 @@ TEST_F(st, a_closed_buffers_translation_is_forgotten)
 	/* The other context's tables exist before anything is freed. */
 	other = npu_open();
 	ASSERT_LE(0, other);
-	ASSERT_EQ(0, npu_bo_create(other, PAGE, NPU_BO_PAGE_NORMAL_ONLY, &p));
+	ASSERT_EQ(0, npu_bo_create(other, PAGE, DRM_NPU_BO_PAGE_NORMAL_ONLY, &p));
 
-	ASSERT_EQ(0, npu_bo_create(self->fd, PAGE, NPU_BO_PAGE_NORMAL_ONLY, &x));
-	ASSERT_EQ(0, npu_bo_create(self->fd, A_SIZE, NPU_BO_PAGE_NORMAL_ONLY, &a));
-	ASSERT_EQ(0, npu_bo_create(self->fd, PAGE, NPU_BO_PAGE_NORMAL_ONLY, &y));
+	ASSERT_EQ(0, npu_bo_create(self->fd, PAGE, DRM_NPU_BO_PAGE_NORMAL_ONLY, &x));
+	ASSERT_EQ(0, npu_bo_create(self->fd, A_SIZE, DRM_NPU_BO_PAGE_NORMAL_ONLY, &a));
+	ASSERT_EQ(0, npu_bo_create(self->fd, PAGE, DRM_NPU_BO_PAGE_NORMAL_ONLY, &y));
 	pa = npu_bo_mmap(self->fd, a.handle, A_SIZE);
 	ASSERT_NE(MAP_FAILED, pa);
 
@@ -781,13 +811,13 @@ TEST_F(st, a_closed_buffers_translation_is_forgotten)
 	munmap(pa, A_SIZE);
 
 	/* Closed, and released (the finished batch lets go from a worker). */
-	used = npu_dev_usage(self->fd, NPU_MEM_REGION_HBM);
+	used = npu_dev_usage(self->fd, DRM_NPU_MEM_REGION_HBM);
 	ASSERT_EQ(0, npu_gem_close(self->fd, a.handle));
-	ASSERT_EQ(used - A_SIZE, npu_usage_settles(self->fd, NPU_MEM_REGION_HBM, used - A_SIZE));
+	ASSERT_EQ(used - A_SIZE, npu_usage_settles(self->fd, DRM_NPU_MEM_REGION_HBM, used - A_SIZE));
 
 	/* a's HBM goes to the other context; a's VA to a new buffer here. */
-	ASSERT_EQ(0, npu_bo_create(other, A_SIZE, NPU_BO_PAGE_NORMAL_ONLY, &b));
-	ASSERT_EQ(0, npu_bo_create(self->fd, A_SIZE, NPU_BO_PAGE_NORMAL_ONLY, &c));
+	ASSERT_EQ(0, npu_bo_create(other, A_SIZE, DRM_NPU_BO_PAGE_NORMAL_ONLY, &b));
+	ASSERT_EQ(0, npu_bo_create(self->fd, A_SIZE, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c));
 	ASSERT_EQ(a.device_va, c.device_va) TH_LOG("the new buffer did not get the old VA");
 	pb = npu_bo_mmap(other, b.handle, A_SIZE);
 	pc = npu_bo_mmap(self->fd, c.handle, A_SIZE);
@@ -817,9 +847,9 @@ TEST_F(st, a_closed_buffers_translation_is_forgotten)
 static uint64_t new_buffer(struct __test_metadata *_metadata, int fd,
 			   struct drm_npu_bo_create *bo)
 {
-	uint64_t base = npu_dev_usage(fd, NPU_MEM_REGION_HBM);
+	uint64_t base = npu_dev_usage(fd, DRM_NPU_MEM_REGION_HBM);
 
-	EXPECT_EQ(0, npu_bo_create(fd, PAGE, NPU_BO_PAGE_NORMAL_ONLY, bo));
+	EXPECT_EQ(0, npu_bo_create(fd, PAGE, DRM_NPU_BO_PAGE_NORMAL_ONLY, bo));
 	return base;
 }
 
@@ -828,7 +858,7 @@ static void freed_on_close(struct __test_metadata *_metadata, int fd, uint32_t h
 			   uint64_t base, const char *what)
 {
 	EXPECT_EQ(0, npu_gem_close(fd, handle));
-	EXPECT_EQ(base, npu_usage_settles(fd, NPU_MEM_REGION_HBM, base)) TH_LOG("%s", what);
+	EXPECT_EQ(base, npu_usage_settles(fd, DRM_NPU_MEM_REGION_HBM, base)) TH_LOG("%s", what);
 }
 
 TEST_F(st, a_failed_submit_keeps_no_reference)
@@ -839,16 +869,16 @@ TEST_F(st, a_failed_submit_keeps_no_reference)
 	uint64_t base, seq;
 	uint32_t q, ev, n, empty, signalled;
 
-	ASSERT_EQ(0, npu_sync_create(self->fd, NPU_SYNC_EVENT, &ev));
-	ASSERT_EQ(0, npu_sync_create(self->fd, NPU_SYNC_NOTIFY, &n));
+	ASSERT_EQ(0, npu_sync_create(self->fd, DRM_NPU_SYNC_EVENT, &ev));
+	ASSERT_EQ(0, npu_sync_create(self->fd, DRM_NPU_SYNC_NOTIFY, &n));
 
 	/* A failed (aborted) queue: -EIO after the job took its references. */
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
+	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
 	abort_q.queue = q;
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_QUEUE_ABORT, &abort_q));
 	base = new_buffer(_metadata, self->fd, &bo);
 	t[0] = npu_task_fill(bo.device_va, PAGE, 1);
-	t[1] = task1(NPU_TASK_EVENT_RECORD, ev);
+	t[1] = task1(DRM_NPU_TASK_EVENT_RECORD, ev);
 	EXPECT_EQ(-EIO, npu_submit_on(self->fd, q, t, 2, &seq));
 	freed_on_close(_metadata, self->fd, bo.handle, base, "aborted queue");
 
@@ -862,15 +892,15 @@ TEST_F(st, a_failed_submit_keeps_no_reference)
 	/* A bad event or notify after the buffer's range. */
 	base = new_buffer(_metadata, self->fd, &bo);
 	t[0] = npu_task_fill(bo.device_va, PAGE, 1);
-	t[1] = task1(NPU_TASK_EVENT_WAIT, n);
+	t[1] = task1(DRM_NPU_TASK_EVENT_WAIT, n);
 	EXPECT_EQ(-EINVAL, npu_submit(self->fd, t, 2, &seq));
-	t[1] = task1(NPU_TASK_NOTIFY_RECORD, 4000);
+	t[1] = task1(DRM_NPU_TASK_NOTIFY_RECORD, 4000);
 	EXPECT_EQ(-EINVAL, npu_submit(self->fd, t, 2, &seq));
 	/* Many syncs (the array grows) and then a bad one. */
 	many[0] = t[0];
 	for (int i = 1; i < 11; i++)
-		many[i] = task1(NPU_TASK_EVENT_RESET, ev);
-	many[11] = task1(NPU_TASK_EVENT_RESET, n);
+		many[i] = task1(DRM_NPU_TASK_EVENT_RESET, ev);
+	many[11] = task1(DRM_NPU_TASK_EVENT_RESET, n);
 	EXPECT_EQ(-EINVAL, npu_submit(self->fd, many, 12, &seq));
 	freed_on_close(_metadata, self->fd, bo.handle, base, "bad sync in the batch");
 
@@ -916,13 +946,13 @@ TEST_F(st, a_submit_finding_no_queue_keeps_no_reference)
 	uint64_t base, seq, per_ctx = 0;
 	uint32_t q;
 
-	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_QUEUES_PER_CONTEXT, &per_ctx));
+	ASSERT_EQ(0, npu_get_param(self->fd, DRM_NPU_PARAM_QUEUES_PER_CONTEXT, &per_ctx));
 	/* Every hardware queue, in as many files as the per-context limit needs. */
 	while (nfds < 16) {
 		fds[nfds] = npu_open();
 		ASSERT_LE(0, fds[nfds]);
 		made = 0;
-		while (!(ret = npu_queue_create(fds[nfds], NPU_QUEUE_PRIORITY_LOW, 0, 0, &q)))
+		while (!(ret = npu_queue_create(fds[nfds], DRM_NPU_QUEUE_PRIORITY_LOW, 0, 0, &q)))
 			made++;
 		nfds++;
 		ASSERT_EQ(-EBUSY, ret);
@@ -956,7 +986,7 @@ TEST_F_TIMEOUT(st, a_submit_to_a_full_queue_keeps_no_reference, 120)
 	struct sigaction sa = { .sa_handler = on_alarm };	/* no SA_RESTART */
 	struct itimerval it = { .it_value = { .tv_usec = 100000 },
 				.it_interval = { .tv_usec = 100000 } };
-	static struct drm_npu_task nops[NPU_SUBMIT_MAX_TASKS];
+	static struct drm_npu_task nops[DRM_NPU_SUBMIT_MAX_TASKS];
 	struct drm_npu_bo_create bo;
 	struct drm_npu_task t;
 	uint64_t base, seq;
@@ -967,7 +997,7 @@ TEST_F_TIMEOUT(st, a_submit_to_a_full_queue_keeps_no_reference, 120)
 	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));
 	ASSERT_EQ(0, setitimer(ITIMER_REAL, &it, NULL));
 	/* Full batches until one has to wait (and a tick interrupts it). */
-	for (n = 0; n < 1000 && !(ret = npu_submit_on(self->fd, q, nops, NPU_SUBMIT_MAX_TASKS, &seq)); n++)
+	for (n = 0; n < 1000 && !(ret = npu_submit_on(self->fd, q, nops, DRM_NPU_SUBMIT_MAX_TASKS, &seq)); n++)
 		;
 	EXPECT_TRUE(ret == 0 || ret == -EINTR) TH_LOG("%d", ret);
 
@@ -982,11 +1012,11 @@ TEST_F_TIMEOUT(st, a_submit_to_a_full_queue_keeps_no_reference, 120)
 	} else {
 		EXPECT_EQ(0, ret);
 		EXPECT_EQ(0, npu_gem_close(self->fd, bo.handle));
-		EXPECT_EQ(base + PAGE, npu_dev_usage(self->fd, NPU_MEM_REGION_HBM))
+		EXPECT_EQ(base + PAGE, npu_dev_usage(self->fd, DRM_NPU_MEM_REGION_HBM))
 			TH_LOG("a queued batch let go of its buffer");
 	}
 	EXPECT_EQ(0, npu_queue_destroy(self->fd, q));
-	EXPECT_EQ(base, npu_usage_settles(self->fd, NPU_MEM_REGION_HBM, base));
+	EXPECT_EQ(base, npu_usage_settles(self->fd, DRM_NPU_MEM_REGION_HBM, base));
 }
 
 /* The same through io_uring: SUBMIT to a failed queue. */
@@ -1002,16 +1032,16 @@ TEST_F(st, a_failed_uring_submit_keeps_no_reference)
 	uint32_t q;
 
 	ASSERT_EQ(0, io_uring_queue_init(8, &ring, URING_FLAGS));
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
+	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
 	abort_q.queue = q;
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_QUEUE_ABORT, &abort_q));
 	base = new_buffer(_metadata, self->fd, &bo);
 	t = npu_task_fill(bo.device_va, PAGE, 1);
 	s = (struct drm_npu_submit){ .tasks = (uintptr_t)&t, .count = 1, .queue = q };
-	ASSERT_EQ(0, uring_run(&ring, self->fd, NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
+	ASSERT_EQ(0, uring_run(&ring, self->fd, DRM_NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
 	EXPECT_EQ(-EIO, c.res);
 	s.queue = q + 1;
-	ASSERT_EQ(0, uring_run(&ring, self->fd, NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
+	ASSERT_EQ(0, uring_run(&ring, self->fd, DRM_NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
 	EXPECT_EQ(-EINVAL, c.res);
 	freed_on_close(_metadata, self->fd, bo.handle, base, "io_uring");
 	io_uring_queue_exit(&ring);
@@ -1038,12 +1068,12 @@ TEST_F_TIMEOUT(st, a_failed_queue_goes_without_waiting_for_its_dependencies, 60)
 	parked_queue(_metadata, self->fd, &blocked, &never);
 	ASSERT_EQ(0, drmSyncobjCreate(self->fd, 0, &sync.handle));
 	/* The syncobj gets a batch behind the blocked one. */
-	t = task1(NPU_TASK_NOP, 0);
+	t = task1(DRM_NPU_TASK_NOP, 0);
 	s = (struct drm_npu_submit){ .tasks = (uintptr_t)&t, .count = 1, .queue = blocked,
 				     .out_syncobjs = (uintptr_t)&sync, .out_count = 1 };
 	ASSERT_EQ(0, xioctl(self->fd, DRM_IOCTL_NPU_SUBMIT, &s));
 
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
+	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
 	ASSERT_EQ(0, drmSyncobjCreate(self->fd, 0, &done.handle));
 	s = (struct drm_npu_submit){ .tasks = (uintptr_t)&t, .count = 1, .queue = q,
 				     .in_syncobjs = (uintptr_t)&sync, .in_count = 1 };
@@ -1058,7 +1088,7 @@ TEST_F_TIMEOUT(st, a_failed_queue_goes_without_waiting_for_its_dependencies, 60)
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
 		sleep(10);
-		t = task1(NPU_TASK_EVENT_RECORD, never);
+		t = task1(DRM_NPU_TASK_EVENT_RECORD, never);
 		_exit(npu_submit(self->fd, &t, 1, &seq) ? 1 : 0);
 	}
 	abort_q.queue = q;
@@ -1080,7 +1110,7 @@ TEST_F_TIMEOUT(st, a_failed_queue_goes_without_waiting_for_its_dependencies, 60)
 	/* Done waiting: the gate opens now, not in 10 s. */
 	kill(pid, SIGKILL);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	t = task1(NPU_TASK_EVENT_RECORD, never);
+	t = task1(DRM_NPU_TASK_EVENT_RECORD, never);
 	EXPECT_EQ(0, npu_submit(self->fd, &t, 1, &seq));
 	EXPECT_EQ(0, npu_wait(self->fd, seq, 10 * SEC, NULL));
 	drmSyncobjDestroy(self->fd, sync.handle);
@@ -1100,7 +1130,7 @@ static void *create_queues(void *arg)
 	struct creator *c = arg;
 	uint32_t id;
 
-	while (c->n < 16 && !npu_queue_create(c->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &id))
+	while (c->n < 16 && !npu_queue_create(c->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &id))
 		c->ids[c->n++] = id;
 	return NULL;
 }
@@ -1115,7 +1145,7 @@ TEST_F(st, concurrent_queue_creation_hands_out_each_id_once)
 	pthread_t th[4];
 	uint64_t per_ctx = 0;
 
-	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_QUEUES_PER_CONTEXT, &per_ctx));
+	ASSERT_EQ(0, npu_get_param(self->fd, DRM_NPU_PARAM_QUEUES_PER_CONTEXT, &per_ctx));
 	for (int round = 0; round < 20; round++) {
 		int total = 0, seen[64] = { 0 };
 
@@ -1137,7 +1167,7 @@ TEST_F(st, concurrent_queue_creation_hands_out_each_id_once)
 		for (int i = 0; i < 4; i++)
 			for (int k = 0; k < c[i].n; k++)
 				npu_queue_destroy(self->fd, c[i].ids[k]);
-		EXPECT_EQ(0, npu_usage_settles(self->fd, NPU_MEM_REGION_QUEUES, 0)) TH_LOG("round %d", round);
+		EXPECT_EQ(0, npu_usage_settles(self->fd, DRM_NPU_MEM_REGION_QUEUES, 0)) TH_LOG("round %d", round);
 		if (!_metadata->passed)
 			break;
 	}
@@ -1158,24 +1188,24 @@ TEST_F(st, every_page_of_a_closed_buffer_faults)
 	uint64_t seq, base;
 
 	/* A buffer after it, so its VA is not simply past the last mapping. */
-	base = npu_dev_usage(self->fd, NPU_MEM_REGION_HBM);
-	ASSERT_EQ(0, npu_bo_create(self->fd, size, NPU_BO_PAGE_NORMAL_ONLY, &bo));
-	ASSERT_EQ(0, npu_bo_create(self->fd, PAGE, NPU_BO_PAGE_NORMAL_ONLY, &keep));
+	base = npu_dev_usage(self->fd, DRM_NPU_MEM_REGION_HBM);
+	ASSERT_EQ(0, npu_bo_create(self->fd, size, DRM_NPU_BO_PAGE_NORMAL_ONLY, &bo));
+	ASSERT_EQ(0, npu_bo_create(self->fd, PAGE, DRM_NPU_BO_PAGE_NORMAL_ONLY, &keep));
 	t = npu_task_fill(bo.device_va, size, 5);
 	ASSERT_EQ(0, npu_submit(self->fd, &t, 1, &seq));
 	ASSERT_EQ(0, npu_wait(self->fd, seq, 10 * SEC, NULL));
 	ASSERT_EQ(0, npu_gem_close(self->fd, bo.handle));
-	ASSERT_EQ(base + PAGE, npu_usage_settles(self->fd, NPU_MEM_REGION_HBM, base + PAGE));
+	ASSERT_EQ(base + PAGE, npu_usage_settles(self->fd, DRM_NPU_MEM_REGION_HBM, base + PAGE));
 
 	for (uint64_t off = 0; off < size; off += PAGE) {
 		uint32_t q;
 
-		ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
+		ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
 		t = npu_task_fill(bo.device_va + off + PAGE - 4, 4, 6);
 		ASSERT_EQ(0, npu_submit_on(self->fd, q, &t, 1, &seq));
 		EXPECT_EQ(-EIO, npu_wait_on(self->fd, q, seq, 10 * SEC, &w)) TH_LOG("page %llu",
 										      (unsigned long long)(off / PAGE));
-		EXPECT_EQ(NPU_JOB_FAULT, w.status);
+		EXPECT_EQ(DRM_NPU_JOB_FAULT, w.status);
 		EXPECT_EQ(bo.device_va + off + PAGE - 4, w.fault_address);
 		EXPECT_EQ(0, npu_queue_destroy(self->fd, q));
 	}
@@ -1198,20 +1228,20 @@ TEST_F(st, a_copy_past_a_buffers_end_faults_at_its_first_unmapped_byte)
 	uint32_t q;
 
 	/* small: one page, with nothing mapped after it (gap is closed). */
-	ASSERT_EQ(0, npu_bo_create(self->fd, 4 * PAGE, NPU_BO_PAGE_NORMAL_ONLY, &big));
-	ASSERT_EQ(0, npu_bo_create(self->fd, PAGE, NPU_BO_PAGE_NORMAL_ONLY, &small));
-	ASSERT_EQ(0, npu_bo_create(self->fd, PAGE, NPU_BO_PAGE_NORMAL_ONLY, &gap));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 4 * PAGE, DRM_NPU_BO_PAGE_NORMAL_ONLY, &big));
+	ASSERT_EQ(0, npu_bo_create(self->fd, PAGE, DRM_NPU_BO_PAGE_NORMAL_ONLY, &small));
+	ASSERT_EQ(0, npu_bo_create(self->fd, PAGE, DRM_NPU_BO_PAGE_NORMAL_ONLY, &gap));
 	ASSERT_EQ(small.device_va + PAGE, gap.device_va);
 	ASSERT_EQ(0, npu_gem_close(self->fd, gap.handle));
 
 	for (int side = 0; side < 2; side++) {
-		ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
+		ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
 		/* Half a page of small's, then the page after it: unmapped. */
 		t = side ? npu_task_copy(big.device_va, small.device_va + PAGE / 2, PAGE)
 			 : npu_task_copy(small.device_va + PAGE / 2, big.device_va, PAGE);
 		ASSERT_EQ(0, npu_submit_on(self->fd, q, &t, 1, &seq));
 		EXPECT_EQ(-EIO, npu_wait_on(self->fd, q, seq, 10 * SEC, &w)) TH_LOG("side %d", side);
-		EXPECT_EQ(NPU_JOB_FAULT, w.status);
+		EXPECT_EQ(DRM_NPU_JOB_FAULT, w.status);
 		EXPECT_EQ(small.device_va + PAGE, w.fault_address);
 		EXPECT_EQ(side ? 0 : 1, w.fault_access);
 		EXPECT_EQ(0, npu_queue_destroy(self->fd, q));
@@ -1222,15 +1252,16 @@ TEST_F(st, a_copy_past_a_buffers_end_faults_at_its_first_unmapped_byte)
 
 /* A kernel launch from a block at the start of `bo`: 0 or -errno. */
 static int launch(int fd, const struct drm_npu_bo_create *bo, void *map,
-		  const struct drm_npu_kernel_args *a, struct drm_npu_wait *w)
+		  const struct npu_op_args *a, struct drm_npu_wait *w)
 {
-	struct drm_npu_task t = { .type = NPU_TASK_KERNEL, .args = { bo->device_va, 0 } };
+	struct drm_npu_task t = { .type = DRM_NPU_TASK_KERNEL,
+				  .args = { bo->device_va, 0, sizeof(struct npu_op_args) } };
 	uint64_t seq;
 	uint32_t q;
 	int ret;
 
 	memcpy(map, a, sizeof(*a));
-	ret = npu_queue_create(fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q);
+	ret = npu_queue_create(fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q);
 	if (!ret)
 		ret = npu_submit_on(fd, q, &t, 1, &seq);
 	if (!ret)
@@ -1247,34 +1278,34 @@ static int launch(int fd, const struct drm_npu_bo_create *bo, void *map,
 TEST_F(st, launches_at_the_edges_of_the_op_library)
 {
 	const uint64_t size = 64 * PAGE, in_off = 4 * PAGE, out_off = 32 * PAGE;
-	struct drm_npu_kernel_args a;
+	struct npu_op_args a;
 	struct drm_npu_bo_create bo;
 	struct drm_npu_wait w;
 	float *in, *out;
 	uint8_t *map;
 
-	ASSERT_EQ(0, npu_bo_create(self->fd, size, NPU_BO_PAGE_NORMAL_ONLY, &bo));
+	ASSERT_EQ(0, npu_bo_create(self->fd, size, DRM_NPU_BO_PAGE_NORMAL_ONLY, &bo));
 	map = npu_bo_mmap(self->fd, bo.handle, size);
 	ASSERT_NE(MAP_FAILED, map);
 	in = (float *)(map + in_off);
 	out = (float *)(map + out_off);
 
-	a = (struct drm_npu_kernel_args){ .op = NPU_OP_RELU };
-	a.in[0] = (struct drm_npu_tensor){ .va = bo.device_va + in_off, .dtype = NPU_DT_F32,
+	a = (struct npu_op_args){ .op = NPU_OP_RELU };
+	a.in[0] = (struct npu_op_tensor){ .va = bo.device_va + in_off, .dtype = NPU_DT_F32,
 					   .ndim = 2, .shape = { 2, 4 }, .stride = { 4, 1 } };
 	a.out = a.in[0];
 	a.out.va = bo.device_va + out_off;
 	EXPECT_EQ(0, launch(self->fd, &bo, map, &a, &w));
 	a.out.stride[0] = 0;		/* both rows onto one */
 	EXPECT_EQ(-EIO, launch(self->fd, &bo, map, &a, &w));
-	EXPECT_EQ(NPU_JOB_KERNEL_ERROR, w.status);
+	EXPECT_EQ(DRM_NPU_JOB_KERNEL_ERROR, w.status);
 
 	/* Rows of 8 around 100, 1000 and -1000: exp() alone would overflow. */
 	for (int r = 0; r < 3; r++)
 		for (int j = 0; j < 8; j++)
 			in[r * 8 + j] = (r == 0 ? 100.0f : r == 1 ? 1000.0f : -1000.0f) + j;
-	a = (struct drm_npu_kernel_args){ .op = NPU_OP_SOFTMAX };
-	a.in[0] = (struct drm_npu_tensor){ .va = bo.device_va + in_off, .dtype = NPU_DT_F32,
+	a = (struct npu_op_args){ .op = NPU_OP_SOFTMAX };
+	a.in[0] = (struct npu_op_tensor){ .va = bo.device_va + in_off, .dtype = NPU_DT_F32,
 					   .ndim = 2, .shape = { 3, 8 }, .stride = { 8, 1 } };
 	a.out = a.in[0];
 	a.out.va = bo.device_va + out_off;
@@ -1350,7 +1381,7 @@ TEST_F(st, libnpurt_refuses_at_its_edges_and_gives_events_back)
 /* The host waits until the device has recorded `ev`. */
 static int host_wait(int fd, uint32_t ev)
 {
-	struct drm_npu_event_wait w = { .id = ev, .timeout_ns = 10 * SEC };
+	struct drm_npu_event_wait w = { .id = ev, .deadline_ns = npu_deadline(10 * SEC) };
 
 	return xioctl(fd, DRM_IOCTL_NPU_EVENT_WAIT, &w);
 }
@@ -1375,30 +1406,30 @@ static int short_finishes_first(struct __test_metadata *_metadata, int fd, uint3
 
 	EXPECT_EQ(0, npu_queue_create(fd, busy_prio, 0, 30000, &busy));
 	EXPECT_EQ(0, npu_queue_create(fd, short_prio, 0, 30000, &quick));
-	EXPECT_EQ(0, npu_queue_create(fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &gate));
-	EXPECT_EQ(0, npu_sync_create(fd, NPU_SYNC_EVENT, &go));
-	EXPECT_EQ(0, npu_sync_create(fd, NPU_SYNC_EVENT, &ready_b));
-	EXPECT_EQ(0, npu_sync_create(fd, NPU_SYNC_EVENT, &ready_s));
-	EXPECT_EQ(0, npu_bo_create(fd, MiB, NPU_BO_PAGE_NORMAL_ONLY, &big));
-	EXPECT_EQ(0, npu_bo_create(fd, PAGE, NPU_BO_PAGE_NORMAL_ONLY, &stamps));
+	EXPECT_EQ(0, npu_queue_create(fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &gate));
+	EXPECT_EQ(0, npu_sync_create(fd, DRM_NPU_SYNC_EVENT, &go));
+	EXPECT_EQ(0, npu_sync_create(fd, DRM_NPU_SYNC_EVENT, &ready_b));
+	EXPECT_EQ(0, npu_sync_create(fd, DRM_NPU_SYNC_EVENT, &ready_s));
+	EXPECT_EQ(0, npu_bo_create(fd, MiB, DRM_NPU_BO_PAGE_NORMAL_ONLY, &big));
+	EXPECT_EQ(0, npu_bo_create(fd, PAGE, DRM_NPU_BO_PAGE_NORMAL_ONLY, &stamps));
 	ts = npu_bo_mmap(fd, stamps.handle, PAGE);
 	if (ts == MAP_FAILED)
 		return -1;
 
-	tb[0] = task1(NPU_TASK_EVENT_RECORD, ready_b);
-	tb[1] = task1(NPU_TASK_EVENT_WAIT, go);
+	tb[0] = task1(DRM_NPU_TASK_EVENT_RECORD, ready_b);
+	tb[1] = task1(DRM_NPU_TASK_EVENT_WAIT, go);
 	for (int i = 0; i < BUSY_FILLS; i++)
 		tb[2 + i] = npu_task_fill(big.device_va, MiB, 7);
-	tb[BUSY_FILLS + 2] = task1(NPU_TASK_TIMESTAMP, stamps.device_va);
+	tb[BUSY_FILLS + 2] = task1(DRM_NPU_TASK_TIMESTAMP, stamps.device_va);
 	EXPECT_EQ(0, npu_submit_on(fd, busy, tb, BUSY_FILLS + 3, &s_busy));
-	ts_[0] = task1(NPU_TASK_EVENT_RECORD, ready_s);
-	ts_[1] = task1(NPU_TASK_EVENT_WAIT, go);
-	ts_[2] = task1(NPU_TASK_TIMESTAMP, stamps.device_va + 8);
+	ts_[0] = task1(DRM_NPU_TASK_EVENT_RECORD, ready_s);
+	ts_[1] = task1(DRM_NPU_TASK_EVENT_WAIT, go);
+	ts_[2] = task1(DRM_NPU_TASK_TIMESTAMP, stamps.device_va + 8);
 	EXPECT_EQ(0, npu_submit_on(fd, quick, ts_, 3, &s_quick));
 	EXPECT_EQ(0, host_wait(fd, ready_b));
 	EXPECT_EQ(0, host_wait(fd, ready_s));
 
-	t = task1(NPU_TASK_EVENT_RECORD, go);
+	t = task1(DRM_NPU_TASK_EVENT_RECORD, go);
 	EXPECT_EQ(0, npu_submit_on(fd, gate, &t, 1, &s_go));
 	EXPECT_EQ(0, npu_wait_on(fd, quick, s_quick, 30 * SEC, NULL));
 	EXPECT_EQ(0, npu_wait_on(fd, busy, s_busy, 30 * SEC, NULL));
@@ -1432,8 +1463,8 @@ static const char *const prio_names[] = { "LOW", "NORMAL", "HIGH", "REALTIME" };
  */
 TEST_F_TIMEOUT(st, each_priority_level_runs_strictly_ahead_of_lower_ones, 120)
 {
-	for (uint32_t lo = NPU_QUEUE_PRIORITY_LOW; lo < NPU_QUEUE_PRIORITY_REALTIME; lo++) {
-		for (uint32_t hi = lo + 1; hi <= NPU_QUEUE_PRIORITY_REALTIME; hi++) {
+	for (uint32_t lo = DRM_NPU_QUEUE_PRIORITY_LOW; lo < DRM_NPU_QUEUE_PRIORITY_REALTIME; lo++) {
+		for (uint32_t hi = lo + 1; hi <= DRM_NPU_QUEUE_PRIORITY_REALTIME; hi++) {
 			EXPECT_EQ(1, short_finishes_first(_metadata, self->fd, lo, hi))
 				TH_LOG("short %s behind busy %s", prio_names[hi], prio_names[lo]);
 			EXPECT_EQ(0, short_finishes_first(_metadata, self->fd, hi, lo))
@@ -1445,7 +1476,7 @@ TEST_F_TIMEOUT(st, each_priority_level_runs_strictly_ahead_of_lower_ones, 120)
 /* Equal levels share, one task each in turn: the short queue finishes first. */
 TEST_F_TIMEOUT(st, equal_levels_share_the_device, 60)
 {
-	for (uint32_t p = NPU_QUEUE_PRIORITY_LOW; p <= NPU_QUEUE_PRIORITY_REALTIME; p++) {
+	for (uint32_t p = DRM_NPU_QUEUE_PRIORITY_LOW; p <= DRM_NPU_QUEUE_PRIORITY_REALTIME; p++) {
 		EXPECT_EQ(1, short_finishes_first(_metadata, self->fd, p, p))
 			TH_LOG("short %s waited for busy %s", prio_names[p], prio_names[p]);
 	}

@@ -50,7 +50,7 @@ FIXTURE_SETUP(so)
 {
 	self->fd = npu_open();
 	ASSERT_LE(0, self->fd);
-	ASSERT_EQ(0, npu_bo_create(self->fd, 64 * MiB, NPU_BO_PAGE_HUGE_FIRST, &self->bo));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 64 * MiB, DRM_NPU_BO_PAGE_HUGE_FIRST, &self->bo));
 	self->map = npu_bo_mmap(self->fd, self->bo.handle, 64 * MiB);
 	ASSERT_NE(MAP_FAILED, self->map);
 }
@@ -101,7 +101,7 @@ TEST_F(so, timeline_points_signal_in_order)
 
 TEST_F(so, in_syncobj_orders_work_across_queues)
 {
-	struct drm_npu_queue_create qc = { .priority = NPU_QUEUE_PRIORITY_HIGH };
+	struct drm_npu_queue_create qc = { .priority = DRM_NPU_QUEUE_PRIORITY_HIGH };
 	struct drm_npu_syncobj s = { 0 };
 	struct drm_npu_task t;
 	uint64_t seq;
@@ -120,7 +120,7 @@ TEST_F(so, in_syncobj_orders_work_across_queues)
 	/* ...then copy the end of it on a high-priority queue, after h. */
 	t = npu_task_copy(self->bo.device_va + 48 * MiB, self->bo.device_va + 32 * MiB - 4096, 4096);
 	ASSERT_EQ(0, submit_sync(self->fd, qc.queue, &t, 1, &s, 1, NULL, 0, &seq));
-	struct drm_npu_wait w = { .seq = seq, .timeout_ns = 30 * SEC, .queue = qc.queue };
+	struct drm_npu_wait w = { .seq = seq, .deadline_ns = npu_deadline(30 * SEC), .queue = qc.queue };
 
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_WAIT, &w));
 	EXPECT_EQ(7, self->map[48 * MiB / 4 + 1023]);
@@ -145,7 +145,7 @@ TEST_F(so, failed_batch_still_signals)
 TEST_F(so, bad_syncobj_arguments_queue_nothing)
 {
 	struct drm_npu_task t = npu_task_fill(self->bo.device_va, 4, 1);
-	struct drm_npu_syncobj s = { .handle = 9999 }, many[NPU_SUBMIT_MAX_SYNCOBJS + 1] = { 0 };
+	struct drm_npu_syncobj s = { .handle = 9999 }, many[DRM_NPU_SUBMIT_MAX_SYNCOBJS + 1] = { 0 };
 	uint32_t h;
 
 	EXPECT_EQ(-ENOENT, submit_sync(self->fd, 0, &t, 1, NULL, 0, &s, 1, NULL));
@@ -154,7 +154,7 @@ TEST_F(so, bad_syncobj_arguments_queue_nothing)
 	s.handle = h;
 	s.flags = 1;
 	EXPECT_EQ(-EINVAL, submit_sync(self->fd, 0, &t, 1, NULL, 0, &s, 1, NULL));
-	EXPECT_EQ(-EINVAL, submit_sync(self->fd, 0, &t, 1, many, NPU_SUBMIT_MAX_SYNCOBJS + 1,
+	EXPECT_EQ(-EINVAL, submit_sync(self->fd, 0, &t, 1, many, DRM_NPU_SUBMIT_MAX_SYNCOBJS + 1,
 				       NULL, 0, NULL));
 	EXPECT_EQ(-EFAULT, submit_sync(self->fd, 0, &t, 1, (void *)8, 1, NULL, 0, NULL));
 	/* A binary syncobj with no fence yet cannot be waited for. */

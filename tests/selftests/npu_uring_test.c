@@ -130,11 +130,11 @@ FIXTURE_SETUP(ur)
 	ASSERT_LE(0, self->fd);
 	self->flags = variant->flags;
 	ASSERT_EQ(0, io_uring_queue_init(64, &self->ring, self->flags));
-	ASSERT_EQ(0, npu_bo_create(self->fd, 1 << 20, NPU_BO_PAGE_NORMAL_ONLY, &self->bo));
+	ASSERT_EQ(0, npu_bo_create(self->fd, 1 << 20, DRM_NPU_BO_PAGE_NORMAL_ONLY, &self->bo));
 	self->map = npu_bo_mmap(self->fd, self->bo.handle, 1 << 20);
 	ASSERT_NE(MAP_FAILED, self->map);
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 30000, &self->q));
-	ASSERT_EQ(0, npu_sync_create(self->fd, NPU_SYNC_EVENT, &self->gate));
+	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 30000, &self->q));
+	ASSERT_EQ(0, npu_sync_create(self->fd, DRM_NPU_SYNC_EVENT, &self->gate));
 }
 
 FIXTURE_TEARDOWN(ur)
@@ -146,14 +146,14 @@ FIXTURE_TEARDOWN(ur)
 	close(self->fd);
 	EXPECT_EQ(0, parked_settles(0));
 	fd = npu_open();
-	EXPECT_EQ(0, npu_usage_settles(fd, NPU_MEM_REGION_QUEUES, 0));
+	EXPECT_EQ(0, npu_usage_settles(fd, DRM_NPU_MEM_REGION_QUEUES, 0));
 	close(fd);
 }
 
 /* Block self->q on the gate event: returns the blocking batch's seq. */
 static uint64_t block_queue(struct __test_metadata *_metadata, FIXTURE_DATA(ur) *self)
 {
-	struct drm_npu_task t = task1(NPU_TASK_EVENT_WAIT, self->gate);
+	struct drm_npu_task t = task1(DRM_NPU_TASK_EVENT_WAIT, self->gate);
 	uint64_t seq;
 
 	EXPECT_EQ(0, npu_submit_on(self->fd, self->q, &t, 1, &seq));
@@ -163,7 +163,7 @@ static uint64_t block_queue(struct __test_metadata *_metadata, FIXTURE_DATA(ur) 
 /* Record the gate from the default queue, releasing self->q. */
 static void open_gate(struct __test_metadata *_metadata, FIXTURE_DATA(ur) *self)
 {
-	struct drm_npu_task t = task1(NPU_TASK_EVENT_RECORD, self->gate);
+	struct drm_npu_task t = task1(DRM_NPU_TASK_EVENT_RECORD, self->gate);
 	uint64_t seq;
 
 	EXPECT_EQ(0, npu_submit_on(self->fd, 0, &t, 1, &seq));
@@ -174,7 +174,7 @@ TEST_F(ur, the_driver_says_which_commands_it_takes)
 {
 	uint64_t v = 0;
 
-	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_URING_CMDS, &v));
+	ASSERT_EQ(0, npu_get_param(self->fd, DRM_NPU_PARAM_URING_CMDS, &v));
 	EXPECT_EQ(7, v);
 }
 
@@ -184,7 +184,7 @@ TEST_F(ur, submit_completes_when_the_batch_does)
 	struct drm_npu_submit s = { .tasks = (uintptr_t)&t, .count = 1, .queue = self->q };
 	struct cqe c;
 
-	ASSERT_EQ(0, run(&self->ring, self->fd, NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
+	ASSERT_EQ(0, run(&self->ring, self->fd, DRM_NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
 	EXPECT_EQ(0, c.res);
 	EXPECT_EQ(1, c.res2);	/* the queue's first sequence number */
 	EXPECT_EQ(42, c.user_data);
@@ -197,14 +197,14 @@ TEST_F(ur, submit_completes_when_the_batch_does)
 	EXPECT_EQ(-EINVAL, npu_wait_on(self->fd, self->q, 2, 0, NULL));
 	/* And the default queue is created on first use, as with the ioctl. */
 	s.queue = 0;
-	ASSERT_EQ(0, run(&self->ring, self->fd, NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
+	ASSERT_EQ(0, run(&self->ring, self->fd, DRM_NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
 	EXPECT_EQ(0, c.res);
 	EXPECT_EQ(1, c.res2);
 }
 
 TEST_F(ur, submit_rejects_what_the_ioctl_rejects_and_queues_nothing)
 {
-	struct drm_npu_task good = task1(NPU_TASK_NOP, 0), bad = task1(77, 0);
+	struct drm_npu_task good = task1(DRM_NPU_TASK_NOP, 0), bad = task1(77, 0);
 	struct drm_npu_submit s;
 	struct cqe c;
 	struct {
@@ -215,7 +215,7 @@ TEST_F(ur, submit_rejects_what_the_ioctl_rejects_and_queues_nothing)
 		{ "flags", { .tasks = (uintptr_t)&good, .count = 1, .flags = 1 }, -EINVAL },
 		{ "pad", { .tasks = (uintptr_t)&good, .count = 1, .pad = 1 }, -EINVAL },
 		{ "no tasks", { .tasks = (uintptr_t)&good, .count = 0 }, -EINVAL },
-		{ "too many", { .tasks = (uintptr_t)&good, .count = NPU_SUBMIT_MAX_TASKS + 1 }, -EINVAL },
+		{ "too many", { .tasks = (uintptr_t)&good, .count = DRM_NPU_SUBMIT_MAX_TASKS + 1 }, -EINVAL },
 		{ "bad task", { .tasks = (uintptr_t)&bad, .count = 1 }, -EINVAL },
 		{ "bad pointer", { .tasks = 8, .count = 1 }, -EFAULT },
 		{ "seq is an output", { .tasks = (uintptr_t)&good, .count = 1, .seq = 5 }, -EINVAL },
@@ -226,38 +226,38 @@ TEST_F(ur, submit_rejects_what_the_ioctl_rejects_and_queues_nothing)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		if (cases[i].s.queue == 0)
 			cases[i].s.queue = self->q;
-		ASSERT_EQ(0, run(&self->ring, self->fd, NPU_URING_CMD_SUBMIT, &cases[i].s,
+		ASSERT_EQ(0, run(&self->ring, self->fd, DRM_NPU_URING_CMD_SUBMIT, &cases[i].s,
 				 sizeof(cases[i].s), &c));
 		EXPECT_EQ(cases[i].err, c.res) TH_LOG("%s", cases[i].what);
 		EXPECT_EQ(0, c.res2) TH_LOG("%s", cases[i].what);
 	}
 	/* Nothing was queued: the next batch is the queue's first. */
 	s = (struct drm_npu_submit){ .tasks = (uintptr_t)&good, .count = 1, .queue = self->q };
-	ASSERT_EQ(0, run(&self->ring, self->fd, NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
+	ASSERT_EQ(0, run(&self->ring, self->fd, DRM_NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
 	EXPECT_EQ(0, c.res);
 	EXPECT_EQ(1, c.res2);
 }
 
 TEST_F(ur, unknown_commands_and_payload_sizes)
 {
-	struct drm_npu_uring_wait w = { .seq = 0, .timeout_ns = 0, .queue = self->q };
+	struct drm_npu_uring_wait w = { .seq = 0, .deadline_ns = 0, .queue = self->q };
 	uint8_t big[80] = { 0 };
 	struct cqe c;
 
 	/* Numbers next to ours, and ours with the wrong direction or type. */
 	ASSERT_EQ(0, run(&self->ring, self->fd,
-			 DRM_IOW(DRM_COMMAND_BASE + NPU_URING_CMD_BASE + 3, struct drm_npu_uring_wait),
+			 DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_URING_CMD_BASE + 3, struct drm_npu_uring_wait),
 			 &w, sizeof(w), &c));
 	EXPECT_EQ(-EINVAL, c.res);
 	ASSERT_EQ(0, run(&self->ring, self->fd,
-			 DRM_IOW(DRM_COMMAND_BASE + NPU_URING_CMD_BASE - 1, struct drm_npu_uring_wait),
+			 DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_URING_CMD_BASE - 1, struct drm_npu_uring_wait),
 			 &w, sizeof(w), &c));
 	EXPECT_EQ(-EINVAL, c.res);
 	ASSERT_EQ(0, run(&self->ring, self->fd,
-			 DRM_IOWR(DRM_COMMAND_BASE + NPU_URING_CMD_BASE + 1, struct drm_npu_uring_wait),
+			 DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_URING_CMD_BASE + 1, struct drm_npu_uring_wait),
 			 &w, sizeof(w), &c));
 	EXPECT_EQ(-EINVAL, c.res);
-	ASSERT_EQ(0, run(&self->ring, self->fd, _IOW('x', DRM_COMMAND_BASE + NPU_URING_CMD_BASE + 1,
+	ASSERT_EQ(0, run(&self->ring, self->fd, _IOW('x', DRM_COMMAND_BASE + DRM_NPU_URING_CMD_BASE + 1,
 						     struct drm_npu_uring_wait), &w, sizeof(w), &c));
 	EXPECT_EQ(-EINVAL, c.res);
 	/* An ioctl number is not a command. */
@@ -266,24 +266,24 @@ TEST_F(ur, unknown_commands_and_payload_sizes)
 
 	/* Reserved fields and flags. */
 	w.flags = 1;
-	ASSERT_EQ(0, run(&self->ring, self->fd, NPU_URING_CMD_WAIT, &w, sizeof(w), &c));
+	ASSERT_EQ(0, run(&self->ring, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), &c));
 	EXPECT_EQ(-EINVAL, c.res);
 	w.flags = 0;
 
 	/* A newer caller's longer payload: zero tail accepted, else refused. */
 	memcpy(big, &w, sizeof(w));
 	ASSERT_EQ(0, run(&self->ring, self->fd,
-			 _IOC(_IOC_WRITE, DRM_IOCTL_BASE, DRM_COMMAND_BASE + NPU_URING_CMD_BASE + 1, 40),
+			 _IOC(_IOC_WRITE, DRM_IOCTL_BASE, DRM_COMMAND_BASE + DRM_NPU_URING_CMD_BASE + 1, 40),
 			 big, sizeof(big), &c));
 	EXPECT_EQ(0, c.res);
 	big[39] = 1;
 	ASSERT_EQ(0, run(&self->ring, self->fd,
-			 _IOC(_IOC_WRITE, DRM_IOCTL_BASE, DRM_COMMAND_BASE + NPU_URING_CMD_BASE + 1, 40),
+			 _IOC(_IOC_WRITE, DRM_IOCTL_BASE, DRM_COMMAND_BASE + DRM_NPU_URING_CMD_BASE + 1, 40),
 			 big, sizeof(big), &c));
 	EXPECT_EQ(-EINVAL, c.res);
 	/* Larger than an SQE can carry. */
 	ASSERT_EQ(0, run(&self->ring, self->fd,
-			 _IOC(_IOC_WRITE, DRM_IOCTL_BASE, DRM_COMMAND_BASE + NPU_URING_CMD_BASE + 1, 81),
+			 _IOC(_IOC_WRITE, DRM_IOCTL_BASE, DRM_COMMAND_BASE + DRM_NPU_URING_CMD_BASE + 1, 81),
 			 big, sizeof(big), &c));
 	EXPECT_EQ(-EINVAL, c.res);
 	/*
@@ -293,7 +293,7 @@ TEST_F(ur, unknown_commands_and_payload_sizes)
 	memset(big, 0xff, sizeof(big));
 	memset(big, 0, 16);
 	ASSERT_EQ(0, run(&self->ring, self->fd,
-			 _IOC(_IOC_WRITE, DRM_IOCTL_BASE, DRM_COMMAND_BASE + NPU_URING_CMD_BASE + 1, 16),
+			 _IOC(_IOC_WRITE, DRM_IOCTL_BASE, DRM_COMMAND_BASE + DRM_NPU_URING_CMD_BASE + 1, 16),
 			 big, sizeof(big), &c));
 	EXPECT_EQ(0, c.res);
 }
@@ -308,34 +308,34 @@ TEST_F(ur, rings_without_big_sqes_and_cqes_are_refused)
 	for (int i = 0; i < 3; i++) {
 		ASSERT_EQ(0, io_uring_queue_init(8, &r, flags[i]));
 		/* A 64-byte SQE has 16 bytes of payload: all the WAIT needs is 24. */
-		ASSERT_EQ(0, run(&r, self->fd, NPU_URING_CMD_WAIT, &w,
+		ASSERT_EQ(0, run(&r, self->fd, DRM_NPU_URING_CMD_WAIT, &w,
 				 (flags[i] & IORING_SETUP_SQE128) ? sizeof(w) : 16, &c));
 		EXPECT_EQ(-EINVAL, c.res) TH_LOG("ring flags %#x", flags[i]);
 		io_uring_queue_exit(&r);
 	}
 	/* Polled rings: io_uring itself refuses commands of drivers without iopoll. */
 	ASSERT_EQ(0, io_uring_queue_init(8, &r, URING_FLAGS | IORING_SETUP_IOPOLL));
-	ASSERT_EQ(0, run(&r, self->fd, NPU_URING_CMD_WAIT, &w, sizeof(w), &c));
+	ASSERT_EQ(0, run(&r, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), &c));
 	EXPECT_EQ(-EOPNOTSUPP, c.res);
 	io_uring_queue_exit(&r);
 }
 
 TEST_F(ur, wait_completes_at_the_sequence_number_or_times_out)
 {
-	struct drm_npu_task t = task1(NPU_TASK_NOP, 0);
-	struct drm_npu_uring_wait w = { .timeout_ns = -1, .queue = self->q };
+	struct drm_npu_task t = task1(DRM_NPU_TASK_NOP, 0);
+	struct drm_npu_uring_wait w = { .deadline_ns = npu_deadline(-1), .queue = self->q };
 	uint64_t gate_seq, seq;
 	struct cqe c;
 
 	gate_seq = block_queue(_metadata, self);
 	ASSERT_EQ(0, npu_submit_on(self->fd, self->q, &t, 1, &seq));
 	w.seq = seq;
-	ASSERT_EQ(0, prep(&self->ring, self->fd, NPU_URING_CMD_WAIT, &w, sizeof(w), 1));
+	ASSERT_EQ(0, prep(&self->ring, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), 1));
 	/* The same wait with a time limit ends first. */
-	w.timeout_ns = 50 * MS;
-	ASSERT_EQ(0, prep(&self->ring, self->fd, NPU_URING_CMD_WAIT, &w, sizeof(w), 2));
-	w.timeout_ns = 0;
-	ASSERT_EQ(0, prep(&self->ring, self->fd, NPU_URING_CMD_WAIT, &w, sizeof(w), 3));
+	w.deadline_ns = npu_deadline(50 * MS);
+	ASSERT_EQ(0, prep(&self->ring, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), 2));
+	w.deadline_ns = 0;
+	ASSERT_EQ(0, prep(&self->ring, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), 3));
 	ASSERT_EQ(3, io_uring_submit(&self->ring));
 	ASSERT_EQ(0, reap(&self->ring, 5 * SEC, &c));
 	EXPECT_EQ(3, c.user_data);
@@ -354,54 +354,104 @@ TEST_F(ur, wait_completes_at_the_sequence_number_or_times_out)
 	EXPECT_EQ(0, npu_wait_on(self->fd, self->q, gate_seq, 0, NULL));
 
 	/* Done already: completes at once. Never handed out: -EINVAL. */
-	w = (struct drm_npu_uring_wait){ .seq = seq, .timeout_ns = 0, .queue = self->q };
-	ASSERT_EQ(0, run(&self->ring, self->fd, NPU_URING_CMD_WAIT, &w, sizeof(w), &c));
+	w = (struct drm_npu_uring_wait){ .seq = seq, .deadline_ns = 0, .queue = self->q };
+	ASSERT_EQ(0, run(&self->ring, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), &c));
 	EXPECT_EQ(0, c.res);
 	EXPECT_EQ(seq, c.res2);
 	w.seq = seq + 1;
-	ASSERT_EQ(0, run(&self->ring, self->fd, NPU_URING_CMD_WAIT, &w, sizeof(w), &c));
+	ASSERT_EQ(0, run(&self->ring, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), &c));
 	EXPECT_EQ(-EINVAL, c.res);
 	w.seq = 1;
 	w.queue = 6;
-	ASSERT_EQ(0, run(&self->ring, self->fd, NPU_URING_CMD_WAIT, &w, sizeof(w), &c));
+	ASSERT_EQ(0, run(&self->ring, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), &c));
 	EXPECT_EQ(-EINVAL, c.res);
 }
 
 TEST_F(ur, a_device_fault_fails_the_command_with_its_task)
 {
 	struct drm_npu_task t[3] = {
-		task1(NPU_TASK_NOP, 0),
+		task1(DRM_NPU_TASK_NOP, 0),
 		npu_task_fill(0x7f0000000000ull, 4096, 1),	/* nothing mapped there */
-		task1(NPU_TASK_NOP, 0),
+		task1(DRM_NPU_TASK_NOP, 0),
 	};
 	struct drm_npu_submit s = { .tasks = (uintptr_t)t, .count = 3, .queue = self->q };
-	struct drm_npu_uring_wait w = { .seq = 1, .timeout_ns = -1, .queue = self->q };
+	struct drm_npu_uring_wait w = { .seq = 1, .deadline_ns = npu_deadline(-1), .queue = self->q };
 	struct cqe c;
 
-	ASSERT_EQ(0, run(&self->ring, self->fd, NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
+	ASSERT_EQ(0, run(&self->ring, self->fd, DRM_NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
 	EXPECT_EQ(-EIO, c.res);
-	EXPECT_EQ(NPU_JOB_FAULT, NPU_URING_RES2_STATUS(c.res2));
-	EXPECT_EQ(1, NPU_URING_RES2_TASK(c.res2));
+	EXPECT_EQ(DRM_NPU_JOB_FAULT, DRM_NPU_URING_RES2_STATUS(c.res2));
+	EXPECT_EQ(1, DRM_NPU_URING_RES2_TASK(c.res2));
 	/* A wait for it after the fact says the same. */
-	ASSERT_EQ(0, run(&self->ring, self->fd, NPU_URING_CMD_WAIT, &w, sizeof(w), &c));
+	ASSERT_EQ(0, run(&self->ring, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), &c));
 	EXPECT_EQ(-EIO, c.res);
-	EXPECT_EQ(NPU_URING_RES2(NPU_JOB_FAULT, 1), c.res2);
+	EXPECT_EQ(DRM_NPU_URING_RES2(DRM_NPU_JOB_FAULT, 1), c.res2);
 	/* The failed queue takes no more work, as with the ioctl. */
 	s.count = 1;
-	ASSERT_EQ(0, run(&self->ring, self->fd, NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
+	ASSERT_EQ(0, run(&self->ring, self->fd, DRM_NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
 	EXPECT_EQ(-EIO, c.res);
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * SEC + ts.tv_nsec;
+}
+
+/*
+ * Deadlines are absolute CLOCK_MONOTONIC: any in the past polls (negative
+ * ones too), a near one expires on time, in both waiting commands.
+ */
+TEST_F(ur, waits_take_absolute_deadlines)
+{
+	struct drm_npu_task t = task1(DRM_NPU_TASK_NOP, 0);
+	struct drm_npu_uring_wait w = { .queue = self->q };
+	struct drm_npu_uring_event_wait ew = { .id = self->gate };
+	const int64_t past[] = { -1, -5 * SEC, 1, mono_ns() - SEC };
+	uint64_t seq;
+	int64_t start;
+	struct cqe c;
+
+	block_queue(_metadata, self);
+	ASSERT_EQ(0, npu_submit_on(self->fd, self->q, &t, 1, &seq));
+	w.seq = seq;
+	for (size_t i = 0; i < sizeof(past) / sizeof(past[0]); i++) {
+		w.deadline_ns = ew.deadline_ns = past[i];
+		ASSERT_EQ(0, prep(&self->ring, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), 1));
+		ASSERT_EQ(0, prep(&self->ring, self->fd, DRM_NPU_URING_CMD_EVENT_WAIT, &ew,
+				  sizeof(ew), 2));
+		ASSERT_EQ(2, io_uring_submit(&self->ring));
+		for (int k = 0; k < 2; k++) {
+			ASSERT_EQ(0, reap(&self->ring, SEC, &c)) TH_LOG("deadline %lld",
+									(long long)past[i]);
+			EXPECT_EQ(-ETIMEDOUT, c.res);
+		}
+	}
+	start = mono_ns();
+	w.deadline_ns = ew.deadline_ns = start + 200 * MS;
+	ASSERT_EQ(0, prep(&self->ring, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), 1));
+	ASSERT_EQ(0, prep(&self->ring, self->fd, DRM_NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), 2));
+	ASSERT_EQ(2, io_uring_submit(&self->ring));
+	for (int k = 0; k < 2; k++) {
+		ASSERT_EQ(0, reap(&self->ring, 5 * SEC, &c));
+		EXPECT_EQ(-ETIMEDOUT, c.res);
+	}
+	EXPECT_LE(start + 200 * MS, mono_ns());
+	EXPECT_GT(start + 3 * SEC, mono_ns());
 }
 
 TEST_F(ur, event_wait_completes_with_the_record_timestamp)
 {
-	struct drm_npu_uring_event_wait ew = { .timeout_ns = -1, .id = self->gate };
+	struct drm_npu_uring_event_wait ew = { .deadline_ns = npu_deadline(-1), .id = self->gate };
 	struct drm_npu_event_query eq = { .id = self->gate };
 	uint32_t notify;
 	struct cqe c;
 
-	ASSERT_EQ(0, prep(&self->ring, self->fd, NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), 1));
-	ew.timeout_ns = 0;
-	ASSERT_EQ(0, prep(&self->ring, self->fd, NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), 2));
+	ASSERT_EQ(0, prep(&self->ring, self->fd, DRM_NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), 1));
+	ew.deadline_ns = 0;
+	ASSERT_EQ(0, prep(&self->ring, self->fd, DRM_NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), 2));
 	ASSERT_EQ(2, io_uring_submit(&self->ring));
 	ASSERT_EQ(0, reap(&self->ring, 5 * SEC, &c));
 	EXPECT_EQ(2, c.user_data);
@@ -418,35 +468,35 @@ TEST_F(ur, event_wait_completes_with_the_record_timestamp)
 	EXPECT_NE(0, c.res2);
 
 	/* Recorded already: at once. Not an event of ours: -EINVAL. */
-	ASSERT_EQ(0, run(&self->ring, self->fd, NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), &c));
+	ASSERT_EQ(0, run(&self->ring, self->fd, DRM_NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), &c));
 	EXPECT_EQ(0, c.res);
-	ASSERT_EQ(0, npu_sync_create(self->fd, NPU_SYNC_NOTIFY, &notify));
+	ASSERT_EQ(0, npu_sync_create(self->fd, DRM_NPU_SYNC_NOTIFY, &notify));
 	ew.id = notify;
-	ASSERT_EQ(0, run(&self->ring, self->fd, NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), &c));
+	ASSERT_EQ(0, run(&self->ring, self->fd, DRM_NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), &c));
 	EXPECT_EQ(-EINVAL, c.res);
 	ew.id = 4095;
-	ASSERT_EQ(0, run(&self->ring, self->fd, NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), &c));
+	ASSERT_EQ(0, run(&self->ring, self->fd, DRM_NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), &c));
 	EXPECT_EQ(-EINVAL, c.res);
 	ew = (struct drm_npu_uring_event_wait){ .id = self->gate, .flags = 2 };
-	ASSERT_EQ(0, run(&self->ring, self->fd, NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), &c));
+	ASSERT_EQ(0, run(&self->ring, self->fd, DRM_NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), &c));
 	EXPECT_EQ(-EINVAL, c.res);
 }
 
 TEST_F(ur, abort_and_destroy_cancel_what_waits_on_the_queue)
 {
-	struct drm_npu_task t = task1(NPU_TASK_NOP, 0);
+	struct drm_npu_task t = task1(DRM_NPU_TASK_NOP, 0);
 	struct drm_npu_submit s = { .tasks = (uintptr_t)&t, .count = 1, .queue = self->q };
-	struct drm_npu_uring_wait w = { .timeout_ns = -1, .queue = self->q };
+	struct drm_npu_uring_wait w = { .deadline_ns = npu_deadline(-1), .queue = self->q };
 	struct drm_npu_queue_destroy qa = { .queue = self->q };
 	uint32_t q2;
 	struct cqe c;
 	int seen = 0;
 
 	block_queue(_metadata, self);
-	ASSERT_EQ(0, prep(&self->ring, self->fd, NPU_URING_CMD_SUBMIT, &s, sizeof(s), 1));
+	ASSERT_EQ(0, prep(&self->ring, self->fd, DRM_NPU_URING_CMD_SUBMIT, &s, sizeof(s), 1));
 	ASSERT_EQ(1, io_uring_submit(&self->ring));
 	w.seq = 2;
-	ASSERT_EQ(0, prep(&self->ring, self->fd, NPU_URING_CMD_WAIT, &w, sizeof(w), 2));
+	ASSERT_EQ(0, prep(&self->ring, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), 2));
 	ASSERT_EQ(1, io_uring_submit(&self->ring));
 	EXPECT_EQ(2, parked());
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_QUEUE_ABORT, &qa));
@@ -454,30 +504,30 @@ TEST_F(ur, abort_and_destroy_cancel_what_waits_on_the_queue)
 		ASSERT_EQ(0, reap(&self->ring, 5 * SEC, &c));
 		seen |= 1 << (c.user_data - 1);
 		EXPECT_EQ(-ECANCELED, c.res);
-		EXPECT_EQ(NPU_JOB_ABORTED, NPU_URING_RES2_STATUS(c.res2));
+		EXPECT_EQ(DRM_NPU_JOB_ABORTED, DRM_NPU_URING_RES2_STATUS(c.res2));
 	}
 	EXPECT_EQ(3, seen);
 
 	/* Destroying a queue cancels the same way. */
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q2));
-	t = task1(NPU_TASK_EVENT_WAIT, self->gate);
+	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q2));
+	t = task1(DRM_NPU_TASK_EVENT_WAIT, self->gate);
 	ASSERT_EQ(0, npu_submit_on(self->fd, q2, &t, 1, NULL));
-	w = (struct drm_npu_uring_wait){ .seq = 1, .timeout_ns = -1, .queue = q2 };
-	ASSERT_EQ(0, prep(&self->ring, self->fd, NPU_URING_CMD_WAIT, &w, sizeof(w), 3));
+	w = (struct drm_npu_uring_wait){ .seq = 1, .deadline_ns = npu_deadline(-1), .queue = q2 };
+	ASSERT_EQ(0, prep(&self->ring, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), 3));
 	ASSERT_EQ(1, io_uring_submit(&self->ring));
 	EXPECT_EQ(-ETIME, reap(&self->ring, 50 * MS, &c));
 	ASSERT_EQ(0, npu_queue_destroy(self->fd, q2));
 	ASSERT_EQ(0, reap(&self->ring, 5 * SEC, &c));
 	EXPECT_EQ(3, c.user_data);
 	EXPECT_EQ(-ECANCELED, c.res);
-	EXPECT_EQ(NPU_JOB_ABORTED, NPU_URING_RES2_STATUS(c.res2));
+	EXPECT_EQ(DRM_NPU_JOB_ABORTED, DRM_NPU_URING_RES2_STATUS(c.res2));
 }
 
 TEST_F(ur, closing_the_ring_cancels_its_commands)
 {
-	struct drm_npu_uring_wait w = { .seq = 0, .timeout_ns = -1, .queue = self->q };
-	struct drm_npu_uring_event_wait ew = { .timeout_ns = -1, .id = self->gate };
-	struct drm_npu_task t = task1(NPU_TASK_NOP, 0);
+	struct drm_npu_uring_wait w = { .seq = 0, .deadline_ns = npu_deadline(-1), .queue = self->q };
+	struct drm_npu_uring_event_wait ew = { .deadline_ns = npu_deadline(-1), .id = self->gate };
+	struct drm_npu_task t = task1(DRM_NPU_TASK_NOP, 0);
 	struct drm_npu_submit s = { .tasks = (uintptr_t)&t, .count = 1, .queue = self->q };
 	struct io_uring r;
 	uint64_t seq;
@@ -485,9 +535,9 @@ TEST_F(ur, closing_the_ring_cancels_its_commands)
 
 	w.seq = block_queue(_metadata, self);
 	ASSERT_EQ(0, io_uring_queue_init(8, &r, self->flags));
-	ASSERT_EQ(0, prep(&r, self->fd, NPU_URING_CMD_WAIT, &w, sizeof(w), 1));
-	ASSERT_EQ(0, prep(&r, self->fd, NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), 2));
-	ASSERT_EQ(0, prep(&r, self->fd, NPU_URING_CMD_SUBMIT, &s, sizeof(s), 3));
+	ASSERT_EQ(0, prep(&r, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), 1));
+	ASSERT_EQ(0, prep(&r, self->fd, DRM_NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), 2));
+	ASSERT_EQ(0, prep(&r, self->fd, DRM_NPU_URING_CMD_SUBMIT, &s, sizeof(s), 3));
 	ASSERT_EQ(3, io_uring_submit(&r));
 	EXPECT_EQ(3, parked());
 	io_uring_queue_exit(&r);
@@ -498,7 +548,7 @@ TEST_F(ur, closing_the_ring_cancels_its_commands)
 	ASSERT_EQ(0, npu_submit_on(self->fd, self->q, &t, 1, &seq));
 	EXPECT_EQ(3, seq);
 	EXPECT_EQ(0, npu_wait_on(self->fd, self->q, seq, 10 * SEC, NULL));
-	ASSERT_EQ(0, run(&self->ring, self->fd, NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
+	ASSERT_EQ(0, run(&self->ring, self->fd, DRM_NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
 	EXPECT_EQ(0, c.res);
 	EXPECT_EQ(4, c.res2);
 }
@@ -506,7 +556,7 @@ TEST_F(ur, closing_the_ring_cancels_its_commands)
 TEST_F(ur, a_killed_process_with_parked_commands_leaves_nothing)
 {
 	uint64_t hbm_before = npu_hbm_used(self->fd);
-	uint64_t queues_before = npu_dev_usage(self->fd, NPU_MEM_REGION_QUEUES);
+	uint64_t queues_before = npu_dev_usage(self->fd, DRM_NPU_MEM_REGION_QUEUES);
 	long long syncs_before = npu_debugfs_value("npu_queues", "events and notifies in use: ");
 	int ready[2];
 	char byte;
@@ -517,21 +567,21 @@ TEST_F(ur, a_killed_process_with_parked_commands_leaves_nothing)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		struct drm_npu_task t = task1(NPU_TASK_NOP, 0);
+		struct drm_npu_task t = task1(DRM_NPU_TASK_NOP, 0);
 		struct drm_npu_submit s = { .tasks = (uintptr_t)&t, .count = 1 };
-		struct drm_npu_uring_wait w = { .timeout_ns = -1 };
-		struct drm_npu_uring_event_wait ew = { .timeout_ns = -1 };
+		struct drm_npu_uring_wait w = { .deadline_ns = npu_deadline(-1) };
+		struct drm_npu_uring_event_wait ew = { .deadline_ns = npu_deadline(-1) };
 		struct drm_npu_bo_create bo;
 		struct io_uring r;
 		uint32_t q, ev;
 		int fd = npu_open();
 
-		if (fd < 0 || npu_queue_create(fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q) ||
-		    npu_sync_create(fd, NPU_SYNC_EVENT, &ev) ||
-		    npu_bo_create(fd, 1 << 20, NPU_BO_PAGE_NORMAL_ONLY, &bo) ||
+		if (fd < 0 || npu_queue_create(fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q) ||
+		    npu_sync_create(fd, DRM_NPU_SYNC_EVENT, &ev) ||
+		    npu_bo_create(fd, 1 << 20, DRM_NPU_BO_PAGE_NORMAL_ONLY, &bo) ||
 		    io_uring_queue_init(16, &r, variant->flags))
 			_exit(1);
-		t = task1(NPU_TASK_EVENT_WAIT, ev);
+		t = task1(DRM_NPU_TASK_EVENT_WAIT, ev);
 		if (npu_submit_on(fd, q, &t, 1, NULL))
 			_exit(2);
 		t = npu_task_fill(bo.device_va, 4096, 1);
@@ -539,9 +589,9 @@ TEST_F(ur, a_killed_process_with_parked_commands_leaves_nothing)
 		w.seq = 1;
 		ew.id = ev;
 		for (int i = 0; i < 4; i++) {
-			prep(&r, fd, NPU_URING_CMD_SUBMIT, &s, sizeof(s), i);
-			prep(&r, fd, NPU_URING_CMD_WAIT, &w, sizeof(w), 10 + i);
-			prep(&r, fd, NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), 20 + i);
+			prep(&r, fd, DRM_NPU_URING_CMD_SUBMIT, &s, sizeof(s), i);
+			prep(&r, fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), 10 + i);
+			prep(&r, fd, DRM_NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), 20 + i);
 		}
 		if (io_uring_submit(&r) != 12)
 			_exit(3);
@@ -562,7 +612,7 @@ TEST_F(ur, a_killed_process_with_parked_commands_leaves_nothing)
 	EXPECT_TRUE(WIFSIGNALED(status));
 
 	EXPECT_EQ(0, parked_settles(0));
-	EXPECT_EQ(queues_before, npu_usage_settles(self->fd, NPU_MEM_REGION_QUEUES, queues_before));
+	EXPECT_EQ(queues_before, npu_usage_settles(self->fd, DRM_NPU_MEM_REGION_QUEUES, queues_before));
 	for (int i = 0; i < 500 && npu_hbm_used(self->fd) != hbm_before; i++)
 		usleep(10000);
 	EXPECT_EQ(hbm_before, npu_hbm_used(self->fd));
@@ -574,7 +624,7 @@ TEST_F_TIMEOUT(ur, ten_thousand_commands_on_eight_queues_complete_exactly_once, 
 	enum { QUEUES = 8, PER_QUEUE = 1250, TOTAL = QUEUES * PER_QUEUE };
 	struct io_uring_params p = { .flags = self->flags | IORING_SETUP_CQSIZE,
 				     .cq_entries = 16384 };
-	struct drm_npu_task nop = task1(NPU_TASK_NOP, 0), t, rec[QUEUES];
+	struct drm_npu_task nop = task1(DRM_NPU_TASK_NOP, 0), t, rec[QUEUES];
 	uint32_t queues[QUEUES], notify[QUEUES], submits[QUEUES];
 	static uint64_t want[TOTAL];		/* a WAIT's seq; 0 for a SUBMIT */
 	static uint8_t seen[TOTAL], submit_seq[QUEUES][1002];
@@ -587,7 +637,7 @@ TEST_F_TIMEOUT(ur, ten_thousand_commands_on_eight_queues_complete_exactly_once, 
 
 	uint64_t hw = 0;
 
-	ASSERT_EQ(0, npu_get_param(self->fd, NPU_PARAM_QUEUE_COUNT, &hw));
+	ASSERT_EQ(0, npu_get_param(self->fd, DRM_NPU_PARAM_QUEUE_COUNT, &hw));
 	if (hw < QUEUES + 1)
 		SKIP(return, "needs %d hardware queues, the device has %llu", QUEUES + 1,
 		     (unsigned long long)hw);
@@ -604,7 +654,7 @@ TEST_F_TIMEOUT(ur, ten_thousand_commands_on_eight_queues_complete_exactly_once, 
 	queues[0] = 0;
 	submits[0] = 500;
 	for (int i = 1; i < QUEUES; i++) {
-		ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 4096, 30000,
+		ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 4096, 30000,
 					      &queues[i]));
 		submits[i] = 1000;
 	}
@@ -612,8 +662,8 @@ TEST_F_TIMEOUT(ur, ten_thousand_commands_on_eight_queues_complete_exactly_once, 
 
 	/* Each queue waits on a notify that only the other context records. */
 	for (int i = 0; i < QUEUES; i++) {
-		ASSERT_EQ(0, npu_sync_create(self->fd, NPU_SYNC_NOTIFY, &notify[i]));
-		t = task1(NPU_TASK_NOTIFY_WAIT, notify[i]);
+		ASSERT_EQ(0, npu_sync_create(self->fd, DRM_NPU_SYNC_NOTIFY, &notify[i]));
+		t = task1(DRM_NPU_TASK_NOTIFY_WAIT, notify[i]);
 		ASSERT_EQ(0, npu_submit_on(self->fd, queues[i], &t, 1, &seq));
 		ASSERT_EQ(1, seq);
 	}
@@ -628,18 +678,18 @@ TEST_F_TIMEOUT(ur, ten_thousand_commands_on_eight_queues_complete_exactly_once, 
 				struct drm_npu_submit s = { .tasks = (uintptr_t)&nop, .count = 1,
 							    .queue = queues[i] };
 
-				ASSERT_EQ(0, prep(&r, self->fd, NPU_URING_CMD_SUBMIT, &s,
+				ASSERT_EQ(0, prep(&r, self->fd, DRM_NPU_URING_CMD_SUBMIT, &s,
 						  sizeof(s), id));
 			} else {
 				/* From the gate to the last batch, which the last waits for. */
 				struct drm_npu_uring_wait w = {
 					.seq = 1 + (k - submits[i]) % (submits[i] + 1),
-					.timeout_ns = -1, .queue = queues[i] };
+					.deadline_ns = npu_deadline(-1), .queue = queues[i] };
 
 				if (k == PER_QUEUE - 1)
 					w.seq = submits[i] + 1;
 				want[id] = w.seq;
-				ASSERT_EQ(0, prep(&r, self->fd, NPU_URING_CMD_WAIT, &w, sizeof(w),
+				ASSERT_EQ(0, prep(&r, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w),
 						  id));
 			}
 			if (io_uring_sq_space_left(&r) == 0)
@@ -658,7 +708,7 @@ TEST_F_TIMEOUT(ur, ten_thousand_commands_on_eight_queues_complete_exactly_once, 
 		im = (struct drm_npu_notify_import){ .fd = ex.fd };
 		ASSERT_EQ(0, ioctl(other, DRM_IOCTL_NPU_NOTIFY_IMPORT, &im));
 		close(ex.fd);
-		rec[i] = task1(NPU_TASK_NOTIFY_RECORD, im.id);
+		rec[i] = task1(DRM_NPU_TASK_NOTIFY_RECORD, im.id);
 	}
 	ASSERT_EQ(0, npu_submit_on(other, 0, rec, QUEUES, &seq));
 
@@ -693,18 +743,18 @@ TEST_F_TIMEOUT(ur, ten_thousand_commands_on_eight_queues_complete_exactly_once, 
 static uint32_t fill_backlog(struct __test_metadata *_metadata, FIXTURE_DATA(ur) *self,
 			     struct drm_npu_task *copies, int n)
 {
-	struct drm_npu_task gate = task1(NPU_TASK_EVENT_WAIT, self->gate);
+	struct drm_npu_task gate = task1(DRM_NPU_TASK_EVENT_WAIT, self->gate);
 	uint64_t va = self->bo.device_va;
 	uint32_t q = 0;
 
-	EXPECT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, NPU_QUEUE_DEPTH_MIN,
+	EXPECT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, DRM_NPU_QUEUE_DEPTH_MIN,
 				      30000, &q));
 	EXPECT_EQ(0, npu_submit_on(self->fd, q, &gate, 1, NULL));
 	for (int i = 0; i < n; i++) {
 		struct drm_npu_submit s = { .tasks = (uintptr_t)&copies[i], .count = 1, .queue = q };
 
 		copies[i] = npu_task_copy(va + 4 * (i + 1), va + 4 * i, 4);
-		EXPECT_EQ(0, prep(&self->ring, self->fd, NPU_URING_CMD_SUBMIT, &s, sizeof(s), i));
+		EXPECT_EQ(0, prep(&self->ring, self->fd, DRM_NPU_URING_CMD_SUBMIT, &s, sizeof(s), i));
 		if (io_uring_sq_space_left(&self->ring) == 0)
 			EXPECT_LT(0, io_uring_submit(&self->ring));
 	}
@@ -752,7 +802,7 @@ TEST_F(ur, aborting_a_queue_fails_its_backlog)
 	for (int i = 0; i < N; i++) {
 		ASSERT_EQ(0, reap(&self->ring, 10 * SEC, &c));
 		EXPECT_EQ(-ECANCELED, c.res);
-		EXPECT_EQ(NPU_JOB_ABORTED, NPU_URING_RES2_STATUS(c.res2));
+		EXPECT_EQ(DRM_NPU_JOB_ABORTED, DRM_NPU_URING_RES2_STATUS(c.res2));
 	}
 	EXPECT_EQ(0, parked());
 	/* Nothing it held is left: the queue goes, and its memory with it. */
@@ -806,7 +856,7 @@ TEST_F(ur, an_ioctl_submit_queues_behind_the_io_uring_ones)
 	EXPECT_EQ(5, self->map[N + 1]);
 
 	/* Aborted with the ring full, the queued ioctl batch fails too. */
-	struct drm_npu_task gate = task1(NPU_TASK_EVENT_RESET, self->gate);
+	struct drm_npu_task gate = task1(DRM_NPU_TASK_EVENT_RESET, self->gate);
 
 	ASSERT_EQ(0, npu_submit_on(self->fd, 0, &gate, 1, NULL));
 	EXPECT_EQ(0, npu_wait_on(self->fd, 0, 2, 10 * SEC, NULL));
@@ -817,7 +867,7 @@ TEST_F(ur, an_ioctl_submit_queues_behind_the_io_uring_ones)
 	qa.queue = t.queue;
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_QUEUE_ABORT, &qa));
 	EXPECT_EQ(-EIO, npu_wait_on(self->fd, t.queue, t.seq, 10 * SEC, &w));
-	EXPECT_EQ(NPU_JOB_ABORTED, w.status);
+	EXPECT_EQ(DRM_NPU_JOB_ABORTED, w.status);
 	for (int i = 0; i < N; i++) {
 		ASSERT_EQ(0, reap(&self->ring, 10 * SEC, &c));
 		EXPECT_EQ(-ECANCELED, c.res);
@@ -831,23 +881,23 @@ TEST_F(ur, an_ioctl_submit_queues_behind_the_io_uring_ones)
  */
 TEST_F(ur, submit_with_in_syncobjs_waits_in_the_scheduler_not_the_ring)
 {
-	struct drm_npu_task gate = task1(NPU_TASK_EVENT_WAIT, self->gate);
+	struct drm_npu_task gate = task1(DRM_NPU_TASK_EVENT_WAIT, self->gate);
 	struct drm_npu_task t = npu_task_fill(self->bo.device_va, 4096, 9);
 	struct drm_npu_syncobj sync = { 0 };
 	struct drm_npu_submit gated = { .tasks = (uintptr_t)&gate, .count = 1, .queue = self->q,
 					.out_syncobjs = (uintptr_t)&sync, .out_count = 1 };
 	struct drm_npu_submit s = { .tasks = (uintptr_t)&t, .count = 1,
 				    .in_syncobjs = (uintptr_t)&sync, .in_count = 1 };
-	struct drm_npu_uring_wait w = { .seq = 1, .timeout_ns = 0, .queue = self->q };
+	struct drm_npu_uring_wait w = { .seq = 1, .deadline_ns = 0, .queue = self->q };
 	struct cqe c;
 
 	/* The in-syncobj gets the fence of a batch that waits on the gate. */
 	ASSERT_EQ(0, drmSyncobjCreate(self->fd, 0, &sync.handle));
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_SUBMIT, &gated));
-	ASSERT_EQ(0, prep(&self->ring, self->fd, NPU_URING_CMD_SUBMIT, &s, sizeof(s), 1));
+	ASSERT_EQ(0, prep(&self->ring, self->fd, DRM_NPU_URING_CMD_SUBMIT, &s, sizeof(s), 1));
 	ASSERT_EQ(1, io_uring_submit(&self->ring));
 	/* The ring is free for other commands meanwhile. */
-	ASSERT_EQ(0, run(&self->ring, self->fd, NPU_URING_CMD_WAIT, &w, sizeof(w), &c));
+	ASSERT_EQ(0, run(&self->ring, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), &c));
 	EXPECT_EQ(42, c.user_data);
 	EXPECT_EQ(-ETIMEDOUT, c.res);
 	EXPECT_EQ(0, self->map[0]);
@@ -855,10 +905,10 @@ TEST_F(ur, submit_with_in_syncobjs_waits_in_the_scheduler_not_the_ring)
 	 * The gate opens from a third queue; the scheduler then runs the
 	 * waiting batch, first on the default queue.
 	 */
-	struct drm_npu_task rec = task1(NPU_TASK_EVENT_RECORD, self->gate);
+	struct drm_npu_task rec = task1(DRM_NPU_TASK_EVENT_RECORD, self->gate);
 	struct drm_npu_submit r = { .tasks = (uintptr_t)&rec, .count = 1 };
 
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &r.queue));
+	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &r.queue));
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_SUBMIT, &r));
 	ASSERT_EQ(0, reap(&self->ring, 5 * SEC, &c));
 	EXPECT_EQ(1, c.user_data);
@@ -872,21 +922,21 @@ TEST_F(ur, sqpoll_rings_submit_without_a_syscall)
 {
 	struct io_uring_params p = { .flags = URING_FLAGS | IORING_SETUP_SQPOLL,
 				     .sq_thread_idle = 1000 };
-	struct drm_npu_task t = task1(NPU_TASK_NOP, 0);
+	struct drm_npu_task t = task1(DRM_NPU_TASK_NOP, 0);
 	struct drm_npu_submit s = { .tasks = (uintptr_t)&t, .count = 1, .queue = self->q };
 	struct io_uring r;
 	struct cqe c;
 
 	ASSERT_EQ(0, io_uring_queue_init_params(8, &r, &p));
 	for (int i = 0; i < 3; i++) {
-		ASSERT_EQ(0, run(&r, self->fd, NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
+		ASSERT_EQ(0, run(&r, self->fd, DRM_NPU_URING_CMD_SUBMIT, &s, sizeof(s), &c));
 		EXPECT_EQ(0, c.res);
 		EXPECT_EQ(i + 1, c.res2);
 	}
 	/* A parked command of an SQPOLL ring is cancelled when it closes. */
-	struct drm_npu_uring_event_wait ew = { .timeout_ns = -1, .id = self->gate };
+	struct drm_npu_uring_event_wait ew = { .deadline_ns = npu_deadline(-1), .id = self->gate };
 
-	ASSERT_EQ(0, prep(&r, self->fd, NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), 1));
+	ASSERT_EQ(0, prep(&r, self->fd, DRM_NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), 1));
 	ASSERT_EQ(1, io_uring_submit(&r));
 	EXPECT_EQ(1, parked_settles(1));
 	io_uring_queue_exit(&r);
@@ -906,8 +956,8 @@ FIXTURE_SETUP(reset)
 	if (access("/sys/kernel/debug/dri", F_OK) || npu_inject("clear"))
 		SKIP(return, "no fault injection (npu-fwsim --fault-injection, debugfs)");
 	ASSERT_EQ(0, io_uring_queue_init(8, &self->ring, URING_FLAGS));
-	ASSERT_EQ(0, npu_queue_create(self->fd, NPU_QUEUE_PRIORITY_NORMAL, 0, 30000, &self->q));
-	ASSERT_EQ(0, npu_sync_create(self->fd, NPU_SYNC_EVENT, &self->ev));
+	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 30000, &self->q));
+	ASSERT_EQ(0, npu_sync_create(self->fd, DRM_NPU_SYNC_EVENT, &self->ev));
 }
 
 FIXTURE_TEARDOWN(reset)
@@ -920,23 +970,23 @@ FIXTURE_TEARDOWN(reset)
 
 TEST_F(reset, a_device_reset_completes_parked_commands_with_the_reset_status)
 {
-	struct drm_npu_task t = task1(NPU_TASK_NOP, 0);
+	struct drm_npu_task t = task1(DRM_NPU_TASK_NOP, 0);
 	struct drm_npu_submit s = { .tasks = (uintptr_t)&t, .count = 1, .queue = self->q };
-	struct drm_npu_uring_event_wait ew = { .timeout_ns = -1, .id = self->ev };
+	struct drm_npu_uring_event_wait ew = { .deadline_ns = npu_deadline(-1), .id = self->ev };
 	char cmd[32];
 	struct cqe c;
 
 	snprintf(cmd, sizeof(cmd), "hang %u", npu_client_id(self->fd));
 	ASSERT_EQ(0, npu_inject(cmd));
-	ASSERT_EQ(0, prep(&self->ring, self->fd, NPU_URING_CMD_SUBMIT, &s, sizeof(s), 1));
-	ASSERT_EQ(0, prep(&self->ring, self->fd, NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), 2));
+	ASSERT_EQ(0, prep(&self->ring, self->fd, DRM_NPU_URING_CMD_SUBMIT, &s, sizeof(s), 1));
+	ASSERT_EQ(0, prep(&self->ring, self->fd, DRM_NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), 2));
 	ASSERT_EQ(2, io_uring_submit(&self->ring));
 	EXPECT_EQ(2, parked());
 	ASSERT_EQ(0, npu_inject("heartbeat-stop"));
 	for (int i = 0; i < 2; i++) {
 		ASSERT_EQ(0, reap(&self->ring, 10 * SEC, &c));
 		EXPECT_EQ(-EIO, c.res);
-		EXPECT_EQ(NPU_JOB_RESET, NPU_URING_RES2_STATUS(c.res2));
+		EXPECT_EQ(DRM_NPU_JOB_RESET, DRM_NPU_URING_RES2_STATUS(c.res2));
 	}
 }
 

@@ -46,8 +46,8 @@ FIXTURE_SETUP(up)
 {
 	self->fd = npu_open();
 	ASSERT_LE(0, self->fd);
-	self->host_before = npu_dev_usage(self->fd, NPU_MEM_REGION_HOST);
-	self->hbm_before = npu_dev_usage(self->fd, NPU_MEM_REGION_HBM);
+	self->host_before = npu_dev_usage(self->fd, DRM_NPU_MEM_REGION_HOST);
+	self->hbm_before = npu_dev_usage(self->fd, DRM_NPU_MEM_REGION_HBM);
 }
 
 FIXTURE_TEARDOWN(up)
@@ -56,8 +56,8 @@ FIXTURE_TEARDOWN(up)
 
 	close(self->fd);
 	fd = npu_open();
-	EXPECT_EQ(self->host_before, npu_usage_settles(fd, NPU_MEM_REGION_HOST, self->host_before));
-	EXPECT_EQ(self->hbm_before, npu_usage_settles(fd, NPU_MEM_REGION_HBM, self->hbm_before));
+	EXPECT_EQ(self->host_before, npu_usage_settles(fd, DRM_NPU_MEM_REGION_HOST, self->host_before));
+	EXPECT_EQ(self->hbm_before, npu_usage_settles(fd, DRM_NPU_MEM_REGION_HBM, self->hbm_before));
 	close(fd);
 }
 
@@ -77,7 +77,7 @@ static void round_trip(struct __test_metadata *_metadata, int fd, uint32_t polic
 		src[i] = (uint32_t)(i * 2654435761u) ^ policy;
 		dst[i] = 0;
 	}
-	ASSERT_EQ(0, reg(fd, src, size, NPU_USERPTR_READ_ONLY, &us));
+	ASSERT_EQ(0, reg(fd, src, size, DRM_NPU_USERPTR_READ_ONLY, &us));
 	ASSERT_EQ(0, reg(fd, dst, size, 0, &ud));
 	ASSERT_EQ(0, npu_bo_create(fd, size, policy, &a));
 	ASSERT_EQ(0, npu_bo_create(fd, size, policy, &b));
@@ -100,12 +100,12 @@ static void round_trip(struct __test_metadata *_metadata, int fd, uint32_t polic
 
 TEST_F(up, copy_64mib_host_hbm_hbm_host_huge_first)
 {
-	round_trip(_metadata, self->fd, NPU_BO_PAGE_HUGE_FIRST);
+	round_trip(_metadata, self->fd, DRM_NPU_BO_PAGE_HUGE_FIRST);
 }
 
 TEST_F(up, copy_64mib_host_hbm_hbm_host_normal_only)
 {
-	round_trip(_metadata, self->fd, NPU_BO_PAGE_NORMAL_ONLY);
+	round_trip(_metadata, self->fd, DRM_NPU_BO_PAGE_NORMAL_ONLY);
 }
 
 TEST_F(up, read_only_registration_refuses_device_writes)
@@ -118,11 +118,11 @@ TEST_F(up, read_only_registration_refuses_device_writes)
 
 	ASSERT_NE(NULL, p);
 	p[0] = 42;
-	ASSERT_EQ(0, reg(self->fd, p, 8192, NPU_USERPTR_READ_ONLY, &u));
+	ASSERT_EQ(0, reg(self->fd, p, 8192, DRM_NPU_USERPTR_READ_ONLY, &u));
 	t = npu_task_fill(u.device_va + 4096, 4, 7);
 	ASSERT_EQ(0, npu_submit(self->fd, &t, 1, &seq));
 	EXPECT_EQ(-EIO, npu_wait(self->fd, seq, 10 * SEC, &w));
-	EXPECT_EQ(NPU_JOB_FAULT, w.status);
+	EXPECT_EQ(DRM_NPU_JOB_FAULT, w.status);
 	EXPECT_EQ(1, w.fault_access);
 	EXPECT_EQ(u.device_va + 4096, w.fault_address);
 	EXPECT_EQ(42, p[0]);
@@ -137,7 +137,7 @@ TEST_F(up, read_only_memory_needs_the_read_only_flag)
 
 	ASSERT_NE(MAP_FAILED, p);
 	EXPECT_EQ(-EFAULT, reg(self->fd, p, 4096, 0, NULL));
-	EXPECT_EQ(0, reg(self->fd, p, 4096, NPU_USERPTR_READ_ONLY, &u));
+	EXPECT_EQ(0, reg(self->fd, p, 4096, DRM_NPU_USERPTR_READ_ONLY, &u));
 	npu_gem_close(self->fd, u.handle);
 	munmap(p, 4096);
 }
@@ -193,9 +193,9 @@ TEST_F(up, usage_counts_registered_memory)
 
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, reg(self->fd, p, 1 * MiB, 0, &u));
-	EXPECT_EQ(self->host_before + MiB, npu_dev_usage(self->fd, NPU_MEM_REGION_HOST));
+	EXPECT_EQ(self->host_before + MiB, npu_dev_usage(self->fd, DRM_NPU_MEM_REGION_HOST));
 	ASSERT_EQ(0, npu_gem_close(self->fd, u.handle));
-	EXPECT_EQ(self->host_before, npu_dev_usage(self->fd, NPU_MEM_REGION_HOST));
+	EXPECT_EQ(self->host_before, npu_dev_usage(self->fd, DRM_NPU_MEM_REGION_HOST));
 	munmap(p, MiB);
 }
 
@@ -235,14 +235,14 @@ TEST_F(up, unregister_while_the_device_uses_it)
 	ASSERT_NE(NULL, p);
 	memset(p, 0x5c, size);
 	ASSERT_EQ(0, reg(self->fd, p, size, 0, &u));
-	ASSERT_EQ(0, npu_bo_create(self->fd, size, NPU_BO_PAGE_HUGE_FIRST, &b));
+	ASSERT_EQ(0, npu_bo_create(self->fd, size, DRM_NPU_BO_PAGE_HUGE_FIRST, &b));
 	t = npu_task_copy(b.device_va, u.device_va, size);
 	for (int i = 0; i < 8; i++)
 		ASSERT_EQ(0, npu_submit(self->fd, &t, 1, &seq));
 	ASSERT_EQ(0, npu_gem_close(self->fd, u.handle));
 	munmap(p, size);	/* pinned pages outlive the mapping */
 	EXPECT_EQ(0, npu_wait(self->fd, seq, 60 * SEC, NULL));
-	EXPECT_EQ(self->host_before, npu_usage_settles(self->fd, NPU_MEM_REGION_HOST,
+	EXPECT_EQ(self->host_before, npu_usage_settles(self->fd, DRM_NPU_MEM_REGION_HOST,
 							self->host_before));
 	npu_gem_close(self->fd, b.handle);
 }

@@ -117,7 +117,7 @@ TEST_F(rt, a_device_fault_fails_the_stream_and_says_where)
 
 	ASSERT_EQ(NPURT_OK, npurt_memset_async(self->s, a, 1, 4096));
 	/* The top of the device address space: mapped by nothing. */
-	ASSERT_EQ(NPURT_OK, npurt_memset_async(self->s, NPU_VA_END - MiB, 1, 4096));
+	ASSERT_EQ(NPURT_OK, npurt_memset_async(self->s, DRM_NPU_VA_END - MiB, 1, 4096));
 	EXPECT_EQ(NPURT_ERR_DEVICE, npurt_stream_synchronize(self->s));
 	EXPECT_NE(NULL, strstr(npurt_last_error(), "memory fault")) TH_LOG("%s", npurt_last_error());
 	EXPECT_NE(NULL, strstr(npurt_last_error(), "write")) TH_LOG("%s", npurt_last_error());

@@ -365,7 +365,7 @@ TEST_F(daemon, mailbox_and_heartbeat_go_on_during_a_long_launch)
 	for (int i = 0; i < LONG_N; i++)
 		((float *)(hbm + data + 4096))[i] = 1.0f;	/* B */
 	memset(hbm + data + 65536, 0x5a, LONG_C_BYTES);		/* C */
-	long_gemm_args((struct drm_npu_kernel_args *)(hbm + data + (1u << 20)),
+	long_gemm_args((struct npu_op_args *)(hbm + data + (1u << 20)),
 		       va, va + 4096, va + 65536, kdim);
 	q->ring_offset = ring_off;
 	q->ring_entries = 64;
@@ -379,6 +379,7 @@ TEST_F(daemon, mailbox_and_heartbeat_go_on_during_a_long_launch)
 	t[0].args[0] = 1;
 	t[1].type = NPU_FW_TASK_KERNEL;
 	t[1].args[0] = va + (1u << 20);
+	t[1].args[2] = sizeof(struct npu_op_args);
 	t[2].type = NPU_FW_TASK_FENCE;
 	t[2].args[0] = 2;
 	__atomic_store_n(&q->tail, 3, __ATOMIC_RELEASE);

@@ -270,9 +270,9 @@ TEST_F(engine, engine_thread_runs_rung_work)
 }
 
 /* A dense 2-D fp32 tensor at `va`. */
-static struct drm_npu_tensor t2d(uint64_t va, uint64_t rows, uint64_t cols)
+static struct npu_op_tensor t2d(uint64_t va, uint64_t rows, uint64_t cols)
 {
-	struct drm_npu_tensor t = { .va = va, .dtype = NPU_DT_F32, .ndim = 2,
+	struct npu_op_tensor t = { .va = va, .dtype = NPU_DT_F32, .ndim = 2,
 				    .shape = { rows, cols }, .stride = { cols, 1 } };
 
 	return t;
@@ -284,7 +284,7 @@ static void gemm_through_device(FIXTURE_DATA(engine) *self,
 {
 	uint64_t va = TEST_VA_BASE;
 	float *A = (float *)(self->hbm + DATA), *B = A + 128, *C = B + 64;
-	struct drm_npu_kernel_args *k = (struct drm_npu_kernel_args *)(self->hbm + DATA + 8192);
+	struct npu_op_args *k = (struct npu_op_args *)(self->hbm + DATA + 8192);
 	struct npu_fw_queue *q = qslot(self, 0);
 
 	map(self, 1, va, DATA, 3, NPU_PTE_WRITE);
@@ -301,7 +301,7 @@ static void gemm_through_device(FIXTURE_DATA(engine) *self,
 	if (threaded)
 		ASSERT_EQ(0, npu_dev_start_engine(&self->dev));
 	ASSERT_EQ(0, start_queue(self, 0, 1));
-	push(self, 0, NPU_FW_TASK_KERNEL, va + 8192, 3, 0);
+	push(self, 0, NPU_FW_TASK_KERNEL, va + 8192, 3, sizeof(struct npu_op_args));
 	push(self, 0, NPU_FW_TASK_FENCE, 1, 0, 0);
 	ring(self, 0);
 	for (int i = 0; i < 2000 && __atomic_load_n(&q->done_seq, __ATOMIC_ACQUIRE) != 1; i++)
@@ -331,14 +331,34 @@ TEST_F(engine, kernel_gemm_on_core_threads)
 
 TEST_F(engine, kernel_with_bad_arguments_fails_the_task)
 {
-	struct drm_npu_kernel_args *k = (struct drm_npu_kernel_args *)(self->hbm + DATA);
+	struct npu_op_args *k = (struct npu_op_args *)(self->hbm + DATA);
 	struct npu_fw_queue *q = qslot(self, 0);
 
 	map(self, 1, TEST_VA_BASE, DATA, 1, NPU_PTE_WRITE);
 	memset(k, 0, sizeof(*k));
 	k->op = NPU_OP_GEMM;				/* shapes all zero */
 	ASSERT_EQ(0, start_queue(self, 0, 1));
-	push(self, 0, NPU_FW_TASK_KERNEL, TEST_VA_BASE, 0, 0);
+	push(self, 0, NPU_FW_TASK_KERNEL, TEST_VA_BASE, 0, sizeof(struct npu_op_args));
+	ring(self, 0);
+	EXPECT_EQ(NPU_QUEUE_FAULTED, q->state);
+	EXPECT_EQ(NPU_FW_EKERNEL, q->error);
+	EXPECT_EQ(TEST_VA_BASE, q->error_address);
+}
+
+/* The device reads no more of the block than the task says it holds. */
+TEST_F(engine, kernel_with_a_short_argument_block_fails_the_task)
+{
+	struct npu_op_args *k = (struct npu_op_args *)(self->hbm + DATA);
+	struct npu_fw_queue *q = qslot(self, 0);
+
+	map(self, 1, TEST_VA_BASE, DATA, 1, NPU_PTE_WRITE);
+	memset(k, 0, sizeof(*k));
+	k->op = NPU_OP_RELU;
+	k->in[0] = t2d(TEST_VA_BASE + 1024, 4, 4);
+	k->out = t2d(TEST_VA_BASE + 2048, 4, 4);
+	ASSERT_EQ(0, start_queue(self, 0, 1));
+	push(self, 0, NPU_FW_TASK_KERNEL, TEST_VA_BASE, 0, sizeof(*k) - 1);
+	push(self, 0, NPU_FW_TASK_FENCE, 1, 0, 0);
 	ring(self, 0);
 	EXPECT_EQ(NPU_QUEUE_FAULTED, q->state);
 	EXPECT_EQ(NPU_FW_EKERNEL, q->error);
@@ -347,7 +367,7 @@ TEST_F(engine, kernel_with_bad_arguments_fails_the_task)
 
 TEST_F(engine, kernel_on_unmapped_tensor_faults)
 {
-	struct drm_npu_kernel_args *k = (struct drm_npu_kernel_args *)(self->hbm + DATA);
+	struct npu_op_args *k = (struct npu_op_args *)(self->hbm + DATA);
 	struct npu_fw_queue *q = qslot(self, 0);
 
 	map(self, 1, TEST_VA_BASE, DATA, 1, NPU_PTE_WRITE);
@@ -356,7 +376,7 @@ TEST_F(engine, kernel_on_unmapped_tensor_faults)
 	k->in[0] = t2d(TEST_VA_BASE + (1 << 20), 4, 4);	/* never mapped */
 	k->out = t2d(TEST_VA_BASE + 1024, 4, 4);
 	ASSERT_EQ(0, start_queue(self, 0, 1));
-	push(self, 0, NPU_FW_TASK_KERNEL, TEST_VA_BASE, 0, 0);
+	push(self, 0, NPU_FW_TASK_KERNEL, TEST_VA_BASE, 0, sizeof(struct npu_op_args));
 	ring(self, 0);
 	EXPECT_EQ(NPU_QUEUE_FAULTED, q->state);
 	EXPECT_EQ(NPU_FW_EFAULT, q->error);

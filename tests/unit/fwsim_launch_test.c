@@ -113,7 +113,7 @@ static void write_gemm(FIXTURE_DATA(launch) *self, uint32_t ctx, uint64_t off_c,
 		B[i] = 1.0f;
 	for (uint64_t i = 0; i < LONG_C_BYTES; i += 4)
 		memcpy(r + off_c + i, &(uint32_t){ PATTERN }, 4);
-	long_gemm_args((struct drm_npu_kernel_args *)(r + OFF_ARGS), VA + OFF_A, VA + OFF_B,
+	long_gemm_args((struct npu_op_args *)(r + OFF_ARGS), VA + OFF_A, VA + OFF_B,
 		       VA + off_c, kdim);
 }
 
@@ -141,7 +141,7 @@ static void launch_long(FIXTURE_DATA(launch) *self, struct __test_metadata *_met
 {
 	write_gemm(self, ctx, OFF_C, kdim);
 	push(self, qid, NPU_FW_TASK_FENCE, 1, 0, 0);
-	push(self, qid, NPU_FW_TASK_KERNEL, VA + OFF_ARGS, 0, 0);
+	push(self, qid, NPU_FW_TASK_KERNEL, VA + OFF_ARGS, 0, sizeof(struct npu_op_args));
 	push(self, qid, NPU_FW_TASK_FENCE, 2, 0, 0);
 	ring(self, qid);
 	ASSERT_EQ(0, wait_fence(self, qid, 1, 5000));
@@ -213,7 +213,7 @@ TEST_F(launch, tlb_invalidate_holds_for_the_scatter)
 		memcpy(r + OFF_C2 + i, &(uint32_t){ PATTERN }, 4);
 	push(self, 0, NPU_FW_TASK_FILL, VA + OFF_C, LONG_C_BYTES, PATTERN);
 	push(self, 0, NPU_FW_TASK_FENCE, 1, 0, 0);
-	push(self, 0, NPU_FW_TASK_KERNEL, VA + OFF_ARGS, 0, 0);
+	push(self, 0, NPU_FW_TASK_KERNEL, VA + OFF_ARGS, 0, sizeof(struct npu_op_args));
 	push(self, 0, NPU_FW_TASK_FENCE, 2, 0, 0);
 	ring(self, 0);
 	ASSERT_EQ(0, wait_fence(self, 0, 1, 5000));
@@ -262,7 +262,7 @@ static uint64_t small_launch(FIXTURE_DATA(launch) *self, struct __test_metadata 
 	uint64_t t0 = test_now_ms();
 
 	write_gemm(self, 2, OFF_SMALL_C, 256);
-	push(self, qid, NPU_FW_TASK_KERNEL, VA + OFF_ARGS, 0, 0);
+	push(self, qid, NPU_FW_TASK_KERNEL, VA + OFF_ARGS, 0, sizeof(struct npu_op_args));
 	push(self, qid, NPU_FW_TASK_FENCE, 7, 0, 0);
 	ring(self, qid);
 	EXPECT_EQ(0, wait_fence(self, qid, 7, 60000));
@@ -337,7 +337,7 @@ TEST_F(launch, exec_ms_counts_execution_only)
 	ring(self, 1);
 	launch_long(self, _metadata, 0, 1, long_gemm_k(4000, CORES, &self->expect_ms));
 	write_gemm(self, 2, OFF_SMALL_C, 256);
-	push(self, 2, NPU_FW_TASK_KERNEL, VA + OFF_ARGS, 0, 0);	/* waits for the cores */
+	push(self, 2, NPU_FW_TASK_KERNEL, VA + OFF_ARGS, 0, sizeof(struct npu_op_args));	/* waits for the cores */
 	push(self, 2, NPU_FW_TASK_FENCE, 1, 0, 0);
 	ring(self, 2);
 
@@ -398,10 +398,10 @@ TEST_F(launch, queues_take_turns_on_the_cores)
 	ASSERT_EQ(0, start_queue(self, 1, 2, 0));
 	write_gemm(self, 1, OFF_C, kdim);
 	write_gemm(self, 2, OFF_C, kdim);
-	push(self, 0, NPU_FW_TASK_KERNEL, VA + OFF_ARGS, 0, 0);
-	push(self, 0, NPU_FW_TASK_KERNEL, VA + OFF_ARGS, 0, 0);
+	push(self, 0, NPU_FW_TASK_KERNEL, VA + OFF_ARGS, 0, sizeof(struct npu_op_args));
+	push(self, 0, NPU_FW_TASK_KERNEL, VA + OFF_ARGS, 0, sizeof(struct npu_op_args));
 	push(self, 0, NPU_FW_TASK_FENCE, 1, 0, 0);
-	push(self, 1, NPU_FW_TASK_KERNEL, VA + OFF_ARGS, 0, 0);
+	push(self, 1, NPU_FW_TASK_KERNEL, VA + OFF_ARGS, 0, sizeof(struct npu_op_args));
 	push(self, 1, NPU_FW_TASK_FENCE, 1, 0, 0);
 	__atomic_store_n(&q0->tail, self->tail[0], __ATOMIC_RELEASE);
 	ring(self, 1);

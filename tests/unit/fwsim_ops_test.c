@@ -31,7 +31,7 @@ static float *rand_buf(size_t n)
 }
 
 /* A dense row-major fp32 tensor descriptor and view over `data`. */
-static void dense(struct drm_npu_tensor *t, struct npu_view *v, void *data, uint32_t dtype,
+static void dense(struct npu_op_tensor *t, struct npu_view *v, void *data, uint32_t dtype,
 		  uint32_t ndim, const uint64_t *shape)
 {
 	memset(t, 0, sizeof(*t));
@@ -50,7 +50,7 @@ static void dense(struct drm_npu_tensor *t, struct npu_view *v, void *data, uint
 	}
 }
 
-static void run_all(struct drm_npu_kernel_args *a, struct npu_view *in, struct npu_view *out)
+static void run_all(struct npu_op_args *a, struct npu_view *in, struct npu_view *out)
 {
 	uint64_t units = npu_op_units(a);
 
@@ -73,7 +73,7 @@ TEST(binary_ops_with_broadcast)
 	float *x = rand_buf(105), *row = rand_buf(7), *y = calloc(105, 4);
 
 	for (size_t o = 0; o < 6; o++) {
-		struct drm_npu_kernel_args a = { .op = ops[o] };
+		struct npu_op_args a = { .op = ops[o] };
 		struct npu_view in[2], out;
 
 		dense(&a.in[0], &in[0], x, NPU_DT_F32, 3, shape);
@@ -109,7 +109,7 @@ TEST(unary_ops)
 	float *x = rand_buf(1000), *y = calloc(1000, 4);
 
 	for (size_t o = 0; o < 5; o++) {
-		struct drm_npu_kernel_args a = { .op = ops[o] };
+		struct npu_op_args a = { .op = ops[o] };
 		struct npu_view in[2], out;
 
 		dense(&a.in[0], &in[0], x, NPU_DT_F32, 1, shape);
@@ -139,7 +139,7 @@ static void gemm_case(struct __test_metadata *_metadata, uint64_t m, uint64_t n,
 	uint64_t sc[2] = { m, n };
 	float *A = rand_buf(m * k), *B = rand_buf(k * n), *C = rand_buf(m * n);
 	float *C0 = malloc(m * n * 4);
-	struct drm_npu_kernel_args a = { .op = NPU_OP_GEMM, .alpha = alpha, .beta = beta };
+	struct npu_op_args a = { .op = NPU_OP_GEMM, .alpha = alpha, .beta = beta };
 	struct npu_view in[2], out;
 
 	memcpy(C0, C, m * n * 4);
@@ -183,7 +183,7 @@ TEST(gemm_beta_zero_ignores_nan_in_output)
 {
 	uint64_t s[2] = { 2, 2 };
 	float A[4] = { 1, 2, 3, 4 }, B[4] = { 1, 0, 0, 1 }, C[4] = { NAN, NAN, NAN, NAN };
-	struct drm_npu_kernel_args a = { .op = NPU_OP_GEMM, .alpha = 1 };
+	struct npu_op_args a = { .op = NPU_OP_GEMM, .alpha = 1 };
 	struct npu_view in[2], out;
 
 	dense(&a.in[0], &in[0], A, NPU_DT_F32, 2, s);
@@ -201,7 +201,7 @@ TEST(softmax_and_layernorm_rows)
 	float *x = rand_buf(198), *y = calloc(198, 4);
 
 	for (int op = NPU_OP_SOFTMAX; op <= NPU_OP_LAYERNORM; op++) {
-		struct drm_npu_kernel_args a = { .op = (uint32_t)op, .eps = 1e-5f };
+		struct npu_op_args a = { .op = (uint32_t)op, .eps = 1e-5f };
 		struct npu_view in[2], out;
 
 		dense(&a.in[0], &in[0], x, NPU_DT_F32, 2, shape);
@@ -238,7 +238,7 @@ TEST(reductions_over_each_axis)
 
 	for (uint32_t op = NPU_OP_REDUCE_SUM; op <= NPU_OP_REDUCE_MAX; op++) {
 		for (uint32_t ax = 0; ax < 3; ax++) {
-			struct drm_npu_kernel_args a = { .op = op, .axis = ax };
+			struct npu_op_args a = { .op = op, .axis = ax };
 			uint64_t oshape[3] = { 4, 5, 6 };
 			struct npu_view in[2], out;
 
@@ -274,7 +274,7 @@ TEST(transpose_3d)
 {
 	uint64_t shape[3] = { 2, 3, 4 }, oshape[3] = { 4, 2, 3 };
 	float x[24], y[24];
-	struct drm_npu_kernel_args a = { .op = NPU_OP_TRANSPOSE, .perm = { 2, 0, 1 } };
+	struct npu_op_args a = { .op = NPU_OP_TRANSPOSE, .perm = { 2, 0, 1 } };
 	struct npu_view in[2], out;
 
 	for (int i = 0; i < 24; i++)
@@ -329,7 +329,7 @@ TEST(cast_op_between_dtypes)
 	uint64_t shape[1] = { 4 };
 	float x[4] = { 1.0f, -2.5f, 65504.0f, 0.1f }, back[4];
 	uint16_t h[4];
-	struct drm_npu_kernel_args a = { .op = NPU_OP_CAST };
+	struct npu_op_args a = { .op = NPU_OP_CAST };
 	struct npu_view in[2], out;
 
 	dense(&a.in[0], &in[0], x, NPU_DT_F32, 1, shape);
@@ -348,7 +348,7 @@ TEST(cast_op_between_dtypes)
 TEST(bad_launches_are_refused_with_a_reason)
 {
 	uint64_t s2[2] = { 4, 4 }, s3[2] = { 4, 3 }, s1[1] = { 16 };
-	struct drm_npu_kernel_args good = { .op = NPU_OP_ADD }, a;
+	struct npu_op_args good = { .op = NPU_OP_ADD }, a;
 
 	dense(&good.in[0], NULL, NULL, NPU_DT_F32, 2, s2);
 	dense(&good.in[1], NULL, NULL, NPU_DT_F32, 2, s2);
@@ -413,7 +413,7 @@ TEST(every_op_stops_when_cancelled)
 
 	for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
 		for (int trans = 0; trans < (ops[o] == NPU_OP_GEMM ? 2 : 1); trans++) {
-			struct drm_npu_kernel_args a = { .op = ops[o], .alpha = 1, .eps = 1e-5f };
+			struct npu_op_args a = { .op = ops[o], .alpha = 1, .eps = 1e-5f };
 			struct npu_view in[2], out;
 			uint32_t cancel = 1;
 			int untouched = 1;

@@ -109,17 +109,17 @@ static inline uint64_t test_now_ms(void)
 #define LONG_K_MAX	(1ull << 22)	/* B's elements stay under 2^30 */
 #define LONG_C_BYTES	(LONG_M * LONG_N * 4)
 
-static inline void long_gemm_args(struct drm_npu_kernel_args *k, uint64_t va_a,
+static inline void long_gemm_args(struct npu_op_args *k, uint64_t va_a,
 				  uint64_t va_b, uint64_t va_c, uint64_t kdim)
 {
 	memset(k, 0, sizeof(*k));
 	k->op = NPU_OP_GEMM;
 	k->alpha = 1.0f;
-	k->in[0] = (struct drm_npu_tensor){ .va = va_a, .dtype = NPU_DT_F32, .ndim = 2,
+	k->in[0] = (struct npu_op_tensor){ .va = va_a, .dtype = NPU_DT_F32, .ndim = 2,
 					    .shape = { LONG_M, kdim }, .stride = { 0, 0 } };
-	k->in[1] = (struct drm_npu_tensor){ .va = va_b, .dtype = NPU_DT_F32, .ndim = 2,
+	k->in[1] = (struct npu_op_tensor){ .va = va_b, .dtype = NPU_DT_F32, .ndim = 2,
 					    .shape = { kdim, LONG_N }, .stride = { 0, 1 } };
-	k->out = (struct drm_npu_tensor){ .va = va_c, .dtype = NPU_DT_F32, .ndim = 2,
+	k->out = (struct npu_op_tensor){ .va = va_c, .dtype = NPU_DT_F32, .ndim = 2,
 					  .shape = { LONG_M, LONG_N }, .stride = { LONG_N, 1 } };
 }
 
@@ -135,7 +135,7 @@ static inline uint64_t long_gemm_k(unsigned int ms, unsigned int cores, uint64_t
 
 	if (!macs_per_ms) {
 		const uint64_t k0 = 8192;
-		struct drm_npu_kernel_args a;
+		struct npu_op_args a;
 		static float C[LONG_M * LONG_N];
 		float A = 1.0f, B[LONG_N];
 		struct npu_view v[3];
@@ -144,7 +144,7 @@ static inline uint64_t long_gemm_k(unsigned int ms, unsigned int cores, uint64_t
 			B[i] = 1.0f;
 		long_gemm_args(&a, 0, 0, 0, k0);
 		for (int i = 0; i < 3; i++) {
-			const struct drm_npu_tensor *t = i == 2 ? &a.out : &a.in[i];
+			const struct npu_op_tensor *t = i == 2 ? &a.out : &a.in[i];
 
 			v[i].data = i == 0 ? (void *)&A : i == 1 ? (void *)B : (void *)C;
 			v[i].dtype = t->dtype;

@@ -20,6 +20,12 @@
  *
  * The driver registers as "npu": a render node (/dev/dri/renderD*) on
  * kernels without the accel subsystem, /dev/accel/accel* where it exists.
+ *
+ * Changes before the first release (Documentation/uapi.rst, "Changes"):
+ * DRM_NPU_ prefix on every name; absolute CLOCK_MONOTONIC deadlines in
+ * every wait; a flags field in every struct; the firmware's ring slot and
+ * the op library's argument block out of this header (a KERNEL task now
+ * gives its block's size); the firmware ping moved to debugfs fw_ping.
  */
 #ifndef _UAPI_NPU_ACCEL_H_
 #define _UAPI_NPU_ACCEL_H_
@@ -87,59 +93,59 @@ extern "C" {
 /* Parameters readable with DRM_IOCTL_NPU_GET_PARAM. */
 enum drm_npu_param {
 	/* Kernel-device interface version: major << 16 | minor. */
-	NPU_PARAM_IF_VERSION = 0,
+	DRM_NPU_PARAM_IF_VERSION = 0,
 	/* Firmware build: major << 16 | minor << 8 | patch. */
-	NPU_PARAM_FW_VERSION = 1,
-	/* Device capability bits: NPU_CAP_*, defined by the driver. */
-	NPU_PARAM_DEVICE_CAPS = 2,
+	DRM_NPU_PARAM_FW_VERSION = 1,
+	/* Device capability bits: DRM_NPU_CAP_*, defined by the driver. */
+	DRM_NPU_PARAM_DEVICE_CAPS = 2,
 	/* Bytes of device memory (HBM), including the firmware's part. */
-	NPU_PARAM_HBM_SIZE = 3,
+	DRM_NPU_PARAM_HBM_SIZE = 3,
 	/* Bytes at the start of HBM that the firmware keeps for itself. */
-	NPU_PARAM_HBM_RESERVED = 4,
+	DRM_NPU_PARAM_HBM_RESERVED = 4,
 	/* Hardware task-scheduler queues on the device. */
-	NPU_PARAM_QUEUE_COUNT = 5,
+	DRM_NPU_PARAM_QUEUE_COUNT = 5,
 	/* AI cores on the device. */
-	NPU_PARAM_CORE_COUNT = 6,
+	DRM_NPU_PARAM_CORE_COUNT = 6,
 	/* Firmware heartbeat counter; it advances while the firmware runs. */
-	NPU_PARAM_FW_HEARTBEAT = 7,
+	DRM_NPU_PARAM_FW_HEARTBEAT = 7,
 	/* Heartbeat period in milliseconds. */
-	NPU_PARAM_FW_HEARTBEAT_MS = 8,
+	DRM_NPU_PARAM_FW_HEARTBEAT_MS = 8,
 	/*
-	 * Sends the firmware a mailbox PING now and returns its round trip in
-	 * nanoseconds; -ETIMEDOUT when the firmware does not answer.
+	 * Reserved, never reused: was a firmware mailbox ping, now debugfs
+	 * fw_ping (root only). GET_PARAM returns -EINVAL for it.
 	 */
-	NPU_PARAM_FW_PING_NS = 9,
+	DRM_NPU_PARAM_RESERVED_9 = 9,
 	/* Bytes of HBM in use device-wide: buffers and page tables. */
-	NPU_PARAM_HBM_USED = 10,
+	DRM_NPU_PARAM_HBM_USED = 10,
 	/* Queues one context may have, its default queue included. */
-	NPU_PARAM_QUEUES_PER_CONTEXT = 11,
+	DRM_NPU_PARAM_QUEUES_PER_CONTEXT = 11,
 	/*
-	 * io_uring commands the driver takes: bit n set for NPU_URING_CMD_*
+	 * io_uring commands the driver takes: bit n set for DRM_NPU_URING_CMD_*
 	 * number n (see below); 0 on kernels without io_uring.
 	 */
-	NPU_PARAM_URING_CMDS = 12,
+	DRM_NPU_PARAM_URING_CMDS = 12,
 	/* Events and notifies one context may hold (-EDQUOT past it). */
-	NPU_PARAM_SYNCS_PER_CONTEXT = 13,
+	DRM_NPU_PARAM_SYNCS_PER_CONTEXT = 13,
 	/* Largest queue timeout_ms QUEUE_CREATE accepts. */
-	NPU_PARAM_MAX_QUEUE_TIMEOUT_MS = 14,
+	DRM_NPU_PARAM_MAX_QUEUE_TIMEOUT_MS = 14,
 };
 
 /*
- * Capability bits of NPU_PARAM_DEVICE_CAPS. The driver defines them and
+ * Capability bits of DRM_NPU_PARAM_DEVICE_CAPS. The driver defines them and
  * never passes the firmware's own bits through; unknown bits are 0.
  */
 /* Test devices: faults can be injected through debugfs npu_inject (root). */
-#define NPU_CAP_FAULT_INJECTION		(1ull << 0)
+#define DRM_NPU_CAP_FAULT_INJECTION		(1ull << 0)
 
 /**
  * struct drm_npu_get_param - read one device parameter
  * @param: in, an enum drm_npu_param value; unknown values give -EINVAL
- * @pad: must be zero
+ * @flags: in, must be zero
  * @value: out, the parameter's value
  */
 struct drm_npu_get_param {
 	__u32 param;
-	__u32 pad;
+	__u32 flags;
 	__u64 value;
 };
 
@@ -150,22 +156,22 @@ struct drm_npu_get_param {
 enum drm_npu_page_policy {
 	/* 2 MiB pages for buffers over 1 MiB, 4 KiB pages otherwise or when
 	 * no 2 MiB-aligned space is left. */
-	NPU_BO_PAGE_HUGE_FIRST = 0,
+	DRM_NPU_BO_PAGE_HUGE_FIRST = 0,
 	/* 2 MiB pages or -ENOMEM. */
-	NPU_BO_PAGE_HUGE_ONLY = 1,
+	DRM_NPU_BO_PAGE_HUGE_ONLY = 1,
 	/* 4 KiB pages. */
-	NPU_BO_PAGE_NORMAL_ONLY = 2,
+	DRM_NPU_BO_PAGE_NORMAL_ONLY = 2,
 };
 
-#define NPU_PAGE_SIZE_4K	(1u << 12)
-#define NPU_PAGE_SIZE_2M	(1u << 21)
+#define DRM_NPU_PAGE_SIZE_4K	(1u << 12)
+#define DRM_NPU_PAGE_SIZE_2M	(1u << 21)
 
 /*
  * Each open file is a context with its own device virtual address space;
- * buffers are placed in [NPU_VA_BASE, NPU_VA_END).
+ * buffers are placed in [DRM_NPU_VA_BASE, DRM_NPU_VA_END).
  */
-#define NPU_VA_BASE		0x0000000100000000ull	/* 4 GiB: 0 is never valid */
-#define NPU_VA_END		0x0000010000000000ull	/* 1 TiB */
+#define DRM_NPU_VA_BASE		0x0000000100000000ull	/* 4 GiB: 0 is never valid */
+#define DRM_NPU_VA_END		0x0000010000000000ull	/* 1 TiB */
 
 /**
  * struct drm_npu_bo_create - allocate a buffer object in device memory
@@ -173,7 +179,7 @@ enum drm_npu_page_policy {
  * @flags: in, must be zero (placement flags will come here)
  * @page_policy: in, an enum drm_npu_page_policy
  * @handle: out, GEM handle
- * @page_size: out, NPU_PAGE_SIZE_4K or NPU_PAGE_SIZE_2M
+ * @page_size: out, DRM_NPU_PAGE_SIZE_4K or DRM_NPU_PAGE_SIZE_2M
  * @device_va: out, the buffer's address in this context's device VA space
  *
  * New buffers read as zeros. Errors: -EINVAL for a zero size, unknown
@@ -191,34 +197,34 @@ struct drm_npu_bo_create {
 /**
  * struct drm_npu_bo_info - what a buffer object is
  * @handle: in
- * @pad: must be zero
+ * @flags: in, must be zero
  * @mmap_offset: out, offset to mmap() on the device node for CPU access
  *               (write-combined)
  * @device_va: out
  * @size: out, bytes (a multiple of page_size)
- * @flags: out, as created
+ * @bo_flags: out, the flags it was created with
  * @page_size: out
  *
- * Errors: -ENOENT for an unknown handle, -EINVAL for nonzero pad.
+ * Errors: -ENOENT for an unknown handle, -EINVAL for nonzero flags.
  */
 struct drm_npu_bo_info {
 	__u32 handle;
-	__u32 pad;
+	__u32 flags;
 	__u64 mmap_offset;
 	__u64 device_va;
 	__u64 size;
-	__u32 flags;
+	__u32 bo_flags;
 	__u32 page_size;
 };
 
 /* The device may only read registered memory (it may be read-only). */
-#define NPU_USERPTR_READ_ONLY	(1u << 0)
+#define DRM_NPU_USERPTR_READ_ONLY	(1u << 0)
 
 /**
  * struct drm_npu_userptr - register host memory for device access
  * @addr: in, page-aligned start of the caller's memory
  * @size: in, page-aligned bytes (> 0)
- * @flags: in, NPU_USERPTR_* bits
+ * @flags: in, DRM_NPU_USERPTR_* bits
  * @handle: out, a GEM handle; DRM_IOCTL_GEM_CLOSE unregisters
  * @device_va: out, where this context's device sees the memory
  *
@@ -229,7 +235,7 @@ struct drm_npu_bo_info {
  *
  * Errors: -EINVAL unaligned or zero @addr/@size, unknown flags, nonzero
  * out fields; -EFAULT memory that is not there, or read-only without
- * NPU_USERPTR_READ_ONLY; -EEXIST the range overlaps memory this context
+ * DRM_NPU_USERPTR_READ_ONLY; -EEXIST the range overlaps memory this context
  * has registered already; -ENOMEM over RLIMIT_MEMLOCK or out of VA space.
  */
 struct drm_npu_userptr {
@@ -242,11 +248,11 @@ struct drm_npu_userptr {
 
 /* Where device-visible memory lives, for usage accounting. */
 enum drm_npu_mem_region {
-	NPU_MEM_REGION_HBM = 0,		/* buffer objects in HBM */
-	NPU_MEM_REGION_HOST = 1,	/* host memory registered for DMA */
-	NPU_MEM_REGION_PAGE_TABLES = 2,	/* device page tables, in HBM */
-	NPU_MEM_REGION_QUEUES = 3,	/* task rings, in HBM */
-	NPU_MEM_REGION_COUNT = 4,
+	DRM_NPU_MEM_REGION_HBM = 0,		/* buffer objects in HBM */
+	DRM_NPU_MEM_REGION_HOST = 1,	/* host memory registered for DMA */
+	DRM_NPU_MEM_REGION_PAGE_TABLES = 2,	/* device page tables, in HBM */
+	DRM_NPU_MEM_REGION_QUEUES = 3,	/* task rings, in HBM */
+	DRM_NPU_MEM_REGION_COUNT = 4,
 };
 
 /**
@@ -261,10 +267,10 @@ enum drm_npu_mem_region {
 struct drm_npu_mem_usage {
 	__u32 flags;
 	__u32 pad;
-	__u64 ctx_current[NPU_MEM_REGION_COUNT];
-	__u64 ctx_peak[NPU_MEM_REGION_COUNT];
-	__u64 dev_current[NPU_MEM_REGION_COUNT];
-	__u64 dev_peak[NPU_MEM_REGION_COUNT];
+	__u64 ctx_current[DRM_NPU_MEM_REGION_COUNT];
+	__u64 ctx_peak[DRM_NPU_MEM_REGION_COUNT];
+	__u64 dev_current[DRM_NPU_MEM_REGION_COUNT];
+	__u64 dev_peak[DRM_NPU_MEM_REGION_COUNT];
 };
 
 /*
@@ -272,32 +278,37 @@ struct drm_npu_mem_usage {
  * whose tasks the device runs in order.
  */
 enum drm_npu_task_type {
-	NPU_TASK_NOP = 0,
+	DRM_NPU_TASK_NOP = 0,
 	/* args[0] dst VA, args[1] src VA, args[2] bytes (> 0) */
-	NPU_TASK_COPY = 1,
+	DRM_NPU_TASK_COPY = 1,
 	/* args[0] dst VA, args[1] bytes (> 0, multiple of 4),
 	 * args[2] 32-bit pattern (upper bits zero) */
-	NPU_TASK_FILL = 2,
-	/* args[0] VA of a struct drm_npu_kernel_args, args[1] how many AI
-	 * cores to split it across (0: all, at most NPU_MAX_BLOCK_DIM) */
-	NPU_TASK_KERNEL = 4,
+	DRM_NPU_TASK_FILL = 2,
+	/* args[0] VA of an argument block for the firmware's op library
+	 * (not a kernel ABI: firmware-sim/npu_oplib.h), args[1] how many AI
+	 * cores to split it across (0: all, at most DRM_NPU_MAX_BLOCK_DIM),
+	 * args[2] the block's size in bytes, 1..DRM_NPU_KERNEL_ARGS_MAX: the
+	 * driver keeps exactly [args[0], args[0] + args[2]) mapped while the
+	 * launch runs and the device reads no more than that */
+	DRM_NPU_TASK_KERNEL = 4,
 	/* args[0] VA: the device writes its clock there (u64, ns; 8-aligned) */
-	NPU_TASK_TIMESTAMP = 5,
+	DRM_NPU_TASK_TIMESTAMP = 5,
 	/* everything before it on the queue has completed */
-	NPU_TASK_BARRIER = 6,
+	DRM_NPU_TASK_BARRIER = 6,
 	/* args[0] an event of this context: record (stamping the device
 	 * clock), wait for a record (blocking the queue on the device, not
 	 * the host), reset */
-	NPU_TASK_EVENT_RECORD = 7,
-	NPU_TASK_EVENT_WAIT = 8,
-	NPU_TASK_EVENT_RESET = 9,
+	DRM_NPU_TASK_EVENT_RECORD = 7,
+	DRM_NPU_TASK_EVENT_WAIT = 8,
+	DRM_NPU_TASK_EVENT_RESET = 9,
 	/* args[0] a notify this context holds: a record releases exactly one
 	 * wait (auto-reset); records made before a wait are not lost */
-	NPU_TASK_NOTIFY_RECORD = 10,
-	NPU_TASK_NOTIFY_WAIT = 11,
+	DRM_NPU_TASK_NOTIFY_RECORD = 10,
+	DRM_NPU_TASK_NOTIFY_WAIT = 11,
 };
 
-#define NPU_MAX_BLOCK_DIM	64
+#define DRM_NPU_MAX_BLOCK_DIM		64
+#define DRM_NPU_KERNEL_ARGS_MAX		4096
 
 /**
  * struct drm_npu_task - one task
@@ -317,100 +328,46 @@ struct drm_npu_task {
 };
 
 /*
- * Kernel launches (NPU_TASK_KERNEL) run an op from the device's op
- * library. Their argument block is written to device memory by userspace
- * and read by the device as it is; the driver passes its address on.
+ * Waits (DRM_NPU_WAIT, DRM_NPU_EVENT_WAIT and the io_uring WAIT and
+ * EVENT_WAIT commands) take an absolute deadline, @deadline_ns: a time of
+ * CLOCK_MONOTONIC (clock_gettime(), in nanoseconds), as
+ * DRM_IOCTL_SYNCOBJ_WAIT does. A deadline at or before the present
+ * (0 and negative values included) polls: the wait returns at once, with
+ * -ETIMEDOUT if what it waits for has not happened.
+ * DRM_NPU_DEADLINE_NONE waits without limit. The kernel never writes the
+ * deadline back: a wait interrupted by a signal and restarted (SA_RESTART,
+ * or the caller calling again with the same struct) keeps its deadline.
  */
-enum drm_npu_dtype {
-	NPU_DT_F32 = 0,
-	NPU_DT_F16 = 1,
-	NPU_DT_BF16 = 2,
-};
-
-#define NPU_MAX_DIMS		4
-
-/*
- * A strided view of device memory: element (i0, i1, ...) of a tensor lives
- * at va + sum(i_k * stride_k) * element size. Strides are in elements and
- * not negative; a stride of 0 broadcasts along that dimension.
- */
-struct drm_npu_tensor {
-	__u64 va;
-	__u32 dtype;			/* enum drm_npu_dtype */
-	__u32 ndim;			/* 1..NPU_MAX_DIMS */
-	__u64 shape[NPU_MAX_DIMS];
-	__u64 stride[NPU_MAX_DIMS];
-};
-
-enum drm_npu_op {
-	/* out = in0 (op) in1, elementwise; fp32; same shapes (0-strides broadcast) */
-	NPU_OP_ADD = 1, NPU_OP_SUB, NPU_OP_MUL, NPU_OP_DIV, NPU_OP_MAX, NPU_OP_MIN,
-	/* out = f(in0), elementwise; fp32 */
-	NPU_OP_RELU = 16, NPU_OP_GELU, NPU_OP_SIGMOID, NPU_OP_TANH, NPU_OP_EXP,
-	/*
-	 * out[M,N] = alpha * op(in0)[M,K] x op(in1)[K,N] + beta * out; fp32,
-	 * 2-D. flags: NPU_OP_F_TRANS_A / NPU_OP_F_TRANS_B.
-	 */
-	NPU_OP_GEMM = 32,
-	/* Along the last dimension; fp32. LAYERNORM uses eps, no affine part. */
-	NPU_OP_SOFTMAX = 48, NPU_OP_LAYERNORM,
-	/* Over dimension `axis` of in0; out has that dimension of size 1; fp32 */
-	NPU_OP_REDUCE_SUM = 64, NPU_OP_REDUCE_MEAN, NPU_OP_REDUCE_MAX,
-	/* out = in0 with dimensions swapped: perm[k] gives in0's dim for out's k */
-	NPU_OP_TRANSPOSE = 80,
-	/* out = in0 converted to out's dtype (f32 <-> f16 / bf16) */
-	NPU_OP_CAST = 96,
-};
-
-#define NPU_OP_F_TRANS_A	(1u << 0)
-#define NPU_OP_F_TRANS_B	(1u << 1)
-
-struct drm_npu_kernel_args {
-	__u32 op;			/* enum drm_npu_op */
-	__u32 flags;
-	__u32 axis;			/* REDUCE_* */
-	__u32 perm[NPU_MAX_DIMS];	/* TRANSPOSE */
-	float alpha, beta, eps;		/* GEMM, LAYERNORM */
-	struct drm_npu_tensor in[2];
-	struct drm_npu_tensor out;
-};
-
-struct npu_fw_task {
-	__u16 type;
-	__u16 flags;
-	__u32 pad;
-	__u64 args[7];
-};
-
+#define DRM_NPU_DEADLINE_NONE	((__s64)0x7fffffffffffffffll)
 
 /*
  * Queues. Every context has a default queue, id 0, created on first use
- * at normal priority; NPU_QUEUE_CREATE adds more. The device runs the
+ * at normal priority; DRM_NPU_QUEUE_CREATE adds more. The device runs the
  * runnable queues of the highest priority first and shares fairly
  * (one task each in turn) among equal priorities.
  */
 enum drm_npu_queue_priority {
-	NPU_QUEUE_PRIORITY_LOW = 0,
-	NPU_QUEUE_PRIORITY_NORMAL = 1,
-	NPU_QUEUE_PRIORITY_HIGH = 2,		/* needs CAP_SYS_NICE */
-	NPU_QUEUE_PRIORITY_REALTIME = 3,	/* needs CAP_SYS_NICE */
+	DRM_NPU_QUEUE_PRIORITY_LOW = 0,
+	DRM_NPU_QUEUE_PRIORITY_NORMAL = 1,
+	DRM_NPU_QUEUE_PRIORITY_HIGH = 2,		/* needs CAP_SYS_NICE */
+	DRM_NPU_QUEUE_PRIORITY_REALTIME = 3,	/* needs CAP_SYS_NICE */
 };
 
-#define NPU_QUEUE_DEPTH_DEFAULT	1024
-#define NPU_QUEUE_DEPTH_MIN	512	/* a full batch and its fence fit */
-#define NPU_QUEUE_DEPTH_MAX	65536
+#define DRM_NPU_QUEUE_DEPTH_DEFAULT	1024
+#define DRM_NPU_QUEUE_DEPTH_MIN	512	/* a full batch and its fence fit */
+#define DRM_NPU_QUEUE_DEPTH_MAX	65536
 
 /**
  * struct drm_npu_queue_create - add a queue to this context
  * @priority: in, an enum drm_npu_queue_priority
- * @depth: in, tasks the ring holds: 0 for NPU_QUEUE_DEPTH_DEFAULT, else a
- *         power of two from NPU_QUEUE_DEPTH_MIN to NPU_QUEUE_DEPTH_MAX
+ * @depth: in, tasks the ring holds: 0 for DRM_NPU_QUEUE_DEPTH_DEFAULT, else a
+ *         power of two from DRM_NPU_QUEUE_DEPTH_MIN to DRM_NPU_QUEUE_DEPTH_MAX
  * @flags: in, must be zero
  * @queue: out, the queue's id for SUBMIT and WAIT (never 0)
  * @timeout_ms: in, how long one of the queue's tasks may execute on the
  *              device without finishing before the queue is declared
  *              hung: 0 for the driver's default (module parameter
- *              job_timeout_ms), at most NPU_PARAM_MAX_QUEUE_TIMEOUT_MS.
+ *              job_timeout_ms), at most DRM_NPU_PARAM_MAX_QUEUE_TIMEOUT_MS.
  *              Time waiting on events or behind other queues is not
  *              execution.
  * @pad: must be zero
@@ -431,17 +388,17 @@ struct drm_npu_queue_create {
 /**
  * struct drm_npu_queue_destroy - remove a queue
  * @queue: in, an id from QUEUE_CREATE
- * @pad: must be zero
+ * @flags: in, must be zero
  *
- * Work still queued is stopped and fails with NPU_JOB_ABORTED; waiters
- * wake. NPU_QUEUE_ABORT (same struct) does that and keeps the queue, in
+ * Work still queued is stopped and fails with DRM_NPU_JOB_ABORTED; waiters
+ * wake. DRM_NPU_QUEUE_ABORT (same struct) does that and keeps the queue, in
  * the failed state, until it is destroyed. The default queue (0) may be
  * destroyed too; it comes back on its
  * next use. Errors: -EINVAL for a queue this context does not have.
  */
 struct drm_npu_queue_destroy {
 	__u32 queue;
-	__u32 pad;
+	__u32 flags;
 };
 
 /*
@@ -454,7 +411,7 @@ struct drm_npu_syncobj {
 	__u64 point;
 };
 
-#define NPU_SUBMIT_MAX_SYNCOBJS	16
+#define DRM_NPU_SUBMIT_MAX_SYNCOBJS	16
 /*
  * Events and notifies: device-side sync objects, used by tasks.
  * An event is recorded (with a device timestamp) and waited for; it stays
@@ -463,8 +420,8 @@ struct drm_npu_syncobj {
  * with other processes as file descriptors.
  */
 enum drm_npu_sync_kind {
-	NPU_SYNC_EVENT = 1,
-	NPU_SYNC_NOTIFY = 2,
+	DRM_NPU_SYNC_EVENT = 1,
+	DRM_NPU_SYNC_NOTIFY = 2,
 };
 
 /**
@@ -483,39 +440,44 @@ struct drm_npu_sync_create {
 	__u32 pad;
 };
 
-/* Drop this context's hold of an event or notify: -EINVAL if it has none. */
+/*
+ * Drop this context's hold of an event or notify: -EINVAL if it has none.
+ * @flags must be zero.
+ */
 struct drm_npu_sync_destroy {
 	__u32 id;
-	__u32 pad;
+	__u32 flags;
 };
 
 /**
  * struct drm_npu_event_query - an event's state
  * @id: in
- * @recorded: out, 1 once recorded (until reset), else 0
+ * @flags: in, must be zero
  * @timestamp_ns: out, the device clock at its last record
+ * @recorded: out, 1 once recorded (until reset), else 0
+ * @pad: must be zero
  */
 struct drm_npu_event_query {
 	__u32 id;
-	__u32 recorded;
+	__u32 flags;
 	__u64 timestamp_ns;
+	__u32 recorded;
+	__u32 pad;
 };
 
 /**
  * struct drm_npu_event_wait - wait on the host for an event to be recorded
  * @id: in
- * @pad: must be zero
- * @timeout_ns: in, relative; 0 polls; negative waits without limit. When
- *              a signal interrupts the wait, the time left is written
- *              back, so a restarted call keeps the deadline.
+ * @flags: in, must be zero
+ * @deadline_ns: in, absolute CLOCK_MONOTONIC (see DRM_NPU_DEADLINE_NONE)
  *
  * Returns 0 once recorded, -ETIMEDOUT, -EIO if the device was reset
  * meanwhile, -ENODEV once it is unbound, -EINTR.
  */
 struct drm_npu_event_wait {
 	__u32 id;
-	__u32 pad;
-	__s64 timeout_ns;
+	__u32 flags;
+	__s64 deadline_ns;
 };
 
 /* Share a notify: @fd (out) gives whoever holds it access to it. */
@@ -534,12 +496,12 @@ struct drm_npu_notify_import {
 	__u32 pad;
 };
 
-#define NPU_SUBMIT_MAX_TASKS	256
+#define DRM_NPU_SUBMIT_MAX_TASKS	256
 
 /**
  * struct drm_npu_submit - queue a batch of tasks
  * @tasks: in, pointer to @count struct drm_npu_task
- * @count: in, 1..NPU_SUBMIT_MAX_TASKS
+ * @count: in, 1..DRM_NPU_SUBMIT_MAX_TASKS
  * @flags: in, must be zero
  * @seq: out, the batch's sequence number on that queue
  * @queue: in, the queue: 0 for the default one, or an id from QUEUE_CREATE
@@ -551,7 +513,7 @@ struct drm_npu_notify_import {
  * @out_syncobjs: in, pointer to @out_count struct drm_npu_syncobj that get
  *                the batch's fence; it signals when the batch completes,
  *                with an error if it failed or was aborted
- * @in_count, @out_count: in, at most NPU_SUBMIT_MAX_SYNCOBJS each
+ * @in_count, @out_count: in, at most DRM_NPU_SUBMIT_MAX_SYNCOBJS each
  *
  * Buffers the tasks touch stay alive until the batch completes, even if
  * they are closed; what the batch kept alive is released shortly after
@@ -580,25 +542,26 @@ struct drm_npu_submit {
 };
 
 enum drm_npu_job_status {
-	NPU_JOB_DONE = 0,
-	NPU_JOB_FAULT = 1,		/* MMU fault: see fault_* */
-	NPU_JOB_INVALID = 2,		/* the device rejected a task */
-	NPU_JOB_ABORTED = 3,		/* the device went away */
-	NPU_JOB_KERNEL_ERROR = 4,	/* a kernel launch had bad arguments */
-	NPU_JOB_TIMEOUT = 5,		/* a task executed past its queue's time limit */
-	NPU_JOB_RESET = 6,		/* the device was reset (firmware stopped) */
+	DRM_NPU_JOB_DONE = 0,
+	DRM_NPU_JOB_FAULT = 1,		/* MMU fault: see fault_* */
+	DRM_NPU_JOB_INVALID = 2,		/* the device rejected a task */
+	DRM_NPU_JOB_ABORTED = 3,		/* the device went away */
+	DRM_NPU_JOB_KERNEL_ERROR = 4,	/* a kernel launch had bad arguments */
+	DRM_NPU_JOB_TIMEOUT = 5,		/* a task executed past its queue's time limit */
+	DRM_NPU_JOB_RESET = 6,		/* the device was reset (firmware stopped) */
 };
 
 /**
  * struct drm_npu_wait - wait for a batch
  * @seq: in, from drm_npu_submit
- * @timeout_ns: in, relative; 0 polls; negative waits without limit; the
- *              time left is written back when a signal interrupts it
+ * @deadline_ns: in, absolute CLOCK_MONOTONIC (see DRM_NPU_DEADLINE_NONE)
+ * @queue: in, the queue the batch was submitted to (0: the default one)
+ * @flags: in, must be zero
  * @status: out, an enum drm_npu_job_status
  * @error_task: out, for a failed batch the index of the task that failed
- * @fault_address: out, for NPU_JOB_FAULT the device VA
+ * @fault_address: out, for DRM_NPU_JOB_FAULT the device VA
  * @fault_access: out, 0 read, 1 write
- * @queue: in, the queue the batch was submitted to (0: the default one)
+ * @pad: must be zero
  *
  * Returns 0 when the batch completed, -EIO when it (or an earlier one)
  * failed, with the out fields saying how, -ETIMEDOUT when it did not
@@ -607,12 +570,14 @@ enum drm_npu_job_status {
  */
 struct drm_npu_wait {
 	__u64 seq;
-	__s64 timeout_ns;
+	__s64 deadline_ns;
+	__u32 queue;
+	__u32 flags;
 	__u32 status;
 	__u32 error_task;
 	__u64 fault_address;
 	__u32 fault_access;
-	__u32 queue;
+	__u32 pad;
 };
 
 /*
@@ -621,7 +586,7 @@ struct drm_npu_wait {
  * The ring must be created with IORING_SETUP_SQE128 and
  * IORING_SETUP_CQE32 (each command is rejected with -EINVAL otherwise);
  * IORING_SETUP_IOPOLL is not supported. sqe->cmd_op is one of the
- * NPU_URING_CMD_* below and the payload struct sits in sqe->cmd (80
+ * DRM_NPU_URING_CMD_* below and the payload struct sits in sqe->cmd (80
  * bytes). The payload is read once, when the command is issued.
  *
  * The cmd_op encodes the payload size the caller was built with, like an
@@ -633,7 +598,7 @@ struct drm_npu_wait {
  * big_cqe[0] (the first extra 64 bits of the CQE32) is the second result:
  *
  *  - on success, what the command says (a sequence number, a timestamp);
- *  - when a batch failed on the device: NPU_URING_RES2(status, task),
+ *  - when a batch failed on the device: DRM_NPU_URING_RES2(status, task),
  *    the enum drm_npu_job_status and the index of the failing task in its
  *    batch; DRM_IOCTL_NPU_WAIT on the same sequence number gives the fault
  *    address;
@@ -642,19 +607,19 @@ struct drm_npu_wait {
  * Commands that wait are parked in the kernel. They are cancelled with
  * -ECANCELED when their queue is aborted or destroyed, when their ring is
  * closed and when the task that submitted them exits; a device reset
- * completes them with -EIO and NPU_JOB_RESET. A context may have at most
- * NPU_URING_MAX_PARKED commands parked (-EBUSY beyond).
+ * completes them with -EIO and DRM_NPU_JOB_RESET. A context may have at most
+ * DRM_NPU_URING_MAX_PARKED commands parked (-EBUSY beyond).
  */
-#define NPU_URING_MAX_PARKED	65536
+#define DRM_NPU_URING_MAX_PARKED	65536
 /* ... and a device at most this many, all contexts together. */
-#define NPU_URING_MAX_PARKED_DEVICE	(4 * NPU_URING_MAX_PARKED)
+#define DRM_NPU_URING_MAX_PARKED_DEVICE	(4 * DRM_NPU_URING_MAX_PARKED)
 
-#define NPU_URING_RES2(status, task)	(((__u64)(status) << 32) | (__u32)(task))
-#define NPU_URING_RES2_STATUS(res2)	((__u32)((res2) >> 32))
-#define NPU_URING_RES2_TASK(res2)	((__u32)(res2))
+#define DRM_NPU_URING_RES2(status, task)	(((__u64)(status) << 32) | (__u32)(task))
+#define DRM_NPU_URING_RES2_STATUS(res2)	((__u32)((res2) >> 32))
+#define DRM_NPU_URING_RES2_TASK(res2)	((__u32)(res2))
 
 /*
- * NPU_URING_CMD_SUBMIT: struct drm_npu_submit, checked exactly as the
+ * DRM_NPU_URING_CMD_SUBMIT: struct drm_npu_submit, checked exactly as the
  * ioctl checks it (@seq must be zero: it is an output there). The CQE
  * arrives when the batch completes on the device: res 0 and res2 its
  * sequence number, or res -EIO (-ECANCELED if aborted) and res2 saying
@@ -667,47 +632,47 @@ struct drm_npu_wait {
  */
 
 /**
- * struct drm_npu_uring_wait - NPU_URING_CMD_WAIT: wait for a sequence number
+ * struct drm_npu_uring_wait - DRM_NPU_URING_CMD_WAIT: wait for a sequence number
  * @seq: a sequence number the queue handed out (0: nothing to wait for)
- * @timeout_ns: relative; 0 polls; negative waits without limit
+ * @deadline_ns: absolute CLOCK_MONOTONIC (see DRM_NPU_DEADLINE_NONE)
  * @queue: the queue (0: the default one)
  * @flags: must be zero
  *
  * Completes when the queue's batches up to @seq completed: res 0, res2
  * @seq. -EIO or -ECANCELED with res2 as for SUBMIT when one of them
- * failed, -ETIMEDOUT when @timeout_ns passed first, -EINVAL for an
+ * failed, -ETIMEDOUT when @deadline_ns passed first, -EINVAL for an
  * unknown queue or a @seq not handed out yet.
  */
 struct drm_npu_uring_wait {
 	__u64 seq;
-	__s64 timeout_ns;
+	__s64 deadline_ns;
 	__u32 queue;
 	__u32 flags;
 };
 
 /**
- * struct drm_npu_uring_event_wait - NPU_URING_CMD_EVENT_WAIT
- * @timeout_ns: relative; 0 polls; negative waits without limit
+ * struct drm_npu_uring_event_wait - DRM_NPU_URING_CMD_EVENT_WAIT
+ * @deadline_ns: absolute CLOCK_MONOTONIC (see DRM_NPU_DEADLINE_NONE)
  * @id: an event of this context
  * @flags: must be zero
  *
  * Completes when the event is recorded: res 0, res2 the device timestamp
- * of the record (ns). -ETIMEDOUT when @timeout_ns passed first, -EINVAL
+ * of the record (ns). -ETIMEDOUT when @deadline_ns passed first, -EINVAL
  * for an id that is not one of the caller's events.
  */
 struct drm_npu_uring_event_wait {
-	__s64 timeout_ns;
+	__s64 deadline_ns;
 	__u32 id;
 	__u32 flags;
 };
 
-#define NPU_URING_CMD_BASE		0x40
-#define NPU_URING_CMD_SUBMIT \
-	DRM_IOW(DRM_COMMAND_BASE + NPU_URING_CMD_BASE + 0x0, struct drm_npu_submit)
-#define NPU_URING_CMD_WAIT \
-	DRM_IOW(DRM_COMMAND_BASE + NPU_URING_CMD_BASE + 0x1, struct drm_npu_uring_wait)
-#define NPU_URING_CMD_EVENT_WAIT \
-	DRM_IOW(DRM_COMMAND_BASE + NPU_URING_CMD_BASE + 0x2, struct drm_npu_uring_event_wait)
+#define DRM_NPU_URING_CMD_BASE		0x40
+#define DRM_NPU_URING_CMD_SUBMIT \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_URING_CMD_BASE + 0x0, struct drm_npu_submit)
+#define DRM_NPU_URING_CMD_WAIT \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_URING_CMD_BASE + 0x1, struct drm_npu_uring_wait)
+#define DRM_NPU_URING_CMD_EVENT_WAIT \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_URING_CMD_BASE + 0x2, struct drm_npu_uring_event_wait)
 
 #if defined(__cplusplus)
 }

@@ -77,7 +77,7 @@ typedef struct npurt_device_info {
 	uint32_t driver_version[3];	/* major, minor, patch */
 	uint32_t if_version[2];		/* kernel-device interface major, minor */
 	uint32_t fw_version[3];		/* firmware major, minor, patch */
-	uint64_t caps;			/* NPU_CAP_* bits (drm/npu_accel.h) */
+	uint64_t caps;			/* DRM_NPU_CAP_* bits (drm/npu_accel.h) */
 	uint64_t hbm_size;		/* bytes of device memory */
 	uint64_t hbm_reserved;		/* of which the firmware keeps */
 	uint64_t hbm_used;		/* in use device-wide, live */

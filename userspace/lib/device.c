@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <xf86drm.h>
 
@@ -219,16 +220,16 @@ npurt_status npurt_device_get_info(npurt_device *dev, npurt_device_info *info)
 {
 	static const char who[] = "npurt_device_get_info";
 	npurt_device_info out = { 0 };
-	uint64_t v[NPU_PARAM_HBM_USED + 1];
+	uint64_t v[DRM_NPU_PARAM_HBM_USED + 1];
 	drmVersionPtr ver;
 	npurt_status st;
 
 	if (!dev || !info)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 
-	for (uint32_t p = 0; p <= NPU_PARAM_HBM_USED; p++) {
-		if (p == NPU_PARAM_FW_PING_NS)
-			continue;	/* a round trip, not a value: npurt_device_ping() */
+	for (uint32_t p = 0; p <= DRM_NPU_PARAM_HBM_USED; p++) {
+		if (p == DRM_NPU_PARAM_RESERVED_9)
+			continue;	/* was the ping: npurt_device_ping(), debugfs */
 		st = get_param(dev, who, p, &v[p]);
 		if (st)
 			return st;
@@ -245,34 +246,67 @@ npurt_status npurt_device_get_info(npurt_device *dev, npurt_device_info *info)
 
 	snprintf(out.node, sizeof(out.node), "%s", dev->node);
 	snprintf(out.bus_id, sizeof(out.bus_id), "%s", dev->bus_id);
-	out.if_version[0] = (uint32_t)(v[NPU_PARAM_IF_VERSION] >> 16);
-	out.if_version[1] = (uint32_t)(v[NPU_PARAM_IF_VERSION] & 0xffff);
-	out.fw_version[0] = (uint32_t)(v[NPU_PARAM_FW_VERSION] >> 16) & 0xff;
-	out.fw_version[1] = (uint32_t)(v[NPU_PARAM_FW_VERSION] >> 8) & 0xff;
-	out.fw_version[2] = (uint32_t)v[NPU_PARAM_FW_VERSION] & 0xff;
-	out.caps = v[NPU_PARAM_DEVICE_CAPS];
-	out.hbm_size = v[NPU_PARAM_HBM_SIZE];
-	out.hbm_reserved = v[NPU_PARAM_HBM_RESERVED];
-	out.hbm_used = v[NPU_PARAM_HBM_USED];
-	out.queue_count = (uint32_t)v[NPU_PARAM_QUEUE_COUNT];
-	out.core_count = (uint32_t)v[NPU_PARAM_CORE_COUNT];
-	out.heartbeat = v[NPU_PARAM_FW_HEARTBEAT];
-	out.heartbeat_ms = (uint32_t)v[NPU_PARAM_FW_HEARTBEAT_MS];
+	out.if_version[0] = (uint32_t)(v[DRM_NPU_PARAM_IF_VERSION] >> 16);
+	out.if_version[1] = (uint32_t)(v[DRM_NPU_PARAM_IF_VERSION] & 0xffff);
+	out.fw_version[0] = (uint32_t)(v[DRM_NPU_PARAM_FW_VERSION] >> 16) & 0xff;
+	out.fw_version[1] = (uint32_t)(v[DRM_NPU_PARAM_FW_VERSION] >> 8) & 0xff;
+	out.fw_version[2] = (uint32_t)v[DRM_NPU_PARAM_FW_VERSION] & 0xff;
+	out.caps = v[DRM_NPU_PARAM_DEVICE_CAPS];
+	out.hbm_size = v[DRM_NPU_PARAM_HBM_SIZE];
+	out.hbm_reserved = v[DRM_NPU_PARAM_HBM_RESERVED];
+	out.hbm_used = v[DRM_NPU_PARAM_HBM_USED];
+	out.queue_count = (uint32_t)v[DRM_NPU_PARAM_QUEUE_COUNT];
+	out.core_count = (uint32_t)v[DRM_NPU_PARAM_CORE_COUNT];
+	out.heartbeat = v[DRM_NPU_PARAM_FW_HEARTBEAT];
+	out.heartbeat_ms = (uint32_t)v[DRM_NPU_PARAM_FW_HEARTBEAT_MS];
 	*info = out;
 	return NPURT_OK;
 }
 
+/*
+ * The ping is debugfs fw_ping of the device's DRM minor (root only): each
+ * read sends the firmware a mailbox PING and prints the round trip in ns.
+ */
 npurt_status npurt_device_ping(npurt_device *dev, uint64_t *rtt_ns)
 {
-	uint64_t v = 0;
-	npurt_status st;
+	static const char who[] = "npurt_device_ping";
+	static const char *const dirs[] = { "/sys/kernel/debug/dri", "/sys/kernel/debug/accel" };
+	char path[96], buf[64];
+	struct stat st;
+	int err = ENOENT;
 
 	if (!dev || !rtt_ns)
-		return npurt_set_error(NPURT_ERR_INVALID, "npurt_device_ping: NULL argument");
-	st = get_param(dev, "npurt_device_ping", NPU_PARAM_FW_PING_NS, &v);
-	if (!st)
-		*rtt_ns = v;
-	return st;
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
+	if (fstat(dev->fd, &st))
+		return npurt_set_error(npurt_status_from_errno(errno), "%s: %s: %s", who,
+				       dev->node, strerror(errno));
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		ssize_t n;
+		char *end;
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/%u/fw_ping", dirs[i], minor(st.st_rdev));
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			if (errno != ENOENT)
+				err = errno;
+			continue;
+		}
+		n = read(fd, buf, sizeof(buf) - 1);
+		err = errno;
+		close(fd);
+		if (n <= 0)
+			break;
+		buf[n] = '\0';
+		errno = 0;
+		*rtt_ns = strtoull(buf, &end, 10);
+		if (errno || end == buf)
+			return npurt_set_error(NPURT_ERR_DEVICE, "%s: %s: unexpected \"%s\"",
+					       who, path, buf);
+		return NPURT_OK;
+	}
+	return npurt_set_error(npurt_status_from_errno(err), "%s: %s: debugfs fw_ping: %s",
+			       who, dev->node, strerror(err));
 }
 
 npurt_submit_path npurt_device_submit_path(const npurt_device *dev)

@@ -28,7 +28,7 @@ npurt_status npurt_stream_create(npurt_device *dev, npurt_stream_priority priori
 	static const char who[] = "npurt_stream_create";
 	/* The default depth: submit.c keeps each stream's work within it. */
 	struct drm_npu_queue_create create = { .priority = (uint32_t)priority,
-					       .depth = NPU_QUEUE_DEPTH_DEFAULT };
+					       .depth = DRM_NPU_QUEUE_DEPTH_DEFAULT };
 	npurt_stream *s;
 	int err;
 
@@ -87,7 +87,7 @@ npurt_status npurt_stream_synchronize(npurt_stream *s)
 npurt_status npurt_memset_async(npurt_stream *s, uint64_t dst, uint32_t pattern, size_t size)
 {
 	static const char who[] = "npurt_memset_async";
-	struct drm_npu_task t = { .type = NPU_TASK_FILL, .args = { dst, size, pattern } };
+	struct drm_npu_task t = { .type = DRM_NPU_TASK_FILL, .args = { dst, size, pattern } };
 
 	if (!s)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL stream", who);
@@ -101,7 +101,7 @@ npurt_status npurt_memset_async(npurt_stream *s, uint64_t dst, uint32_t pattern,
 npurt_status npurt_memcpy_async(npurt_stream *s, uint64_t dst, uint64_t src, size_t size)
 {
 	static const char who[] = "npurt_memcpy_async";
-	struct drm_npu_task t = { .type = NPU_TASK_COPY, .args = { dst, src, size } };
+	struct drm_npu_task t = { .type = DRM_NPU_TASK_COPY, .args = { dst, src, size } };
 
 	if (!s)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL stream", who);
@@ -120,7 +120,7 @@ struct npurt_event {
 
 static npurt_status event_new(npurt_device *dev, uint32_t *id, const char *who)
 {
-	struct drm_npu_sync_create create = { .kind = NPU_SYNC_EVENT };
+	struct drm_npu_sync_create create = { .kind = DRM_NPU_SYNC_EVENT };
 	int err = npurt_ioctl(dev, DRM_IOCTL_NPU_SYNC_CREATE, &create);
 
 	if (err)
@@ -175,7 +175,7 @@ void npurt_event_destroy(npurt_event *ev)
 npurt_status npurt_event_record(npurt_event *ev, npurt_stream *s)
 {
 	static const char who[] = "npurt_event_record";
-	struct drm_npu_task t = { .type = NPU_TASK_EVENT_RECORD };
+	struct drm_npu_task t = { .type = DRM_NPU_TASK_EVENT_RECORD };
 	npurt_status st;
 	uint32_t next;
 
@@ -209,7 +209,7 @@ npurt_status npurt_event_record(npurt_event *ev, npurt_stream *s)
 npurt_status npurt_stream_wait_event(npurt_stream *s, npurt_event *ev)
 {
 	static const char who[] = "npurt_stream_wait_event";
-	struct drm_npu_task t = { .type = NPU_TASK_EVENT_WAIT };
+	struct drm_npu_task t = { .type = DRM_NPU_TASK_EVENT_WAIT };
 
 	if (!ev || !s)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);

@@ -79,7 +79,7 @@ static npurt_status ring_open(npurt_device *dev)
 
 npurt_status npurt_path_open(npurt_device *dev, const char *who)
 {
-	struct drm_npu_get_param p = { .param = NPU_PARAM_URING_CMDS };
+	struct drm_npu_get_param p = { .param = DRM_NPU_PARAM_URING_CMDS };
 	const char *env = getenv("NPURT_SUBMIT");
 	bool forced = false;
 	npurt_status st;
@@ -97,8 +97,8 @@ npurt_status npurt_path_open(npurt_device *dev, const char *who)
 	}
 	/* Old drivers do not know the parameter: they take no commands. */
 	if (npurt_ioctl(dev, DRM_IOCTL_NPU_GET_PARAM, &p) ||
-	    !(p.value & (1u << (_IOC_NR(NPU_URING_CMD_SUBMIT) - DRM_COMMAND_BASE -
-				NPU_URING_CMD_BASE)))) {
+	    !(p.value & (1u << (_IOC_NR(DRM_NPU_URING_CMD_SUBMIT) - DRM_COMMAND_BASE -
+				DRM_NPU_URING_CMD_BASE)))) {
 		if (forced)
 			return npurt_set_error(NPURT_ERR_UNSUPPORTED,
 					       "%s: NPURT_SUBMIT=io_uring: %s takes no io_uring commands",
@@ -152,7 +152,7 @@ static void dispatch(npurt_device *dev, uint64_t user_data, int32_t res, uint64_
 		if (res2 > s->done)
 			s->done = res2;
 	} else {
-		stream_fail(s, -res, NPU_URING_RES2_STATUS(res2), NPU_URING_RES2_TASK(res2));
+		stream_fail(s, -res, DRM_NPU_URING_RES2_STATUS(res2), DRM_NPU_URING_RES2_TASK(res2));
 	}
 	s->outstanding--;
 	s->slots -= c->count + 1;
@@ -212,7 +212,7 @@ static bool stream_has_room(void *arg)
 {
 	struct room *r = arg;
 
-	return r->s->slots + r->need <= NPU_QUEUE_DEPTH_DEFAULT || r->s->failed;
+	return r->s->slots + r->need <= DRM_NPU_QUEUE_DEPTH_DEFAULT || r->s->failed;
 }
 
 static bool ring_has_room(void *arg)
@@ -262,7 +262,7 @@ static npurt_status ring_submit(npurt_stream *s, const struct drm_npu_task *task
 	memset(sqe + 1, 0, sizeof(*sqe));
 	sqe->opcode = IORING_OP_URING_CMD;
 	sqe->fd = dev->fd;
-	sqe->cmd_op = NPU_URING_CMD_SUBMIT;
+	sqe->cmd_op = DRM_NPU_URING_CMD_SUBMIT;
 	sqe->user_data = (uintptr_t)c;
 	args = (struct drm_npu_submit *)sqe->cmd;
 	args->tasks = (uintptr_t)c->tasks;
@@ -309,12 +309,12 @@ npurt_status npurt_path_submit(npurt_stream *s, const struct drm_npu_task *tasks
 static const char *job_status_name(uint32_t status)
 {
 	switch (status) {
-	case NPU_JOB_FAULT: return "memory fault";
-	case NPU_JOB_INVALID: return "invalid task";
-	case NPU_JOB_ABORTED: return "aborted";
-	case NPU_JOB_KERNEL_ERROR: return "kernel error";
-	case NPU_JOB_TIMEOUT: return "no progress within the time limit";
-	case NPU_JOB_RESET: return "device reset";
+	case DRM_NPU_JOB_FAULT: return "memory fault";
+	case DRM_NPU_JOB_INVALID: return "invalid task";
+	case DRM_NPU_JOB_ABORTED: return "aborted";
+	case DRM_NPU_JOB_KERNEL_ERROR: return "kernel error";
+	case DRM_NPU_JOB_TIMEOUT: return "no progress within the time limit";
+	case DRM_NPU_JOB_RESET: return "device reset";
 	}
 	return "unknown failure";
 }
@@ -322,7 +322,7 @@ static const char *job_status_name(uint32_t status)
 /* The stream failed: say how, with the fault address where there is one. */
 static npurt_status stream_failure(npurt_stream *s, const char *who)
 {
-	struct drm_npu_wait w = { .seq = s->issued, .timeout_ns = 0, .queue = s->queue };
+	struct drm_npu_wait w = { .seq = s->issued, .deadline_ns = 0, .queue = s->queue };
 	uint32_t status = s->status, task = s->task;
 
 	if (!status)
@@ -333,14 +333,14 @@ static npurt_status stream_failure(npurt_stream *s, const char *who)
 	if (!s->destroyed && npurt_ioctl(s->dev, DRM_IOCTL_NPU_WAIT, &w) == EIO &&
 	    w.status == status) {
 		task = w.error_task;
-		if (status == NPU_JOB_FAULT)
+		if (status == DRM_NPU_JOB_FAULT)
 			return npurt_set_error(NPURT_ERR_DEVICE,
 					       "%s: queue %u: %s in task %u of a batch at device address %#llx (%s)",
 					       who, s->queue, job_status_name(status), task,
 					       (unsigned long long)w.fault_address,
 					       w.fault_access ? "write" : "read");
 	}
-	return npurt_set_error(status == NPU_JOB_TIMEOUT ? NPURT_ERR_TIMEOUT : NPURT_ERR_DEVICE,
+	return npurt_set_error(status == DRM_NPU_JOB_TIMEOUT ? NPURT_ERR_TIMEOUT : NPURT_ERR_DEVICE,
 			       "%s: queue %u: %s in task %u of a batch", who, s->queue,
 			       job_status_name(status), task);
 }
@@ -372,7 +372,8 @@ npurt_status npurt_path_wait(npurt_stream *s, uint64_t seq, const char *who)
 	int err;
 
 	if (dev->path == NPURT_SUBMIT_IOCTL && !s->destroyed) {
-		struct drm_npu_wait w = { .seq = seq, .timeout_ns = -1, .queue = s->queue };
+		struct drm_npu_wait w = { .seq = seq, .deadline_ns = DRM_NPU_DEADLINE_NONE,
+					  .queue = s->queue };
 
 		err = npurt_ioctl(dev, DRM_IOCTL_NPU_WAIT, &w);
 		pthread_mutex_lock(&dev->lock);
