@@ -272,6 +272,51 @@ TEST_F(engine, sync_ids_past_the_table_fault_with_einval)
 	}
 }
 
+/* An event record wakes host waiters: it raises the queue interrupt, with no fence after it. */
+TEST_F(engine, event_record_raises_the_queue_interrupt)
+{
+	struct npu_fw_sync *table = (struct npu_fw_sync *)(self->hbm + NPU_FW_SYNC_TABLE);
+
+	ASSERT_EQ(0, start_queue(self, 0, 1));
+	push(self, 0, NPU_FW_TASK_EVENT_RESET, 5, 0, 0);
+	ring(self, 0);
+	EXPECT_EQ(1, qslot(self, 0)->head);
+	EXPECT_EQ(0, self->irqs.queue);		/* a reset wakes nobody */
+	push(self, 0, NPU_FW_TASK_EVENT_RECORD, 5, 0, 0);
+	ring(self, 0);
+	EXPECT_EQ(2, qslot(self, 0)->head);
+	EXPECT_EQ(1, table[5].value);
+	EXPECT_EQ(1, self->irqs.queue);
+}
+
+/*
+ * Queues of one priority share the device task by task: each step runs
+ * one task of every runnable queue. Queue 0 writes 1, 2, 3 to a word while
+ * queue 1 copies the word three times: interleaved, the copies see three
+ * different values; one queue drained before the other, all the same.
+ */
+TEST_F(engine, equal_queues_take_turns)
+{
+	uint64_t va = TEST_VA_BASE, word = va, log = va + 64;
+	uint32_t *w = (uint32_t *)(self->hbm + DATA), *l = w + 16;
+
+	map(self, 1, va, DATA, 1, NPU_PTE_WRITE);
+	ASSERT_EQ(0, start_queue(self, 0, 1));
+	ASSERT_EQ(0, start_queue(self, 1, 1));
+	for (int i = 0; i < 3; i++) {
+		push(self, 0, NPU_FW_TASK_FILL, word, 4, (uint32_t)i + 1);
+		push(self, 1, NPU_FW_TASK_COPY, log + 4 * i, word, 4);
+	}
+	/* Both tails published, then one doorbell. */
+	__atomic_store_n(&qslot(self, 0)->tail, self->tail[0], __ATOMIC_RELEASE);
+	ring(self, 1);
+	EXPECT_EQ(3, qslot(self, 0)->head);
+	EXPECT_EQ(3, qslot(self, 1)->head);
+	EXPECT_EQ(3, w[0]);
+	EXPECT_LT(l[0], l[1]) TH_LOG("copies saw %u %u %u", l[0], l[1], l[2]);
+	EXPECT_LT(l[1], l[2]) TH_LOG("copies saw %u %u %u", l[0], l[1], l[2]);
+}
+
 TEST_F(engine, queue_start_checks_the_slot)
 {
 	struct npu_fw_queue *q = qslot(self, 0);
