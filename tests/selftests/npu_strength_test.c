@@ -178,6 +178,12 @@ TEST_F(st, ioctls_refuse_reserved_fields_and_unknown_flags)
 		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_USERPTR, &u)) TH_LOG("flag bit %d", bit);
 	}
 	{
+		/* Address 0 is refused as such, not found unmapped later. */
+		struct drm_npu_userptr u = { .addr = 0, .size = PAGE };
+
+		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_USERPTR, &u));
+	}
+	{
 		struct drm_npu_userptr u = { .addr = (uintptr_t)mem, .size = PAGE, .handle = 1 };
 
 		EXPECT_EQ(-EINVAL, xioctl(fd, DRM_IOCTL_NPU_USERPTR, &u));

@@ -145,6 +145,31 @@ TEST_F(engine, copy_spans_pages_that_are_not_contiguous)
 	EXPECT_EQ('b', self->hbm[DATA + 65536 + 4096]);
 }
 
+/* The same with the destination's pages apart: each chunk ends at a page of either side. */
+TEST_F(engine, copy_into_pages_that_are_not_contiguous)
+{
+	uint64_t va = TEST_VA_BASE;
+
+	map(self, 1, va, DATA + 65536, 2, 0);
+	pt_map(&self->pool, self->root[1], va + (1 << 20), DATA + 8192, 4096, NPU_PTE_WRITE);
+	pt_map(&self->pool, self->root[1], va + (1 << 20) + 4096, DATA, 4096, NPU_PTE_WRITE);
+	memset(self->hbm + DATA + 65536, 'a', 4096);
+	memset(self->hbm + DATA + 65536 + 4096, 'b', 4096);
+	ASSERT_EQ(0, start_queue(self, 0, 1));
+	/* Half a page in, so the destination's page ends before the source's. */
+	push(self, 0, NPU_FW_TASK_COPY, va + (1 << 20) + 2048, va, 4096);
+	push(self, 0, NPU_FW_TASK_FENCE, 1, 0, 0);
+	ring(self, 0);
+	EXPECT_EQ(1, qslot(self, 0)->done_seq);
+	EXPECT_EQ(0, self->hbm[DATA + 8192 + 2047]);
+	EXPECT_EQ('a', self->hbm[DATA + 8192 + 2048]);
+	EXPECT_EQ('a', self->hbm[DATA + 8192 + 4095]);
+	EXPECT_EQ('a', self->hbm[DATA]);
+	EXPECT_EQ('a', self->hbm[DATA + 2047]);
+	EXPECT_EQ(0, self->hbm[DATA + 2048]);
+	EXPECT_EQ(0, self->hbm[DATA + 8192 + 4096]);	/* what follows in HBM */
+}
+
 TEST_F(engine, fault_stops_only_that_queue)
 {
 	struct npu_fw_queue *q0 = qslot(self, 0), *q1 = qslot(self, 1);
@@ -210,6 +235,86 @@ TEST_F(engine, malformed_tasks_fault_with_einval)
 	ring(self, 1);
 	EXPECT_EQ(NPU_QUEUE_FAULTED, qslot(self, 1)->state);
 	EXPECT_EQ(NPU_FW_EINVAL, qslot(self, 1)->error);
+}
+
+/* Sync ids: the last entry of the table works, one past it is refused. */
+TEST_F(engine, sync_ids_past_the_table_fault_with_einval)
+{
+	struct npu_fw_sync *table = (struct npu_fw_sync *)(self->hbm + NPU_FW_SYNC_TABLE);
+	uint8_t after[32], zero[32] = { 0 };
+
+	ASSERT_EQ(0, start_queue(self, 0, 1));
+	push(self, 0, NPU_FW_TASK_EVENT_RECORD, NPU_FW_MAX_SYNCS - 1, 0, 0);
+	push(self, 0, NPU_FW_TASK_NOTIFY_RECORD, NPU_FW_MAX_SYNCS - 2, 0, 0);
+	push(self, 0, NPU_FW_TASK_FENCE, 1, 0, 0);
+	ring(self, 0);
+	EXPECT_EQ(1, qslot(self, 0)->done_seq);
+	EXPECT_EQ(1, table[NPU_FW_MAX_SYNCS - 1].value);
+	EXPECT_EQ(1, table[NPU_FW_MAX_SYNCS - 2].value);
+
+	for (int i = 0; i < 3; i++) {
+		static const uint16_t types[] = { NPU_FW_TASK_EVENT_RECORD, NPU_FW_TASK_NOTIFY_RECORD,
+						  NPU_FW_TASK_EVENT_RESET };
+		int qid = 1 + i;
+
+		memset(self->hbm + NPU_FW_SYNC_TABLE + NPU_FW_MAX_SYNCS * sizeof(*table), 0, sizeof(after));
+		ASSERT_EQ(0, start_queue(self, qid, 1));
+		push(self, qid, types[i], NPU_FW_MAX_SYNCS, 0, 0);
+		push(self, qid, NPU_FW_TASK_FENCE, 1, 0, 0);
+		ring(self, qid);
+		EXPECT_EQ(NPU_QUEUE_FAULTED, qslot(self, qid)->state) TH_LOG("task type %u", types[i]);
+		EXPECT_EQ(NPU_FW_EINVAL, qslot(self, qid)->error);
+		EXPECT_EQ(0, qslot(self, qid)->done_seq);
+		/* Nothing written where the table ends (host-managed HBM). */
+		memcpy(after, self->hbm + NPU_FW_SYNC_TABLE + NPU_FW_MAX_SYNCS * sizeof(*table),
+		       sizeof(after));
+		EXPECT_EQ(0, memcmp(after, zero, sizeof(after)));
+	}
+}
+
+/* An event record wakes host waiters: it raises the queue interrupt, with no fence after it. */
+TEST_F(engine, event_record_raises_the_queue_interrupt)
+{
+	struct npu_fw_sync *table = (struct npu_fw_sync *)(self->hbm + NPU_FW_SYNC_TABLE);
+
+	ASSERT_EQ(0, start_queue(self, 0, 1));
+	push(self, 0, NPU_FW_TASK_EVENT_RESET, 5, 0, 0);
+	ring(self, 0);
+	EXPECT_EQ(1, qslot(self, 0)->head);
+	EXPECT_EQ(0, self->irqs.queue);		/* a reset wakes nobody */
+	push(self, 0, NPU_FW_TASK_EVENT_RECORD, 5, 0, 0);
+	ring(self, 0);
+	EXPECT_EQ(2, qslot(self, 0)->head);
+	EXPECT_EQ(1, table[5].value);
+	EXPECT_EQ(1, self->irqs.queue);
+}
+
+/*
+ * Queues of one priority share the device task by task: each step runs
+ * one task of every runnable queue. Queue 0 writes 1, 2, 3 to a word while
+ * queue 1 copies the word three times: interleaved, the copies see three
+ * different values; one queue drained before the other, all the same.
+ */
+TEST_F(engine, equal_queues_take_turns)
+{
+	uint64_t va = TEST_VA_BASE, word = va, log = va + 64;
+	uint32_t *w = (uint32_t *)(self->hbm + DATA), *l = w + 16;
+
+	map(self, 1, va, DATA, 1, NPU_PTE_WRITE);
+	ASSERT_EQ(0, start_queue(self, 0, 1));
+	ASSERT_EQ(0, start_queue(self, 1, 1));
+	for (int i = 0; i < 3; i++) {
+		push(self, 0, NPU_FW_TASK_FILL, word, 4, (uint32_t)i + 1);
+		push(self, 1, NPU_FW_TASK_COPY, log + 4 * i, word, 4);
+	}
+	/* Both tails published, then one doorbell. */
+	__atomic_store_n(&qslot(self, 0)->tail, self->tail[0], __ATOMIC_RELEASE);
+	ring(self, 1);
+	EXPECT_EQ(3, qslot(self, 0)->head);
+	EXPECT_EQ(3, qslot(self, 1)->head);
+	EXPECT_EQ(3, w[0]);
+	EXPECT_LT(l[0], l[1]) TH_LOG("copies saw %u %u %u", l[0], l[1], l[2]);
+	EXPECT_LT(l[1], l[2]) TH_LOG("copies saw %u %u %u", l[0], l[1], l[2]);
 }
 
 TEST_F(engine, queue_start_checks_the_slot)

@@ -106,6 +106,28 @@ TEST_F(mmu, bad_entries_fault_instead_of_crashing)
 	EXPECT_EQ(-NPU_FW_EFAULT, xlate(self, 1, self->root, 1ull << 48, NPU_ACCESS_READ, &p, &avail));
 }
 
+/*
+ * A table must lie whole inside HBM: one that starts in HBM but runs past
+ * its end faults, even when the entry the walk would read is inside.
+ * (Table pointers in entries are 4 KiB aligned; the root is not masked.)
+ */
+TEST_F(mmu, table_running_past_the_end_of_hbm_faults)
+{
+	uint64_t va = NPU_VA_TEST_BASE, avail, root = HBM_SIZE - NPU_PT_SIZE / 2;
+	uint8_t *p;
+
+	ASSERT_EQ(0, NPU_PT_INDEX(va, 0));	/* the entry read is at `root` itself */
+	memset(self->hbm + root, 0, NPU_PT_SIZE / 2);
+	map(self, root, va, 0x300000, 4096, NPU_PTE_WRITE);
+	EXPECT_EQ(-NPU_FW_EFAULT, xlate(self, 1, root, va, NPU_ACCESS_READ, &p, &avail));
+	/* The last whole table of HBM is fine. */
+	root = HBM_SIZE - NPU_PT_SIZE;
+	memset(self->hbm + root, 0, NPU_PT_SIZE);
+	map(self, root, va, 0x300000, 4096, NPU_PTE_WRITE);
+	ASSERT_EQ(0, xlate(self, 2, root, va, NPU_ACCESS_READ, &p, &avail));
+	EXPECT_EQ(self->hbm + 0x300000, p);
+}
+
 TEST_F(mmu, host_memory_through_sysmem_entries)
 {
 	static uint8_t host[64 << 10];
@@ -140,6 +162,32 @@ TEST_F(mmu, tlb_keeps_translations_until_invalidated)
 	npu_mmu_invalidate(&self->dev, 7);
 	ASSERT_EQ(0, xlate(self, 7, self->root, va, NPU_ACCESS_READ, &p, &avail));
 	EXPECT_EQ(self->hbm + 0x400000, p);
+}
+
+/* Invalidating context 0 drops every context's translations. */
+TEST_F(mmu, invalidating_context_zero_drops_every_context)
+{
+	uint64_t other = pt_alloc(&self->pool), va = NPU_VA_TEST_BASE, avail;
+	uint8_t *p;
+
+	for (int how = 0; how < 2; how++) {
+		map(self, self->root, va, 0x300000, 4096, NPU_PTE_WRITE);
+		map(self, other, va, 0x500000, 4096, NPU_PTE_WRITE);
+		ASSERT_EQ(0, xlate(self, 1, self->root, va, NPU_ACCESS_READ, &p, &avail));
+		ASSERT_EQ(0, xlate(self, 2, other, va, NPU_ACCESS_READ, &p, &avail));
+		/* Both remapped, unknown to the device until it invalidates. */
+		map(self, self->root, va, 0x400000, 4096, NPU_PTE_WRITE);
+		map(self, other, va, 0x600000, 4096, NPU_PTE_WRITE);
+		if (how) {
+			ASSERT_EQ(0, mbox_cmd(&self->dev, NPU_FW_CMD_TLB_INVALIDATE, 0, 0));
+		} else {
+			npu_mmu_invalidate(&self->dev, 0);
+		}
+		ASSERT_EQ(0, xlate(self, 1, self->root, va, NPU_ACCESS_READ, &p, &avail));
+		EXPECT_EQ(self->hbm + 0x400000, p);
+		ASSERT_EQ(0, xlate(self, 2, other, va, NPU_ACCESS_READ, &p, &avail));
+		EXPECT_EQ(self->hbm + 0x600000, p);
+	}
 }
 
 TEST_F(mmu, contexts_do_not_share_translations)

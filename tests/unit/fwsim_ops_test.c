@@ -231,6 +231,38 @@ TEST(softmax_and_layernorm_rows)
 	free(x), free(y);
 }
 
+/*
+ * Softmax must subtract the row's maximum before exp(): rows far from 0
+ * (all large, all very negative) overflow or underflow to inf/inf or
+ * 0/0 otherwise. A row of k, k-1, ..., k-7 is the same distribution
+ * whatever k is.
+ */
+TEST(softmax_rows_far_from_zero)
+{
+	static const float base[] = { 1000.0f, -1000.0f, 80.0f, -120.0f };
+	uint64_t shape[2] = { 4, 8 };
+	float x[32], y[32];
+	struct drm_npu_kernel_args a = { .op = NPU_OP_SOFTMAX };
+	struct npu_view in[2], out;
+	double s = 0;
+
+	for (int r = 0; r < 4; r++)
+		for (int j = 0; j < 8; j++)
+			x[r * 8 + j] = base[r] - (float)j;
+	for (int j = 0; j < 8; j++)
+		s += exp(-j);
+	dense(&a.in[0], &in[0], x, NPU_DT_F32, 2, shape);
+	dense(&a.out, &out, y, NPU_DT_F32, 2, shape);
+	ASSERT_EQ(NULL, npu_op_check(&a));
+	run_all(&a, in, &out);
+	for (int r = 0; r < 4; r++) {
+		for (int j = 0; j < 8; j++) {
+			ASSERT_TRUE(close_to(exp(-j) / s, y[r * 8 + j], 1e-5, 1e-6))
+				TH_LOG("row of %g, element %d: %g", base[r], j, y[r * 8 + j]);
+		}
+	}
+}
+
 TEST(reductions_over_each_axis)
 {
 	uint64_t shape[3] = { 4, 5, 6 };
@@ -364,6 +396,14 @@ TEST(bad_launches_are_refused_with_a_reason)
 	a = good, a.in[1].shape[1] = 3;
 	EXPECT_NE(NULL, strstr(npu_op_check(&a), "shapes differ"));
 	a = good, a.out.stride[0] = 0;
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "broadcast"));
+	/* Both ends: a zero stride over one element writes nothing twice, over two it does. */
+	a = good, a.out.shape[0] = 1, a.out.stride[0] = 0;
+	a.in[0].shape[0] = a.in[1].shape[0] = 1;
+	EXPECT_EQ(NULL, npu_op_check(&a));
+	a.out.shape[0] = a.in[0].shape[0] = a.in[1].shape[0] = 2;
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "broadcast"));
+	a = good, a.out.stride[1] = 0, a.out.shape[1] = 2, a.in[0].shape[1] = a.in[1].shape[1] = 2;
 	EXPECT_NE(NULL, strstr(npu_op_check(&a), "broadcast"));
 	a = good, a.in[0].dtype = NPU_DT_F16;
 	EXPECT_NE(NULL, strstr(npu_op_check(&a), "fp32"));
