@@ -45,10 +45,10 @@
  * pending, so nothing is allocated on the scheduler's way to a signal.
  */
 struct npu_dep {
-	struct dma_fence base;
+	struct dma_fence base;		/* first: freed as the dependency */
 	spinlock_t lock;
 	struct dma_fence_cb cb;
-	struct dma_fence *in;		/* referenced until the callback or a cut */
+	struct dma_fence *in;		/* referenced for the dependency's life */
 };
 
 static const char *npu_dep_driver_name(struct dma_fence *f)
@@ -61,9 +61,22 @@ static const char *npu_dep_timeline_name(struct dma_fence *f)
 	return "npu-dependency";
 }
 
+/*
+ * `in` goes with the dependency, not when it signals: a cut may still
+ * look at it (to take its callback back) through q->dep.
+ */
+static void npu_dep_release(struct dma_fence *f)
+{
+	struct npu_dep *d = container_of(f, struct npu_dep, base);
+
+	dma_fence_put(d->in);
+	dma_fence_free(f);
+}
+
 static const struct dma_fence_ops npu_dep_ops = {
 	.get_driver_name = npu_dep_driver_name,
 	.get_timeline_name = npu_dep_timeline_name,
+	.release = npu_dep_release,
 };
 
 /* The fence waited on signalled: so does the dependency. */
@@ -74,7 +87,6 @@ static void npu_dep_signalled(struct dma_fence *in, struct dma_fence_cb *cb)
 	if (in->error)
 		dma_fence_set_error(&d->base, in->error);
 	dma_fence_signal(&d->base);
-	dma_fence_put(in);
 	dma_fence_put(&d->base);	/* the callback's */
 }
 
@@ -85,7 +97,6 @@ static void npu_dep_cut(struct npu_dep *d)
 		return;		/* signalled, or being */
 	dma_fence_set_error(&d->base, -ECANCELED);
 	dma_fence_signal(&d->base);
-	dma_fence_put(d->in);
 	dma_fence_put(&d->base);	/* the callback's */
 }
 

@@ -1123,6 +1123,53 @@ TEST_F_TIMEOUT(st, a_failed_queue_goes_without_waiting_for_its_dependencies, 60)
 	drmSyncobjDestroy(self->fd, done.handle);
 }
 
+/*
+ * A batch's in-syncobj fence, waited on and signalled, then dropped by
+ * everyone else (the syncobj destroyed, its batch freed): failing the
+ * queue afterwards must not reach back into it. Only the debug kernel's
+ * KASAN sees the use-after-free this guards against; here the queue
+ * must still abort and run again.
+ */
+TEST_F_TIMEOUT(st, failing_a_queue_after_its_dependency_was_freed, 60)
+{
+	struct drm_npu_queue_destroy abort_q = { 0 };
+	struct drm_npu_syncobj sync = { 0 };
+	struct drm_npu_submit s;
+	struct drm_npu_task t = task1(DRM_NPU_TASK_NOP, 0);
+	uint32_t blocked, q, never;
+	uint64_t seq, bseq;
+
+	parked_queue(_metadata, self->fd, &blocked, &never);
+	ASSERT_EQ(0, drmSyncobjCreate(self->fd, 0, &sync.handle));
+	s = (struct drm_npu_submit){ .tasks = (uintptr_t)&t, .count = 1, .queue = blocked,
+				     .out_syncobjs = (uintptr_t)&sync, .out_count = 1 };
+	ASSERT_EQ(0, xioctl(self->fd, DRM_IOCTL_NPU_SUBMIT, &s));
+	bseq = s.seq;
+
+	/* q's batch waits on the blocked queue's; the syncobj goes. */
+	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
+	s = (struct drm_npu_submit){ .tasks = (uintptr_t)&t, .count = 1, .queue = q,
+				     .in_syncobjs = (uintptr_t)&sync, .in_count = 1 };
+	ASSERT_EQ(0, xioctl(self->fd, DRM_IOCTL_NPU_SUBMIT, &s));
+	seq = s.seq;
+	usleep(100000);		/* the scheduler takes it up and waits */
+	ASSERT_EQ(0, drmSyncobjDestroy(self->fd, sync.handle));
+
+	/* The gate opens: both batches finish, the blocked one is freed. */
+	record(_metadata, self->fd, never);
+	ASSERT_EQ(0, npu_wait_on(self->fd, blocked, bseq, 10 * SEC, NULL));
+	ASSERT_EQ(0, npu_wait_on(self->fd, q, seq, 10 * SEC, NULL));
+	/* Another batch on the blocked queue: its scheduler lets go of the fence. */
+	ASSERT_EQ(0, npu_submit_on(self->fd, blocked, &t, 1, &bseq));
+	ASSERT_EQ(0, npu_wait_on(self->fd, blocked, bseq, 10 * SEC, NULL));
+	usleep(200000);		/* past an RCU grace period: the fence is gone */
+
+	abort_q.queue = q;
+	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_QUEUE_ABORT, &abort_q));
+	EXPECT_EQ(0, npu_queue_destroy(self->fd, q));
+	EXPECT_EQ(0, npu_queue_destroy(self->fd, blocked));
+}
+
 /* ---- queue ids under concurrent creation -------------------------------- */
 
 struct creator {

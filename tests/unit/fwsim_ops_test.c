@@ -242,7 +242,7 @@ TEST(softmax_rows_far_from_zero)
 	static const float base[] = { 1000.0f, -1000.0f, 80.0f, -120.0f };
 	uint64_t shape[2] = { 4, 8 };
 	float x[32], y[32];
-	struct drm_npu_kernel_args a = { .op = NPU_OP_SOFTMAX };
+	struct npu_op_args a = { .op = NPU_OP_SOFTMAX };
 	struct npu_view in[2], out;
 	double s = 0;
 
