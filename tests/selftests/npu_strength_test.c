@@ -994,7 +994,6 @@ TEST_F_TIMEOUT(st, a_submit_to_a_full_queue_keeps_no_reference, 120)
 				.it_interval = { .tv_usec = 100000 } };
 	static struct drm_npu_task nops[DRM_NPU_SUBMIT_MAX_TASKS];
 	struct drm_npu_bo_create bo;
-	struct drm_npu_task t;
 	uint64_t base, seq;
 	uint32_t q, never;
 	int ret = 0, n;
@@ -1007,9 +1006,13 @@ TEST_F_TIMEOUT(st, a_submit_to_a_full_queue_keeps_no_reference, 120)
 		;
 	EXPECT_TRUE(ret == 0 || ret == -EINTR) TH_LOG("%d", ret);
 
+	/*
+	 * A full batch again, so that it waits too when the last one did
+	 * (a small one could slip into what room is left), holding a buffer.
+	 */
 	base = new_buffer(_metadata, self->fd, &bo);
-	t = npu_task_fill(bo.device_va, PAGE, 1);
-	ret = npu_submit_on(self->fd, q, &t, 1, &seq);
+	nops[0] = npu_task_fill(bo.device_va, PAGE, 1);
+	ret = npu_submit_on(self->fd, q, nops, DRM_NPU_SUBMIT_MAX_TASKS, &seq);
 	it = (struct itimerval){ 0 };
 	setitimer(ITIMER_REAL, &it, NULL);
 	signal(SIGALRM, SIG_DFL);

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
+#include "npu_dev.h"
 #include "npu_fw_if.h"
 #include "npu_selftest.h"
 #include "npurt.h"
@@ -47,6 +48,10 @@ TEST(info_matches_fwsim)
 	EXPECT_EQ(npu_env("NPU_TEST_QUEUES"), a.queue_count);
 	EXPECT_EQ(npu_env("NPU_TEST_CORES"), a.core_count);
 	EXPECT_EQ(NPU_FW_IF_MAJOR, a.if_version[0]);
+	/* The firmware's version, field by field (major << 16 | minor << 8 | patch). */
+	EXPECT_EQ((NPU_DEV_FW_VERSION >> 16) & 0xff, a.fw_version[0]);
+	EXPECT_EQ((NPU_DEV_FW_VERSION >> 8) & 0xff, a.fw_version[1]);
+	EXPECT_EQ(NPU_DEV_FW_VERSION & 0xff, a.fw_version[2]);
 	usleep(a.heartbeat_ms * 5 * 1000);
 	ASSERT_EQ(NPURT_OK, npurt_device_get_info(dev, &b));
 	EXPECT_LT(a.heartbeat, b.heartbeat);	/* live, not cached */
