@@ -79,25 +79,26 @@ static const struct dma_fence_ops npu_dep_ops = {
 	.release = npu_dep_release,
 };
 
+/* By whoever took the callback: signal with `error`, drop its reference. */
+static void npu_dep_signal(struct npu_dep *d, int error)
+{
+	if (error)
+		dma_fence_set_error(&d->base, error);
+	dma_fence_signal(&d->base);
+	dma_fence_put(&d->base);	/* the callback's */
+}
+
 /* The fence waited on signalled: so does the dependency. */
 static void npu_dep_signalled(struct dma_fence *in, struct dma_fence_cb *cb)
 {
-	struct npu_dep *d = container_of(cb, struct npu_dep, cb);
-
-	if (in->error)
-		dma_fence_set_error(&d->base, in->error);
-	dma_fence_signal(&d->base);
-	dma_fence_put(&d->base);	/* the callback's */
+	npu_dep_signal(container_of(cb, struct npu_dep, cb), in->error);
 }
 
 /* The queue failed: `d` signals now unless its fence beat us to it. */
 static void npu_dep_cut(struct npu_dep *d)
 {
-	if (!dma_fence_remove_callback(d->in, &d->cb))
-		return;		/* signalled, or being */
-	dma_fence_set_error(&d->base, -ECANCELED);
-	dma_fence_signal(&d->base);
-	dma_fence_put(&d->base);	/* the callback's */
+	if (dma_fence_remove_callback(d->in, &d->cb))
+		npu_dep_signal(d, -ECANCELED);
 }
 
 /*
@@ -358,9 +359,8 @@ static struct dma_fence *npu_job_prepare(struct drm_sched_job *sched_job,
 
 		f = job->in[i];
 		job->deps[i] = NULL;
+		/* Pending now, so pending at submit: it has its dependency. */
 		if (!dma_fence_is_signaled(f)) {
-			if (!d)
-				return f;	/* pending at submit, so never */
 			f = npu_dep_arm(q, d, f);
 			if (f)
 				return f;
