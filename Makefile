@@ -34,7 +34,7 @@ BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas
 
 obj = $(patsubst %.c,$(O)/obj/%.o,$(1))
 
-FWSIM_CORE := firmware-sim/npu_dev.c firmware-sim/npu_engine.c firmware-sim/npu_mmu.c \
+FWSIM_CORE := firmware-sim/npu_dev.c firmware-sim/npu_engine.c firmware-sim/npu_dma.c firmware-sim/npu_mmu.c \
 	firmware-sim/npu_ops.c firmware-sim/npu_cores.c \
 	firmware-sim/ivshmem_server.c
 FWSIM_SRCS := $(FWSIM_CORE) firmware-sim/fwsim.c firmware-sim/main.c

@@ -311,10 +311,11 @@ int fwsim_run(const struct fwsim_opts *opts)
 	}
 
 	if (setup(&fs) == 0) {
-		logmsg("listening on %s (HBM %llu MiB, %u queues, %u cores)",
+		logmsg("listening on %s (HBM %llu MiB, %u queues, %u cores in %u groups, %u copy engines)",
 		       opts->socket_path,
 		       (unsigned long long)(opts->cfg.hbm_size >> 20),
-		       opts->cfg.num_queues, opts->cfg.num_cores);
+		       opts->cfg.num_queues, opts->cfg.num_cores,
+		       opts->cfg.num_core_groups, opts->cfg.num_dma);
 		status = loop(&fs);
 	}
 	teardown(&fs);

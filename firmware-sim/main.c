@@ -23,6 +23,10 @@ static void usage(FILE *out)
 		"                         (default 256M)\n"
 		"  -q, --queues N         hardware queues, 1-256 (default 16)\n"
 		"  -c, --cores N          AI cores, 1-64 (default 4)\n"
+		"      --core-groups N    AI-core groups: kernel launches computing at\n"
+		"                         once, 1-16 and at most the cores (default 2)\n"
+		"      --dma-engines N    copy engines: copies and fills moving at once,\n"
+		"                         1-16 (default 2)\n"
 		"      --heartbeat-ms N   heartbeat period (default 100)\n"
 		"  -g, --guest-ram PATH   guest RAM file shared with QEMU, for DMA\n"
 		"      --die-with-parent  exit when the parent process exits\n"
@@ -73,12 +77,14 @@ static int parse_u32(const char *s, uint32_t *out)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_HEARTBEAT = 256, OPT_DIE, OPT_INJECT };
+	enum { OPT_HEARTBEAT = 256, OPT_DIE, OPT_INJECT, OPT_GROUPS, OPT_DMA };
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "hbm-size", required_argument, NULL, 'm' },
 		{ "queues", required_argument, NULL, 'q' },
 		{ "cores", required_argument, NULL, 'c' },
+		{ "core-groups", required_argument, NULL, OPT_GROUPS },
+		{ "dma-engines", required_argument, NULL, OPT_DMA },
 		{ "heartbeat-ms", required_argument, NULL, OPT_HEARTBEAT },
 		{ "guest-ram", required_argument, NULL, 'g' },
 		{ "die-with-parent", no_argument, NULL, OPT_DIE },
@@ -88,6 +94,7 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	struct fwsim_opts o = { 0 };
+	bool groups_given = false;
 	const char *bad;
 	int c;
 
@@ -113,6 +120,19 @@ int main(int argc, char **argv)
 		case 'c':
 			if (parse_u32(optarg, &o.cfg.num_cores)) {
 				fprintf(stderr, "npu-fwsim: bad --cores '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case OPT_GROUPS:
+			if (parse_u32(optarg, &o.cfg.num_core_groups)) {
+				fprintf(stderr, "npu-fwsim: bad --core-groups '%s'\n", optarg);
+				return 2;
+			}
+			groups_given = true;
+			break;
+		case OPT_DMA:
+			if (parse_u32(optarg, &o.cfg.num_dma)) {
+				fprintf(stderr, "npu-fwsim: bad --dma-engines '%s'\n", optarg);
 				return 2;
 			}
 			break;
@@ -151,6 +171,9 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	/* The default grouping never asks for more groups than cores. */
+	if (!groups_given && o.cfg.num_core_groups > o.cfg.num_cores)
+		o.cfg.num_core_groups = o.cfg.num_cores;
 	bad = npu_dev_config_check(&o.cfg);
 	if (bad) {
 		fprintf(stderr, "npu-fwsim: %s\n", bad);

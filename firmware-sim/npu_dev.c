@@ -47,6 +47,8 @@ void npu_dev_config_default(struct npu_dev_config *cfg)
 	cfg->hbm_size = 256ull << 20;
 	cfg->num_queues = 16;
 	cfg->num_cores = 4;
+	cfg->num_core_groups = 2;
+	cfg->num_dma = 2;
 	cfg->heartbeat_ms = 100;
 }
 
@@ -61,6 +63,11 @@ const char *npu_dev_config_check(const struct npu_dev_config *cfg)
 		return "queue count must be between 1 and 256";
 	if (cfg->num_cores < 1 || cfg->num_cores > NPU_DEV_CORES_MAX)
 		return "core count must be between 1 and 64";
+	if (cfg->num_core_groups < 1 || cfg->num_core_groups > NPU_DEV_GROUPS_MAX ||
+	    cfg->num_core_groups > cfg->num_cores)
+		return "core group count must be between 1 and 16, and at most the core count";
+	if (cfg->num_dma < 1 || cfg->num_dma > NPU_DEV_DMA_MAX)
+		return "copy engine count must be between 1 and 16";
 	if (cfg->heartbeat_ms < 1 || cfg->heartbeat_ms > 10000)
 		return "heartbeat period must be between 1 and 10000 ms";
 	return NULL;
@@ -172,12 +179,15 @@ void npu_dev_reset(struct npu_dev *dev)
 	c->num_vectors = NPU_FW_NUM_VECTORS;
 	c->num_queues = dev->cfg.num_queues;
 	c->num_cores = dev->cfg.num_cores;
+	c->num_core_groups = dev->cfg.num_core_groups;
+	c->num_dma_engines = dev->cfg.num_dma;
 	c->heartbeat_period_ms = dev->cfg.heartbeat_ms;
 	dev->mbox_seen = 0;
 	/* Nothing of the last host's work may land in the new one's memory. */
 	npu_engine_reset(dev);
 	npu_mmu_invalidate(dev, 0);
 	clear_injections(dev);
+	npu_engine_dma_quiesce(dev);
 
 	STORE_REL(&c->magic, NPU_FW_MAGIC);
 	STORE_REL(&c->state, NPU_FW_STATE_READY);
@@ -212,15 +222,19 @@ void npu_dev_init(struct npu_dev *dev, void *hbm,
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&dev->work, &attr);
 	pthread_condattr_destroy(&attr);
-	npu_cores_init(&dev->cores);
-	dev->cores.on_done = launch_done;
-	dev->cores.opaque = dev;
+	for (unsigned int g = 0; g < NPU_DEV_GROUPS_MAX; g++) {
+		npu_cores_init(&dev->groups[g]);
+		dev->groups[g].on_done = launch_done;
+		dev->groups[g].opaque = dev;
+	}
+	npu_engine_init(dev);
 	npu_dev_reset(dev);
 }
 
 void npu_dev_fini(struct npu_dev *dev)
 {
 	npu_dev_stop_engine(dev);
+	npu_engine_fini(dev);
 	pthread_cond_destroy(&dev->work);
 	pthread_mutex_destroy(&dev->lock);
 }
@@ -285,16 +299,44 @@ static void *engine_main(void *arg)
 	return NULL;
 }
 
+/* Start the AI-core groups' workers: group g gets its share of the cores. */
+static int start_groups(struct npu_dev *dev)
+{
+	unsigned int n = dev->cfg.num_cores, groups = dev->cfg.num_core_groups;
+
+	for (unsigned int g = 0; g < groups; g++) {
+		unsigned int first = n * g / groups, end = n * (g + 1) / groups;
+
+		if (npu_cores_start(&dev->groups[g], end - first)) {
+			while (g--)
+				npu_cores_stop(&dev->groups[g]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void stop_groups(struct npu_dev *dev)
+{
+	for (unsigned int g = 0; g < dev->cfg.num_core_groups; g++)
+		npu_cores_stop(&dev->groups[g]);
+}
+
 int npu_dev_start_engine(struct npu_dev *dev)
 {
 	int err;
 
-	if (npu_cores_start(&dev->cores, dev->cfg.num_cores))
+	if (start_groups(dev))
 		return EAGAIN;
+	if (npu_engine_dma_start(dev)) {
+		stop_groups(dev);
+		return EAGAIN;
+	}
 	dev->engine_stop = false;
 	err = pthread_create(&dev->engine, NULL, engine_main, dev);
 	if (err) {
-		npu_cores_stop(&dev->cores);
+		npu_engine_dma_stop(dev);
+		stop_groups(dev);
 		return err;
 	}
 	dev->engine_running = true;
@@ -311,17 +353,19 @@ void npu_dev_stop_engine(struct npu_dev *dev)
 	pthread_mutex_unlock(&dev->lock);
 	pthread_join(dev->engine, NULL);
 	/*
-	 * A launch still computing stops early; its task stays at head.
-	 * engine_running stays true until the cores are gone, so a doorbell
-	 * meanwhile does not run the engine inline with workers about.
+	 * Launches still computing stop early and copies at their next
+	 * chunk; their tasks stay at head. engine_running stays true until
+	 * the units are gone, so a doorbell meanwhile does not run the
+	 * engine inline with workers about.
 	 */
 	pthread_mutex_lock(&dev->lock);
 	npu_engine_abandon(dev);
 	pthread_mutex_unlock(&dev->lock);
-	/* Unlocked: a worker finishing the launch takes the lock. */
-	npu_cores_stop(&dev->cores);
+	/* Unlocked: a worker finishing a launch takes the lock. */
+	stop_groups(dev);
+	npu_engine_dma_stop(dev);
 	pthread_mutex_lock(&dev->lock);
-	npu_engine_poll(dev);		/* frees the abandoned launch */
+	npu_engine_poll(dev);		/* frees the abandoned launches */
 	dev->engine_running = false;
 	pthread_mutex_unlock(&dev->lock);
 }
@@ -415,6 +459,8 @@ static void mbox_doorbell(struct npu_dev *dev)
 		status = -NPU_FW_EHALTED;
 	else
 		status = mbox_exec(dev, mb);
+	/* Whatever the command changed holds for every byte moved after it. */
+	npu_engine_dma_quiesce(dev);
 	pthread_mutex_unlock(&dev->lock);
 	mb->status = status;
 	STORE_REL(&mb->done_seq, seq);
@@ -454,5 +500,6 @@ void npu_dev_attach_host_mem(struct npu_dev *dev, void *mem, size_t size)
 	dev->host_mem = mem;
 	dev->host_mem_size = mem ? size : 0;
 	npu_mmu_invalidate(dev, 0);
+	npu_engine_dma_quiesce(dev);
 	pthread_mutex_unlock(&dev->lock);
 }

@@ -21,12 +21,14 @@
 #include "npu_fw_if.h"
 #include "npu_mmu.h"
 
-#define NPU_DEV_FW_VERSION	((0u << 16) | (2u << 8) | 0u)	/* 0.2.0 */
+#define NPU_DEV_FW_VERSION	((0u << 16) | (3u << 8) | 0u)	/* 0.3.0 */
 
 struct npu_dev_config {
 	uint64_t hbm_size;	/* power of two, >= NPU_DEV_HBM_MIN */
 	uint32_t num_queues;
 	uint32_t num_cores;
+	uint32_t num_core_groups;	/* launches computing at once; divides the cores */
+	uint32_t num_dma;		/* copy engines */
 	uint32_t heartbeat_ms;
 	bool fault_injection;	/* accept NPU_FW_CMD_INJECT (tests) */
 };
@@ -51,17 +53,18 @@ struct npu_dev {
 	void *host_mem;			/* host RAM the device may DMA to */
 	size_t host_mem_size;
 	struct npu_mmu mmu;
-	struct npu_cores cores;
+	struct npu_cores groups[NPU_DEV_GROUPS_MAX];	/* AI-core groups */
 	struct npu_engine eng;
 
 	/*
-	 * lock serialises everything that touches queues, the TLB, device
-	 * memory or the mailbox: the engine (one task at a time, and the
-	 * gather and scatter of kernel launches) against mailbox commands.
-	 * It is never held while a launch computes: the AI cores work on
-	 * private buffers, so the mailbox (the management core) answers
-	 * within one engine step. Without an engine thread, queue doorbells
-	 * run the engine inline, launches included.
+	 * lock serialises everything that touches queues, the TLB, the
+	 * units' state or the mailbox: the scheduler (sync tasks, and the
+	 * gather and scatter of kernel launches), the copy engines' chunk
+	 * translations and mailbox commands. It is never held while a launch
+	 * computes (the AI cores work on private buffers) or while a copy
+	 * engine moves a chunk, so the mailbox (the management core) answers
+	 * within one scheduler step and one chunk. Without an engine thread,
+	 * queue doorbells run every task inline, copies and launches too.
 	 */
 	pthread_mutex_t lock;
 	pthread_cond_t work;		/* CLOCK_MONOTONIC, for timed waits */

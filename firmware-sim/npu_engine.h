@@ -1,19 +1,28 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The task engine: runs the tasks of every running queue, in order per
- * queue and round-robin across queues, one task at a time. Copies and
- * fills go through the MMU of the queue's context.
+ * The task engine: a scheduler that hands the task at head of each
+ * running queue to the unit that executes it, so tasks of different
+ * queues run at the same time while each queue stays in order (a queue
+ * has at most one task executing):
  *
- * A kernel launch is split: the engine gathers its tensors out of device
- * memory into private buffers, hands the compute to the AI cores and goes
- * on with other queues; when the cores are done it scatters the output
- * back and completes the task. Only the engine touches device memory, and
- * only under dev->lock, so a mailbox command (TLB_INVALIDATE, QUEUE_STOP)
- * is atomic with every device memory access, and never waits for compute.
+ *  - copies and fills go to a free copy engine (a thread of its own);
+ *  - kernel launches go to a free AI-core group: the scheduler gathers
+ *    the tensors out of device memory into private buffers, the group's
+ *    cores compute, and on completion the scheduler scatters the output;
+ *  - sync tasks (fence, event and notify, timestamp, barrier, nop) run on
+ *    the scheduler itself, occupying no unit.
+ *
+ * Everything the units share (queues, TLB, sync table, unit state) is
+ * under dev->lock. A copy engine translates a chunk of its task under
+ * the lock and moves it without; a mailbox command waits out the chunks
+ * moving when it ran (npu_engine_dma_quiesce), so once TLB_INVALIDATE or
+ * QUEUE_STOP is answered no byte moves through an old translation or for
+ * a stopped queue, and the mailbox never waits for more than a chunk.
  */
 #ifndef NPU_ENGINE_H
 #define NPU_ENGINE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -22,7 +31,10 @@
 
 struct npu_dev;
 
-/* A kernel launch computing on the AI cores: one at a time. */
+#define NPU_DEV_DMA_MAX		16	/* copy engines */
+#define NPU_DEV_GROUPS_MAX	16	/* AI-core groups */
+
+/* A kernel launch computing on an AI-core group. */
 struct npu_launch {
 	bool active;			/* handed to the cores, not collected yet */
 	bool discarded;			/* its queue stopped: never scattered */
@@ -33,6 +45,23 @@ struct npu_launch {
 	struct npu_view v[3];		/* in[0], in[1], out: private buffers */
 };
 
+/* A copy engine and the COPY or FILL it runs. */
+struct npu_dma {
+	struct npu_dev *dev;
+	unsigned int id;
+	pthread_t thread;
+	pthread_cond_t go;		/* a task for it, or stop */
+	bool busy;			/* has a task */
+	bool cancel;			/* its queue stopped: drop it */
+	bool moving;			/* moving a chunk, without dev->lock */
+	uint64_t chunk_seq;		/* chunks started */
+	uint32_t qid;
+	uint32_t head;
+	struct npu_fw_task t;
+	uint64_t done;			/* bytes of the task moved */
+	uint64_t counted_ns;		/* exec time counted up to here */
+};
+
 /*
  * Engine-private state of a queue: the slot in HBM is the host's to
  * scribble on, so the counts behind exec_ms live here.
@@ -40,48 +69,79 @@ struct npu_launch {
 struct npu_queue_exec {
 	uint64_t exec_ns;		/* executing since QUEUE_START */
 	uint64_t hung_since_ns;		/* injected hang counted up to here; 0: not hung */
+	bool busy;			/* its head task runs on a unit */
 };
 
 struct npu_engine {
-	struct npu_launch launch;
+	struct npu_launch launch[NPU_DEV_GROUPS_MAX];
+	struct npu_dma dma[NPU_DEV_DMA_MAX];
 	struct npu_queue_exec q[NPU_FW_MAX_QUEUES];
+	unsigned int num_dma, num_groups;
+	bool dma_running;		/* copy engine threads started */
+	bool dma_stop;
+	pthread_cond_t dma_idle;	/* a chunk finished moving */
 	bool hang_seen;			/* some queue is hung with work */
-	uint32_t cores_next;		/* steps start here: after the last launcher */
-	/* The task moving data on the engine now: exec_ms advances during it. */
+	uint32_t next;			/* steps start here: after the last dispatch */
+	/* A task moving data on the scheduler itself: exec_ms advances during it. */
 	uint32_t task_qid;
 	uint64_t task_counted_ns;	/* counted up to here; 0: none */
 	uint64_t task_bytes;		/* moved since then */
 };
 
+/* Set up the engine's state for `dev` (before npu_dev_reset). */
+void npu_engine_init(struct npu_dev *dev);
+void npu_engine_fini(struct npu_dev *dev);
+
 /* Mailbox: start / stop queue `qid`. Return 0 or -enum npu_fw_status. */
 int32_t npu_engine_queue_start(struct npu_dev *dev, uint64_t qid);
 int32_t npu_engine_queue_stop(struct npu_dev *dev, uint64_t qid);
 
-/* Run one task on each queue that has one. Returns whether any ran. */
+/*
+ * Hand out or run the tasks at head of the queues: one dispatch per
+ * queue of the top runnable priority. Returns whether any task started.
+ */
 bool npu_engine_step(struct npu_dev *dev);
 
 /*
- * Between steps: complete a launch the cores are through with (scatter
- * and advance its queue, or drop it if the queue stopped) and bring
+ * Between steps: complete launches the cores are through with (scatter
+ * and advance their queue, or drop them if the queue stopped) and bring
  * exec_ms up to date. Returns whether a launch completed.
  */
 bool npu_engine_poll(struct npu_dev *dev);
 
 /*
- * How long the engine may sleep before it must poll again (exec_ms is
- * advancing), in ms; -1 when only a doorbell or a launch's end can
- * change anything.
+ * How long the scheduler may sleep before it must poll again (exec_ms is
+ * advancing), in ms; -1 when only a doorbell or a unit's end can change
+ * anything.
  */
 int npu_engine_sleep_ms(struct npu_dev *dev);
 
 /*
- * Cancel the launch in flight, if any, without touching its queue (the
- * task stays at head, to run again): the engine is going away. It is
- * freed by the next npu_engine_poll() once the cores are through.
+ * Cancel the launches in flight without touching their queues (the task
+ * stays at head, to run again): the engine is going away. They are freed
+ * by the next npu_engine_poll() once the cores are through.
  */
 void npu_engine_abandon(struct npu_dev *dev);
 
-/* Power-on reset: every queue is stopped, drop the launch and counts. */
+/* Power-on reset: every queue is stopped, drop the launches and counts. */
 void npu_engine_reset(struct npu_dev *dev);
+
+/* Copy engines (npu_dma.c). Start and stop their threads, unlocked. */
+int npu_engine_dma_start(struct npu_dev *dev);
+void npu_engine_dma_stop(struct npu_dev *dev);
+
+/* Under dev->lock: hand a COPY or FILL at head of `qid` to a free engine. */
+bool npu_engine_dma_free(struct npu_dev *dev);
+void npu_engine_dma_submit(struct npu_dev *dev, uint32_t qid, uint32_t head,
+			   const struct npu_fw_task *t);
+
+/* Under dev->lock: the copy engine running `qid`'s task drops it. */
+void npu_engine_dma_cancel(struct npu_dev *dev, uint32_t qid);
+
+/*
+ * Under dev->lock: wait until every chunk that was moving when called has
+ * landed. The lock is dropped while waiting.
+ */
+void npu_engine_dma_quiesce(struct npu_dev *dev);
 
 #endif /* NPU_ENGINE_H */

@@ -68,6 +68,12 @@ static int npu_ioctl_get_param(struct drm_device *drm, void *data,
 	case DRM_NPU_PARAM_CORE_COUNT:
 		args->value = fw->num_cores;
 		return 0;
+	case DRM_NPU_PARAM_CORE_GROUPS:
+		args->value = fw->num_core_groups;
+		return 0;
+	case DRM_NPU_PARAM_DMA_ENGINES:
+		args->value = fw->num_dma_engines;
+		return 0;
 	case DRM_NPU_PARAM_FW_HEARTBEAT_MS:
 		args->value = fw->heartbeat_ms;
 		return 0;
@@ -219,11 +225,12 @@ static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		return ret;
 	npu_recovery_start(ndev);
 
-	npu_info(ndev, "interface %u.%u, HBM %llu MiB, %u queues, %u cores, PING %llu us\n",
+	npu_info(ndev, "interface %u.%u, HBM %llu MiB, %u queues, %u cores in %u groups, %u copy engines, PING %llu us\n",
 		 NPU_FW_IF_VERSION_MAJOR(ndev->fw.if_version),
 		 NPU_FW_IF_VERSION_MINOR(ndev->fw.if_version),
 		 ndev->fw.hbm_size >> 20, ndev->fw.num_queues,
-		 ndev->fw.num_cores, div_u64(rtt_ns, 1000));
+		 ndev->fw.num_cores, ndev->fw.num_core_groups, ndev->fw.num_dma_engines,
+		 div_u64(rtt_ns, 1000));
 	return 0;
 }
 

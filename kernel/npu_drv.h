@@ -39,6 +39,8 @@ struct npu_fw_info {
 	u64 fw_reserved;
 	u32 num_queues;
 	u32 num_cores;
+	u32 num_core_groups;
+	u32 num_dma_engines;
 	u32 heartbeat_ms;
 };
 

@@ -31,7 +31,7 @@
  * NPU_FW_IF_MINOR_MIN.
  */
 #define NPU_FW_IF_MAJOR		2
-#define NPU_FW_IF_MINOR		0
+#define NPU_FW_IF_MINOR		1
 #define NPU_FW_IF_MINOR_MIN	0
 #define NPU_FW_IF_VERSION(maj, min)	(((__u32)(maj) << 16) | (__u32)(min))
 #define NPU_FW_IF_VERSION_MAJOR(v)	((__u32)(v) >> 16)
@@ -323,7 +323,10 @@ struct npu_fw_ctrl {
 	__u32 num_queues;		/* hardware queues */
 	__u32 num_cores;		/* AI cores */
 	__u32 heartbeat_period_ms;
-	__u64 reserved0[8];
+	/* Since interface 2.1; 0 from older firmware means 1. */
+	__u32 num_core_groups;		/* kernel launches computing at once */
+	__u32 num_dma_engines;		/* copies and fills running at once */
+	__u64 reserved0[7];
 
 	/* Live state, device -> host. */
 	__u32 state;			/* enum npu_fw_state */

@@ -154,6 +154,9 @@ static int npu_hw_read_fw_info(struct npu_device *ndev)
 	fw->fw_reserved = readq(&c->fw_reserved);
 	fw->num_queues = readl(&c->num_queues);
 	fw->num_cores = readl(&c->num_cores);
+	/* Zero from interface 2.0 firmware, which runs one of each. */
+	fw->num_core_groups = max(readl(&c->num_core_groups), 1u);
+	fw->num_dma_engines = max(readl(&c->num_dma_engines), 1u);
 	fw->heartbeat_ms = readl(&c->heartbeat_period_ms);
 	vectors = readl(&c->num_vectors);
 

@@ -63,6 +63,19 @@ TEST_F(dev, queue_and_core_counts_match_fwsim)
 	EXPECT_EQ(cores, v);
 }
 
+TEST_F(dev, unit_counts_match_fwsim)
+{
+	uint64_t groups = npu_env("NPU_TEST_CORE_GROUPS"), dma = npu_env("NPU_TEST_DMA_ENGINES");
+	uint64_t v = 0;
+
+	if (!groups || !dma)
+		SKIP(return, "NPU_TEST_CORE_GROUPS/DMA_ENGINES not set (run under tests/vm/run)");
+	ASSERT_EQ(0, npu_get_param(self->fd, DRM_NPU_PARAM_CORE_GROUPS, &v));
+	EXPECT_EQ(groups, v);
+	ASSERT_EQ(0, npu_get_param(self->fd, DRM_NPU_PARAM_DMA_ENGINES, &v));
+	EXPECT_EQ(dma, v);
+}
+
 TEST_F(dev, interface_version_is_supported)
 {
 	uint64_t v = 0;

@@ -47,6 +47,8 @@ TEST(info_matches_fwsim)
 	EXPECT_GT(a.hbm_size, a.hbm_used);
 	EXPECT_EQ(npu_env("NPU_TEST_QUEUES"), a.queue_count);
 	EXPECT_EQ(npu_env("NPU_TEST_CORES"), a.core_count);
+	EXPECT_EQ(npu_env("NPU_TEST_CORE_GROUPS"), a.core_group_count);
+	EXPECT_EQ(npu_env("NPU_TEST_DMA_ENGINES"), a.dma_engine_count);
 	EXPECT_EQ(NPU_FW_IF_MAJOR, a.if_version[0]);
 	/* The firmware's version, field by field (major << 16 | minor << 8 | patch). */
 	EXPECT_EQ((NPU_DEV_FW_VERSION >> 16) & 0xff, a.fw_version[0]);

@@ -157,6 +157,9 @@ FIXTURE_SETUP(launch)
 	cfg.hbm_size = HBM_SIZE;
 	cfg.num_queues = 4;
 	cfg.num_cores = CORES;
+	/* One group: these tests are about a launch holding the cores; the
+	 * groups computing side by side are fwsim_concurrency_test.c's. */
+	cfg.num_core_groups = 1;
 	cfg.fault_injection = true;
 	self->hbm = calloc(1, HBM_SIZE);
 	ASSERT_NE(NULL, self->hbm);

@@ -128,6 +128,13 @@ enum drm_npu_param {
 	DRM_NPU_PARAM_SYNCS_PER_CONTEXT = 13,
 	/* Largest queue timeout_ms QUEUE_CREATE accepts. */
 	DRM_NPU_PARAM_MAX_QUEUE_TIMEOUT_MS = 14,
+	/*
+	 * AI-core groups: kernel launches of different queues computing at
+	 * once, each on its group's share of DRM_NPU_PARAM_CORE_COUNT cores.
+	 */
+	DRM_NPU_PARAM_CORE_GROUPS = 15,
+	/* Copy engines: COPY and FILL tasks of different queues moving at once. */
+	DRM_NPU_PARAM_DMA_ENGINES = 16,
 };
 
 /*

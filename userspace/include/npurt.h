@@ -85,6 +85,8 @@ typedef struct npurt_device_info {
 	uint32_t core_count;
 	uint64_t heartbeat;		/* firmware heartbeat counter */
 	uint32_t heartbeat_ms;		/* its period */
+	uint32_t core_group_count;	/* kernel launches computing at once */
+	uint32_t dma_engine_count;	/* copies moving at once */
 } npurt_device_info;
 
 /* Fill *info from the driver. Reads live values (heartbeat, memory in use)

@@ -221,6 +221,7 @@ npurt_status npurt_device_get_info(npurt_device *dev, npurt_device_info *info)
 	static const char who[] = "npurt_device_get_info";
 	npurt_device_info out = { 0 };
 	uint64_t v[DRM_NPU_PARAM_HBM_USED + 1];
+	uint32_t units[2];
 	drmVersionPtr ver;
 	npurt_status st;
 
@@ -257,6 +258,15 @@ npurt_status npurt_device_get_info(npurt_device *dev, npurt_device_info *info)
 	out.hbm_used = v[DRM_NPU_PARAM_HBM_USED];
 	out.queue_count = (uint32_t)v[DRM_NPU_PARAM_QUEUE_COUNT];
 	out.core_count = (uint32_t)v[DRM_NPU_PARAM_CORE_COUNT];
+	/* Drivers before the units were counted ran one of each. */
+	for (uint32_t p = DRM_NPU_PARAM_CORE_GROUPS; p <= DRM_NPU_PARAM_DMA_ENGINES; p++) {
+		struct drm_npu_get_param gp = { .param = p };
+
+		units[p - DRM_NPU_PARAM_CORE_GROUPS] =
+			npurt_ioctl(dev, DRM_IOCTL_NPU_GET_PARAM, &gp) ? 1 : (uint32_t)gp.value;
+	}
+	out.core_group_count = units[0];
+	out.dma_engine_count = units[1];
 	out.heartbeat = v[DRM_NPU_PARAM_FW_HEARTBEAT];
 	out.heartbeat_ms = (uint32_t)v[DRM_NPU_PARAM_FW_HEARTBEAT_MS];
 	*info = out;

@@ -42,7 +42,8 @@ static int show(int index, int ping)
 	       info.hbm_size >> 20, info.hbm_reserved >> 10);
 	printf("  HBM in use    %" PRIu64 " bytes\n", info.hbm_used);
 	printf("  queues        %u\n", info.queue_count);
-	printf("  AI cores      %u\n", info.core_count);
+	printf("  AI cores      %u in %u groups\n", info.core_count, info.core_group_count);
+	printf("  copy engines  %u\n", info.dma_engine_count);
 	printf("  heartbeat     %" PRIu64 " (every %u ms)\n", info.heartbeat,
 	       info.heartbeat_ms);
 	printf("  submission    %s\n", npurt_device_submit_path(dev) == NPURT_SUBMIT_IO_URING ?
