@@ -77,7 +77,7 @@ $(O)/bin/npu-fwsim: $(call obj,$(FWSIM_SRCS))
 $(O)/obj/userspace/lib/%.o: userspace/lib/%.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(DEPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden \
-		-Iuserspace/include -Iuapi $(DRM_CFLAGS) $(URING_CFLAGS) -c $< -o $@
+		-Iuserspace/include -Iuapi -Ifirmware-sim $(DRM_CFLAGS) $(URING_CFLAGS) -c $< -o $@
 
 $(LIBSO): $(call obj,$(LIB_SRCS))
 	@mkdir -p $(@D)

@@ -1443,64 +1443,82 @@ static int host_wait(int fd, uint32_t ev)
 }
 
 /*
- * A busy queue (16 fills, then a timestamp) and a short one (a timestamp)
- * released at the same instant by one event, as short_beats_busy() in
+ * Busy queues (16 fills, then a timestamp), one per copy engine so they
+ * hold every engine, and a short one (a fill, then a timestamp) released
+ * at the same instant by one event, as short_beats_busy() in
  * npu_sched_test.c does; the device's own timestamps say which finished
- * first. Each queue's work is one batch that first records an event of
- * its own: once the host has seen both, both batches are on the device,
- * blocked, whenever the driver writes batches to the ring. Returns 1 when
- * the short one finished first, 0 when the busy one did.
+ * first. The short queue's fill must win a copy engine against the busy
+ * ones: that contest is what priority decides (a task that needs no unit
+ * runs beside them whatever its level). Each queue's work is one batch
+ * that first records an event of its own: once the host has seen them
+ * all, every batch is on the device, blocked, whenever the driver writes
+ * batches to the ring. Returns 1 when the short one finished before every
+ * busy one, 0 when it finished after one of them: under strict priority
+ * it gets an engine only once a busy queue has drained and lets one go.
  */
+#define MAX_BUSY 4
+
 static int short_finishes_first(struct __test_metadata *_metadata, int fd, uint32_t busy_prio,
 				uint32_t short_prio)
 {
-	struct drm_npu_task tb[BUSY_FILLS + 3], ts_[3], t;
-	uint32_t busy, quick, gate, go, ready_b, ready_s;
+	struct drm_npu_task tb[BUSY_FILLS + 3], ts_[4], t;
+	uint32_t busy[MAX_BUSY], quick, gate, go, ready[MAX_BUSY + 1];
 	struct drm_npu_bo_create big, stamps;
-	uint64_t s_busy = 0, s_quick = 0, s_go, *ts;
-	int ret;
+	uint64_t s_busy[MAX_BUSY] = { 0 }, s_quick = 0, s_go, *ts, engines = 1;
+	int ret, before = 0, nb;
 
-	EXPECT_EQ(0, npu_queue_create(fd, busy_prio, 0, 30000, &busy));
+	EXPECT_EQ(0, npu_get_param(fd, DRM_NPU_PARAM_DMA_ENGINES, &engines));
+	nb = engines < MAX_BUSY ? (int)engines : MAX_BUSY;
+	EXPECT_LE(engines, MAX_BUSY);
+	for (int k = 0; k < nb; k++)
+		EXPECT_EQ(0, npu_queue_create(fd, busy_prio, 0, 30000, &busy[k]));
 	EXPECT_EQ(0, npu_queue_create(fd, short_prio, 0, 30000, &quick));
 	EXPECT_EQ(0, npu_queue_create(fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &gate));
 	EXPECT_EQ(0, npu_sync_create(fd, DRM_NPU_SYNC_EVENT, &go));
-	EXPECT_EQ(0, npu_sync_create(fd, DRM_NPU_SYNC_EVENT, &ready_b));
-	EXPECT_EQ(0, npu_sync_create(fd, DRM_NPU_SYNC_EVENT, &ready_s));
+	for (int k = 0; k <= nb; k++)
+		EXPECT_EQ(0, npu_sync_create(fd, DRM_NPU_SYNC_EVENT, &ready[k]));
 	EXPECT_EQ(0, npu_bo_create(fd, MiB, DRM_NPU_BO_PAGE_NORMAL_ONLY, &big));
 	EXPECT_EQ(0, npu_bo_create(fd, PAGE, DRM_NPU_BO_PAGE_NORMAL_ONLY, &stamps));
 	ts = npu_bo_mmap(fd, stamps.handle, PAGE);
 	if (ts == MAP_FAILED)
 		return -1;
 
-	tb[0] = task1(DRM_NPU_TASK_EVENT_RECORD, ready_b);
-	tb[1] = task1(DRM_NPU_TASK_EVENT_WAIT, go);
-	for (int i = 0; i < BUSY_FILLS; i++)
-		tb[2 + i] = npu_task_fill(big.device_va, MiB, 7);
-	tb[BUSY_FILLS + 2] = task1(DRM_NPU_TASK_TIMESTAMP, stamps.device_va);
-	EXPECT_EQ(0, npu_submit_on(fd, busy, tb, BUSY_FILLS + 3, &s_busy));
-	ts_[0] = task1(DRM_NPU_TASK_EVENT_RECORD, ready_s);
+	for (int k = 0; k < nb; k++) {
+		tb[0] = task1(DRM_NPU_TASK_EVENT_RECORD, ready[k]);
+		tb[1] = task1(DRM_NPU_TASK_EVENT_WAIT, go);
+		for (int i = 0; i < BUSY_FILLS; i++)
+			tb[2 + i] = npu_task_fill(big.device_va, MiB, 7);
+		tb[BUSY_FILLS + 2] = task1(DRM_NPU_TASK_TIMESTAMP, stamps.device_va + 8 * k);
+		EXPECT_EQ(0, npu_submit_on(fd, busy[k], tb, BUSY_FILLS + 3, &s_busy[k]));
+	}
+	ts_[0] = task1(DRM_NPU_TASK_EVENT_RECORD, ready[nb]);
 	ts_[1] = task1(DRM_NPU_TASK_EVENT_WAIT, go);
-	ts_[2] = task1(DRM_NPU_TASK_TIMESTAMP, stamps.device_va + 8);
-	EXPECT_EQ(0, npu_submit_on(fd, quick, ts_, 3, &s_quick));
-	EXPECT_EQ(0, host_wait(fd, ready_b));
-	EXPECT_EQ(0, host_wait(fd, ready_s));
+	ts_[2] = npu_task_fill(big.device_va, PAGE, 9);
+	ts_[3] = task1(DRM_NPU_TASK_TIMESTAMP, stamps.device_va + 8 * MAX_BUSY);
+	EXPECT_EQ(0, npu_submit_on(fd, quick, ts_, 4, &s_quick));
+	for (int k = 0; k <= nb; k++)
+		EXPECT_EQ(0, host_wait(fd, ready[k]));
 
 	t = task1(DRM_NPU_TASK_EVENT_RECORD, go);
 	EXPECT_EQ(0, npu_submit_on(fd, gate, &t, 1, &s_go));
 	EXPECT_EQ(0, npu_wait_on(fd, quick, s_quick, 30 * SEC, NULL));
-	EXPECT_EQ(0, npu_wait_on(fd, busy, s_busy, 30 * SEC, NULL));
-	EXPECT_NE(0, ts[0]);
-	EXPECT_NE(0, ts[1]);
-	ret = ts[1] < ts[0];
+	for (int k = 0; k < nb; k++) {
+		EXPECT_EQ(0, npu_wait_on(fd, busy[k], s_busy[k], 30 * SEC, NULL));
+		EXPECT_NE(0, ts[k]);
+		before += ts[MAX_BUSY] < ts[k];
+	}
+	EXPECT_NE(0, ts[MAX_BUSY]);
+	ret = before == nb;
 
 	munmap(ts, PAGE);
 	npu_gem_close(fd, big.handle);
 	npu_gem_close(fd, stamps.handle);
-	npu_queue_destroy(fd, busy);
+	for (int k = 0; k < nb; k++)
+		npu_queue_destroy(fd, busy[k]);
 	npu_queue_destroy(fd, quick);
 	npu_queue_destroy(fd, gate);
-	for (int i = 0; i < 3; i++) {
-		struct drm_npu_sync_destroy d = { .id = i == 0 ? go : i == 1 ? ready_b : ready_s };
+	for (int k = 0; k <= nb + 1; k++) {
+		struct drm_npu_sync_destroy d = { .id = k <= nb ? ready[k] : go };
 
 		xioctl(fd, DRM_IOCTL_NPU_SYNC_DESTROY, &d);
 	}
@@ -1512,8 +1530,8 @@ static const char *const prio_names[] = { "LOW", "NORMAL", "HIGH", "REALTIME" };
 /*
  * Strict order between levels, for every pair (tests run as root, so
  * CAP_SYS_NICE holds): a short queue at the higher level is not held up
- * by a busy lower one, and a busy higher queue runs its whole backlog
- * before a short lower one gets a task in. Sharing (two equal levels)
+ * by busy lower ones, and busy higher queues run their whole backlog
+ * before a short lower one gets a copy engine. Sharing (two equal levels)
  * would let the short lower one in first: a level that reaches the device
  * as the one below fails here.
  */

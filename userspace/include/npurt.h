@@ -183,6 +183,93 @@ NPURT_API npurt_status npurt_memset_async(npurt_stream *stream, uint64_t dst,
 NPURT_API npurt_status npurt_memcpy_async(npurt_stream *stream, uint64_t dst,
 					  uint64_t src, size_t size);
 
+/* ---- kernel launch -------------------------------------------------- */
+
+/*
+ * A kernel launch runs an op of the device's op library (elementwise
+ * arithmetic and activations, GEMM, softmax, layer norm, reductions,
+ * transpose, cast; Documentation/firmware-interface.rst, "Op library")
+ * on tensors in device memory, in stream order.
+ */
+
+typedef enum npurt_dtype {
+	NPURT_F32 = 0,
+	NPURT_F16 = 1,
+	NPURT_BF16 = 2,
+} npurt_dtype;
+
+#define NPURT_MAX_DIMS 4
+
+/*
+ * A strided view of device memory: element (i0, i1, ...) is at
+ * addr + sum(i_k * stride[k]) * element size. Strides count elements; a
+ * stride of 0 repeats the same elements along that dimension (broadcast).
+ * npurt_tensor_init() fills a dense row-major view.
+ */
+typedef struct npurt_tensor {
+	uint64_t addr;			/* device address */
+	npurt_dtype dtype;
+	uint32_t ndim;			/* 1 .. NPURT_MAX_DIMS */
+	uint64_t shape[NPURT_MAX_DIMS];
+	uint64_t stride[NPURT_MAX_DIMS];
+} npurt_tensor;
+
+/*
+ * A dense row-major tensor of `ndim` dimensions at device address `addr`.
+ * NPURT_ERR_INVALID for a NULL argument, ndim outside 1..NPURT_MAX_DIMS,
+ * an unknown dtype or a zero extent.
+ */
+NPURT_API npurt_status npurt_tensor_init(npurt_tensor *t, uint64_t addr, npurt_dtype dtype,
+					 uint32_t ndim, const uint64_t *shape);
+
+/* GEMM flags: use the transpose of input 0 / input 1. */
+#define NPURT_LAUNCH_TRANS_A	(1u << 0)
+#define NPURT_LAUNCH_TRANS_B	(1u << 1)
+
+/*
+ * One launch. Set `size` to sizeof(npurt_launch_desc): the struct may grow
+ * at its end, and the library reads only what the caller's version has.
+ * Fields an op does not use are ignored.
+ */
+typedef struct npurt_launch_desc {
+	uint32_t size;
+	uint32_t op;			/* from npurt_op_lookup() */
+	uint32_t block_dim;		/* AI cores to split it across; 0: all it may */
+	uint32_t flags;			/* NPURT_LAUNCH_* */
+	uint32_t axis;			/* REDUCE_*: the dimension reduced */
+	uint32_t perm[NPURT_MAX_DIMS];	/* TRANSPOSE: out's dim k is in's perm[k] */
+	float alpha, beta;		/* GEMM: out = alpha * A x B + beta * out */
+	float eps;			/* LAYERNORM */
+	npurt_tensor in[2];		/* in[1] only for two-input ops */
+	npurt_tensor out;
+} npurt_launch_desc;
+
+/*
+ * The id of op `name` ("add", "gemm", "softmax", ... as in the op library's
+ * documentation, lower case). NPURT_ERR_INVALID for a NULL argument or an
+ * unknown name (the message lists the known ones).
+ */
+NPURT_API npurt_status npurt_op_lookup(const char *name, uint32_t *op);
+
+/* The name of op `op`, or NULL when there is no such op. */
+NPURT_API const char *npurt_op_name(uint32_t op);
+
+/*
+ * Launch `desc` on the stream. The argument block goes to device memory
+ * the stream owns (an arena reused as its launches complete; when every
+ * slot is in flight the call waits for the oldest). The device checks
+ * shapes, strides and dtypes against the op: a launch it refuses fails
+ * the stream (NPURT_ERR_DEVICE from npurt_stream_synchronize(), naming
+ * the launch); a tensor outside the context's memory fails it the same
+ * way with the faulting address.
+ *
+ * NPURT_ERR_INVALID: NULL argument, desc->size too small, an unknown op,
+ * block_dim above 64, a tensor the op reads or writes with ndim outside
+ * 1..NPURT_MAX_DIMS or an unknown dtype. NPURT_ERR_NO_MEMORY when the
+ * arena cannot be allocated; NPURT_ERR_DEVICE when the stream has failed.
+ */
+NPURT_API npurt_status npurt_launch(npurt_stream *stream, const npurt_launch_desc *desc);
+
 /* ---- events -------------------------------------------------------- */
 
 typedef struct npurt_event npurt_event;

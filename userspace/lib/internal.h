@@ -14,6 +14,10 @@
 
 struct npurt_ring;
 
+/* A stream's arena of kernel argument blocks: slots in flight at most. */
+#define NPURT_ARENA_SLOTS	128
+#define NPURT_ARENA_SLOT	512
+
 struct npurt_device {
 	int fd;
 	char node[64];
@@ -42,6 +46,10 @@ struct npurt_stream {
 	int error;			/* the failing batch's errno */
 	uint32_t status;		/* and its enum drm_npu_job_status */
 	uint32_t task;			/* and the index of its failing task */
+	/* Kernel launches' argument blocks (launch.c): the stream's thread only. */
+	npurt_mem *arena;
+	uint32_t arena_next;
+	uint64_t arena_seq[NPURT_ARENA_SLOTS];	/* the batch that used each slot */
 };
 
 /* submit.c: the two paths behind one interface. */

@@ -71,6 +71,8 @@ void npurt_stream_destroy(npurt_stream *s)
 	npurt_path_drain(s);
 	destroy.queue = s->queue;
 	npurt_ioctl(s->dev, DRM_IOCTL_NPU_QUEUE_DESTROY, &destroy);
+	npurt_mem_free(s->arena);
+	s->arena = NULL;
 	pthread_mutex_lock(&s->dev->lock);
 	s->destroyed = true;
 	pthread_mutex_unlock(&s->dev->lock);

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libnpurt kernel launches against npu.ko and the emulated device, on both
+ * submission paths: results match a host reference, streams order
+ * launches, launches of two streams run side by side, the argument arena
+ * is reused as launches complete (and never while one still needs its
+ * block), and bad descriptors are refused before the device or fail the
+ * stream with a message that says so.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "kselftest_harness.h"
+#include "npu_selftest.h"
+#include "npurt.h"
+
+#define MiB (1u << 20)
+
+FIXTURE(launch) {
+	npurt_device *dev;
+	npurt_stream *s;
+	npurt_mem *m;		/* 8 MiB scratch */
+	uint64_t va;
+	float *host;
+};
+
+FIXTURE_VARIANT(launch) {
+	const char *env;
+};
+
+FIXTURE_VARIANT_ADD(launch, ioctl) { .env = "ioctl" };
+FIXTURE_VARIANT_ADD(launch, io_uring) { .env = "io_uring" };
+
+FIXTURE_SETUP(launch)
+{
+	setenv("NPURT_SUBMIT", variant->env, 1);
+	ASSERT_EQ(NPURT_OK, npurt_device_open(0, &self->dev)) TH_LOG("%s", npurt_last_error());
+	ASSERT_EQ(NPURT_OK, npurt_stream_create(self->dev, NPURT_PRIORITY_NORMAL, &self->s));
+	ASSERT_EQ(NPURT_OK, npurt_mem_alloc(self->dev, 8 * MiB, &self->m));
+	self->va = npurt_mem_device_addr(self->m);
+	self->host = npurt_mem_host_ptr(self->m);
+}
+
+FIXTURE_TEARDOWN(launch)
+{
+	npurt_stream_destroy(self->s);
+	npurt_mem_free(self->m);
+	npurt_device_close(self->dev);
+	unsetenv("NPURT_SUBMIT");
+}
+
+static uint32_t op(const char *name)
+{
+	uint32_t id = 0;
+
+	npurt_op_lookup(name, &id);
+	return id;
+}
+
+/* A two-input elementwise launch over n floats at byte offsets of the scratch. */
+static npurt_launch_desc binary(FIXTURE_DATA(launch) *self, const char *name,
+				uint64_t a, uint64_t b, uint64_t out, uint64_t n)
+{
+	npurt_launch_desc d = { .size = sizeof(d), .op = op(name) };
+
+	npurt_tensor_init(&d.in[0], self->va + a, NPURT_F32, 1, &n);
+	npurt_tensor_init(&d.in[1], self->va + b, NPURT_F32, 1, &n);
+	npurt_tensor_init(&d.out, self->va + out, NPURT_F32, 1, &n);
+	return d;
+}
+
+TEST_F(launch, gemm_matches_the_host)
+{
+	enum { M = 33, K = 47, N = 29 };
+	float *A = self->host, *B = A + M * K, *C = B + K * N;
+	npurt_launch_desc d = { .size = sizeof(d), .op = op("gemm"), .alpha = 1.0f };
+
+	for (int i = 0; i < M * K; i++)
+		A[i] = (float)(i % 7) - 3.0f;
+	for (int i = 0; i < K * N; i++)
+		B[i] = (float)(i % 5) * 0.5f;
+	ASSERT_EQ(NPURT_OK, npurt_tensor_init(&d.in[0], self->va, NPURT_F32, 2,
+					      (uint64_t[]){ M, K }));
+	ASSERT_EQ(NPURT_OK, npurt_tensor_init(&d.in[1], self->va + 4 * M * K, NPURT_F32, 2,
+					      (uint64_t[]){ K, N }));
+	ASSERT_EQ(NPURT_OK, npurt_tensor_init(&d.out, self->va + 4 * (M * K + K * N), NPURT_F32,
+					      2, (uint64_t[]){ M, N }));
+	ASSERT_EQ(NPURT_OK, npurt_launch(self->s, &d)) TH_LOG("%s", npurt_last_error());
+	ASSERT_EQ(NPURT_OK, npurt_stream_synchronize(self->s)) TH_LOG("%s", npurt_last_error());
+	for (int i = 0; i < M; i++) {
+		for (int j = 0; j < N; j++) {
+			double want = 0;
+
+			for (int k = 0; k < K; k++)
+				want += (double)A[i * K + k] * B[k * N + j];
+			ASSERT_LE(fabs(want - C[i * N + j]), 1e-3 * (1 + fabs(want)))
+				TH_LOG("C[%d][%d] = %f, want %f", i, j, C[i * N + j], want);
+		}
+	}
+}
+
+/*
+ * Three arenas' worth of launches in one go, each adding 1 to the result
+ * of the one before: a block reused while its launch still needed it, or
+ * launches out of order, leave a count short of the total.
+ */
+TEST_F(launch, the_arena_is_reused_only_after_its_launches_complete)
+{
+	const uint64_t n = 4096, total = 3 * 128 + 5;
+	float *ones = self->host, *acc = self->host + n;
+	npurt_launch_desc d = binary(self, "add", 4 * n, 0, 4 * n, n);
+
+	for (uint64_t i = 0; i < n; i++) {
+		ones[i] = 1.0f;
+		acc[i] = 0.0f;
+	}
+	for (uint64_t i = 0; i < total; i++) {
+		ASSERT_EQ(NPURT_OK, npurt_launch(self->s, &d)) TH_LOG("%s", npurt_last_error());
+	}
+	ASSERT_EQ(NPURT_OK, npurt_stream_synchronize(self->s)) TH_LOG("%s", npurt_last_error());
+	for (uint64_t i = 0; i < n; i++) {
+		ASSERT_EQ((float)total, acc[i]) TH_LOG("element %llu", (unsigned long long)i);
+	}
+}
+
+/* Two streams, an event between them: relu on one, then add on the other. */
+TEST_F(launch, events_order_launches_of_two_streams)
+{
+	const uint64_t n = 1024;
+	float *x = self->host, *y = x + n, *z = y + n;
+	npurt_launch_desc relu = { .size = sizeof(relu), .op = op("relu") };
+	npurt_launch_desc add = binary(self, "add", 4 * n, 4 * n, 8 * n, n);
+	npurt_stream *s2;
+	npurt_event *ev;
+
+	for (uint64_t i = 0; i < n; i++)
+		x[i] = (float)i - 512.0f;
+	npurt_tensor_init(&relu.in[0], self->va, NPURT_F32, 1, &n);
+	npurt_tensor_init(&relu.out, self->va + 4 * n, NPURT_F32, 1, &n);
+	ASSERT_EQ(NPURT_OK, npurt_stream_create(self->dev, NPURT_PRIORITY_NORMAL, &s2));
+	ASSERT_EQ(NPURT_OK, npurt_event_create(self->dev, &ev));
+	ASSERT_EQ(NPURT_OK, npurt_launch(self->s, &relu));
+	ASSERT_EQ(NPURT_OK, npurt_event_record(ev, self->s));
+	ASSERT_EQ(NPURT_OK, npurt_stream_wait_event(s2, ev));
+	ASSERT_EQ(NPURT_OK, npurt_launch(s2, &add));
+	ASSERT_EQ(NPURT_OK, npurt_stream_synchronize(s2)) TH_LOG("%s", npurt_last_error());
+	for (uint64_t i = 0; i < n; i++) {
+		ASSERT_EQ(2.0f * fmaxf(x[i], 0.0f), z[i]) TH_LOG("element %llu", (unsigned long long)i);
+	}
+	npurt_event_destroy(ev);
+	npurt_stream_destroy(s2);
+}
+
+TEST_F(launch, bad_descriptors_are_refused_before_the_device)
+{
+	npurt_launch_desc d = binary(self, "add", 0, 4096, 8192, 16);
+	npurt_tensor t = { 0 };
+	uint32_t id = 77;
+
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_launch(NULL, &d));
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_launch(self->s, NULL));
+	d.size = sizeof(d) - 4;
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_launch(self->s, &d));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "size"));
+	d.size = sizeof(d);
+	d.op = 12345;
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_launch(self->s, &d));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "unknown op"));
+	d.op = op("add");
+	d.block_dim = 65;
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_launch(self->s, &d));
+	d.block_dim = 0;
+	d.in[1].ndim = 5;
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_launch(self->s, &d));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "input 1"));
+	d.in[1].ndim = 1;
+	d.out.dtype = (npurt_dtype)9;
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_launch(self->s, &d));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "output"));
+
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_op_lookup("convolution", &id));
+	EXPECT_EQ(77, id);
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "gemm"));
+	EXPECT_EQ(NPURT_OK, npurt_op_lookup("softmax", &id));
+	EXPECT_STREQ("softmax", npurt_op_name(id));
+	EXPECT_EQ(NULL, npurt_op_name(0));
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_tensor_init(&t, self->va, NPURT_F32, 0,
+						       (uint64_t[]){ 1 }));
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_tensor_init(&t, self->va, NPURT_F32, 2,
+						       (uint64_t[]){ 4, 0 }));
+	EXPECT_EQ(0, t.ndim);		/* untouched on failure */
+	/* None of it reached the device: the stream is fine. */
+	EXPECT_EQ(NPURT_OK, npurt_stream_synchronize(self->s));
+}
+
+/* A launch the device refuses fails the stream and says it was the op. */
+TEST_F(launch, a_launch_the_device_refuses_fails_the_stream)
+{
+	npurt_launch_desc d = binary(self, "add", 0, 4096, 8192, 16);
+
+	d.in[1].shape[0] = 17;		/* shapes of an add must agree */
+	ASSERT_EQ(NPURT_OK, npurt_launch(self->s, &d));
+	EXPECT_EQ(NPURT_ERR_DEVICE, npurt_stream_synchronize(self->s));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "kernel error")) TH_LOG("%s", npurt_last_error());
+	EXPECT_EQ(NPURT_ERR_DEVICE, npurt_launch(self->s, &d));
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Kernel launches: the op library's argument block (firmware-sim's
+ * npu_oplib.h, the contract between runtimes and the device's op library)
+ * written to a per-stream arena in device memory, and a KERNEL task that
+ * names it.
+ *
+ * The arena is a ring of ARENA_SLOTS blocks. A slot is free again once the
+ * batch that used it has completed: each slot remembers that batch's
+ * sequence number, and the stream's completion count (which the
+ * submission path keeps) says whether it is through. Streams are used by
+ * one thread at a time, so the arena needs no lock of its own.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "internal.h"
+#include "npu_oplib.h"
+
+_Static_assert(sizeof(struct npu_op_args) <= NPURT_ARENA_SLOT,
+	       "an argument block must fit an arena slot");
+_Static_assert(NPURT_MAX_DIMS == NPU_MAX_DIMS, "dimension limits agree");
+
+static const struct {
+	const char *name;
+	uint32_t id;
+	uint32_t inputs;
+} ops[] = {
+	{ "add", NPU_OP_ADD, 2 }, { "sub", NPU_OP_SUB, 2 }, { "mul", NPU_OP_MUL, 2 },
+	{ "div", NPU_OP_DIV, 2 }, { "max", NPU_OP_MAX, 2 }, { "min", NPU_OP_MIN, 2 },
+	{ "relu", NPU_OP_RELU, 1 }, { "gelu", NPU_OP_GELU, 1 },
+	{ "sigmoid", NPU_OP_SIGMOID, 1 }, { "tanh", NPU_OP_TANH, 1 }, { "exp", NPU_OP_EXP, 1 },
+	{ "gemm", NPU_OP_GEMM, 2 },
+	{ "softmax", NPU_OP_SOFTMAX, 1 }, { "layernorm", NPU_OP_LAYERNORM, 1 },
+	{ "reduce_sum", NPU_OP_REDUCE_SUM, 1 }, { "reduce_mean", NPU_OP_REDUCE_MEAN, 1 },
+	{ "reduce_max", NPU_OP_REDUCE_MAX, 1 },
+	{ "transpose", NPU_OP_TRANSPOSE, 1 }, { "cast", NPU_OP_CAST, 1 },
+};
+
+#define N_OPS	(sizeof(ops) / sizeof(ops[0]))
+
+static int op_index(uint32_t id)
+{
+	for (unsigned int i = 0; i < N_OPS; i++)
+		if (ops[i].id == id)
+			return (int)i;
+	return -1;
+}
+
+npurt_status npurt_op_lookup(const char *name, uint32_t *op)
+{
+	static const char who[] = "npurt_op_lookup";
+
+	if (!name || !op)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
+	for (unsigned int i = 0; i < N_OPS; i++) {
+		if (!strcmp(ops[i].name, name)) {
+			*op = ops[i].id;
+			return NPURT_OK;
+		}
+	}
+	return npurt_set_error(NPURT_ERR_INVALID,
+			       "%s: no op \"%.32s\" (add sub mul div max min relu gelu sigmoid "
+			       "tanh exp gemm softmax layernorm reduce_sum reduce_mean reduce_max "
+			       "transpose cast)", who, name);
+}
+
+const char *npurt_op_name(uint32_t op)
+{
+	int i = op_index(op);
+
+	return i < 0 ? NULL : ops[i].name;
+}
+
+npurt_status npurt_tensor_init(npurt_tensor *t, uint64_t addr, npurt_dtype dtype,
+			       uint32_t ndim, const uint64_t *shape)
+{
+	static const char who[] = "npurt_tensor_init";
+	npurt_tensor out = { .addr = addr, .dtype = dtype, .ndim = ndim };
+	uint64_t stride = 1;
+
+	if (!t || !shape)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
+	if (!ndim || ndim > NPURT_MAX_DIMS || (unsigned int)dtype > NPURT_BF16)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: %s %u", who,
+				       ndim && ndim <= NPURT_MAX_DIMS ? "unknown dtype" : "ndim",
+				       ndim && ndim <= NPURT_MAX_DIMS ? (unsigned int)dtype : ndim);
+	for (uint32_t k = ndim; k-- > 0;) {
+		if (!shape[k])
+			return npurt_set_error(NPURT_ERR_INVALID, "%s: dimension %u is 0", who, k);
+		out.shape[k] = shape[k];
+		out.stride[k] = stride;
+		stride *= shape[k];
+	}
+	*t = out;
+	return NPURT_OK;
+}
+
+static npurt_status tensor_to_block(const npurt_tensor *t, struct npu_op_tensor *o,
+				    const char *what, const char *who)
+{
+	if (!t->ndim || t->ndim > NPURT_MAX_DIMS || (unsigned int)t->dtype > NPURT_BF16)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: %s has %s %u", who, what,
+				       t->ndim && t->ndim <= NPURT_MAX_DIMS ? "dtype" : "ndim",
+				       t->ndim && t->ndim <= NPURT_MAX_DIMS ?
+				       (unsigned int)t->dtype : t->ndim);
+	o->va = t->addr;
+	o->dtype = (uint32_t)t->dtype;
+	o->ndim = t->ndim;
+	memcpy(o->shape, t->shape, sizeof(o->shape));
+	memcpy(o->stride, t->stride, sizeof(o->stride));
+	return NPURT_OK;
+}
+
+/*
+ * The next arena slot, once the batch that used it last has completed
+ * (waiting for it if not). The arena is allocated on the first launch.
+ */
+static npurt_status arena_slot(npurt_stream *s, uint32_t *slot, const char *who)
+{
+	npurt_status st;
+	uint32_t i;
+	uint64_t seq;
+
+	if (!s->arena) {
+		st = npurt_mem_alloc(s->dev, NPURT_ARENA_SLOTS * NPURT_ARENA_SLOT, &s->arena);
+		if (st)
+			return npurt_set_error(st, "%s: the stream's argument arena: %s", who,
+					       npurt_last_error());
+	}
+	i = s->arena_next % NPURT_ARENA_SLOTS;
+	seq = s->arena_seq[i];
+	if (seq) {
+		st = npurt_path_wait(s, seq, who);
+		if (st)
+			return st;
+	}
+	*slot = i;
+	return NPURT_OK;
+}
+
+npurt_status npurt_launch(npurt_stream *s, const npurt_launch_desc *d)
+{
+	static const char who[] = "npurt_launch";
+	struct drm_npu_task t = { .type = DRM_NPU_TASK_KERNEL };
+	struct npu_op_args a = { 0 };
+	npurt_status st;
+	uint32_t slot = 0;
+	int op;
+
+	if (!s || !d)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
+	if (d->size < sizeof(*d))
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: desc->size %u, want %zu", who,
+				       d->size, sizeof(*d));
+	op = op_index(d->op);
+	if (op < 0)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: unknown op %u", who, d->op);
+	if (d->block_dim > DRM_NPU_MAX_BLOCK_DIM)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s(%s): block_dim %u, at most %u",
+				       who, ops[op].name, d->block_dim, DRM_NPU_MAX_BLOCK_DIM);
+	a.op = d->op;
+	a.flags = d->flags;
+	a.axis = d->axis;
+	memcpy(a.perm, d->perm, sizeof(a.perm));
+	a.alpha = d->alpha;
+	a.beta = d->beta;
+	a.eps = d->eps;
+	st = tensor_to_block(&d->in[0], &a.in[0], "input 0", who);
+	if (!st && ops[op].inputs > 1)
+		st = tensor_to_block(&d->in[1], &a.in[1], "input 1", who);
+	if (!st)
+		st = tensor_to_block(&d->out, &a.out, "the output", who);
+	if (st)
+		return st;
+	st = arena_slot(s, &slot, who);
+	if (st)
+		return st;
+	memcpy((uint8_t *)npurt_mem_host_ptr(s->arena) + slot * NPURT_ARENA_SLOT, &a, sizeof(a));
+	t.args[0] = npurt_mem_device_addr(s->arena) + slot * NPURT_ARENA_SLOT;
+	t.args[1] = d->block_dim;
+	t.args[2] = sizeof(a);
+	st = npurt_path_submit(s, &t, 1, who);
+	if (st)
+		return st;
+	s->arena_seq[slot] = s->issued;
+	s->arena_next++;
+	return NPURT_OK;
+}
