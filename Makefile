@@ -119,6 +119,18 @@ $(O)/tests/unit/%: $(O)/obj/tests/unit/%.o $(call obj,$(FWSIM_CORE)) $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) $(URING_LIBS) -lpthread -lm -o $@
 
+# The caching allocator's test drives its block logic through the
+# library's internal header, and runs once more under ASan and UBSan.
+$(O)/obj/tests/unit/npurt_cache_test.o: TEST_CFLAGS += -Iuserspace/lib
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+UNIT_SAN  := $(O)/tests/unit-san/npurt_cache_test
+
+$(O)/tests/unit-san/npurt_cache_test: tests/unit/npurt_cache_test.c userspace/lib/mem_cache.c \
+		userspace/lib/mem_cache.h $(KSFT)/kselftest_harness.h
+	@mkdir -p $(@D)
+	$(CC) $(filter-out $(DEPFLAGS),$(TEST_CFLAGS)) -Iuserspace/lib $(SAN_FLAGS) \
+		$(filter %.c,$^) -lpthread -o $@
+
 $(O)/tests/selftests/%: $(O)/obj/tests/selftests/%.o $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) $(URING_LIBS) -lpthread -lm -o $@
@@ -142,7 +154,7 @@ $(O)/tests/fuzz/npu-fuzz: $(call obj,$(FUZZ_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(URING_LIBS) -o $@
 
-tests: $(UNIT) $(SELFTESTS) $(BENCH) $(HOST_BENCH) $(FUZZ)
+tests: $(UNIT) $(UNIT_SAN) $(SELFTESTS) $(BENCH) $(HOST_BENCH) $(FUZZ)
 
 # ---- entry points --------------------------------------------------------
 setup:

@@ -124,26 +124,180 @@ NPURT_API npurt_submit_path npurt_device_submit_path(const npurt_device *dev);
 /* ---- device memory ------------------------------------------------- */
 
 typedef struct npurt_mem npurt_mem;
+typedef struct npurt_stream npurt_stream;
 
 /*
- * Allocate `size` bytes of device memory (HBM), zeroed, mapped for the
- * device at npurt_mem_device_addr() and for the CPU at npurt_mem_host_ptr()
- * (write-combined: write it sequentially, avoid reading it in loops).
+ * Device memory (HBM) comes from a caching allocator, one per device:
+ * blocks carved from segments (buffer objects) that it keeps when they are
+ * freed, so allocating and freeing again does not reach the kernel.
+ * Requests under 1 MiB are rounded up to 512 bytes and share 2 MiB
+ * segments; larger ones are rounded up to 4 KiB. Memory from the cache is
+ * not zeroed: it holds what its last user left. npurt_mem_free() and
+ * npurt_mem_free_async() say when freed memory is handed out again.
+ * Documentation/runtime.rst describes the design.
  */
+
+/* Page policy flags (at most one; none is NPURT_MEM_HUGE_FIRST). */
+#define NPURT_MEM_HUGE_FIRST	(1u << 0)	/* 2 MiB pages where they fit, else 4 KiB */
+#define NPURT_MEM_HUGE_ONLY	(1u << 1)	/* 2 MiB pages, or NPURT_ERR_NO_MEMORY */
+#define NPURT_MEM_NORMAL_ONLY	(1u << 2)	/* 4 KiB pages */
+/* A buffer object of its own, not from the cache: it reads as zeros and
+ * goes back to the kernel when freed. */
+#define NPURT_MEM_NO_CACHE	(1u << 3)
+/* Like NPURT_MEM_NO_CACHE, and said to be for npurt_mem_export(). */
+#define NPURT_MEM_SHAREABLE	(1u << 4)
+
+/*
+ * Allocate at least `size` bytes of device memory, mapped for the device
+ * at npurt_mem_device_addr() and for the CPU at npurt_mem_host_ptr()
+ * (write-combined: write it sequentially, avoid reading it in loops).
+ * `flags`: NPURT_MEM_* above. The device address is 512-byte aligned
+ * (4 KiB from 1 MiB up).
+ * NPURT_ERR_INVALID: NULL argument, size 0, unknown or conflicting flags.
+ * NPURT_ERR_NO_MEMORY: the device has no room, even after the cache gave
+ * back what it held (NPURT_MEM_HUGE_ONLY: no room for 2 MiB pages).
+ * NPURT_ERR_NO_DEVICE, NPURT_ERR_DEVICE: the driver failed otherwise.
+ */
+NPURT_API npurt_status npurt_mem_alloc_flags(npurt_device *dev, size_t size, uint32_t flags,
+					     npurt_mem **mem);
+
+/* npurt_mem_alloc_flags() with flags 0: cached, 2 MiB pages where they fit. */
 NPURT_API npurt_status npurt_mem_alloc(npurt_device *dev, size_t size, npurt_mem **mem);
 
-/* Free device memory; NULL is accepted. Work still using it keeps it alive. */
+/*
+ * Free memory of any kind (device, pinned host, imported); NULL is
+ * accepted. Memory from the cache is handed out again only once every
+ * stream of the device has completed the work issued before this call,
+ * which libnpurt finds out without waiting (so the stream work still
+ * using it is safe, while the call returns at once). Other memory goes
+ * back to the kernel, which keeps it alive for the work using it.
+ * Memory must be freed before its device is closed.
+ */
 NPURT_API void npurt_mem_free(npurt_mem *mem);
 
-/* The CPU mapping of the whole allocation. */
+/* The CPU address of the memory: its mapping, or the pinned host memory. */
 NPURT_API void *npurt_mem_host_ptr(const npurt_mem *mem);
 
-/* The allocation's device address, which stream operations take. */
+/* The memory's device address, which stream operations take. */
 NPURT_API uint64_t npurt_mem_device_addr(const npurt_mem *mem);
 
-/* ---- streams ------------------------------------------------------- */
+/* The usable size: what was asked, rounded up as the allocator gives it
+ * (0 for NULL). */
+NPURT_API size_t npurt_mem_size(const npurt_mem *mem);
 
-typedef struct npurt_stream npurt_stream;
+/* The size of the device pages mapping it: 4096 or 2 MiB (0 for NULL). */
+NPURT_API size_t npurt_mem_page_size(const npurt_mem *mem);
+
+/*
+ * Stream-ordered allocation: memory for the work of `stream`. It may be
+ * memory the same stream freed with npurt_mem_free_async() whose earlier
+ * work is still running: the stream runs its work in order, so its work
+ * issued from now on comes after that. Using it on another stream needs
+ * that stream to wait for this one (an event). Flags and statuses as for
+ * npurt_mem_alloc_flags() (NULL stream: NPURT_ERR_INVALID).
+ */
+NPURT_API npurt_status npurt_mem_alloc_async(npurt_stream *stream, size_t size, uint32_t flags,
+					     npurt_mem **mem);
+
+/*
+ * Free memory once the work issued to `stream` so far is done with it:
+ * reusable at once by npurt_mem_alloc_async() on the same stream, and
+ * by other streams and npurt_mem_alloc() once that work has completed
+ * (without waiting for any other stream, unlike npurt_mem_free()). A
+ * NULL mem is accepted. NPURT_ERR_INVALID: NULL stream, or a stream of
+ * another device (the memory is not freed then).
+ */
+NPURT_API npurt_status npurt_mem_free_async(npurt_mem *mem, npurt_stream *stream);
+
+/*
+ * Give the cache's wholly free segments back to the kernel until at most
+ * `keep_bytes` of them remain (0: all). Memory in use stays.
+ * NPURT_ERR_INVALID for a NULL device.
+ */
+NPURT_API npurt_status npurt_mem_trim(npurt_device *dev, size_t keep_bytes);
+
+/*
+ * How many bytes of wholly free segments the cache keeps (64 MiB to begin
+ * with); a free that leaves more gives the oldest back to the kernel.
+ * NPURT_ERR_INVALID for a NULL device.
+ */
+NPURT_API npurt_status npurt_mem_set_release_threshold(npurt_device *dev, size_t bytes);
+
+/* Pinned host memory flags. */
+#define NPURT_HOST_READ_ONLY	(1u << 0)	/* the device only reads it */
+
+/*
+ * Allocate `size` bytes of page-aligned host memory, zeroed, pinned and
+ * mapped for the device: npurt_mem_host_ptr() is the memory and
+ * npurt_mem_device_addr() where the device sees it. Free with
+ * npurt_mem_free(). NPURT_ERR_INVALID: NULL argument or size 0.
+ * NPURT_ERR_NO_MEMORY: no host memory, or pinning it would exceed
+ * RLIMIT_MEMLOCK (the message says so), or no device address space.
+ */
+NPURT_API npurt_status npurt_host_alloc(npurt_device *dev, size_t size, npurt_mem **mem);
+
+/*
+ * Pin `size` bytes of existing host memory at `ptr` and map them for the
+ * device; npurt_mem_free() unregisters (the memory itself stays the
+ * caller's). The pages around the range are pinned whole, so two
+ * registrations may not share a page. `flags`: NPURT_HOST_READ_ONLY
+ * (needed for memory the process may not write).
+ * NPURT_ERR_INVALID: NULL argument, size 0, unknown flags, memory that is
+ * not mapped (or read-only without NPURT_HOST_READ_ONLY), or a range
+ * that overlaps memory already registered on the device.
+ * NPURT_ERR_NO_MEMORY: over RLIMIT_MEMLOCK, or no device address space.
+ */
+NPURT_API npurt_status npurt_host_register(npurt_device *dev, void *ptr, size_t size,
+					   uint32_t flags, npurt_mem **mem);
+
+/*
+ * Memory use, in bytes. The caller sets `size` to sizeof(npurt_mem_usage):
+ * later versions add fields at the end and fill only what the caller's
+ * size covers.
+ */
+typedef struct npurt_mem_usage {
+	size_t size;
+	/* The driver's accounting: device-wide and this device handle's. */
+	uint64_t device_hbm, device_hbm_peak;	/* buffers in HBM */
+	uint64_t device_host, device_host_peak;	/* registered host memory */
+	uint64_t context_hbm, context_hbm_peak;
+	uint64_t context_host, context_host_peak;
+	/* The cache. */
+	uint64_t cache_reserved, cache_reserved_peak;	/* segments it holds */
+	uint64_t cache_in_use, cache_in_use_peak;	/* blocks handed out, and
+							 * freed ones not yet reusable */
+	uint64_t cache_idle;				/* wholly free segments */
+	uint64_t cache_segment_allocs;	/* buffers it created since open */
+	uint64_t cache_segment_frees;	/* and gave back */
+} npurt_mem_usage;
+
+/*
+ * Fill *usage. NPURT_ERR_INVALID: NULL argument, or usage->size smaller
+ * than the first version of the struct; driver errors as for
+ * npurt_mem_alloc_flags(). On failure *usage is untouched.
+ */
+NPURT_API npurt_status npurt_mem_get_usage(npurt_device *dev, npurt_mem_usage *usage);
+
+/*
+ * Share memory with another process: *fd is a dma-buf of the whole
+ * buffer, for npurt_mem_import() there (pass it over a Unix socket);
+ * close it when done. Only memory allocated with NPURT_MEM_SHAREABLE or
+ * NPURT_MEM_NO_CACHE, or itself imported, can be exported: a block of
+ * the cache shares its buffer with other blocks (NPURT_ERR_INVALID, as
+ * for host memory and NULL arguments). NPURT_ERR_DEVICE and others: the
+ * driver refused.
+ */
+NPURT_API npurt_status npurt_mem_export(npurt_mem *mem, int *fd);
+
+/*
+ * Map a buffer exported by npurt_mem_export() (in any process) on `dev`:
+ * it has its own device address here, and the CPU mapping shows the same
+ * memory. The fd stays the caller's. Free with npurt_mem_free().
+ * NPURT_ERR_INVALID: NULL argument, or an fd that is not an NPU buffer.
+ */
+NPURT_API npurt_status npurt_mem_import(npurt_device *dev, int fd, npurt_mem **mem);
+
+/* ---- streams ------------------------------------------------------- */
 
 typedef enum npurt_stream_priority {
 	NPURT_PRIORITY_LOW = 0,

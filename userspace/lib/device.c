@@ -177,6 +177,11 @@ npurt_status npurt_device_open(int index, npurt_device **out)
 	memcpy(dev->node, nodes[index].path, sizeof(dev->node));
 	memcpy(dev->bus_id, nodes[index].bus_id, sizeof(dev->bus_id));
 	st = npurt_path_open(dev, "npurt_device_open");
+	if (!st) {
+		st = npurt_memory_open(dev, "npurt_device_open");
+		if (st)
+			npurt_path_close(dev);
+	}
 	if (st) {
 		close(fd);
 		free(dev);
@@ -190,6 +195,7 @@ void npurt_device_close(npurt_device *dev)
 {
 	if (!dev)
 		return;
+	npurt_memory_close(dev);
 	npurt_path_close(dev);
 	close(dev->fd);
 	free(dev);

@@ -13,6 +13,8 @@
 #include "npurt.h"
 
 struct npurt_ring;
+struct mc_cache;
+struct npurt_bo_ref;
 
 /* A stream's arena of kernel argument blocks: slots in flight at most. */
 #define NPURT_ARENA_SLOTS	128
@@ -24,7 +26,11 @@ struct npurt_device {
 	char bus_id[32];
 	npurt_submit_path path;
 	struct npurt_ring *ring;	/* NPURT_SUBMIT_IO_URING only */
-	pthread_mutex_t lock;		/* streams' completion state */
+	pthread_mutex_t lock;		/* streams' completion state, the stream list */
+	npurt_stream *streams;		/* live streams, under lock */
+	struct mc_cache *cache;		/* memory.c: blocks of cached segments */
+	pthread_mutex_t bo_lock;	/* memory.c: dedicated buffers' handles */
+	struct npurt_bo_ref *bos;
 };
 
 /*
@@ -37,7 +43,9 @@ struct npurt_stream {
 	uint32_t queue;
 	atomic_uint refs;		/* the user's, and events recorded on it */
 	bool destroyed;			/* queue gone; the rest is final */
-	uint64_t issued;		/* sequence number of the last batch */
+	npurt_stream *prev, *next;	/* dev->streams: under dev->lock */
+	uint64_t issued;		/* sequence number of the last batch: written
+					 * under dev->lock, for memory.c's readers */
 	/* Under dev->lock: whichever thread reaps completions writes them. */
 	uint64_t done;			/* every batch up to this one completed */
 	uint32_t outstanding;		/* io_uring commands without a CQE */
@@ -59,6 +67,15 @@ npurt_status npurt_path_submit(npurt_stream *s, const struct drm_npu_task *tasks
 			       uint32_t count, const char *who);
 npurt_status npurt_path_wait(npurt_stream *s, uint64_t seq, const char *who);
 void npurt_path_drain(npurt_stream *s);
+/* Has the stream completed batch `seq`? Asks the kernel without waiting. */
+bool npurt_path_poll(npurt_stream *s, uint64_t seq);
+
+/* stream.c: a reference on a stream's record (refs). */
+void npurt_stream_put(npurt_stream *s);
+
+/* memory.c: the device's memory state, at open and close. */
+npurt_status npurt_memory_open(npurt_device *dev, const char *who);
+void npurt_memory_close(npurt_device *dev);
 
 /* A device ioctl: 0 or the errno, retried on EINTR. */
 int npurt_ioctl(npurt_device *dev, unsigned long request, void *arg);

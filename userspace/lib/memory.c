@@ -1,82 +1,399 @@
 // SPDX-License-Identifier: MIT
 /*
- * Device memory: a buffer object in HBM, at a device address of the
- * device's context (the open file) and mapped for the CPU.
+ * Device memory: blocks of the device's caching allocator (mem_cache.c),
+ * buffer objects of their own (uncached, shareable, imported) and pinned
+ * host memory. This file ties the cache to the driver: its segments are
+ * buffer objects mapped for the CPU, and what it knows of streams'
+ * progress is the streams' completion state, read without waiting.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <xf86drm.h>
 
 #include "error.h"
 #include "internal.h"
+#include "mem_cache.h"
+
+/* MEM_BLOCK: from the cache, or a buffer of its own it made (MC_BYPASS);
+ * MEM_BO: an imported buffer. */
+enum mem_kind { MEM_BLOCK, MEM_BO, MEM_HOST };
 
 struct npurt_mem {
 	npurt_device *dev;
-	uint32_t handle;
-	size_t size;
+	enum mem_kind kind;
+	struct mc_block *block;		/* MEM_BLOCK */
+	uint32_t handle;		/* MEM_BO, MEM_HOST */
 	uint64_t device_addr;
 	void *host;
+	size_t size;
+	size_t page_size;
+	void *map;			/* to unmap: a BO's mapping, npurt_host_alloc()'s pages */
+	size_t map_size;
 };
 
-npurt_status npurt_mem_alloc(npurt_device *dev, size_t size, npurt_mem **out)
+/*
+ * Importing a buffer the device file already holds gives the handle it
+ * already has, so two npurt_mems may share one: the last free closes it.
+ */
+struct npurt_bo_ref {
+	struct npurt_bo_ref *next;
+	uint32_t handle;
+	unsigned int refs;
+};
+
+#define POLICY_FLAGS	(NPURT_MEM_HUGE_FIRST | NPURT_MEM_HUGE_ONLY | NPURT_MEM_NORMAL_ONLY)
+#define MEM_FLAGS	(POLICY_FLAGS | NPURT_MEM_NO_CACHE | NPURT_MEM_SHAREABLE)
+/* The first npurt_mem_usage: callers built against it pass at least this. */
+#define USAGE_V1_SIZE	sizeof(npurt_mem_usage)
+
+struct bo {
+	uint32_t handle;
+	uint64_t size;
+	uint32_t page_size;
+	uint64_t device_va;
+	void *map;
+};
+
+/* Which step of a buffer's creation failed, for the caller's message. */
+static _Thread_local const char *bo_step;
+static _Thread_local uint64_t bo_step_size;
+
+static void gem_close(npurt_device *dev, uint32_t handle)
 {
-	static const char who[] = "npurt_mem_alloc";
-	struct drm_npu_bo_create create = { .size = size };
-	struct drm_npu_bo_info info = { 0 };
-	struct drm_gem_close close_args = { 0 };
-	npurt_status st;
+	struct drm_gem_close args = { .handle = handle };
+
+	npurt_ioctl(dev, DRM_IOCTL_GEM_CLOSE, &args);
+}
+
+static int bo_map(npurt_device *dev, struct bo *bo)
+{
+	struct drm_npu_bo_info info = { .handle = bo->handle };
+	int err = npurt_ioctl(dev, DRM_IOCTL_NPU_BO_INFO, &info);
+
+	if (err)
+		return err;
+	bo->map = mmap(NULL, info.size, PROT_READ | PROT_WRITE, MAP_SHARED, dev->fd,
+		       (off_t)info.mmap_offset);
+	if (bo->map == MAP_FAILED)
+		return errno;
+	bo->size = info.size;
+	bo->page_size = info.page_size;
+	bo->device_va = info.device_va;
+	return 0;
+}
+
+static int bo_create(npurt_device *dev, uint64_t size, uint32_t policy, struct bo *bo)
+{
+	struct drm_npu_bo_create create = { .size = size, .page_policy = policy };
+	int err = npurt_ioctl(dev, DRM_IOCTL_NPU_BO_CREATE, &create);
+
+	bo_step_size = size;
+	if (err) {
+		bo_step = "BO_CREATE";
+		return err;
+	}
+	bo->handle = create.handle;
+	err = bo_map(dev, bo);
+	if (err) {
+		bo_step = "mapping";
+		gem_close(dev, create.handle);
+	}
+	return err;
+}
+
+static int bo_ref_get(npurt_device *dev, uint32_t handle)
+{
+	struct npurt_bo_ref *r;
+
+	pthread_mutex_lock(&dev->bo_lock);
+	for (r = dev->bos; r && r->handle != handle; r = r->next)
+		;
+	if (r) {
+		r->refs++;
+	} else if ((r = calloc(1, sizeof(*r)))) {
+		r->handle = handle;
+		r->refs = 1;
+		r->next = dev->bos;
+		dev->bos = r;
+	}
+	pthread_mutex_unlock(&dev->bo_lock);
+	return r ? 0 : ENOMEM;
+}
+
+static void bo_ref_put(npurt_device *dev, uint32_t handle)
+{
+	struct npurt_bo_ref **at, *r;
+	bool last = false;
+
+	pthread_mutex_lock(&dev->bo_lock);
+	for (at = &dev->bos; *at && (*at)->handle != handle; at = &(*at)->next)
+		;
+	r = *at;
+	if (r && !--r->refs) {
+		*at = r->next;
+		free(r);
+		last = true;
+	}
+	pthread_mutex_unlock(&dev->bo_lock);
+	if (last)
+		gem_close(dev, handle);
+}
+
+/* ---- the cache's callbacks ----------------------------------------- */
+
+static int seg_alloc(void *ctx, uint64_t size, unsigned int policy, bool dedicated,
+		     struct mc_seg *seg)
+{
+	struct bo bo;
+	int err = bo_create(ctx, size, policy, &bo);
+
+	/* A dedicated one may be exported, and imported back into this file. */
+	if (!err && dedicated && bo_ref_get(ctx, bo.handle)) {
+		munmap(bo.map, bo.size);
+		gem_close(ctx, bo.handle);
+		bo_step = NULL;
+		err = ENOMEM;
+	}
+	if (err)
+		return err;
+	seg->addr = bo.device_va;
+	seg->host = bo.map;
+	seg->size = bo.size;
+	seg->page_size = bo.page_size;
+	seg->handle = bo.handle;
+	return 0;
+}
+
+static void seg_free(void *ctx, const struct mc_seg *seg)
+{
+	munmap(seg->host, seg->size);
+	if (seg->dedicated)
+		bo_ref_put(ctx, seg->handle);
+	else
+		gem_close(ctx, seg->handle);
+}
+
+static uint64_t stream_issued(void *ctx, void *stream)
+{
+	npurt_stream *s = stream;
+	uint64_t seq;
+
+	(void)ctx;
+	pthread_mutex_lock(&s->dev->lock);
+	seq = s->issued;
+	pthread_mutex_unlock(&s->dev->lock);
+	return seq;
+}
+
+static bool stream_reached(void *ctx, void *stream, uint64_t seq, bool poll)
+{
+	npurt_stream *s = stream;
+	bool reached;
+
+	(void)ctx;
+	if (poll)
+		return npurt_path_poll(s, seq);
+	pthread_mutex_lock(&s->dev->lock);
+	/* Destroying a stream waits for its work; a failed one's stays put. */
+	reached = s->done >= seq || s->destroyed;
+	pthread_mutex_unlock(&s->dev->lock);
+	return reached;
+}
+
+static void stream_hold(void *ctx, void *stream, bool take)
+{
+	npurt_stream *s = stream;
+
+	(void)ctx;
+	if (take)
+		atomic_fetch_add(&s->refs, 1);
+	else
+		npurt_stream_put(s);
+}
+
+static size_t streams_busy(void *ctx, struct mc_wait *w, size_t max)
+{
+	npurt_device *dev = ctx;
+	size_t n = 0;
+
+	pthread_mutex_lock(&dev->lock);
+	for (npurt_stream *s = dev->streams; s; s = s->next) {
+		if (s->done >= s->issued)
+			continue;
+		if (n < max) {
+			w[n].stream = s;
+			w[n].seq = s->issued;
+			atomic_fetch_add(&s->refs, 1);
+		}
+		n++;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	return n;
+}
+
+static const struct mc_ops cache_ops = {
+	.seg_alloc = seg_alloc,
+	.seg_free = seg_free,
+	.issued = stream_issued,
+	.reached = stream_reached,
+	.hold = stream_hold,
+	.busy = streams_busy,
+};
+
+npurt_status npurt_memory_open(npurt_device *dev, const char *who)
+{
+	pthread_mutex_init(&dev->bo_lock, NULL);
+	dev->cache = mc_create(&cache_ops, dev);
+	if (!dev->cache) {
+		pthread_mutex_destroy(&dev->bo_lock);
+		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
+	}
+	return NPURT_OK;
+}
+
+void npurt_memory_close(npurt_device *dev)
+{
+	struct npurt_bo_ref *r, *next;
+
+	mc_destroy(dev->cache);
+	/* Closing the device file closes what the caller did not free. */
+	for (r = dev->bos; r; r = next) {
+		next = r->next;
+		free(r);
+	}
+	pthread_mutex_destroy(&dev->bo_lock);
+}
+
+/* ---- allocation ---------------------------------------------------- */
+
+static npurt_status alloc_failed(npurt_device *dev, const char *who, size_t size,
+				 uint32_t policy, int err)
+{
+	const char *hint = err == ENOMEM && policy == DRM_NPU_BO_PAGE_HUGE_ONLY ?
+			   " (no room for 2 MiB pages)" : "";
+
+	if (!bo_step)
+		return npurt_set_error(npurt_status_from_errno(err), "%s(%zu bytes): %s", who, size,
+				       err == ENOMEM ? "out of memory" : strerror(err));
+	return npurt_set_error(npurt_status_from_errno(err), "%s(%zu bytes): %s: %s of %llu bytes: %s%s",
+			       who, size, dev->node, bo_step, (unsigned long long)bo_step_size,
+			       strerror(err), hint);
+}
+
+static npurt_status mem_alloc(npurt_device *dev, npurt_stream *s, size_t size, uint32_t flags,
+			      npurt_mem **out, const char *who)
+{
+	uint32_t pol = flags & POLICY_FLAGS, policy = DRM_NPU_BO_PAGE_HUGE_FIRST;
 	npurt_mem *m;
 	int err;
 
-	if (!dev || !out || !size)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: %s", who,
-				       !size ? "size is 0" : "NULL argument");
+	if (!size)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: size is 0", who);
+	if (flags & ~MEM_FLAGS)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s(%zu bytes): unknown flags %#x", who, size,
+				       flags & ~MEM_FLAGS);
+	if (pol & (pol - 1))
+		return npurt_set_error(NPURT_ERR_INVALID,
+				       "%s(%zu bytes): flags %#x name more than one page policy",
+				       who, size, flags);
+	if (pol == NPURT_MEM_HUGE_ONLY)
+		policy = DRM_NPU_BO_PAGE_HUGE_ONLY;
+	else if (pol == NPURT_MEM_NORMAL_ONLY)
+		policy = DRM_NPU_BO_PAGE_NORMAL_ONLY;
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
-	err = npurt_ioctl(dev, DRM_IOCTL_NPU_BO_CREATE, &create);
-	if (err) {
-		free(m);
-		return npurt_set_error(npurt_status_from_errno(err),
-				       "%s(%zu bytes): %s: BO_CREATE: %s", who, size, dev->node,
-				       strerror(err));
-	}
-	info.handle = create.handle;
-	err = npurt_ioctl(dev, DRM_IOCTL_NPU_BO_INFO, &info);
-	if (!err) {
-		m->host = mmap(NULL, create.size, PROT_READ | PROT_WRITE, MAP_SHARED, dev->fd,
-			       (off_t)info.mmap_offset);
-		if (m->host == MAP_FAILED)
-			err = errno;
-	}
-	if (err) {
-		st = npurt_set_error(npurt_status_from_errno(err), "%s(%zu bytes): mapping: %s",
-				     who, size, strerror(err));
-		close_args.handle = create.handle;
-		npurt_ioctl(dev, DRM_IOCTL_GEM_CLOSE, &close_args);
-		free(m);
-		return st;
-	}
 	m->dev = dev;
-	m->handle = create.handle;
-	m->size = create.size;
-	m->device_addr = create.device_va;
+	bo_step = NULL;
+	err = mc_alloc(dev->cache, size, policy,
+		       flags & (NPURT_MEM_NO_CACHE | NPURT_MEM_SHAREABLE) ? MC_BYPASS : 0, s, &m->block);
+	if (!err) {
+		m->kind = MEM_BLOCK;
+		m->device_addr = m->block->addr;
+		m->host = m->block->host;
+		m->size = m->block->size;
+		m->page_size = m->block->page_size;
+	}
+	if (err) {
+		free(m);
+		return alloc_failed(dev, who, size, policy, err);
+	}
 	*out = m;
 	return NPURT_OK;
 }
 
+npurt_status npurt_mem_alloc_flags(npurt_device *dev, size_t size, uint32_t flags, npurt_mem **out)
+{
+	static const char who[] = "npurt_mem_alloc_flags";
+
+	if (!dev || !out)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
+	return mem_alloc(dev, NULL, size, flags, out, who);
+}
+
+npurt_status npurt_mem_alloc(npurt_device *dev, size_t size, npurt_mem **out)
+{
+	static const char who[] = "npurt_mem_alloc";
+
+	if (!dev || !out)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
+	return mem_alloc(dev, NULL, size, 0, out, who);
+}
+
+npurt_status npurt_mem_alloc_async(npurt_stream *s, size_t size, uint32_t flags, npurt_mem **out)
+{
+	static const char who[] = "npurt_mem_alloc_async";
+
+	if (!s || !out)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
+	return mem_alloc(s->dev, s, size, flags, out, who);
+}
+
+static void mem_release(npurt_mem *m, npurt_stream *s)
+{
+	switch (m->kind) {
+	case MEM_BLOCK:
+		mc_free(m->dev->cache, m->block, s);
+		break;
+	case MEM_BO:
+		munmap(m->map, m->map_size);
+		bo_ref_put(m->dev, m->handle);
+		break;
+	case MEM_HOST:
+		/* The driver keeps the pages pinned for work still using them. */
+		gem_close(m->dev, m->handle);
+		if (m->map)
+			munmap(m->map, m->map_size);
+		break;
+	}
+	free(m);
+}
+
 void npurt_mem_free(npurt_mem *m)
 {
-	struct drm_gem_close close_args = { 0 };
+	if (m)
+		mem_release(m, NULL);
+}
 
+npurt_status npurt_mem_free_async(npurt_mem *m, npurt_stream *s)
+{
+	static const char who[] = "npurt_mem_free_async";
+
+	if (!s)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL stream", who);
 	if (!m)
-		return;
-	munmap(m->host, m->size);
-	close_args.handle = m->handle;
-	npurt_ioctl(m->dev, DRM_IOCTL_GEM_CLOSE, &close_args);
-	free(m);
+		return NPURT_OK;
+	if (s->dev != m->dev)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: memory and stream are of different devices",
+				       who);
+	mem_release(m, s);
+	return NPURT_OK;
 }
 
 void *npurt_mem_host_ptr(const npurt_mem *m)
@@ -87,4 +404,259 @@ void *npurt_mem_host_ptr(const npurt_mem *m)
 uint64_t npurt_mem_device_addr(const npurt_mem *m)
 {
 	return m ? m->device_addr : 0;
+}
+
+size_t npurt_mem_size(const npurt_mem *m)
+{
+	return m ? m->size : 0;
+}
+
+size_t npurt_mem_page_size(const npurt_mem *m)
+{
+	return m ? m->page_size : 0;
+}
+
+npurt_status npurt_mem_trim(npurt_device *dev, size_t keep_bytes)
+{
+	if (!dev)
+		return npurt_set_error(NPURT_ERR_INVALID, "npurt_mem_trim: NULL device");
+	mc_trim(dev->cache, keep_bytes);
+	return NPURT_OK;
+}
+
+npurt_status npurt_mem_set_release_threshold(npurt_device *dev, size_t bytes)
+{
+	if (!dev)
+		return npurt_set_error(NPURT_ERR_INVALID, "npurt_mem_set_release_threshold: NULL device");
+	mc_set_threshold(dev->cache, bytes);
+	return NPURT_OK;
+}
+
+npurt_status npurt_mem_get_usage(npurt_device *dev, npurt_mem_usage *usage)
+{
+	static const char who[] = "npurt_mem_get_usage";
+	struct drm_npu_mem_usage u = { 0 };
+	npurt_mem_usage out = { 0 };
+	struct mc_stats st;
+	int err;
+
+	if (!dev || !usage)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
+	if (usage->size < USAGE_V1_SIZE)
+		return npurt_set_error(NPURT_ERR_INVALID,
+				       "%s: usage->size is %zu: set it to sizeof(npurt_mem_usage)",
+				       who, usage->size);
+	err = npurt_ioctl(dev, DRM_IOCTL_NPU_GET_MEM_USAGE, &u);
+	if (err)
+		return npurt_set_error(npurt_status_from_errno(err), "%s: %s: GET_MEM_USAGE: %s",
+				       who, dev->node, strerror(err));
+	mc_get_stats(dev->cache, &st);
+	out.size = usage->size;
+	out.device_hbm = u.dev_current[DRM_NPU_MEM_REGION_HBM];
+	out.device_hbm_peak = u.dev_peak[DRM_NPU_MEM_REGION_HBM];
+	out.device_host = u.dev_current[DRM_NPU_MEM_REGION_HOST];
+	out.device_host_peak = u.dev_peak[DRM_NPU_MEM_REGION_HOST];
+	out.context_hbm = u.ctx_current[DRM_NPU_MEM_REGION_HBM];
+	out.context_hbm_peak = u.ctx_peak[DRM_NPU_MEM_REGION_HBM];
+	out.context_host = u.ctx_current[DRM_NPU_MEM_REGION_HOST];
+	out.context_host_peak = u.ctx_peak[DRM_NPU_MEM_REGION_HOST];
+	out.cache_reserved = st.reserved;
+	out.cache_reserved_peak = st.reserved_peak;
+	out.cache_in_use = st.in_use;
+	out.cache_in_use_peak = st.in_use_peak;
+	out.cache_idle = st.idle;
+	out.cache_segment_allocs = st.seg_allocs;
+	out.cache_segment_frees = st.seg_frees;
+	/* A newer caller's fields beyond these are left as they are. */
+	memcpy(usage, &out, sizeof(out));
+	return NPURT_OK;
+}
+
+/* ---- pinned host memory -------------------------------------------- */
+
+static npurt_status host_register(npurt_device *dev, void *ptr, size_t size, uint32_t flags,
+				  npurt_mem *m, const char *who)
+{
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), p = (uintptr_t)ptr;
+	uintptr_t start = p & ~(pg - 1), end = (p + size + pg - 1) & ~(pg - 1);
+	struct drm_npu_userptr u = { .addr = start, .size = end - start };
+	struct rlimit lim;
+	int err;
+
+	if (p + size < p || end < p)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s(%p, %zu bytes): the range wraps around",
+				       who, ptr, size);
+	if (flags & NPURT_HOST_READ_ONLY)
+		u.flags = DRM_NPU_USERPTR_READ_ONLY;
+	err = npurt_ioctl(dev, DRM_IOCTL_NPU_USERPTR, &u);
+	switch (err) {
+	case 0:
+		break;
+	case ENOMEM:
+		if (getrlimit(RLIMIT_MEMLOCK, &lim) || lim.rlim_cur == RLIM_INFINITY)
+			return npurt_set_error(NPURT_ERR_NO_MEMORY,
+					       "%s(%p, %zu bytes): %s: USERPTR: %s (no device address space left)",
+					       who, ptr, size, dev->node, strerror(err));
+		return npurt_set_error(NPURT_ERR_NO_MEMORY,
+				       "%s(%p, %zu bytes): %s: USERPTR: %s: pinning %llu bytes would exceed "
+				       "RLIMIT_MEMLOCK (%llu bytes, ulimit -l), or no device address space is left",
+				       who, ptr, size, dev->node, strerror(err),
+				       (unsigned long long)u.size, (unsigned long long)lim.rlim_cur);
+	case EEXIST:
+		return npurt_set_error(NPURT_ERR_INVALID,
+				       "%s(%p, %zu bytes): already registered (its pages overlap memory "
+				       "registered on %s)", who, ptr, size, dev->node);
+	case EFAULT:
+		return npurt_set_error(NPURT_ERR_INVALID,
+				       "%s(%p, %zu bytes): the memory is not mapped%s", who, ptr, size,
+				       flags & NPURT_HOST_READ_ONLY ? "" :
+				       ", or read-only (pass NPURT_HOST_READ_ONLY)");
+	default:
+		return npurt_set_error(npurt_status_from_errno(err), "%s(%p, %zu bytes): %s: USERPTR: %s",
+				       who, ptr, size, dev->node, strerror(err));
+	}
+	m->dev = dev;
+	m->kind = MEM_HOST;
+	m->handle = u.handle;
+	m->device_addr = u.device_va + (p - start);
+	m->host = ptr;
+	m->size = size;
+	m->page_size = pg;
+	return NPURT_OK;
+}
+
+npurt_status npurt_host_register(npurt_device *dev, void *ptr, size_t size, uint32_t flags,
+				 npurt_mem **out)
+{
+	static const char who[] = "npurt_host_register";
+	npurt_status st;
+	npurt_mem *m;
+
+	if (!dev || !ptr || !out)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
+	if (!size)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: size is 0", who);
+	if (flags & ~NPURT_HOST_READ_ONLY)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s(%p, %zu bytes): unknown flags %#x",
+				       who, ptr, size, flags & ~NPURT_HOST_READ_ONLY);
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
+	st = host_register(dev, ptr, size, flags, m, who);
+	if (st) {
+		free(m);
+		return st;
+	}
+	*out = m;
+	return NPURT_OK;
+}
+
+npurt_status npurt_host_alloc(npurt_device *dev, size_t size, npurt_mem **out)
+{
+	static const char who[] = "npurt_host_alloc";
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), len;
+	npurt_status st;
+	npurt_mem *m;
+	void *p;
+
+	if (!dev || !out)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
+	if (!size)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: size is 0", who);
+	len = (size + pg - 1) / pg * pg;
+	if (len < size)
+		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s(%zu bytes): too large", who, size);
+	m = calloc(1, sizeof(*m));
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (!m || p == MAP_FAILED) {
+		free(m);
+		if (p != MAP_FAILED)
+			munmap(p, len);
+		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s(%zu bytes): out of host memory",
+				       who, size);
+	}
+	st = host_register(dev, p, len, 0, m, who);
+	if (st) {
+		munmap(p, len);
+		free(m);
+		return st;
+	}
+	m->size = size;
+	m->map = p;
+	m->map_size = len;
+	*out = m;
+	return NPURT_OK;
+}
+
+/* ---- sharing ------------------------------------------------------- */
+
+npurt_status npurt_mem_export(npurt_mem *m, int *fd)
+{
+	static const char who[] = "npurt_mem_export";
+	int out = -1;
+
+	if (!m || !fd)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
+	if (m->kind == MEM_BLOCK && !mc_block_segment(m->block)->dedicated)
+		return npurt_set_error(NPURT_ERR_INVALID,
+				       "%s: memory from the cache shares its buffer with other "
+				       "allocations: allocate it with NPURT_MEM_SHAREABLE", who);
+	if (m->kind == MEM_HOST)
+		return npurt_set_error(NPURT_ERR_INVALID,
+				       "%s: pinned host memory is the caller's to share", who);
+	if (drmPrimeHandleToFD(m->dev->fd, m->kind == MEM_BO ? m->handle :
+			       mc_block_segment(m->block)->handle, DRM_CLOEXEC | DRM_RDWR, &out)) {
+		int err = errno;
+
+		return npurt_set_error(npurt_status_from_errno(err), "%s: %s: PRIME export: %s",
+				       who, m->dev->node, strerror(err));
+	}
+	*fd = out;
+	return NPURT_OK;
+}
+
+npurt_status npurt_mem_import(npurt_device *dev, int fd, npurt_mem **out)
+{
+	static const char who[] = "npurt_mem_import";
+	struct bo bo = { 0 };
+	npurt_mem *m;
+	int err;
+
+	if (!dev || !out)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
+	if (fd < 0)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s(fd %d): not a file descriptor", who, fd);
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
+	if (drmPrimeFDToHandle(dev->fd, fd, &bo.handle)) {
+		err = errno;
+		free(m);
+		return npurt_set_error(err == EBADF || err == EINVAL ? NPURT_ERR_INVALID :
+				       npurt_status_from_errno(err),
+				       "%s(fd %d): %s: not a buffer of an NPU: %s", who, fd, dev->node,
+				       strerror(err));
+	}
+	err = bo_ref_get(dev, bo.handle);
+	if (err) {
+		/* The handle stays open until the device closes: it may be another's. */
+		free(m);
+		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
+	}
+	err = bo_map(dev, &bo);
+	if (err) {
+		bo_ref_put(dev, bo.handle);
+		free(m);
+		return npurt_set_error(npurt_status_from_errno(err), "%s(fd %d): %s: mapping: %s",
+				       who, fd, dev->node, strerror(err));
+	}
+	m->dev = dev;
+	m->kind = MEM_BO;
+	m->handle = bo.handle;
+	m->device_addr = bo.device_va;
+	m->host = m->map = bo.map;
+	m->size = m->map_size = bo.size;
+	m->page_size = bo.page_size;
+	*out = m;
+	return NPURT_OK;
 }

@@ -50,11 +50,18 @@ npurt_status npurt_stream_create(npurt_device *dev, npurt_stream_priority priori
 	s->dev = dev;
 	s->queue = create.queue;
 	atomic_init(&s->refs, 1);
+	/* memory.c looks at every live stream when memory is freed. */
+	pthread_mutex_lock(&dev->lock);
+	s->next = dev->streams;
+	if (dev->streams)
+		dev->streams->prev = s;
+	dev->streams = s;
+	pthread_mutex_unlock(&dev->lock);
 	*out = s;
 	return NPURT_OK;
 }
 
-static void stream_put(npurt_stream *s)
+void npurt_stream_put(npurt_stream *s)
 {
 	if (atomic_fetch_sub(&s->refs, 1) == 1)
 		free(s);
@@ -75,8 +82,14 @@ void npurt_stream_destroy(npurt_stream *s)
 	s->arena = NULL;
 	pthread_mutex_lock(&s->dev->lock);
 	s->destroyed = true;
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		s->dev->streams = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
 	pthread_mutex_unlock(&s->dev->lock);
-	stream_put(s);
+	npurt_stream_put(s);
 }
 
 npurt_status npurt_stream_synchronize(npurt_stream *s)
@@ -168,7 +181,7 @@ void npurt_event_destroy(npurt_event *ev)
 	if (ev->stream) {
 		if (ev->recorded_id != ev->id)
 			event_drop(ev->dev, ev->recorded_id);
-		stream_put(ev->stream);
+		npurt_stream_put(ev->stream);
 	}
 	event_drop(ev->dev, ev->id);
 	free(ev);
@@ -198,7 +211,7 @@ npurt_status npurt_event_record(npurt_event *ev, npurt_stream *s)
 	}
 	if (ev->stream) {
 		event_drop(ev->dev, ev->recorded_id);
-		stream_put(ev->stream);
+		npurt_stream_put(ev->stream);
 	}
 	atomic_fetch_add(&s->refs, 1);
 	ev->stream = s;

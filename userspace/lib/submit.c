@@ -302,7 +302,9 @@ npurt_status npurt_path_submit(npurt_stream *s, const struct drm_npu_task *tasks
 	if (err)
 		return npurt_set_error(npurt_status_from_errno(err), "%s: SUBMIT to queue %u: %s",
 				       who, s->queue, strerror(err));
+	pthread_mutex_lock(&s->dev->lock);
 	s->issued = args.seq;
+	pthread_mutex_unlock(&s->dev->lock);
 	return NPURT_OK;
 }
 
@@ -393,6 +395,46 @@ npurt_status npurt_path_wait(npurt_stream *s, uint64_t seq, const char *who)
 		st = stream_failure(s, who);
 	pthread_mutex_unlock(&dev->lock);
 	return st;
+}
+
+/*
+ * Without waiting: a WAIT whose deadline has passed polls on the ioctl
+ * path; on io_uring, the CQEs already posted are reaped unless a thread is
+ * reaping (it is about to bring the news itself).
+ */
+bool npurt_path_poll(npurt_stream *s, uint64_t seq)
+{
+	npurt_device *dev = s->dev;
+	struct io_uring_cqe *cqe;
+	bool reached;
+
+	pthread_mutex_lock(&dev->lock);
+	reached = s->done >= seq || s->destroyed;
+	pthread_mutex_unlock(&dev->lock);
+	if (reached)
+		return true;
+	if (dev->path == NPURT_SUBMIT_IOCTL) {
+		struct drm_npu_wait w = { .seq = seq, .deadline_ns = 0, .queue = s->queue };
+
+		if (npurt_ioctl(dev, DRM_IOCTL_NPU_WAIT, &w))
+			return false;
+		pthread_mutex_lock(&dev->lock);
+		if (seq > s->done)
+			s->done = seq;
+		pthread_mutex_unlock(&dev->lock);
+		return true;
+	}
+	pthread_mutex_lock(&dev->lock);
+	while (!dev->ring->reaping && !io_uring_peek_cqe(&dev->ring->ring, &cqe)) {
+		uint64_t user_data = cqe->user_data, res2 = cqe->big_cqe[0];
+		int32_t res = cqe->res;
+
+		io_uring_cqe_seen(&dev->ring->ring, cqe);
+		dispatch(dev, user_data, res, res2);
+	}
+	reached = s->done >= seq;
+	pthread_mutex_unlock(&dev->lock);
+	return reached;
 }
 
 void npurt_path_drain(npurt_stream *s)
