@@ -100,26 +100,45 @@ TEST_F(launch, gemm_matches_the_host)
 }
 
 /*
- * Three arenas' worth of launches in one go, each adding 1 to the result
- * of the one before: a block reused while its launch still needed it, or
- * launches out of order, leave a count short of the total.
+ * Three arenas' worth of launches queued behind a long GEMM, launch i
+ * adding 1 to accumulator i % 3: a slot written again while its launch
+ * still waited in the queue (128 slots: the launch 128 later goes to
+ * another accumulator) moves a count from one accumulator to another,
+ * and launches out of order or lost leave the totals short.
  */
 TEST_F(launch, the_arena_is_reused_only_after_its_launches_complete)
 {
-	const uint64_t n = 4096, total = 3 * 128 + 5;
+	const uint64_t n = 4096, total = 3 * 128 + 5, k = 1u << 16;
 	float *ones = self->host, *acc = self->host + n;
-	npurt_launch_desc d = binary(self, "add", 4 * n, 0, 4 * n, n);
+	npurt_launch_desc slow = { .size = sizeof(slow), .op = op("gemm"), .alpha = 1.0f };
 
-	for (uint64_t i = 0; i < n; i++) {
+	for (uint64_t i = 0; i < n; i++)
 		ones[i] = 1.0f;
+	for (uint64_t i = 0; i < 3 * n; i++)
 		acc[i] = 0.0f;
-	}
+	/* C[64x64] at 1 MiB = A (a broadcast row of ones) x B (likewise). */
+	slow.in[0] = (npurt_tensor){ .addr = self->va, .dtype = NPURT_F32, .ndim = 2,
+				     .shape = { 64, k }, .stride = { 0, 0 } };
+	slow.in[1] = (npurt_tensor){ .addr = self->va, .dtype = NPURT_F32, .ndim = 2,
+				     .shape = { k, 64 }, .stride = { 0, 0 } };
+	ASSERT_EQ(NPURT_OK, npurt_tensor_init(&slow.out, self->va + MiB, NPURT_F32, 2,
+					      (uint64_t[]){ 64, 64 }));
+	ASSERT_EQ(NPURT_OK, npurt_launch(self->s, &slow)) TH_LOG("%s", npurt_last_error());
 	for (uint64_t i = 0; i < total; i++) {
+		uint64_t to = 4 * n * (1 + i % 3);
+		npurt_launch_desc d = binary(self, "add", to, 0, to, n);
+
 		ASSERT_EQ(NPURT_OK, npurt_launch(self->s, &d)) TH_LOG("%s", npurt_last_error());
 	}
 	ASSERT_EQ(NPURT_OK, npurt_stream_synchronize(self->s)) TH_LOG("%s", npurt_last_error());
-	for (uint64_t i = 0; i < n; i++) {
-		ASSERT_EQ((float)total, acc[i]) TH_LOG("element %llu", (unsigned long long)i);
+	for (uint64_t r = 0; r < 3; r++) {
+		float want = (float)((total - r + 2) / 3);
+
+		for (uint64_t i = 0; i < n; i++) {
+			ASSERT_EQ(want, acc[r * n + i]) TH_LOG("accumulator %llu, element %llu",
+							       (unsigned long long)r,
+							       (unsigned long long)i);
+		}
 	}
 }
 
@@ -149,6 +168,50 @@ TEST_F(launch, events_order_launches_of_two_streams)
 	}
 	npurt_event_destroy(ev);
 	npurt_stream_destroy(s2);
+}
+
+/*
+ * The driver holds no tensor of a launch (they are in its argument block,
+ * which it never reads): libnpurt keeps the memory of a tensor freed
+ * while a launch still uses it, cached or not, until the launch is done.
+ * Freed early and the memory unmapped, the launch would fault.
+ */
+TEST_F(launch, a_tensor_freed_during_its_launch_stays_until_the_launch_is_done)
+{
+	const uint32_t kinds[] = { 0, NPURT_MEM_NO_CACHE };
+	uint64_t k = 1u << 16;		/* a GEMM long enough to free under */
+
+	for (unsigned int i = 0; i < 2; i++) {
+		npurt_launch_desc d = { .size = sizeof(d), .op = op("gemm"), .alpha = 1.0f };
+		npurt_mem *a, *out;
+		float *hb = self->host, *hc;
+
+		ASSERT_EQ(NPURT_OK, npurt_mem_alloc_flags(self->dev, 4 * k, kinds[i], &a));
+		ASSERT_EQ(NPURT_OK, npurt_mem_alloc_flags(self->dev, 4 * 64 * 64, kinds[i], &out));
+		for (uint64_t j = 0; j < k; j++)
+			((float *)npurt_mem_host_ptr(a))[j] = 1.0f;
+		for (uint64_t j = 0; j < 64; j++)
+			hb[j] = 1.0f;
+		/* C[64x64] = A[64xk] (one row, broadcast) x B[kx64] (one row, broadcast) */
+		d.in[0] = (npurt_tensor){ .addr = npurt_mem_device_addr(a), .dtype = NPURT_F32,
+					  .ndim = 2, .shape = { 64, k }, .stride = { 0, 1 } };
+		d.in[1] = (npurt_tensor){ .addr = self->va, .dtype = NPURT_F32, .ndim = 2,
+					  .shape = { k, 64 }, .stride = { 0, 1 } };
+		ASSERT_EQ(NPURT_OK, npurt_tensor_init(&d.out, npurt_mem_device_addr(out), NPURT_F32,
+						      2, (uint64_t[]){ 64, 64 }));
+		ASSERT_EQ(NPURT_OK, npurt_launch(self->s, &d));
+		/* A copy of the output to the scratch, after the launch. */
+		ASSERT_EQ(NPURT_OK, npurt_memcpy_async(self->s, self->va + MiB,
+						       npurt_mem_device_addr(out), 4 * 64 * 64));
+		npurt_mem_free(a);
+		npurt_mem_free(out);
+		ASSERT_EQ(NPURT_OK, npurt_stream_synchronize(self->s))
+			TH_LOG("%s: %s", i ? "NO_CACHE" : "cached", npurt_last_error());
+		hc = (float *)((uint8_t *)self->host + MiB);
+		for (int j = 0; j < 64 * 64; j++) {
+			ASSERT_EQ((float)k, hc[j]) TH_LOG("element %d", j);
+		}
+	}
 }
 
 TEST_F(launch, bad_descriptors_are_refused_before_the_device)

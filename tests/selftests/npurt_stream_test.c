@@ -134,6 +134,57 @@ TEST_F(rt, a_device_fault_fails_the_stream_and_says_where)
 	npurt_stream_destroy(s2);
 }
 
+/* A query never waits: done, not ready behind an unrecorded event, failed. */
+TEST_F(rt, query_says_done_not_ready_or_failed_without_waiting)
+{
+	uint64_t a = npurt_mem_device_addr(self->a);
+	npurt_stream *gate;
+	npurt_event *ev;
+
+	EXPECT_EQ(NPURT_OK, npurt_stream_query(self->s));	/* nothing issued */
+	ASSERT_EQ(NPURT_OK, npurt_stream_create(self->dev, NPURT_PRIORITY_NORMAL, &gate));
+	ASSERT_EQ(NPURT_OK, npurt_event_create(self->dev, &ev));
+	/* The gate stream's record waits behind 100 MB of fills. */
+	for (int i = 0; i < 25; i++)
+		ASSERT_EQ(NPURT_OK, npurt_memset_async(gate, npurt_mem_device_addr(self->b), i, 4 * MiB));
+	ASSERT_EQ(NPURT_OK, npurt_event_record(ev, gate));
+	ASSERT_EQ(NPURT_OK, npurt_stream_wait_event(self->s, ev));
+	ASSERT_EQ(NPURT_OK, npurt_memset_async(self->s, a, 5, 4096));
+	EXPECT_EQ(NPURT_ERR_NOT_READY, npurt_stream_query(self->s));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "npurt_stream_query"));
+	ASSERT_EQ(NPURT_OK, npurt_stream_synchronize(self->s)) TH_LOG("%s", npurt_last_error());
+	EXPECT_EQ(NPURT_OK, npurt_stream_query(self->s));
+	EXPECT_EQ(NPURT_OK, npurt_stream_query(gate));
+	EXPECT_EQ(5, ((uint32_t *)npurt_mem_host_ptr(self->a))[0]);
+
+	ASSERT_EQ(NPURT_OK, npurt_memset_async(self->s, DRM_NPU_VA_END - MiB, 1, 4096));
+	EXPECT_EQ(NPURT_ERR_DEVICE, npurt_stream_synchronize(self->s));
+	EXPECT_EQ(NPURT_ERR_DEVICE, npurt_stream_query(self->s));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "memory fault")) TH_LOG("%s", npurt_last_error());
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_stream_query(NULL));
+	npurt_event_destroy(ev);
+	npurt_stream_destroy(gate);
+}
+
+/* Running out of queues is a resource taken (BUSY), not a device error. */
+TEST_F(rt, no_free_queue_is_busy)
+{
+	npurt_stream *s[16] = { 0 };
+	npurt_status st = NPURT_OK;
+	int n;
+
+	for (n = 0; n < 16; n++) {
+		st = npurt_stream_create(self->dev, NPURT_PRIORITY_NORMAL, &s[n]);
+		if (st)
+			break;
+	}
+	EXPECT_EQ(NPURT_ERR_BUSY, st) TH_LOG("%s", npurt_last_error());
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "no hardware queue free"));
+	EXPECT_LT(0, n);
+	while (n-- > 0)
+		npurt_stream_destroy(s[n]);
+}
+
 TEST_F(rt, events_order_streams_and_time_them)
 {
 	uint64_t a = npurt_mem_device_addr(self->a), b = npurt_mem_device_addr(self->b);

@@ -41,6 +41,8 @@ typedef enum npurt_status {
 	NPURT_ERR_DEVICE = 6,		/* the device or driver reported an error */
 	NPURT_ERR_UNSUPPORTED = 7,	/* driver or firmware too old for this */
 	NPURT_ERR_INTERNAL = 8,		/* a bug in libnpurt */
+	NPURT_ERR_NOT_READY = 9,	/* not done yet; not a failure (queries) */
+	NPURT_ERR_BUSY = 10,		/* every one of a resource is taken (queues...) */
 } npurt_status;
 
 /* The last failure's message in this thread, or "" if none. Never NULL. */
@@ -169,9 +171,14 @@ NPURT_API npurt_status npurt_mem_alloc(npurt_device *dev, size_t size, npurt_mem
  * accepted. Memory from the cache is handed out again only once every
  * stream of the device has completed the work issued before this call,
  * which libnpurt finds out without waiting (so the stream work still
- * using it is safe, while the call returns at once). Other memory goes
- * back to the kernel, which keeps it alive for the work using it.
- * Memory must be freed before its device is closed.
+ * using it is safe, while the call returns at once). NPURT_MEM_NO_CACHE
+ * and NPURT_MEM_SHAREABLE memory goes back to the kernel under the same
+ * rule (the driver holds a buffer for the copies and fills that name it,
+ * but not for a kernel launch's tensors, which only the argument block
+ * names). Pinned host and imported memory go back at once: the driver
+ * keeps them for copies and fills, not for launches, so free them only
+ * after the launches that use them. Memory must be freed before its
+ * device is closed.
  */
 NPURT_API void npurt_mem_free(npurt_mem *mem);
 
@@ -325,6 +332,14 @@ NPURT_API void npurt_stream_destroy(npurt_stream *stream);
  * names the failure, the task and the address for a memory fault).
  */
 NPURT_API npurt_status npurt_stream_synchronize(npurt_stream *stream);
+
+/*
+ * Whether the stream's work has all completed, without waiting:
+ * NPURT_OK when it has, NPURT_ERR_NOT_READY when some is still to run,
+ * or the failure npurt_stream_synchronize() would report (NPURT_ERR_DEVICE,
+ * NPURT_ERR_TIMEOUT). NPURT_ERR_INVALID for a NULL stream.
+ */
+NPURT_API npurt_status npurt_stream_query(npurt_stream *stream);
 
 /*
  * Fill `size` bytes at device address `dst` with the 32-bit `pattern`.

@@ -25,14 +25,23 @@ npurt_status npurt_set_error(npurt_status status, const char *fmt, ...)
 npurt_status npurt_status_from_errno(int err)
 {
 	switch (err) {
+	/* A stale handle or id (ENOENT) is the caller's, not a missing device. */
 	case EINVAL:
 	case EFAULT:
 	case ENOTTY:
+	case ENOENT:
+	case EEXIST:
 		return NPURT_ERR_INVALID;
 	case ENODEV:
-	case ENOENT:
 	case ENXIO:
 		return NPURT_ERR_NO_DEVICE;
+	/* No free queue, a full quota: a resource taken, not a device error. */
+	case EBUSY:
+	case EAGAIN:
+	case EDQUOT:
+	case EMFILE:
+	case ENFILE:
+		return NPURT_ERR_BUSY;
 	case EACCES:
 	case EPERM:
 		return NPURT_ERR_PERMISSION;
@@ -61,6 +70,8 @@ const char *npurt_status_name(npurt_status status)
 	case NPURT_ERR_DEVICE: return "NPURT_ERR_DEVICE";
 	case NPURT_ERR_UNSUPPORTED: return "NPURT_ERR_UNSUPPORTED";
 	case NPURT_ERR_INTERNAL: return "NPURT_ERR_INTERNAL";
+	case NPURT_ERR_NOT_READY: return "NPURT_ERR_NOT_READY";
+	case NPURT_ERR_BUSY: return "NPURT_ERR_BUSY";
 	}
 	return "NPURT_ERR_UNKNOWN";
 }

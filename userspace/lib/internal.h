@@ -67,6 +67,8 @@ npurt_status npurt_path_submit(npurt_stream *s, const struct drm_npu_task *tasks
 			       uint32_t count, const char *who);
 npurt_status npurt_path_wait(npurt_stream *s, uint64_t seq, const char *who);
 void npurt_path_drain(npurt_stream *s);
+/* Without waiting: NPURT_OK when all issued work completed, NPURT_ERR_NOT_READY, or the failure. */
+npurt_status npurt_path_query(npurt_stream *s, const char *who);
 /* Has the stream completed batch `seq`? Asks the kernel without waiting. */
 bool npurt_path_poll(npurt_stream *s, uint64_t seq);
 

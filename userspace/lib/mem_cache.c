@@ -53,6 +53,7 @@ struct mc_cache {
 	struct mc_pool pools[MC_POLICIES * 2];
 	struct mc_segment *segments;
 	struct mc_segment *dedicated;	/* MC_BYPASS: not counted, never cached */
+	struct mc_block *dedicated_pending;	/* freed, the device may still use them */
 	struct mc_segment *idle_head, *idle_tail;
 	uint64_t threshold;
 	struct mc_stats st;
@@ -287,10 +288,34 @@ static void reclaim(struct mc_cache *c, struct mc_pool *p, bool poll)
 	}
 }
 
+static void dedicated_release(struct mc_cache *c, struct mc_block *b)
+{
+	seg_unlink(&c->dedicated, b->seg);
+	c->ops->seg_free(c->ctx, &b->seg->seg);
+	free(b->seg);
+	free(b);
+}
+
+/* Freed dedicated buffers whose work is through go back to the kernel. */
+static void reclaim_dedicated(struct mc_cache *c, bool poll)
+{
+	struct mc_block *b, *next;
+
+	for (b = c->dedicated_pending; b; b = next) {
+		next = b->lnext;
+		if (!fence_clear(c, b->fence, NULL, poll))
+			continue;
+		list_del(&c->dedicated_pending, b);
+		fence_put(c, b->fence);
+		dedicated_release(c, b);
+	}
+}
+
 static void reclaim_all(struct mc_cache *c, bool poll)
 {
 	for (size_t i = 0; i < MC_POLICIES * 2; i++)
 		reclaim(c, &c->pools[i], poll);
+	reclaim_dedicated(c, poll);
 }
 
 /* The best fit among free blocks and the pending ones `stream` may take. */
@@ -445,8 +470,12 @@ int mc_alloc(struct mc_cache *c, uint64_t size, unsigned int policy, unsigned in
 		return EINVAL;
 	if (size > MC_SIZE_MAX)
 		return ENOMEM;
-	if (flags & MC_BYPASS)
+	if (flags & MC_BYPASS) {
+		pthread_mutex_lock(&c->lock);
+		reclaim_dedicated(c, c->dedicated_pending != NULL);
+		pthread_mutex_unlock(&c->lock);
 		return alloc_dedicated(c, size, policy, out);
+	}
 	size = mc_round(size);
 	pool = policy * 2 + (size >= MC_SMALL_MAX);
 	p = &c->pools[pool];
@@ -523,13 +552,25 @@ void mc_free(struct mc_cache *c, struct mc_block *b, void *stream)
 	struct mc_fence *f;
 
 	if (b->seg->seg.dedicated) {
-		/* Nothing else lives in it: the kernel keeps it for work in flight. */
+		/*
+		 * Nothing else lives in it, but the driver holds a buffer only
+		 * for the tasks that name it: a kernel launch's tensors are in
+		 * its argument block, which the driver never reads. So it goes
+		 * back to the kernel once the work that may use it completed.
+		 */
 		pthread_mutex_lock(&c->lock);
-		seg_unlink(&c->dedicated, b->seg);
+		reclaim_dedicated(c, false);
+		f = fence_new(c, stream);
+		if (f == (struct mc_fence *)-1)
+			f = NULL;	/* nothing to wait with: as before the cache */
+		if (!f) {
+			dedicated_release(c, b);
+		} else {
+			b->state = MC_PENDING;
+			b->fence = f;
+			list_push(&c->dedicated_pending, b);
+		}
 		pthread_mutex_unlock(&c->lock);
-		c->ops->seg_free(c->ctx, &b->seg->seg);
-		free(b->seg);
-		free(b);
 		return;
 	}
 	pthread_mutex_lock(&c->lock);
@@ -593,6 +634,8 @@ void mc_destroy(struct mc_cache *c)
 	}
 	for (s = c->dedicated; s; s = sn) {
 		sn = s->next;
+		if (s->first->state == MC_PENDING)
+			fence_put(c, s->first->fence);
 		free(s->first);
 		c->ops->seg_free(c->ctx, &s->seg);
 		free(s);

@@ -99,6 +99,13 @@ npurt_status npurt_stream_synchronize(npurt_stream *s)
 	return npurt_path_wait(s, s->issued, "npurt_stream_synchronize");
 }
 
+npurt_status npurt_stream_query(npurt_stream *s)
+{
+	if (!s)
+		return npurt_set_error(NPURT_ERR_INVALID, "npurt_stream_query: NULL stream");
+	return npurt_path_query(s, "npurt_stream_query");
+}
+
 npurt_status npurt_memset_async(npurt_stream *s, uint64_t dst, uint32_t pattern, size_t size)
 {
 	static const char who[] = "npurt_memset_async";

@@ -366,6 +366,24 @@ static bool stream_idle(void *arg)
 	return !s->outstanding;
 }
 
+/*
+ * The ioctl path's WAIT for batch `seq` until `deadline_ns`, recording
+ * what it learnt (completion or the failure) in the stream: 0 or the errno.
+ */
+static int ioctl_wait(npurt_stream *s, uint64_t seq, int64_t deadline_ns)
+{
+	struct drm_npu_wait w = { .seq = seq, .deadline_ns = deadline_ns, .queue = s->queue };
+	int err = npurt_ioctl(s->dev, DRM_IOCTL_NPU_WAIT, &w);
+
+	pthread_mutex_lock(&s->dev->lock);
+	if (!err && seq > s->done)
+		s->done = seq;
+	if (err == EIO)
+		stream_fail(s, EIO, w.status, w.error_task);
+	pthread_mutex_unlock(&s->dev->lock);
+	return err;
+}
+
 npurt_status npurt_path_wait(npurt_stream *s, uint64_t seq, const char *who)
 {
 	npurt_device *dev = s->dev;
@@ -374,16 +392,7 @@ npurt_status npurt_path_wait(npurt_stream *s, uint64_t seq, const char *who)
 	int err;
 
 	if (dev->path == NPURT_SUBMIT_IOCTL && !s->destroyed) {
-		struct drm_npu_wait w = { .seq = seq, .deadline_ns = DRM_NPU_DEADLINE_NONE,
-					  .queue = s->queue };
-
-		err = npurt_ioctl(dev, DRM_IOCTL_NPU_WAIT, &w);
-		pthread_mutex_lock(&dev->lock);
-		if (!err && seq > s->done)
-			s->done = seq;
-		if (err == EIO)
-			stream_fail(s, EIO, w.status, w.error_task);
-		pthread_mutex_unlock(&dev->lock);
+		err = ioctl_wait(s, seq, DRM_NPU_DEADLINE_NONE);
 		if (err && err != EIO)
 			return npurt_set_error(npurt_status_from_errno(err),
 					       "%s: WAIT on queue %u: %s", who, s->queue, strerror(err));
@@ -435,6 +444,31 @@ bool npurt_path_poll(npurt_stream *s, uint64_t seq)
 	reached = s->done >= seq;
 	pthread_mutex_unlock(&dev->lock);
 	return reached;
+}
+
+npurt_status npurt_path_query(npurt_stream *s, const char *who)
+{
+	npurt_device *dev = s->dev;
+	npurt_status st = NPURT_OK;
+	uint64_t seq = s->issued;
+
+	if (dev->path == NPURT_SUBMIT_IOCTL && !s->destroyed) {
+		int err = seq ? ioctl_wait(s, seq, 0) : 0;
+
+		if (err && err != EIO && err != ETIMEDOUT)
+			return npurt_set_error(npurt_status_from_errno(err),
+					       "%s: WAIT on queue %u: %s", who, s->queue, strerror(err));
+	} else if (dev->path == NPURT_SUBMIT_IO_URING) {
+		npurt_path_poll(s, seq);
+	}
+	pthread_mutex_lock(&dev->lock);
+	if (s->done < seq)
+		st = s->failed ? stream_failure(s, who) :
+		     npurt_set_error(NPURT_ERR_NOT_READY, "%s: queue %u: %llu of %llu batches done",
+				     who, s->queue, (unsigned long long)s->done,
+				     (unsigned long long)seq);
+	pthread_mutex_unlock(&dev->lock);
+	return st;
 }
 
 void npurt_path_drain(npurt_stream *s)
