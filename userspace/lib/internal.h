@@ -75,6 +75,18 @@ bool npurt_path_poll(npurt_stream *s, uint64_t seq);
 /* stream.c: a reference on a stream's record (refs). */
 void npurt_stream_put(npurt_stream *s);
 
+/*
+ * stream.c: a stream's work. Tasks pushed may be gathered with later ones
+ * into one batch (see stream.c); *seq (may be NULL) gets the sequence
+ * number of the batch that will hold them. The stream's thread only.
+ */
+npurt_status npurt_stream_push(npurt_stream *s, const struct drm_npu_task *tasks,
+			       uint32_t count, uint64_t *seq, const char *who);
+/* Submit what the stream has gathered: every task pushed is then issued. */
+npurt_status npurt_stream_flush(npurt_stream *s, const char *who);
+/* Wait for batch `seq` of the stream, submitting it first if it is gathered. */
+npurt_status npurt_stream_wait(npurt_stream *s, uint64_t seq, const char *who);
+
 /* memory.c: the device's memory state, at open and close. */
 npurt_status npurt_memory_open(npurt_device *dev, const char *who);
 void npurt_memory_close(npurt_device *dev);

@@ -132,7 +132,7 @@ static npurt_status arena_slot(npurt_stream *s, uint32_t *slot, const char *who)
 	i = s->arena_next % NPURT_ARENA_SLOTS;
 	seq = s->arena_seq[i];
 	if (seq) {
-		st = npurt_path_wait(s, seq, who);
+		st = npurt_stream_wait(s, seq, who);
 		if (st)
 			return st;
 	}
@@ -181,10 +181,9 @@ npurt_status npurt_launch(npurt_stream *s, const npurt_launch_desc *d)
 	t.args[0] = npurt_mem_device_addr(s->arena) + slot * NPURT_ARENA_SLOT;
 	t.args[1] = d->block_dim;
 	t.args[2] = sizeof(a);
-	st = npurt_path_submit(s, &t, 1, who);
+	st = npurt_stream_push(s, &t, 1, &s->arena_seq[slot], who);
 	if (st)
 		return st;
-	s->arena_seq[slot] = s->issued;
 	s->arena_next++;
 	return NPURT_OK;
 }

@@ -17,9 +17,33 @@
 #include "error.h"
 #include "internal.h"
 
+npurt_status npurt_stream_push(npurt_stream *s, const struct drm_npu_task *tasks,
+			       uint32_t count, uint64_t *seq, const char *who)
+{
+	npurt_status st = npurt_path_submit(s, tasks, count, who);
+
+	if (!st && seq)
+		*seq = s->issued;
+	return st;
+}
+
+npurt_status npurt_stream_flush(npurt_stream *s, const char *who)
+{
+	(void)s;
+	(void)who;
+	return NPURT_OK;
+}
+
+npurt_status npurt_stream_wait(npurt_stream *s, uint64_t seq, const char *who)
+{
+	npurt_status st = npurt_stream_flush(s, who);
+
+	return st ? st : npurt_path_wait(s, seq, who);
+}
+
 static npurt_status stream_submit1(npurt_stream *s, struct drm_npu_task t, const char *who)
 {
-	return npurt_path_submit(s, &t, 1, who);
+	return npurt_stream_push(s, &t, 1, NULL, who);
 }
 
 npurt_status npurt_stream_create(npurt_device *dev, npurt_stream_priority priority,
@@ -74,7 +98,7 @@ void npurt_stream_destroy(npurt_stream *s)
 	if (!s)
 		return;
 	/* Failed or not, nothing of it may be in flight when it goes. */
-	npurt_path_wait(s, s->issued, "npurt_stream_destroy");
+	npurt_stream_wait(s, s->issued, "npurt_stream_destroy");
 	npurt_path_drain(s);
 	destroy.queue = s->queue;
 	npurt_ioctl(s->dev, DRM_IOCTL_NPU_QUEUE_DESTROY, &destroy);
@@ -96,7 +120,7 @@ npurt_status npurt_stream_synchronize(npurt_stream *s)
 {
 	if (!s)
 		return npurt_set_error(NPURT_ERR_INVALID, "npurt_stream_synchronize: NULL stream");
-	return npurt_path_wait(s, s->issued, "npurt_stream_synchronize");
+	return npurt_stream_wait(s, s->issued, "npurt_stream_synchronize");
 }
 
 npurt_status npurt_stream_query(npurt_stream *s)
@@ -247,7 +271,7 @@ npurt_status npurt_event_synchronize(npurt_event *ev)
 		return npurt_set_error(NPURT_ERR_INVALID, "npurt_event_synchronize: NULL event");
 	if (!ev->stream)
 		return NPURT_OK;
-	return npurt_path_wait(ev->stream, ev->seq, "npurt_event_synchronize");
+	return npurt_stream_wait(ev->stream, ev->seq, "npurt_event_synchronize");
 }
 
 static npurt_status event_time(npurt_event *ev, uint64_t *ts, const char *who)
