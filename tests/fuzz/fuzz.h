@@ -28,6 +28,9 @@
 
 #include "npu_oplib.h"	/* the op library's argument block */
 
+/* The highest GET_PARAM number the driver knows; past it, -EINVAL. */
+#define FZ_PARAM_LAST	DRM_NPU_PARAM_DMA_ENGINES
+
 /* ---- limits of the model (per process) --------------------------------- */
 #define FZ_FILES	4	/* open files of the device */
 #define FZ_FDS_PER_FILE	3	/* dup()s of one file */
@@ -290,7 +293,7 @@ struct fz_proc {
 	int cur_op;
 	uint64_t t_begin;	/* ns, when the current call began */
 	bool alarm_armed;
-	uint64_t params[16];	/* GET_PARAM values read at start */
+	uint64_t params[FZ_PARAM_LAST + 1];	/* GET_PARAM values read at start */
 	char debugfs[64];	/* /sys/kernel/debug/dri/N */
 };
 

@@ -72,9 +72,9 @@ void op_get_param(void)
 	struct ioc c;
 	long ret;
 
-	a.param = (uint32_t)rnd_below(DRM_NPU_PARAM_MAX_QUEUE_TIMEOUT_MS + 1);
+	a.param = (uint32_t)rnd_below(FZ_PARAM_LAST + 1);
 	if (chance(40))
-		a.param = DRM_NPU_PARAM_MAX_QUEUE_TIMEOUT_MS + 1 + (uint32_t)rnd_below(1000);
+		a.param = FZ_PARAM_LAST + 1 + (uint32_t)rnd_below(1000);
 	else if (chance(10))
 		a.param = rnd_garbage32() | 0x100;
 	if (chance(30))
@@ -84,7 +84,7 @@ void op_get_param(void)
 	fz_begin(OP_GET_PARAM, "GET_PARAM fd=%d param=%u flags=%#x%s", c.fd, a.param, a.flags,
 		 ioc_str(&c));
 	if (!ioc_expect(&c, &x)) {
-		if (a.flags || a.param > DRM_NPU_PARAM_MAX_QUEUE_TIMEOUT_MS ||
+		if (a.flags || a.param > FZ_PARAM_LAST ||
 		    a.param == DRM_NPU_PARAM_RESERVED_9)
 			x_err(&x, EINVAL, 0);
 		else

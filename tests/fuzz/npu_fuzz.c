@@ -230,7 +230,7 @@ static void worker_init(int idx, uint64_t seed, uint64_t limit, struct fz_shared
 	find_debugfs(fz->debugfs, sizeof(fz->debugfs));
 	/* What the device says of itself: constant from here on. */
 	fd = open(fz_render, O_RDWR | O_CLOEXEC);
-	for (uint32_t p = 0; fd >= 0 && p <= DRM_NPU_PARAM_MAX_QUEUE_TIMEOUT_MS; p++) {
+	for (uint32_t p = 0; fd >= 0 && p <= FZ_PARAM_LAST; p++) {
 		struct drm_npu_get_param a = { .param = p };
 
 		if (p != DRM_NPU_PARAM_RESERVED_9 && !ioctl(fd, DRM_IOCTL_NPU_GET_PARAM, &a))
