@@ -197,6 +197,15 @@ static inline int64_t npu_deadline(int64_t rel_ns)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec + rel_ns;
 }
 
+/* CLOCK_MONOTONIC in milliseconds. */
+static inline uint64_t npu_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 /* WAIT on queue `queue`: 0 or -errno; *out (if given) gets the result. */
 static inline int npu_wait_on(int fd, uint32_t queue, uint64_t seq, int64_t timeout_ns,
 			      struct drm_npu_wait *out)

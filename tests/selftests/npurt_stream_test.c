@@ -134,6 +134,43 @@ TEST_F(rt, a_device_fault_fails_the_stream_and_says_where)
 	npurt_stream_destroy(s2);
 }
 
+/*
+ * Operations issued while the stream has a batch in flight are gathered;
+ * they must reach the device when that batch completes even if the
+ * application makes no further call (on io_uring the progress thread
+ * submits them). The host only watches memory here: no synchronize, no
+ * query, no other libnpurt call until the values are there.
+ */
+TEST_F(rt, gathered_work_runs_without_another_call)
+{
+	uint64_t a = npurt_mem_device_addr(self->a);
+	volatile uint32_t *ha = npurt_mem_host_ptr(self->a);
+	npurt_stream *gate;
+	npurt_event *ev;
+	uint64_t t0;
+
+	ha[63] = 0;
+	ASSERT_EQ(NPURT_OK, npurt_stream_create(self->dev, NPURT_PRIORITY_NORMAL, &gate));
+	ASSERT_EQ(NPURT_OK, npurt_event_create(self->dev, &ev));
+	for (int i = 0; i < 25; i++)
+		ASSERT_EQ(NPURT_OK, npurt_memset_async(gate, npurt_mem_device_addr(self->b), i, 4 * MiB));
+	ASSERT_EQ(NPURT_OK, npurt_event_record(ev, gate));
+	/* The stream's first batch waits on the device for the gate... */
+	ASSERT_EQ(NPURT_OK, npurt_stream_wait_event(self->s, ev));
+	/* ...so these are issued while it is in flight. */
+	for (uint32_t i = 0; i < 64; i++)
+		ASSERT_EQ(NPURT_OK, npurt_memset_async(self->s, a + 4 * i, i + 1, 4));
+	t0 = npu_now_ms();
+	while (ha[63] != 64 && npu_now_ms() - t0 < 20000)
+		usleep(1000);
+	EXPECT_EQ(64, ha[63]) TH_LOG("the last operation never reached the device");
+	for (uint32_t i = 0; i < 64; i++)
+		EXPECT_EQ(i + 1, ha[i]);
+	EXPECT_EQ(NPURT_OK, npurt_stream_synchronize(self->s));
+	npurt_event_destroy(ev);
+	npurt_stream_destroy(gate);
+}
+
 /* A query never waits: done, not ready behind an unrecorded event, failed. */
 TEST_F(rt, query_says_done_not_ready_or_failed_without_waiting)
 {

@@ -16,6 +16,9 @@ struct npurt_ring;
 struct mc_cache;
 struct npurt_bo_ref;
 
+/* Tasks a stream gathers into one batch at most (stream.c). */
+#define NPURT_BATCH_MAX		64
+
 /* A stream's arena of kernel argument blocks: slots in flight at most. */
 #define NPURT_ARENA_SLOTS	128
 #define NPURT_ARENA_SLOT	512
@@ -54,6 +57,11 @@ struct npurt_stream {
 	int error;			/* the failing batch's errno */
 	uint32_t status;		/* and its enum drm_npu_job_status */
 	uint32_t task;			/* and the index of its failing task */
+	bool gathering;			/* holds gathered tasks (progress thread) */
+	/* Gathered tasks: the stream's thread and the progress thread, under plock. */
+	pthread_mutex_t plock;
+	uint32_t npending;
+	struct drm_npu_task pending[NPURT_BATCH_MAX];
 	/* Kernel launches' argument blocks (launch.c): the stream's thread only. */
 	npurt_mem *arena;
 	uint32_t arena_next;
@@ -71,6 +79,13 @@ void npurt_path_drain(npurt_stream *s);
 npurt_status npurt_path_query(npurt_stream *s, const char *who);
 /* Has the stream completed batch `seq`? Asks the kernel without waiting. */
 bool npurt_path_poll(npurt_stream *s, uint64_t seq);
+/* Is nothing of the stream in flight (true on paths that cannot tell)? */
+bool npurt_path_dry(npurt_stream *s);
+/* The stream holds gathered tasks, or no longer: the progress thread's business. */
+void npurt_path_gathering(npurt_stream *s, bool gathering);
+/* Gathered work could not be submitted: the stream fails with errno `err`. */
+void npurt_path_refused(npurt_stream *s, int err);
+bool npurt_path_failed(npurt_stream *s);
 
 /* stream.c: a reference on a stream's record (refs). */
 void npurt_stream_put(npurt_stream *s);

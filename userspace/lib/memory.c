@@ -179,6 +179,15 @@ static void seg_free(void *ctx, const struct mc_seg *seg)
 		gem_close(ctx, seg->handle);
 }
 
+/*
+ * Under dev->lock: the batch of the stream's last operation, which may be
+ * one it still gathers (stream.c) and will submit as the next.
+ */
+static uint64_t stream_last(const npurt_stream *s)
+{
+	return s->issued + (s->gathering ? 1 : 0);
+}
+
 static uint64_t stream_issued(void *ctx, void *stream)
 {
 	npurt_stream *s = stream;
@@ -186,7 +195,7 @@ static uint64_t stream_issued(void *ctx, void *stream)
 
 	(void)ctx;
 	pthread_mutex_lock(&s->dev->lock);
-	seq = s->issued;
+	seq = stream_last(s);
 	pthread_mutex_unlock(&s->dev->lock);
 	return seq;
 }
@@ -224,11 +233,11 @@ static size_t streams_busy(void *ctx, struct mc_wait *w, size_t max)
 
 	pthread_mutex_lock(&dev->lock);
 	for (npurt_stream *s = dev->streams; s; s = s->next) {
-		if (s->done >= s->issued)
+		if (s->done >= stream_last(s))
 			continue;
 		if (n < max) {
 			w[n].stream = s;
-			w[n].seq = s->issued;
+			w[n].seq = stream_last(s);
 			atomic_fetch_add(&s->refs, 1);
 		}
 		n++;

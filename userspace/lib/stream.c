@@ -17,27 +17,87 @@
 #include "error.h"
 #include "internal.h"
 
+/*
+ * Gathering. A stream's operations go to the device in batches: an
+ * operation issued while the stream has a batch in flight is held back
+ * and goes with the ones after it in one SUBMIT, as soon as the stream
+ * has nothing in flight (the device would otherwise run dry), when
+ * NPURT_BATCH_MAX tasks are held, or when the stream is flushed (a
+ * synchronize, a query, an event record, a wait for one of its batches).
+ * One operation then costs a copy into the stream instead of a system
+ * call, and the device is never left idle with work held back: on
+ * io_uring the progress thread (submit.c) submits for a stream whose
+ * batch completed while nobody called. The ioctl path has no such thread,
+ * so there every operation is submitted at once.
+ *
+ * A held operation's batch number is known: the next one the stream
+ * submits (issued + 1).
+ */
+static npurt_status flush_locked(npurt_stream *s, const char *who)
+{
+	npurt_status st;
+
+	if (!s->npending)
+		return NPURT_OK;
+	st = npurt_path_submit(s, s->pending, s->npending, who);
+	s->npending = 0;
+	npurt_path_gathering(s, false);
+	/* The operations were accepted: whoever waits next hears of it. */
+	if (st)
+		npurt_path_refused(s, st == NPURT_ERR_NO_MEMORY ? ENOMEM : EIO);
+	return st;
+}
+
 npurt_status npurt_stream_push(npurt_stream *s, const struct drm_npu_task *tasks,
 			       uint32_t count, uint64_t *seq, const char *who)
 {
-	npurt_status st = npurt_path_submit(s, tasks, count, who);
+	npurt_status st = NPURT_OK;
+	uint64_t ticket;
 
+	if (count > NPURT_BATCH_MAX)
+		return npurt_set_error(NPURT_ERR_INTERNAL, "%s: %u tasks in one operation", who,
+				       count);
+	if (npurt_path_failed(s))
+		return npurt_set_error(NPURT_ERR_DEVICE,
+				       "%s: the stream failed earlier (npurt_stream_synchronize says how)",
+				       who);
+	pthread_mutex_lock(&s->plock);
+	if (s->npending + count > NPURT_BATCH_MAX)
+		st = flush_locked(s, who);
+	if (!st) {
+		memcpy(&s->pending[s->npending], tasks, count * sizeof(*tasks));
+		s->npending += count;
+		ticket = s->issued + 1;
+		if (s->npending == NPURT_BATCH_MAX || npurt_path_dry(s))
+			st = flush_locked(s, who);
+		else if (s->npending == count)
+			npurt_path_gathering(s, true);
+	}
+	pthread_mutex_unlock(&s->plock);
 	if (!st && seq)
-		*seq = s->issued;
+		*seq = ticket;
 	return st;
 }
 
 npurt_status npurt_stream_flush(npurt_stream *s, const char *who)
 {
-	(void)s;
-	(void)who;
-	return NPURT_OK;
+	npurt_status st;
+
+	pthread_mutex_lock(&s->plock);
+	st = flush_locked(s, who);
+	pthread_mutex_unlock(&s->plock);
+	return st;
 }
 
 npurt_status npurt_stream_wait(npurt_stream *s, uint64_t seq, const char *who)
 {
-	npurt_status st = npurt_stream_flush(s, who);
+	npurt_status st = NPURT_OK;
 
+	/* Only a batch still held back needs submitting first. */
+	pthread_mutex_lock(&s->plock);
+	if (seq > s->issued)
+		st = flush_locked(s, who);
+	pthread_mutex_unlock(&s->plock);
 	return st ? st : npurt_path_wait(s, seq, who);
 }
 
@@ -74,6 +134,7 @@ npurt_status npurt_stream_create(npurt_device *dev, npurt_stream_priority priori
 	s->dev = dev;
 	s->queue = create.queue;
 	atomic_init(&s->refs, 1);
+	pthread_mutex_init(&s->plock, NULL);
 	/* memory.c looks at every live stream when memory is freed. */
 	pthread_mutex_lock(&dev->lock);
 	s->next = dev->streams;
@@ -87,8 +148,10 @@ npurt_status npurt_stream_create(npurt_device *dev, npurt_stream_priority priori
 
 void npurt_stream_put(npurt_stream *s)
 {
-	if (atomic_fetch_sub(&s->refs, 1) == 1)
+	if (atomic_fetch_sub(&s->refs, 1) == 1) {
+		pthread_mutex_destroy(&s->plock);
 		free(s);
+	}
 }
 
 void npurt_stream_destroy(npurt_stream *s)
@@ -98,6 +161,7 @@ void npurt_stream_destroy(npurt_stream *s)
 	if (!s)
 		return;
 	/* Failed or not, nothing of it may be in flight when it goes. */
+	npurt_stream_flush(s, "npurt_stream_destroy");
 	npurt_stream_wait(s, s->issued, "npurt_stream_destroy");
 	npurt_path_drain(s);
 	destroy.queue = s->queue;
@@ -118,16 +182,22 @@ void npurt_stream_destroy(npurt_stream *s)
 
 npurt_status npurt_stream_synchronize(npurt_stream *s)
 {
+	npurt_status st;
+
 	if (!s)
 		return npurt_set_error(NPURT_ERR_INVALID, "npurt_stream_synchronize: NULL stream");
-	return npurt_stream_wait(s, s->issued, "npurt_stream_synchronize");
+	st = npurt_stream_flush(s, "npurt_stream_synchronize");
+	return st ? st : npurt_stream_wait(s, s->issued, "npurt_stream_synchronize");
 }
 
 npurt_status npurt_stream_query(npurt_stream *s)
 {
+	npurt_status st;
+
 	if (!s)
 		return npurt_set_error(NPURT_ERR_INVALID, "npurt_stream_query: NULL stream");
-	return npurt_path_query(s, "npurt_stream_query");
+	st = npurt_stream_flush(s, "npurt_stream_query");
+	return st ? st : npurt_path_query(s, "npurt_stream_query");
 }
 
 npurt_status npurt_memset_async(npurt_stream *s, uint64_t dst, uint32_t pattern, size_t size)
@@ -223,6 +293,7 @@ npurt_status npurt_event_record(npurt_event *ev, npurt_stream *s)
 	static const char who[] = "npurt_event_record";
 	struct drm_npu_task t = { .type = DRM_NPU_TASK_EVENT_RECORD };
 	npurt_status st;
+	uint64_t seq = 0;
 	uint32_t next;
 
 	if (!ev || !s)
@@ -235,7 +306,10 @@ npurt_status npurt_event_record(npurt_event *ev, npurt_stream *s)
 	if (st)
 		return st;
 	t.args[0] = ev->id;
-	st = stream_submit1(s, t, who);
+	/* Submitted at once: other streams and the host wait for records. */
+	st = npurt_stream_push(s, &t, 1, &seq, who);
+	if (!st)
+		st = npurt_stream_flush(s, who);
 	if (st) {
 		event_drop(ev->dev, next);
 		return st;
@@ -246,7 +320,7 @@ npurt_status npurt_event_record(npurt_event *ev, npurt_stream *s)
 	}
 	atomic_fetch_add(&s->refs, 1);
 	ev->stream = s;
-	ev->seq = s->issued;
+	ev->seq = seq;
 	ev->recorded_id = ev->id;
 	ev->id = next;
 	return NPURT_OK;

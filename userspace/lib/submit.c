@@ -43,6 +43,10 @@ struct npurt_ring {
 	pthread_cond_t cq_cond;		/* with dev->lock */
 	bool reaping;			/* a thread reaps for all: dev->lock */
 	atomic_uint inflight;		/* commands whose CQE is not reaped */
+	/* The progress thread (see npurt_path_gathering), under dev->lock. */
+	pthread_t progress;
+	bool progress_started, progress_stop;
+	pthread_cond_t progress_cond;	/* a stream started gathering, or stop */
 };
 
 /* A SUBMIT in flight. */
@@ -51,6 +55,8 @@ struct cmd {
 	uint32_t count;
 	struct drm_npu_task tasks[];
 };
+
+static void progress_stop(npurt_device *dev);
 
 static npurt_status ring_open(npurt_device *dev)
 {
@@ -72,6 +78,7 @@ static npurt_status ring_open(npurt_device *dev)
 	}
 	pthread_mutex_init(&r->sq_lock, NULL);
 	pthread_cond_init(&r->cq_cond, NULL);
+	pthread_cond_init(&r->progress_cond, NULL);
 	atomic_init(&r->inflight, 0);
 	dev->ring = r;
 	return NPURT_OK;
@@ -122,7 +129,9 @@ void npurt_path_close(npurt_device *dev)
 
 	/* Streams wait for their commands when destroyed: none is left. */
 	if (r) {
+		progress_stop(dev);
 		io_uring_queue_exit(&r->ring);
+		pthread_cond_destroy(&r->progress_cond);
 		pthread_mutex_destroy(&r->sq_lock);
 		pthread_cond_destroy(&r->cq_cond);
 		free(r);
@@ -145,8 +154,11 @@ static void stream_fail(npurt_stream *s, int error, uint32_t status, uint32_t ta
 static void dispatch(npurt_device *dev, uint64_t user_data, int32_t res, uint64_t res2)
 {
 	struct cmd *c = (struct cmd *)(uintptr_t)user_data;
-	npurt_stream *s = c->stream;
+	npurt_stream *s;
 
+	if (!c)
+		return;		/* the NOP that wakes the progress thread */
+	s = c->stream;
 	if (res == 0) {
 		/* Batches complete in order: one done means all before it are. */
 		if (res2 > s->done)
@@ -200,6 +212,159 @@ static void reap_until(npurt_device *dev, bool (*done)(void *), void *arg)
 		r->reaping = false;
 		pthread_cond_broadcast(&r->cq_cond);
 	}
+}
+
+/*
+ * Under dev->lock: the CQEs already posted, without a system call, unless
+ * a thread is reaping (it is about to bring the news itself).
+ */
+static void reap_posted(npurt_device *dev)
+{
+	struct io_uring_cqe *cqe;
+
+	while (!dev->ring->reaping && !io_uring_peek_cqe(&dev->ring->ring, &cqe)) {
+		uint64_t user_data = cqe->user_data, res2 = cqe->big_cqe[0];
+		int32_t res = cqe->res;
+
+		io_uring_cqe_seen(&dev->ring->ring, cqe);
+		dispatch(dev, user_data, res, res2);
+	}
+}
+
+/* ---- gathering: the progress thread ---------------------------------- */
+
+/*
+ * A stream gathers tasks only while it has a batch in flight (see
+ * stream.c). On io_uring that batch's CQE says when the device runs dry;
+ * the progress thread is there so that gathered tasks are submitted then
+ * even if the application makes no further call: it sleeps until some
+ * stream gathers, reaps completions (as a leader or follower, like any
+ * waiting thread) until a gathering stream has nothing in flight, and
+ * submits what that stream gathered.
+ */
+static npurt_stream *gathered_and_dry(npurt_device *dev)
+{
+	for (npurt_stream *s = dev->streams; s; s = s->next)
+		if (s->gathering && !s->outstanding)
+			return s;
+	return NULL;
+}
+
+static bool progress_due(void *arg)
+{
+	npurt_device *dev = arg;
+
+	return dev->ring->progress_stop || gathered_and_dry(dev);
+}
+
+static bool any_gathering(npurt_device *dev)
+{
+	for (npurt_stream *s = dev->streams; s; s = s->next)
+		if (s->gathering)
+			return true;
+	return false;
+}
+
+static void *progress_main(void *arg)
+{
+	npurt_device *dev = arg;
+	struct npurt_ring *r = dev->ring;
+
+	pthread_mutex_lock(&dev->lock);
+	while (!r->progress_stop) {
+		npurt_stream *s;
+
+		if (!any_gathering(dev)) {
+			pthread_cond_wait(&r->progress_cond, &dev->lock);
+			continue;
+		}
+		reap_until(dev, progress_due, dev);
+		s = gathered_and_dry(dev);
+		if (!s)
+			continue;
+		/* The stream may be destroyed meanwhile: its record stays. */
+		atomic_fetch_add(&s->refs, 1);
+		pthread_mutex_unlock(&dev->lock);
+		npurt_stream_flush(s, "libnpurt (progress thread)");
+		npurt_stream_put(s);
+		pthread_mutex_lock(&dev->lock);
+	}
+	pthread_mutex_unlock(&dev->lock);
+	return NULL;
+}
+
+static void progress_stop(npurt_device *dev)
+{
+	struct npurt_ring *r = dev->ring;
+	struct io_uring_sqe *sqe;
+
+	pthread_mutex_lock(&dev->lock);
+	if (!r->progress_started) {
+		pthread_mutex_unlock(&dev->lock);
+		return;
+	}
+	r->progress_stop = true;
+	pthread_cond_broadcast(&r->progress_cond);
+	pthread_cond_broadcast(&r->cq_cond);
+	pthread_mutex_unlock(&dev->lock);
+	/* It may be the one asleep in io_uring_wait_cqe(): a NOP wakes it. */
+	pthread_mutex_lock(&r->sq_lock);
+	while (!(sqe = io_uring_get_sqe(&r->ring)))
+		io_uring_submit(&r->ring);
+	io_uring_prep_nop(sqe);
+	sqe->user_data = 0;
+	io_uring_submit(&r->ring);
+	pthread_mutex_unlock(&r->sq_lock);
+	pthread_join(r->progress, NULL);
+}
+
+bool npurt_path_dry(npurt_stream *s)
+{
+	npurt_device *dev = s->dev;
+	bool dry;
+
+	/* Without io_uring nothing would learn when to submit: never gather. */
+	if (dev->path != NPURT_SUBMIT_IO_URING)
+		return true;
+	pthread_mutex_lock(&dev->lock);
+	if (s->outstanding)
+		reap_posted(dev);
+	dry = !s->outstanding || s->failed;
+	pthread_mutex_unlock(&dev->lock);
+	return dry;
+}
+
+void npurt_path_gathering(npurt_stream *s, bool gathering)
+{
+	npurt_device *dev = s->dev;
+	struct npurt_ring *r = dev->ring;
+
+	pthread_mutex_lock(&dev->lock);
+	s->gathering = gathering;
+	if (gathering) {
+		if (!r->progress_started &&
+		    !pthread_create(&r->progress, NULL, progress_main, dev))
+			r->progress_started = true;
+		pthread_cond_signal(&r->progress_cond);
+	}
+	pthread_mutex_unlock(&dev->lock);
+}
+
+void npurt_path_refused(npurt_stream *s, int err)
+{
+	pthread_mutex_lock(&s->dev->lock);
+	stream_fail(s, err, 0, 0);
+	pthread_mutex_unlock(&s->dev->lock);
+}
+
+bool npurt_path_failed(npurt_stream *s)
+{
+	bool failed;
+
+	pthread_mutex_lock(&s->dev->lock);
+	failed = s->failed;
+	pthread_mutex_unlock(&s->dev->lock);
+	return failed;
 }
 
 struct room {
@@ -414,7 +579,6 @@ npurt_status npurt_path_wait(npurt_stream *s, uint64_t seq, const char *who)
 bool npurt_path_poll(npurt_stream *s, uint64_t seq)
 {
 	npurt_device *dev = s->dev;
-	struct io_uring_cqe *cqe;
 	bool reached;
 
 	pthread_mutex_lock(&dev->lock);
@@ -434,13 +598,7 @@ bool npurt_path_poll(npurt_stream *s, uint64_t seq)
 		return true;
 	}
 	pthread_mutex_lock(&dev->lock);
-	while (!dev->ring->reaping && !io_uring_peek_cqe(&dev->ring->ring, &cqe)) {
-		uint64_t user_data = cqe->user_data, res2 = cqe->big_cqe[0];
-		int32_t res = cqe->res;
-
-		io_uring_cqe_seen(&dev->ring->ring, cqe);
-		dispatch(dev, user_data, res, res2);
-	}
+	reap_posted(dev);
 	reached = s->done >= seq;
 	pthread_mutex_unlock(&dev->lock);
 	return reached;
