@@ -135,6 +135,22 @@ TEST_F(rt, a_device_fault_fails_the_stream_and_says_where)
 }
 
 /*
+ * Hold the fixture's stream back on the device: a gate stream records
+ * `ev` behind 100 MB of fills, and the stream waits for it.
+ */
+static void hold_behind_gate(struct __test_metadata *_metadata, FIXTURE_DATA(rt) *self,
+			     npurt_stream **gate, npurt_event **ev)
+{
+	ASSERT_EQ(NPURT_OK, npurt_stream_create(self->dev, NPURT_PRIORITY_NORMAL, gate));
+	ASSERT_EQ(NPURT_OK, npurt_event_create(self->dev, ev));
+	for (int i = 0; i < 25; i++)
+		ASSERT_EQ(NPURT_OK, npurt_memset_async(*gate, npurt_mem_device_addr(self->b), i,
+						       4 * MiB));
+	ASSERT_EQ(NPURT_OK, npurt_event_record(*ev, *gate));
+	ASSERT_EQ(NPURT_OK, npurt_stream_wait_event(self->s, *ev));
+}
+
+/*
  * Operations issued while the stream has a batch in flight are gathered;
  * they must reach the device when that batch completes even if the
  * application makes no further call (on io_uring the progress thread
@@ -150,13 +166,8 @@ TEST_F(rt, gathered_work_runs_without_another_call)
 	uint64_t t0;
 
 	ha[63] = 0;
-	ASSERT_EQ(NPURT_OK, npurt_stream_create(self->dev, NPURT_PRIORITY_NORMAL, &gate));
-	ASSERT_EQ(NPURT_OK, npurt_event_create(self->dev, &ev));
-	for (int i = 0; i < 25; i++)
-		ASSERT_EQ(NPURT_OK, npurt_memset_async(gate, npurt_mem_device_addr(self->b), i, 4 * MiB));
-	ASSERT_EQ(NPURT_OK, npurt_event_record(ev, gate));
 	/* The stream's first batch waits on the device for the gate... */
-	ASSERT_EQ(NPURT_OK, npurt_stream_wait_event(self->s, ev));
+	hold_behind_gate(_metadata, self, &gate, &ev);
 	/* ...so these are issued while it is in flight. */
 	for (uint32_t i = 0; i < 64; i++)
 		ASSERT_EQ(NPURT_OK, npurt_memset_async(self->s, a + 4 * i, i + 1, 4));
@@ -179,13 +190,7 @@ TEST_F(rt, query_says_done_not_ready_or_failed_without_waiting)
 	npurt_event *ev;
 
 	EXPECT_EQ(NPURT_OK, npurt_stream_query(self->s));	/* nothing issued */
-	ASSERT_EQ(NPURT_OK, npurt_stream_create(self->dev, NPURT_PRIORITY_NORMAL, &gate));
-	ASSERT_EQ(NPURT_OK, npurt_event_create(self->dev, &ev));
-	/* The gate stream's record waits behind 100 MB of fills. */
-	for (int i = 0; i < 25; i++)
-		ASSERT_EQ(NPURT_OK, npurt_memset_async(gate, npurt_mem_device_addr(self->b), i, 4 * MiB));
-	ASSERT_EQ(NPURT_OK, npurt_event_record(ev, gate));
-	ASSERT_EQ(NPURT_OK, npurt_stream_wait_event(self->s, ev));
+	hold_behind_gate(_metadata, self, &gate, &ev);
 	ASSERT_EQ(NPURT_OK, npurt_memset_async(self->s, a, 5, 4096));
 	EXPECT_EQ(NPURT_ERR_NOT_READY, npurt_stream_query(self->s));
 	EXPECT_NE(NULL, strstr(npurt_last_error(), "npurt_stream_query"));
