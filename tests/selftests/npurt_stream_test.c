@@ -183,6 +183,89 @@ TEST_F(rt, gathered_work_runs_without_another_call)
 	npurt_stream_destroy(gate);
 }
 
+TEST_F(rt, streams_are_made_as_their_descriptor_says)
+{
+	npurt_stream_desc d = { .size = sizeof(d), .priority = NPURT_PRIORITY_REALTIME,
+				.depth = 512, .time_limit_ms = 5000 };
+	npurt_stream *s = (npurt_stream *)0x1;
+	uint64_t a = npurt_mem_device_addr(self->a);
+
+	/* Tests run as root: REALTIME is allowed. 600 tasks overflow a 512 ring. */
+	ASSERT_EQ(NPURT_OK, npurt_stream_create_desc(self->dev, &d, &s)) TH_LOG("%s", npurt_last_error());
+	for (uint32_t i = 0; i < 600; i++)
+		ASSERT_EQ(NPURT_OK, npurt_memset_async(s, a + 4 * (i % 1024), i, 4));
+	EXPECT_EQ(NPURT_OK, npurt_stream_synchronize(s)) TH_LOG("%s", npurt_last_error());
+	EXPECT_EQ(599, ((uint32_t *)npurt_mem_host_ptr(self->a))[599]);
+	npurt_stream_destroy(s);
+
+	s = (npurt_stream *)0x1;
+	d.depth = 1000;
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_stream_create_desc(self->dev, &d, &s));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "power of two"));
+	d.depth = 0;
+	d.size = 4;
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_stream_create_desc(self->dev, &d, &s));
+	d.size = sizeof(d);
+	d.flags = 1;
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_stream_create_desc(self->dev, &d, &s));
+	d.flags = 0;
+	d.priority = (npurt_stream_priority)4;
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_stream_create_desc(self->dev, &d, &s));
+	d.priority = NPURT_PRIORITY_NORMAL;
+	d.time_limit_ms = 0xffffffffu;
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_stream_create_desc(self->dev, &d, &s));
+	EXPECT_EQ((npurt_stream *)0x1, s);
+}
+
+/* A time limit on synchronize: 0 looks, a short one runs out, -1 waits. */
+TEST_F(rt, synchronize_gives_up_when_its_time_runs_out)
+{
+	uint64_t a = npurt_mem_device_addr(self->a), t0;
+	npurt_stream *gate;
+	npurt_event *ev;
+
+	EXPECT_EQ(NPURT_OK, npurt_stream_synchronize_timeout(self->s, 0));
+	hold_behind_gate(_metadata, self, &gate, &ev);
+	ASSERT_EQ(NPURT_OK, npurt_memset_async(self->s, a, 9, 4096));
+	EXPECT_EQ(NPURT_ERR_TIMEOUT, npurt_stream_synchronize_timeout(self->s, 0));
+	t0 = npu_now_ms();
+	EXPECT_EQ(NPURT_ERR_TIMEOUT, npurt_stream_synchronize_timeout(self->s, 1));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "time ran out")) TH_LOG("%s", npurt_last_error());
+	EXPECT_GT(5000, npu_now_ms() - t0);
+	EXPECT_EQ(NPURT_OK, npurt_stream_synchronize_timeout(self->s, -1)) TH_LOG("%s", npurt_last_error());
+	EXPECT_EQ(9, ((uint32_t *)npurt_mem_host_ptr(self->a))[0]);
+	npurt_event_destroy(ev);
+	npurt_stream_destroy(gate);
+}
+
+/* Abort stops what has not run; device synchronize waits for every stream. */
+TEST_F(rt, abort_fails_the_stream_and_device_synchronize_waits_for_all)
+{
+	uint64_t a = npurt_mem_device_addr(self->a);
+	npurt_stream *gate, *other;
+	npurt_event *ev;
+
+	ASSERT_EQ(NPURT_OK, npurt_stream_create(self->dev, NPURT_PRIORITY_NORMAL, &other));
+	ASSERT_EQ(NPURT_OK, npurt_memset_async(other, a + 8192, 7, 4096));
+	hold_behind_gate(_metadata, self, &gate, &ev);
+	ASSERT_EQ(NPURT_OK, npurt_memset_async(self->s, a, 9, 4096));
+	ASSERT_EQ(NPURT_OK, npurt_stream_abort(self->s));
+	EXPECT_EQ(NPURT_ERR_DEVICE, npurt_stream_synchronize(self->s));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "aborted")) TH_LOG("%s", npurt_last_error());
+	EXPECT_NE(9, ((uint32_t *)npurt_mem_host_ptr(self->a))[0]);
+	EXPECT_EQ(NPURT_ERR_DEVICE, npurt_memset_async(self->s, a, 9, 4096));
+	/* The failed stream is among the device's: its failure is reported. */
+	EXPECT_EQ(NPURT_ERR_DEVICE, npurt_device_synchronize(self->dev));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "npurt_device_synchronize"));
+	EXPECT_EQ(7, ((uint32_t *)npurt_mem_host_ptr(self->a))[2048]);
+	EXPECT_EQ(NPURT_OK, npurt_stream_query(gate));
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_stream_abort(NULL));
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_device_synchronize(NULL));
+	npurt_event_destroy(ev);
+	npurt_stream_destroy(gate);
+	npurt_stream_destroy(other);
+}
+
 /* A query never waits: done, not ready behind an unrecorded event, failed. */
 TEST_F(rt, query_says_done_not_ready_or_failed_without_waiting)
 {

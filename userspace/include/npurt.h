@@ -309,8 +309,34 @@ NPURT_API npurt_status npurt_mem_import(npurt_device *dev, int fd, npurt_mem **m
 typedef enum npurt_stream_priority {
 	NPURT_PRIORITY_LOW = 0,
 	NPURT_PRIORITY_NORMAL = 1,
-	NPURT_PRIORITY_HIGH = 2,
+	NPURT_PRIORITY_HIGH = 2,	/* needs CAP_SYS_NICE */
+	NPURT_PRIORITY_REALTIME = 3,	/* needs CAP_SYS_NICE */
 } npurt_stream_priority;
+
+/*
+ * How a stream is made. Set `size` to sizeof(npurt_stream_desc): the
+ * struct may grow at its end.
+ */
+typedef struct npurt_stream_desc {
+	uint32_t size;
+	npurt_stream_priority priority;	/* the device serves higher levels first */
+	uint32_t depth;			/* tasks its hardware queue holds: 0 for 1024,
+					 * else a power of two from 512 to 65536 */
+	uint32_t time_limit_ms;		/* a task executing longer fails the stream
+					 * (NPURT_ERR_TIMEOUT); 0: the driver's default */
+	uint32_t flags;			/* 0 */
+} npurt_stream_desc;
+
+/*
+ * A stream as `desc` says. NPURT_ERR_INVALID for a NULL argument, a
+ * desc->size too small, an unknown priority, a bad depth, nonzero flags or
+ * a time limit above the driver's; NPURT_ERR_PERMISSION for HIGH or
+ * REALTIME without CAP_SYS_NICE; NPURT_ERR_BUSY when no hardware queue is
+ * free.
+ */
+NPURT_API npurt_status npurt_stream_create_desc(npurt_device *dev,
+						const npurt_stream_desc *desc,
+						npurt_stream **stream);
 
 /*
  * A stream: work that runs on the device in the order it was issued, on
@@ -332,6 +358,26 @@ NPURT_API void npurt_stream_destroy(npurt_stream *stream);
  * names the failure, the task and the address for a memory fault).
  */
 NPURT_API npurt_status npurt_stream_synchronize(npurt_stream *stream);
+
+/*
+ * npurt_stream_synchronize() with a time limit: -1 waits without one, 0
+ * only looks. NPURT_ERR_TIMEOUT when the work is not done in time (it
+ * goes on), otherwise as npurt_stream_synchronize().
+ */
+NPURT_API npurt_status npurt_stream_synchronize_timeout(npurt_stream *stream, int timeout_ms);
+
+/*
+ * Stop the stream's work on the device: what has not run fails with
+ * "aborted", and so does later work (the stream stays failed until
+ * destroyed). NPURT_ERR_INVALID for a NULL stream.
+ */
+NPURT_API npurt_status npurt_stream_abort(npurt_stream *stream);
+
+/*
+ * Wait for the work of every stream of the device. The first failure
+ * found is returned (the others are still waited for).
+ */
+NPURT_API npurt_status npurt_device_synchronize(npurt_device *dev);
 
 /*
  * Whether the stream's work has all completed, without waiting:

@@ -44,6 +44,7 @@ struct npurt_device {
 struct npurt_stream {
 	npurt_device *dev;
 	uint32_t queue;
+	uint32_t depth;			/* tasks its queue's ring holds */
 	atomic_uint refs;		/* the user's, and events recorded on it */
 	bool destroyed;			/* queue gone; the rest is final */
 	npurt_stream *prev, *next;	/* dev->streams: under dev->lock */
@@ -74,6 +75,9 @@ void npurt_path_close(npurt_device *dev);
 npurt_status npurt_path_submit(npurt_stream *s, const struct drm_npu_task *tasks,
 			       uint32_t count, const char *who);
 npurt_status npurt_path_wait(npurt_stream *s, uint64_t seq, const char *who);
+/* The same, giving up with NPURT_ERR_TIMEOUT at `deadline_ns` (CLOCK_MONOTONIC). */
+npurt_status npurt_path_wait_until(npurt_stream *s, uint64_t seq, int64_t deadline_ns,
+				   const char *who);
 void npurt_path_drain(npurt_stream *s);
 /* Without waiting: NPURT_OK when all issued work completed, NPURT_ERR_NOT_READY, or the failure. */
 npurt_status npurt_path_query(npurt_stream *s, const char *who);

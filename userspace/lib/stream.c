@@ -106,33 +106,48 @@ static npurt_status stream_submit1(npurt_stream *s, struct drm_npu_task t, const
 	return npurt_stream_push(s, &t, 1, NULL, who);
 }
 
-npurt_status npurt_stream_create(npurt_device *dev, npurt_stream_priority priority,
-				 npurt_stream **out)
+npurt_status npurt_stream_create_desc(npurt_device *dev, const npurt_stream_desc *desc,
+				      npurt_stream **out)
 {
 	static const char who[] = "npurt_stream_create";
-	/* The default depth: submit.c keeps each stream's work within it. */
-	struct drm_npu_queue_create create = { .priority = (uint32_t)priority,
-					       .depth = DRM_NPU_QUEUE_DEPTH_DEFAULT };
+	struct drm_npu_queue_create create = { 0 };
 	npurt_stream *s;
+	uint32_t depth;
 	int err;
 
-	if (!dev || !out)
+	if (!dev || !desc || !out)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
-	if ((unsigned int)priority > NPURT_PRIORITY_HIGH)
+	if (desc->size < sizeof(*desc))
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: desc->size %u, want %zu", who,
+				       desc->size, sizeof(*desc));
+	if ((unsigned int)desc->priority > NPURT_PRIORITY_REALTIME)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: priority %d is not one of "
-				       "NPURT_PRIORITY_LOW/NORMAL/HIGH", who, (int)priority);
+				       "NPURT_PRIORITY_LOW/NORMAL/HIGH/REALTIME", who,
+				       (int)desc->priority);
+	depth = desc->depth ? desc->depth : DRM_NPU_QUEUE_DEPTH_DEFAULT;
+	if (desc->flags || depth < DRM_NPU_QUEUE_DEPTH_MIN || depth > DRM_NPU_QUEUE_DEPTH_MAX ||
+	    depth & (depth - 1))
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: %s", who, desc->flags ?
+				       "unknown flags" :
+				       "depth must be 0 or a power of two from 512 to 65536");
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
+	create.priority = (uint32_t)desc->priority;
+	create.depth = depth;
+	create.timeout_ms = desc->time_limit_ms;
 	err = npurt_ioctl(dev, DRM_IOCTL_NPU_QUEUE_CREATE, &create);
 	if (err) {
 		free(s);
 		return npurt_set_error(npurt_status_from_errno(err), "%s: %s: QUEUE_CREATE: %s%s",
 				       who, dev->node, strerror(err),
-				       err == EBUSY ? " (no hardware queue free)" : "");
+				       err == EBUSY ? " (no hardware queue free)" :
+				       err == EPERM ? " (HIGH and REALTIME need CAP_SYS_NICE)" :
+				       err == EINVAL ? " (time limit above the driver's maximum?)" : "");
 	}
 	s->dev = dev;
 	s->queue = create.queue;
+	s->depth = depth;
 	atomic_init(&s->refs, 1);
 	pthread_mutex_init(&s->plock, NULL);
 	/* memory.c looks at every live stream when memory is freed. */
@@ -144,6 +159,14 @@ npurt_status npurt_stream_create(npurt_device *dev, npurt_stream_priority priori
 	pthread_mutex_unlock(&dev->lock);
 	*out = s;
 	return NPURT_OK;
+}
+
+npurt_status npurt_stream_create(npurt_device *dev, npurt_stream_priority priority,
+				 npurt_stream **out)
+{
+	npurt_stream_desc d = { .size = sizeof(d), .priority = priority };
+
+	return npurt_stream_create_desc(dev, &d, out);
 }
 
 void npurt_stream_put(npurt_stream *s)
@@ -182,12 +205,89 @@ void npurt_stream_destroy(npurt_stream *s)
 
 npurt_status npurt_stream_synchronize(npurt_stream *s)
 {
+	return npurt_stream_synchronize_timeout(s, -1);
+}
+
+static int64_t deadline_after_ms(int timeout_ms)
+{
+	struct timespec ts;
+
+	if (timeout_ms < 0)
+		return DRM_NPU_DEADLINE_NONE;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + (int64_t)timeout_ms * 1000000;
+}
+
+npurt_status npurt_stream_synchronize_timeout(npurt_stream *s, int timeout_ms)
+{
+	static const char who[] = "npurt_stream_synchronize";
 	npurt_status st;
+	uint64_t seq;
 
 	if (!s)
-		return npurt_set_error(NPURT_ERR_INVALID, "npurt_stream_synchronize: NULL stream");
-	st = npurt_stream_flush(s, "npurt_stream_synchronize");
-	return st ? st : npurt_stream_wait(s, s->issued, "npurt_stream_synchronize");
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL stream", who);
+	pthread_mutex_lock(&s->plock);
+	st = flush_locked(s, who);
+	seq = s->issued;
+	pthread_mutex_unlock(&s->plock);
+	if (st)
+		return st;
+	if (!timeout_ms) {
+		st = npurt_path_query(s, who);
+		return st == NPURT_ERR_NOT_READY ?
+		       npurt_set_error(NPURT_ERR_TIMEOUT, "%s: not done (timeout 0)", who) : st;
+	}
+	return npurt_path_wait_until(s, seq, deadline_after_ms(timeout_ms), who);
+}
+
+npurt_status npurt_stream_abort(npurt_stream *s)
+{
+	static const char who[] = "npurt_stream_abort";
+	struct drm_npu_queue_destroy abort_args = { 0 };
+	int err;
+
+	if (!s)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL stream", who);
+	/* What it gathered goes too: submitted, then stopped with the rest. */
+	npurt_stream_flush(s, who);
+	abort_args.queue = s->queue;
+	err = npurt_ioctl(s->dev, DRM_IOCTL_NPU_QUEUE_ABORT, &abort_args);
+	if (err)
+		return npurt_set_error(npurt_status_from_errno(err), "%s: QUEUE_ABORT of queue %u: %s",
+				       who, s->queue, strerror(err));
+	return NPURT_OK;
+}
+
+npurt_status npurt_device_synchronize(npurt_device *dev)
+{
+	static const char who[] = "npurt_device_synchronize";
+	npurt_stream **all = NULL;
+	npurt_status st = NPURT_OK;
+	size_t n = 0, cap = 0;
+
+	if (!dev)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL device", who);
+	/* A snapshot with references: streams may come and go meanwhile. */
+	pthread_mutex_lock(&dev->lock);
+	for (npurt_stream *s = dev->streams; s; s = s->next)
+		cap++;
+	all = cap ? calloc(cap, sizeof(*all)) : NULL;
+	for (npurt_stream *s = dev->streams; all && s; s = s->next) {
+		atomic_fetch_add(&s->refs, 1);
+		all[n++] = s;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	if (cap && !all)
+		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
+	for (size_t i = 0; i < n; i++) {
+		npurt_status one = npurt_stream_synchronize_timeout(all[i], -1);
+
+		if (one && !st)
+			st = npurt_set_error(one, "%s: %s", who, npurt_last_error());
+		npurt_stream_put(all[i]);
+	}
+	free(all);
+	return st;
 }
 
 npurt_status npurt_stream_query(npurt_stream *s)

@@ -77,7 +77,12 @@ static npurt_status ring_open(npurt_device *dev)
 				       strerror(-ret));
 	}
 	pthread_mutex_init(&r->sq_lock, NULL);
-	pthread_cond_init(&r->cq_cond, NULL);
+	pthread_condattr_t attr;
+
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&r->cq_cond, &attr);
+	pthread_condattr_destroy(&attr);
 	pthread_cond_init(&r->progress_cond, NULL);
 	atomic_init(&r->inflight, 0);
 	dev->ring = r;
@@ -172,29 +177,59 @@ static void dispatch(npurt_device *dev, uint64_t user_data, int32_t res, uint64_
 	free(c);
 }
 
+/* CLOCK_MONOTONIC now, in ns. */
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /*
- * Reap completions until done(arg) holds: as the reaping thread, or
- * asleep while another one reaps. Called and returns with dev->lock held.
+ * Reap completions until done(arg) holds or `deadline_ns` (CLOCK_MONOTONIC,
+ * DRM_NPU_DEADLINE_NONE: none) passes: as the reaping thread, or asleep
+ * while another one reaps. Called and returns with dev->lock held.
+ * Returns whether done(arg) holds.
  */
-static void reap_until(npurt_device *dev, bool (*done)(void *), void *arg)
+static bool reap_until_deadline(npurt_device *dev, bool (*done)(void *), void *arg,
+				int64_t deadline_ns)
 {
 	struct npurt_ring *r = dev->ring;
 	struct { uint64_t user_data; int32_t res; uint64_t res2; } got[REAP_BATCH];
+	bool timed = deadline_ns != DRM_NPU_DEADLINE_NONE;
 
 	while (!done(arg)) {
 		struct io_uring_cqe *cqe;
 		unsigned int head, n = 0;
+		int64_t left = timed ? deadline_ns - now_ns() : 0;
 		int ret;
 
+		if (timed && left <= 0)
+			return false;
 		if (r->reaping) {
-			pthread_cond_wait(&r->cq_cond, &dev->lock);
+			if (timed) {
+				struct timespec ts = { .tv_sec = deadline_ns / 1000000000,
+						       .tv_nsec = deadline_ns % 1000000000 };
+
+				pthread_cond_timedwait(&r->cq_cond, &dev->lock, &ts);
+			} else {
+				pthread_cond_wait(&r->cq_cond, &dev->lock);
+			}
 			continue;
 		}
 		r->reaping = true;
 		pthread_mutex_unlock(&dev->lock);
-		do
-			ret = io_uring_wait_cqe(&r->ring, &cqe);
-		while (ret == -EINTR);
+		if (timed) {
+			struct __kernel_timespec ts = { .tv_sec = left / 1000000000,
+							.tv_nsec = left % 1000000000 };
+
+			ret = io_uring_wait_cqe_timeout(&r->ring, &cqe, &ts);
+		} else {
+			do
+				ret = io_uring_wait_cqe(&r->ring, &cqe);
+			while (ret == -EINTR);
+		}
 		if (!ret) {
 			io_uring_for_each_cqe(&r->ring, head, cqe) {
 				if (n == REAP_BATCH)
@@ -212,6 +247,12 @@ static void reap_until(npurt_device *dev, bool (*done)(void *), void *arg)
 		r->reaping = false;
 		pthread_cond_broadcast(&r->cq_cond);
 	}
+	return true;
+}
+
+static void reap_until(npurt_device *dev, bool (*done)(void *), void *arg)
+{
+	reap_until_deadline(dev, done, arg, DRM_NPU_DEADLINE_NONE);
 }
 
 /*
@@ -377,7 +418,7 @@ static bool stream_has_room(void *arg)
 {
 	struct room *r = arg;
 
-	return r->s->slots + r->need <= DRM_NPU_QUEUE_DEPTH_DEFAULT || r->s->failed;
+	return r->s->slots + r->need <= r->s->depth || r->s->failed;
 }
 
 static bool ring_has_room(void *arg)
@@ -549,26 +590,38 @@ static int ioctl_wait(npurt_stream *s, uint64_t seq, int64_t deadline_ns)
 	return err;
 }
 
-npurt_status npurt_path_wait(npurt_stream *s, uint64_t seq, const char *who)
+npurt_status npurt_path_wait_until(npurt_stream *s, uint64_t seq, int64_t deadline_ns,
+				   const char *who)
 {
 	npurt_device *dev = s->dev;
 	struct reached until = { s, seq };
 	npurt_status st = NPURT_OK;
+	bool timed_out = false;
 	int err;
 
 	if (dev->path == NPURT_SUBMIT_IOCTL && !s->destroyed) {
-		err = ioctl_wait(s, seq, DRM_NPU_DEADLINE_NONE);
-		if (err && err != EIO)
+		err = ioctl_wait(s, seq, deadline_ns);
+		timed_out = err == ETIMEDOUT;
+		if (err && err != EIO && !timed_out)
 			return npurt_set_error(npurt_status_from_errno(err),
 					       "%s: WAIT on queue %u: %s", who, s->queue, strerror(err));
 	}
 	pthread_mutex_lock(&dev->lock);
 	if (dev->path == NPURT_SUBMIT_IO_URING)
-		reap_until(dev, stream_reached, &until);
+		timed_out = !reap_until_deadline(dev, stream_reached, &until, deadline_ns);
 	if (s->done < seq)
-		st = stream_failure(s, who);
+		st = timed_out && !s->failed ?
+		     npurt_set_error(NPURT_ERR_TIMEOUT, "%s: queue %u: %llu of %llu batches done "
+				     "when the time ran out", who, s->queue,
+				     (unsigned long long)s->done, (unsigned long long)seq) :
+		     stream_failure(s, who);
 	pthread_mutex_unlock(&dev->lock);
 	return st;
+}
+
+npurt_status npurt_path_wait(npurt_stream *s, uint64_t seq, const char *who)
+{
+	return npurt_path_wait_until(s, seq, DRM_NPU_DEADLINE_NONE, who);
 }
 
 /*
