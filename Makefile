@@ -40,6 +40,7 @@ FWSIM_CORE := firmware-sim/npu_dev.c firmware-sim/npu_engine.c firmware-sim/npu_
 FWSIM_SRCS := $(FWSIM_CORE) firmware-sim/fwsim.c firmware-sim/main.c
 LIB_SRCS   := $(sort $(wildcard userspace/lib/*.c))
 TOOLS      := $(patsubst userspace/tools/%.c,$(O)/bin/%,$(wildcard userspace/tools/*.c))
+EXAMPLES   := $(patsubst Documentation/examples/%.c,$(O)/examples/%,$(wildcard Documentation/examples/*.c))
 UNIT       := $(patsubst tests/unit/%.c,$(O)/tests/unit/%,$(wildcard tests/unit/*.c))
 SELFTESTS  := $(patsubst tests/selftests/%.c,$(O)/tests/selftests/%,$(wildcard tests/selftests/*.c))
 BENCH      := $(patsubst tests/bench/%.c,$(O)/tests/bench/%,$(wildcard tests/bench/*.c))
@@ -99,6 +100,13 @@ $(O)/bin/%: $(O)/obj/userspace/tools/%.o $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) $(URING_LIBS) -o $@
 
+# The documentation's examples build as an application would: the public
+# header and the library, nothing else. tests/selftests/run runs them.
+$(O)/examples/%: Documentation/examples/%.c $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iuserspace/include $< $(LIBA) \
+		$(DRM_LIBS) $(URING_LIBS) -lpthread -lm -o $@
+
 # ---- tests ---------------------------------------------------------------
 # kselftest_harness.h is extracted from Debian's linux-source, never copied in.
 $(KSFT)/kselftest_harness.h:
@@ -154,7 +162,7 @@ $(O)/tests/fuzz/npu-fuzz: $(call obj,$(FUZZ_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(URING_LIBS) -o $@
 
-tests: $(UNIT) $(UNIT_SAN) $(SELFTESTS) $(BENCH) $(HOST_BENCH) $(FUZZ)
+tests: $(UNIT) $(UNIT_SAN) $(SELFTESTS) $(BENCH) $(HOST_BENCH) $(FUZZ) $(EXAMPLES)
 
 # ---- entry points --------------------------------------------------------
 setup:
