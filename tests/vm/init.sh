@@ -133,8 +133,10 @@ if [ -n "$left" ]; then
 	} >/out/leftovers.txt
 	echo "vm-init: the command left $(echo $left | wc -w) processes running; killing them" >&2
 	kill -KILL $left 2>/dev/null
-	for i in $(seq 100); do
-		[ -z "$(alive)" ] && break
+	# 10 s by the clock: on a loaded host one look through /proc can take
+	# seconds, and a count of looks let a 60 s sleeper finish unseen.
+	end=$(($(date +%s) + 10))
+	while [ "$(date +%s)" -lt "$end" ] && [ -n "$(alive)" ]; do
 		sleep 0.1
 	done
 	stuck=$(alive)
