@@ -7,8 +7,11 @@
  *    On failure, npurt_last_error() returns a message with the context
  *    (which call, which device, what the kernel said). The message is
  *    per thread and stays until the next failing call in that thread.
- *  - Handles are opaque. A handle is used by one thread at a time unless
- *    its functions say otherwise.
+ *  - Handles are opaque. Devices, streams and memory may be used from
+ *    any thread at once: operations several threads issue to one stream
+ *    run in the order the calls took effect, one at a time; to order work
+ *    across threads, use events or synchronize. Destroying or closing a
+ *    handle while another thread still uses it is a bug of the caller.
  *  - Out-parameters are written only on success.
  */
 #ifndef NPURT_H

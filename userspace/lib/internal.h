@@ -63,7 +63,8 @@ struct npurt_stream {
 	pthread_mutex_t plock;
 	uint32_t npending;
 	struct drm_npu_task pending[NPURT_BATCH_MAX];
-	/* Kernel launches' argument blocks (launch.c): the stream's thread only. */
+	/* Kernel launches' argument blocks (launch.c), under arena_lock. */
+	pthread_mutex_t arena_lock;
 	npurt_mem *arena;
 	uint32_t arena_next;
 	uint64_t arena_seq[NPURT_ARENA_SLOTS];	/* the batch that used each slot */
@@ -80,7 +81,7 @@ npurt_status npurt_path_wait_until(npurt_stream *s, uint64_t seq, int64_t deadli
 				   const char *who);
 void npurt_path_drain(npurt_stream *s);
 /* Without waiting: NPURT_OK when all issued work completed, NPURT_ERR_NOT_READY, or the failure. */
-npurt_status npurt_path_query(npurt_stream *s, const char *who);
+npurt_status npurt_path_query(npurt_stream *s, uint64_t seq, const char *who);
 /* Has the stream completed batch `seq`? Asks the kernel without waiting. */
 bool npurt_path_poll(npurt_stream *s, uint64_t seq);
 /* Is nothing of the stream in flight (true on paths that cannot tell)? */

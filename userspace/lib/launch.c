@@ -8,8 +8,8 @@
  * The arena is a ring of ARENA_SLOTS blocks. A slot is free again once the
  * batch that used it has completed: each slot remembers that batch's
  * sequence number, and the stream's completion count (which the
- * submission path keeps) says whether it is through. Streams are used by
- * one thread at a time, so the arena needs no lock of its own.
+ * submission path keeps) says whether it is through. Threads sharing a
+ * stream take slots under its arena_lock.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -174,16 +174,19 @@ npurt_status npurt_launch(npurt_stream *s, const npurt_launch_desc *d)
 		st = tensor_to_block(&d->out, &a.out, "the output", who);
 	if (st)
 		return st;
+	/* Threads sharing the stream take slots one at a time, in push order. */
+	pthread_mutex_lock(&s->arena_lock);
 	st = arena_slot(s, &slot, who);
-	if (st)
-		return st;
-	memcpy((uint8_t *)npurt_mem_host_ptr(s->arena) + slot * NPURT_ARENA_SLOT, &a, sizeof(a));
-	t.args[0] = npurt_mem_device_addr(s->arena) + slot * NPURT_ARENA_SLOT;
-	t.args[1] = d->block_dim;
-	t.args[2] = sizeof(a);
-	st = npurt_stream_push(s, &t, 1, &s->arena_seq[slot], who);
-	if (st)
-		return st;
-	s->arena_next++;
-	return NPURT_OK;
+	if (!st) {
+		memcpy((uint8_t *)npurt_mem_host_ptr(s->arena) + slot * NPURT_ARENA_SLOT, &a,
+		       sizeof(a));
+		t.args[0] = npurt_mem_device_addr(s->arena) + slot * NPURT_ARENA_SLOT;
+		t.args[1] = d->block_dim;
+		t.args[2] = sizeof(a);
+		st = npurt_stream_push(s, &t, 1, &s->arena_seq[slot], who);
+		if (!st)
+			s->arena_next++;
+	}
+	pthread_mutex_unlock(&s->arena_lock);
+	return st;
 }

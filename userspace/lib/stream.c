@@ -150,6 +150,7 @@ npurt_status npurt_stream_create_desc(npurt_device *dev, const npurt_stream_desc
 	s->depth = depth;
 	atomic_init(&s->refs, 1);
 	pthread_mutex_init(&s->plock, NULL);
+	pthread_mutex_init(&s->arena_lock, NULL);
 	/* memory.c looks at every live stream when memory is freed. */
 	pthread_mutex_lock(&dev->lock);
 	s->next = dev->streams;
@@ -173,6 +174,7 @@ void npurt_stream_put(npurt_stream *s)
 {
 	if (atomic_fetch_sub(&s->refs, 1) == 1) {
 		pthread_mutex_destroy(&s->plock);
+		pthread_mutex_destroy(&s->arena_lock);
 		free(s);
 	}
 }
@@ -233,7 +235,7 @@ npurt_status npurt_stream_synchronize_timeout(npurt_stream *s, int timeout_ms)
 	if (st)
 		return st;
 	if (!timeout_ms) {
-		st = npurt_path_query(s, who);
+		st = npurt_path_query(s, seq, who);
 		return st == NPURT_ERR_NOT_READY ?
 		       npurt_set_error(NPURT_ERR_TIMEOUT, "%s: not done (timeout 0)", who) : st;
 	}
@@ -293,11 +295,15 @@ npurt_status npurt_device_synchronize(npurt_device *dev)
 npurt_status npurt_stream_query(npurt_stream *s)
 {
 	npurt_status st;
+	uint64_t seq;
 
 	if (!s)
 		return npurt_set_error(NPURT_ERR_INVALID, "npurt_stream_query: NULL stream");
-	st = npurt_stream_flush(s, "npurt_stream_query");
-	return st ? st : npurt_path_query(s, "npurt_stream_query");
+	pthread_mutex_lock(&s->plock);
+	st = flush_locked(s, "npurt_stream_query");
+	seq = s->issued;
+	pthread_mutex_unlock(&s->plock);
+	return st ? st : npurt_path_query(s, seq, "npurt_stream_query");
 }
 
 npurt_status npurt_memset_async(npurt_stream *s, uint64_t dst, uint32_t pattern, size_t size)

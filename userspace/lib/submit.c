@@ -657,11 +657,10 @@ bool npurt_path_poll(npurt_stream *s, uint64_t seq)
 	return reached;
 }
 
-npurt_status npurt_path_query(npurt_stream *s, const char *who)
+npurt_status npurt_path_query(npurt_stream *s, uint64_t seq, const char *who)
 {
 	npurt_device *dev = s->dev;
 	npurt_status st = NPURT_OK;
-	uint64_t seq = s->issued;
 
 	if (dev->path == NPURT_SUBMIT_IOCTL && !s->destroyed) {
 		int err = seq ? ioctl_wait(s, seq, 0) : 0;
