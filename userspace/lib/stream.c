@@ -436,13 +436,19 @@ npurt_status npurt_stream_wait_event(npurt_stream *s, npurt_event *ev)
 {
 	static const char who[] = "npurt_stream_wait_event";
 	struct drm_npu_task t = { .type = DRM_NPU_TASK_EVENT_WAIT };
+	npurt_status st;
 
 	if (!ev || !s)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	if (!ev->stream)
 		return NPURT_OK;	/* never recorded: nothing to wait for */
 	t.args[0] = ev->recorded_id;
-	return stream_submit1(s, t, who);
+	/*
+	 * Submitted at once: the driver keeps a device event alive for the
+	 * batches that name it, and a record after this one drops the id.
+	 */
+	st = stream_submit1(s, t, who);
+	return st ? st : npurt_stream_flush(s, who);
 }
 
 npurt_status npurt_event_synchronize(npurt_event *ev)
