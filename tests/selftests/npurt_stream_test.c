@@ -266,6 +266,34 @@ TEST_F(rt, abort_fails_the_stream_and_device_synchronize_waits_for_all)
 	npurt_stream_destroy(other);
 }
 
+/*
+ * A wait for an event, issued while the stream has a batch in flight,
+ * must still name a live device event when it reaches the driver, even
+ * though the event was recorded again meanwhile (which lets the old
+ * device event go).
+ */
+TEST_F(rt, a_wait_issued_behind_work_survives_a_new_record)
+{
+	uint64_t a = npurt_mem_device_addr(self->a);
+	npurt_stream *gate, *s2;
+	npurt_event *held, *ev;
+
+	ASSERT_EQ(NPURT_OK, npurt_stream_create(self->dev, NPURT_PRIORITY_NORMAL, &s2));
+	ASSERT_EQ(NPURT_OK, npurt_event_create(self->dev, &ev));
+	ASSERT_EQ(NPURT_OK, npurt_event_record(ev, s2));
+	ASSERT_EQ(NPURT_OK, npurt_stream_synchronize(s2));
+	hold_behind_gate(_metadata, self, &gate, &held);
+	ASSERT_EQ(NPURT_OK, npurt_stream_wait_event(self->s, ev));
+	ASSERT_EQ(NPURT_OK, npurt_event_record(ev, s2));
+	ASSERT_EQ(NPURT_OK, npurt_memset_async(self->s, a, 3, 4096));
+	EXPECT_EQ(NPURT_OK, npurt_stream_synchronize(self->s)) TH_LOG("%s", npurt_last_error());
+	EXPECT_EQ(3, ((uint32_t *)npurt_mem_host_ptr(self->a))[0]);
+	npurt_event_destroy(held);
+	npurt_event_destroy(ev);
+	npurt_stream_destroy(gate);
+	npurt_stream_destroy(s2);
+}
+
 /* A query never waits: done, not ready behind an unrecorded event, failed. */
 TEST_F(rt, query_says_done_not_ready_or_failed_without_waiting)
 {
