@@ -38,7 +38,8 @@ static const char *human_ns(uint64_t ns, char *buf, size_t len)
 	return buf;
 }
 
-/* Engine time a client gained since the previous sample; 0 if it is new. */
+/* Engine time a client gained since the previous sample: all of it for a
+ * context opened since, so short-lived processes still count. */
 static uint64_t engine_delta(const struct smi_dev *d, const struct smi_client *c)
 {
 	for (size_t i = 0; d->have_prev && i < d->prev.n; i++) {
@@ -47,7 +48,7 @@ static uint64_t engine_delta(const struct smi_dev *d, const struct smi_client *c
 		if (p->pid == c->pid && p->id == c->id)
 			return c->engine_ns >= p->engine_ns ? c->engine_ns - p->engine_ns : 0;
 	}
-	return 0;
+	return d->have_prev ? c->engine_ns : 0;
 }
 
 /*
@@ -171,7 +172,7 @@ static void show_human(FILE *out, const struct smi_dev *d)
 		human(d->cur[SMI_HOST], a, sizeof(a)),
 		human(d->peak[SMI_HOST], b, sizeof(b)));
 
-	fprintf(out, "  processes     %s\n", d->clients.n ? "" : "none");
+	fprintf(out, "  processes%s\n", d->clients.n ? "" : "     none");
 	if (d->clients.n)
 		fprintf(out, "    %7s  %-15s %7s %10s %10s %6s %7s %10s\n", "PID", "COMMAND",
 			"CONTEXT", "HBM", "HOST", "QUEUES", "BUSY", "ENGINE");
