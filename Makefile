@@ -91,9 +91,14 @@ $(LIBA): $(call obj,$(LIB_SRCS))
 	rm -f $@
 	$(AR) rcs $@ $^
 
+# Tools may make raw ioctls on npurt_device_fd(), as applications may.
 $(O)/obj/userspace/tools/%.o: userspace/tools/%.c
 	@mkdir -p $(@D)
-	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(DEPFLAGS) $(CFLAGS) -Iuserspace/include -c $< -o $@
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(DEPFLAGS) $(CFLAGS) -Iuserspace/include -Iuapi \
+		$(DRM_CFLAGS) -c $< -o $@
+
+# A tool grown past one file keeps the rest in a directory of its name.
+$(O)/bin/npu-smi: $(call obj,$(wildcard userspace/tools/npu-smi/*.c))
 
 # Tools link libnpurt statically: they run from the build tree unchanged.
 $(O)/bin/%: $(O)/obj/userspace/tools/%.o $(LIBA)
