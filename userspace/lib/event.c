@@ -46,16 +46,15 @@
  * entries that depend on it are dropped (SYNC_DESTROY: batches in flight
  * keep the device event alive in the driver) rather than reused.
  *
- * Steady state: a stream recording an event again resets the previous
- * entry in the same push (its record is on that stream), and the next
- * observed record frees it, so a record is one push of two tasks and no
- * other syscall. When nothing is seen to complete (records issued faster
+ * Steady state: a record carries, ahead of it in the same push, the resets
+ * of entries that earlier records on its stream retired, and seeing it run
+ * frees them, so a record is one push of two tasks and no other syscall. When nothing is seen to complete (records issued faster
  * than anybody waits), every POLL_AT-th record that finds no free entry
  * among POLL_AT or more polls the streams once; one that still finds none
  * creates a device event, and beyond POOL_MAX first gives the driver back
  * the oldest entry being reset. A device far behind thus costs what a
- * fresh device event per record did, with the context holding at most
- * POOL_MAX.
+ * fresh device event per record did, with the context holding about
+ * POOL_MAX (more only while device waits on retired entries are pending).
  *
  * Threads: every call on an event takes the event's mutex, then the
  * pool's, then the device lock (streams' progress); pushes happen with
