@@ -1390,8 +1390,8 @@ TEST_F(st, launches_at_the_edges_of_the_op_library)
  * libnpurt refuses, itself and before the device sees anything, what its
  * header says it refuses: the first priority past NPURT_PRIORITY_HIGH
  * (the kernel's REALTIME, which root could get), a memset size that is
- * not a multiple of 4; and a destroyed event gives back every device
- * event it used.
+ * not a multiple of 4; and destroyed events leave no device events behind
+ * but the few the device's pool keeps, until the device is closed.
  */
 TEST_F(st, libnpurt_refuses_at_its_edges_and_gives_events_back)
 {
@@ -1424,10 +1424,13 @@ TEST_F(st, libnpurt_refuses_at_its_edges_and_gives_events_back)
 		ASSERT_EQ(NPURT_OK, npurt_event_synchronize(ev));
 		npurt_event_destroy(ev);
 	}
-	EXPECT_EQ(before, syncs_settle(before)) TH_LOG("device events left behind");
+	/* The device's pool keeps a few for the next events, not one per event... */
+	EXPECT_GE(before + 4, syncs_in_use()) TH_LOG("device events left behind");
 	npurt_mem_free(mem);
 	npurt_stream_destroy(s);
 	npurt_device_close(dev);
+	/* ...and gives them all back with the device. */
+	EXPECT_EQ(before, syncs_settle(before)) TH_LOG("device events left behind");
 }
 
 /* ---- 5. priorities on the device -------------------------------------- */

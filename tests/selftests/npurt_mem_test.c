@@ -532,39 +532,6 @@ TEST_F(mem, pinning_over_rlimit_memlock_says_so)
 	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
-static int send_fd(int sock, int fd)
-{
-	char byte = 'f', ctl[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-			      .msg_control = ctl, .msg_controllen = sizeof(ctl) };
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	return sendmsg(sock, &msg, 0) == 1 ? 0 : -1;
-}
-
-static int recv_fd(int sock)
-{
-	char byte, ctl[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-			      .msg_control = ctl, .msg_controllen = sizeof(ctl) };
-	struct cmsghdr *c;
-	int fd;
-
-	if (recvmsg(sock, &msg, 0) != 1)
-		return -1;
-	c = CMSG_FIRSTHDR(&msg);
-	if (!c || c->cmsg_type != SCM_RIGHTS)
-		return -1;
-	memcpy(&fd, CMSG_DATA(c), sizeof(int));
-	return fd;
-}
-
 /* The child: its own buffer, filled by its device, sent to the parent,
  * then checked for what the parent's device wrote into it. */
 static int share_child(int sock)
@@ -580,7 +547,7 @@ static int share_child(int sock)
 	    npurt_memset_async(s, npurt_mem_device_addr(m), 0xc0de0000, 64 * KiB) ||
 	    npurt_stream_synchronize(s) || npurt_mem_export(m, &fd))
 		return 2;
-	if (send_fd(sock, fd) || read(sock, &ack, 1) != 1)
+	if (npu_send_fd(sock, fd) || read(sock, &ack, 1) != 1)
 		return 3;
 	close(fd);
 	if (((uint32_t *)npurt_mem_host_ptr(m))[0] != 0xc0de0000 ||
@@ -606,7 +573,7 @@ TEST_F(mem, another_process_shares_a_buffer)
 		_exit(share_child(sv[1]));
 	}
 	close(sv[1]);
-	fd = recv_fd(sv[0]);
+	fd = npu_recv_fd(sv[0]);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(NPURT_OK, npurt_mem_import(self->dev, fd, &m)) TH_LOG("%s", npurt_last_error());
 	EXPECT_EQ(64 * KiB, npurt_mem_size(m));

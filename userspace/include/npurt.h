@@ -490,35 +490,165 @@ NPURT_API npurt_status npurt_launch(npurt_stream *stream, const npurt_launch_des
 
 /* ---- events -------------------------------------------------------- */
 
+/*
+ * An event marks a point in a stream's work: recording it on a stream
+ * makes it complete once the work issued to the stream before the record
+ * has run. Other streams wait for it on the device, the host waits for it
+ * or asks whether it completed, and timing events give the device time
+ * between two of them. Each record is a new one: waits and queries issued
+ * after it are about it, never about an earlier record.
+ *
+ * Threads: an event may be used from any thread; its calls may run at the
+ * same time (each takes the event's lock; a host wait holds it only to
+ * start), except npurt_event_destroy(), which nothing may overlap. A call
+ * naming a stream uses the stream as its other calls do (one thread at a
+ * time). A wait that overlaps a record is about the record that was the
+ * latest when the wait started.
+ *
+ * Costs: events take device events from a per-device pool, reused once the
+ * device has run their reset (Documentation/runtime.rst, "Events and
+ * notifies"): creating an event costs no syscall, and recording one is the
+ * push of its task onto the stream.
+ *
+ * Events are usable in the process (the device handle) that created them
+ * only: the driver shares notifies between processes, not events.
+ */
 typedef struct npurt_event npurt_event;
 
+/* npurt_event_create_flags() flag: the event's records are timed. */
+#define NPURT_EVENT_TIMING	(1u << 0)
+
+/*
+ * Create an event. `flags`: 0 or NPURT_EVENT_TIMING (needed by
+ * npurt_event_elapsed_ns()). NPURT_ERR_INVALID: NULL argument, unknown
+ * flags; NPURT_ERR_NO_MEMORY.
+ */
+NPURT_API npurt_status npurt_event_create_flags(npurt_device *dev, uint32_t flags,
+						npurt_event **event);
+
+/* npurt_event_create_flags() with NPURT_EVENT_TIMING. */
 NPURT_API npurt_status npurt_event_create(npurt_device *dev, npurt_event **event);
 
-/* Free an event; NULL is accepted. Work that records or waits on it keeps it alive. */
+/*
+ * Free an event; NULL is accepted. Work already issued that records or
+ * waits on it is not affected.
+ */
 NPURT_API void npurt_event_destroy(npurt_event *event);
 
 /*
  * Record the event when the stream's work issued so far has run; the
  * device timestamps the record. Recording again starts a new record:
- * waits issued afterwards wait for the new one.
+ * waits issued afterwards wait for the new one. The stream's work issued
+ * so far is submitted to the device (so that other streams, threads and
+ * the host waiting for the record see it run).
+ * NPURT_ERR_INVALID: NULL argument, a destroyed event (detected while its
+ * memory is not reused), an event and a stream of different devices.
+ * NPURT_ERR_DEVICE: the stream failed earlier. NPURT_ERR_BUSY: the
+ * context holds all the device events it may (records the device has not
+ * been seen to run hold theirs).
  */
 NPURT_API npurt_status npurt_event_record(npurt_event *event, npurt_stream *stream);
 
 /*
  * Make the stream's later work wait, on the device, for the event's
- * latest record (none yet: the wait passes).
+ * latest record (none yet: the wait passes). NPURT_ERR_INVALID as for
+ * npurt_event_record(); NPURT_ERR_DEVICE: the stream failed earlier.
  */
 NPURT_API npurt_status npurt_stream_wait_event(npurt_stream *stream, npurt_event *event);
 
-/* Wait on the host for the event's latest record (none yet: returns at once). */
+/*
+ * Whether the event's latest record has run, without waiting: NPURT_OK when
+ * it has (or the event was never recorded), NPURT_ERR_NOT_READY when it
+ * has not, or the failure of the stream it was recorded on when that
+ * stream failed before the record (NPURT_ERR_DEVICE, NPURT_ERR_TIMEOUT, as
+ * npurt_stream_synchronize() reports it). NPURT_ERR_INVALID: NULL or
+ * destroyed event.
+ */
+NPURT_API npurt_status npurt_event_query(npurt_event *event);
+
+/*
+ * Wait on the host, at most `timeout_ms` milliseconds (-1: without limit,
+ * 0: poll), for the event's latest record to run (never recorded: returns
+ * at once). NPURT_ERR_TIMEOUT when the time ran out; the recording
+ * stream's failure as for npurt_event_query(); NPURT_ERR_DEVICE when the
+ * device was reset meanwhile; NPURT_ERR_INVALID: NULL or destroyed event,
+ * timeout below -1.
+ */
+NPURT_API npurt_status npurt_event_synchronize_timeout(npurt_event *event, int timeout_ms);
+
+/* npurt_event_synchronize_timeout() with -1. */
 NPURT_API npurt_status npurt_event_synchronize(npurt_event *event);
 
 /*
- * Device time between two recorded events' latest records, in ns.
- * NPURT_ERR_INVALID when either has not been recorded yet.
+ * Device time between two timing events' latest records, in ns.
+ * NPURT_ERR_INVALID: NULL argument, an event created without
+ * NPURT_EVENT_TIMING, events of different devices, or either not recorded
+ * or its record not run yet (the message says which).
  */
 NPURT_API npurt_status npurt_event_elapsed_ns(npurt_event *start, npurt_event *end,
 					      int64_t *ns);
+
+/*
+ * Sharing events with other processes: not supported by the driver (an
+ * event belongs to the context that created it), so these return
+ * NPURT_ERR_UNSUPPORTED (NPURT_ERR_INVALID for NULL arguments). Share a
+ * notify instead (npurt_notify_export()).
+ */
+NPURT_API npurt_status npurt_event_export(npurt_event *event, int *fd);
+NPURT_API npurt_status npurt_event_import(npurt_device *dev, int fd, npurt_event **event);
+
+/* ---- notifies ------------------------------------------------------ */
+
+/*
+ * A notify counts records: each npurt_notify_record() lets exactly one
+ * npurt_stream_wait_notify() through, on the device (auto-reset), and a
+ * record made before the wait is not lost. Notifies can be shared between
+ * processes (npurt_notify_export(), npurt_notify_import()). Their calls
+ * may run from any thread at once, except npurt_notify_destroy().
+ */
+typedef struct npurt_notify npurt_notify;
+
+/*
+ * Create a notify with no record. NPURT_ERR_INVALID: NULL argument;
+ * NPURT_ERR_BUSY: the context holds all the events and notifies it may;
+ * NPURT_ERR_NO_MEMORY: the device's table is full.
+ */
+NPURT_API npurt_status npurt_notify_create(npurt_device *dev, npurt_notify **notify);
+
+/*
+ * Free a notify handle; NULL is accepted. Work already issued that names
+ * it is not affected, nor are other processes holding it.
+ */
+NPURT_API void npurt_notify_destroy(npurt_notify *notify);
+
+/*
+ * Add a record once the stream's work issued so far has run; the stream's
+ * work is submitted to the device. NPURT_ERR_INVALID: NULL argument, a
+ * destroyed notify (detected while its memory is not reused), a notify
+ * and a stream of different devices; NPURT_ERR_DEVICE: the stream failed.
+ */
+NPURT_API npurt_status npurt_notify_record(npurt_notify *notify, npurt_stream *stream);
+
+/*
+ * Make the stream's later work wait, on the device, until the notify has a
+ * record, and consume it. Statuses as for npurt_notify_record().
+ */
+NPURT_API npurt_status npurt_stream_wait_notify(npurt_stream *stream, npurt_notify *notify);
+
+/*
+ * Share a notify: *fd gives whoever holds it the notify, for
+ * npurt_notify_import() in another process (pass it over a Unix socket);
+ * close it when done. NPURT_ERR_INVALID: NULL or destroyed notify, NULL fd.
+ */
+NPURT_API npurt_status npurt_notify_export(npurt_notify *notify, int *fd);
+
+/*
+ * Take a notify from an fd of npurt_notify_export() (any process); the fd
+ * stays the caller's. Records and waits in either process count against
+ * the same notify. NPURT_ERR_INVALID: NULL argument, an fd that is not a
+ * notify of this device; NPURT_ERR_BUSY: over the context's quota.
+ */
+NPURT_API npurt_status npurt_notify_import(npurt_device *dev, int fd, npurt_notify **notify);
 
 #ifdef __cplusplus
 }

@@ -179,6 +179,11 @@ npurt_status npurt_device_open(int index, npurt_device **out)
 	st = npurt_path_open(dev, "npurt_device_open");
 	if (!st) {
 		st = npurt_memory_open(dev, "npurt_device_open");
+		if (!st) {
+			st = npurt_events_open(dev, "npurt_device_open");
+			if (st)
+				npurt_memory_close(dev);
+		}
 		if (st)
 			npurt_path_close(dev);
 	}
@@ -187,6 +192,7 @@ npurt_status npurt_device_open(int index, npurt_device **out)
 		free(dev);
 		return st;
 	}
+	npurt_notifies_open(dev);
 	*out = dev;
 	return NPURT_OK;
 }
@@ -195,6 +201,8 @@ void npurt_device_close(npurt_device *dev)
 {
 	if (!dev)
 		return;
+	npurt_notifies_close(dev);
+	npurt_events_close(dev);
 	npurt_memory_close(dev);
 	npurt_path_close(dev);
 	close(dev->fd);

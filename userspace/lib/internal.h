@@ -15,6 +15,8 @@
 struct npurt_ring;
 struct mc_cache;
 struct npurt_bo_ref;
+struct npurt_event_pool;
+struct npurt_notify_ref;
 
 /* Tasks a stream gathers into one batch at most (stream.c). */
 #define NPURT_BATCH_MAX		64
@@ -34,6 +36,9 @@ struct npurt_device {
 	struct mc_cache *cache;		/* memory.c: blocks of cached segments */
 	pthread_mutex_t bo_lock;	/* memory.c: dedicated buffers' handles */
 	struct npurt_bo_ref *bos;
+	struct npurt_event_pool *events;	/* event.c: device events to reuse */
+	pthread_mutex_t notify_lock;		/* notify.c: the notifies' ids held */
+	struct npurt_notify_ref *notifies;
 };
 
 /*
@@ -110,6 +115,12 @@ npurt_status npurt_stream_wait(npurt_stream *s, uint64_t seq, const char *who);
 /* memory.c: the device's memory state, at open and close. */
 npurt_status npurt_memory_open(npurt_device *dev, const char *who);
 void npurt_memory_close(npurt_device *dev);
+
+/* event.c and notify.c: the device's events and notifies, at open and close. */
+npurt_status npurt_events_open(npurt_device *dev, const char *who);
+void npurt_events_close(npurt_device *dev);
+void npurt_notifies_open(npurt_device *dev);
+void npurt_notifies_close(npurt_device *dev);
 
 /* A device ioctl: 0 or the errno, retried on EINTR. */
 int npurt_ioctl(npurt_device *dev, unsigned long request, void *arg);
