@@ -56,10 +56,12 @@
  * fresh device event per record did, with the context holding about
  * POOL_MAX (more only while device waits on retired entries are pending).
  *
- * Threads: every call on an event takes the event's mutex, then the
- * pool's, then the device lock (streams' progress); pushes happen with
- * none of them held, so a push waiting for ring room never blocks other
- * users of the event. Host waits hold no lock while they sleep.
+ * Threads: every call on an event takes the pool's push_lock (held from
+ * taking an order number to the end of the push, so the pool's tasks
+ * land on each stream in order-number order), then the event's mutex,
+ * then the pool's, then the device lock (streams' progress); pushes
+ * happen with only push_lock held. Host waits hold no lock while they
+ * sleep.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -101,6 +103,13 @@ struct entry {
 };
 
 struct npurt_event_pool {
+	/*
+	 * Held from taking an order number to the end of its push, so that on
+	 * every stream the pool's tasks land in order-number order even when
+	 * threads share the stream: "a record seen to run proves the pool's
+	 * earlier tasks on its stream ran" depends on it.
+	 */
+	pthread_mutex_t push_lock;
 	pthread_mutex_t lock;
 	struct entry *entries;
 	uint32_t count;
@@ -123,6 +132,7 @@ npurt_status npurt_events_open(npurt_device *dev, const char *who)
 	if (!pool)
 		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
 	pthread_mutex_init(&pool->lock, NULL);
+	pthread_mutex_init(&pool->push_lock, NULL);
 	dev->events = pool;
 	return NPURT_OK;
 }
@@ -166,6 +176,7 @@ void npurt_events_close(npurt_device *dev)
 		free(e);
 	}
 	pthread_mutex_destroy(&pool->lock);
+	pthread_mutex_destroy(&pool->push_lock);
 	free(pool);
 }
 
@@ -459,16 +470,18 @@ npurt_status npurt_event_record(npurt_event *ev, npurt_stream *s)
 	struct npurt_event_pool *pool;
 	uint32_t n = 0;
 	uint64_t order, seq = 0;
-	npurt_status st;
+	npurt_status st, fst;
 
 	st = check_event(ev, true, s, who);
 	if (st)
 		return st;
 	pool = ev->dev->events;
+	pthread_mutex_lock(&pool->push_lock);
 	pthread_mutex_lock(&pool->lock);
 	st = entry_take(ev->dev, &e, who);
 	if (st) {
 		pthread_mutex_unlock(&pool->lock);
+		pthread_mutex_unlock(&pool->push_lock);
 		return st;
 	}
 	/* Resets ride ahead of the record: seeing it then proves them run. */
@@ -486,6 +499,14 @@ npurt_status npurt_event_record(npurt_event *ev, npurt_stream *s)
 	pthread_mutex_unlock(&pool->lock);
 
 	st = npurt_stream_push(s, tasks, n + 1, &seq, who);
+	/*
+	 * Submitted before push_lock goes: others wait for the record, and
+	 * an entry the pool gives back to the driver must not be named by a
+	 * task still held back in a stream (the driver keeps a device event
+	 * only for submitted batches).
+	 */
+	fst = st ? NPURT_OK : npurt_stream_flush(s, who);
+	pthread_mutex_unlock(&pool->push_lock);
 
 	pthread_mutex_lock(&ev->lock);
 	pthread_mutex_lock(&pool->lock);
@@ -509,8 +530,7 @@ npurt_status npurt_event_record(npurt_event *ev, npurt_stream *s)
 	}
 	pthread_mutex_unlock(&pool->lock);
 	pthread_mutex_unlock(&ev->lock);
-	/* Others (threads, streams, the host) wait for it: it must reach the device. */
-	return st ? st : npurt_stream_flush(s, who);
+	return st ? st : fst;
 }
 
 npurt_status npurt_stream_wait_event(npurt_stream *s, npurt_event *ev)
@@ -520,13 +540,14 @@ npurt_status npurt_stream_wait_event(npurt_stream *s, npurt_event *ev)
 	struct drm_npu_task t = { .type = DRM_NPU_TASK_EVENT_WAIT };
 	struct entry *e;
 	uint64_t order, seq = 0;
-	npurt_status st;
+	npurt_status st, fst;
 	uint32_t i;
 
 	st = check_event(ev, true, s, who);
 	if (st)
 		return st;
 	pool = ev->dev->events;
+	pthread_mutex_lock(&pool->push_lock);
 	pthread_mutex_lock(&ev->lock);
 	pthread_mutex_lock(&pool->lock);
 	e = ev->cur;
@@ -537,6 +558,7 @@ npurt_status npurt_stream_wait_event(npurt_stream *s, npurt_event *ev)
 	if (!e || !e->rec.s || e->rec.s == s) {
 		pthread_mutex_unlock(&pool->lock);
 		pthread_mutex_unlock(&ev->lock);
+		pthread_mutex_unlock(&pool->push_lock);
 		return NPURT_OK;
 	}
 	e->holds++;
@@ -546,6 +568,13 @@ npurt_status npurt_stream_wait_event(npurt_stream *s, npurt_event *ev)
 
 	t.args[0] = e->id;
 	st = npurt_stream_push(s, &t, 1, &seq, who);
+	/*
+	 * Submitted at once: the driver keeps a device event alive for the
+	 * batches that name it, and the pool may give this one back once
+	 * everything naming it is submitted.
+	 */
+	fst = st ? NPURT_OK : npurt_stream_flush(s, who);
+	pthread_mutex_unlock(&pool->push_lock);
 
 	pthread_mutex_lock(&pool->lock);
 	e->holds--;
@@ -573,7 +602,7 @@ npurt_status npurt_stream_wait_event(npurt_stream *s, npurt_event *ev)
 		pend_set(&e->waits[i], s, seq, order);
 	}
 	pthread_mutex_unlock(&pool->lock);
-	return st;
+	return st ? st : fst;
 }
 
 /*

@@ -160,8 +160,12 @@ static npurt_status notify_push(npurt_notify *n, npurt_stream *s, uint16_t type,
 		return st;
 	t.args[0] = n->id;
 	st = npurt_stream_push(s, &t, 1, NULL, who);
-	/* A record's waiters may be other streams or processes: it must reach the device. */
-	return st || type != DRM_NPU_TASK_NOTIFY_RECORD ? st : npurt_stream_flush(s, who);
+	/*
+	 * Submitted at once: a record's waiters may be other streams or
+	 * processes, and the driver keeps a notify alive only for submitted
+	 * batches that name it (the caller may destroy it right after).
+	 */
+	return st ? st : npurt_stream_flush(s, who);
 }
 
 npurt_status npurt_notify_record(npurt_notify *n, npurt_stream *s)
