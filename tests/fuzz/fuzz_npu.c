@@ -72,7 +72,14 @@ void op_get_param(void)
 	struct ioc c;
 	long ret;
 
-	a.param = (uint32_t)rnd_below(FZ_PARAM_LAST + 1);
+	/*
+	 * The draws are those of the first fifteen parameters: parameters
+	 * added later take a turn of the last one by the call count, so the
+	 * seeded sequence of every other call stays what it was.
+	 */
+	a.param = (uint32_t)rnd_below(DRM_NPU_PARAM_MAX_QUEUE_TIMEOUT_MS + 1);
+	if (a.param == DRM_NPU_PARAM_MAX_QUEUE_TIMEOUT_MS)
+		a.param += (uint32_t)(fz->calls % (FZ_PARAM_LAST - DRM_NPU_PARAM_MAX_QUEUE_TIMEOUT_MS + 1));
 	if (chance(40))
 		a.param = FZ_PARAM_LAST + 1 + (uint32_t)rnd_below(1000);
 	else if (chance(10))
