@@ -18,7 +18,8 @@ CC     ?= cc
 CFLAGS ?= -O2 -g
 PREFIX ?= /usr/local
 
-NPURT_VERSION := 0.1.0
+# One source of truth: the header's NPURT_VERSION_MAJOR/MINOR/PATCH.
+NPURT_VERSION := $(shell sed -n 's/^\#define NPURT_VERSION_\(MAJOR\|MINOR\|PATCH\) //p' userspace/include/npurt.h | paste -sd.)
 NPURT_SOVER   := 0
 
 WARN       := -Wall -Wextra -Werror

@@ -82,6 +82,17 @@ TEST(streams_memory_and_events_check_their_arguments)
 	npurt_mem_free(NULL);
 }
 
+TEST(runtime_version_is_the_headers)
+{
+	uint32_t major = 99, minor = 99, patch = 99;
+
+	npurt_runtime_version(&major, &minor, &patch);
+	EXPECT_EQ(NPURT_VERSION_MAJOR, major);
+	EXPECT_EQ(NPURT_VERSION_MINOR, minor);
+	EXPECT_EQ(NPURT_VERSION_PATCH, patch);
+	npurt_runtime_version(NULL, NULL, NULL);	/* accepted */
+}
+
 TEST(status_names_are_distinct)
 {
 	for (int a = NPURT_OK; a <= NPURT_ERR_BUSY; a++) {

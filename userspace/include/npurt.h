@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 #define NPURT_VERSION_MAJOR 0
-#define NPURT_VERSION_MINOR 1
+#define NPURT_VERSION_MINOR 2
 #define NPURT_VERSION_PATCH 0
 
 typedef enum npurt_status {
@@ -47,6 +47,13 @@ typedef enum npurt_status {
 	NPURT_ERR_NOT_READY = 9,	/* not done yet; not a failure (queries) */
 	NPURT_ERR_BUSY = 10,		/* every one of a resource is taken (queues...) */
 } npurt_status;
+
+/*
+ * The version of the library running, which may be newer than the header
+ * the caller was built with (NPURT_VERSION_*): a caller can check for calls
+ * or struct fields added since. Any pointer may be NULL.
+ */
+NPURT_API void npurt_runtime_version(uint32_t *major, uint32_t *minor, uint32_t *patch);
 
 /* The last failure's message in this thread, or "" if none. Never NULL. */
 NPURT_API const char *npurt_last_error(void);

@@ -7,6 +7,16 @@
 
 static _Thread_local char last_error[512];
 
+void npurt_runtime_version(uint32_t *major, uint32_t *minor, uint32_t *patch)
+{
+	if (major)
+		*major = NPURT_VERSION_MAJOR;
+	if (minor)
+		*minor = NPURT_VERSION_MINOR;
+	if (patch)
+		*patch = NPURT_VERSION_PATCH;
+}
+
 const char *npurt_last_error(void)
 {
 	return last_error;
