@@ -235,7 +235,6 @@ int npu_engine_dma_start(struct npu_dev *dev)
 	eng->dma_stop = false;
 	for (i = 0; i < eng->num_dma; i++) {
 		eng->dma[i].dev = dev;
-		eng->dma[i].id = i;
 		if (pthread_create(&eng->dma[i].thread, NULL, dma_main, &eng->dma[i]))
 			break;
 	}

@@ -48,7 +48,6 @@ struct npu_launch {
 /* A copy engine and the COPY or FILL it runs. */
 struct npu_dma {
 	struct npu_dev *dev;
-	unsigned int id;
 	pthread_t thread;
 	pthread_cond_t go;		/* a task for it, or stop */
 	bool busy;			/* has a task */

@@ -34,7 +34,9 @@ static npurt_status flush_locked(npurt_stream *s, const char *who)
 		return NPURT_OK;
 	st = npurt_path_submit(s, s->pending, s->npending, who);
 	s->npending = 0;
-	npurt_path_gathering(s, false);
+	/* Only plock holders write it: no device lock to read it here. */
+	if (s->gathering)
+		npurt_path_gathering(s, false);
 	/* The operations were accepted: whoever waits next hears of it. */
 	if (st)
 		npurt_path_refused(s, st == NPURT_ERR_NO_MEMORY ? ENOMEM : EIO);
