@@ -9,6 +9,7 @@
  */
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kselftest_harness.h"
 #include "npu_selftest.h"
@@ -170,24 +171,67 @@ TEST_F(launch, events_order_launches_of_two_streams)
 	npurt_stream_destroy(s2);
 }
 
+enum tensor_kind { CACHED, NO_CACHE, PINNED, REGISTERED, IMPORTED, KINDS };
+static const char *const kind_name[KINDS] = {
+	"cached", "NO_CACHE", "pinned host", "registered host", "imported",
+};
+
+/* Memory of each kind a launch can name; *owned is host memory to free. */
+static npurt_status tensor_alloc(npurt_device *dev, enum tensor_kind kind, size_t size,
+				 npurt_mem **m, void **owned)
+{
+	npurt_mem *shared;
+	npurt_status st;
+	int fd;
+
+	*owned = NULL;
+	switch (kind) {
+	case CACHED:
+		return npurt_mem_alloc(dev, size, m);
+	case NO_CACHE:
+		return npurt_mem_alloc_flags(dev, size, NPURT_MEM_NO_CACHE, m);
+	case PINNED:
+		return npurt_host_alloc(dev, size, m);
+	case REGISTERED:
+		*owned = aligned_alloc(4096, (size + 4095) & ~(size_t)4095);
+		return *owned ? npurt_host_register(dev, *owned, size, 0, m) : NPURT_ERR_NO_MEMORY;
+	default:
+		/* Its exporter gone first: the import alone holds the buffer. */
+		st = npurt_mem_alloc_flags(dev, size, NPURT_MEM_SHAREABLE, &shared);
+		if (st)
+			return st;
+		st = npurt_mem_export(shared, &fd);
+		if (!st) {
+			st = npurt_mem_import(dev, fd, m);
+			close(fd);
+		}
+		npurt_mem_free(shared);
+		return st;
+	}
+}
+
 /*
  * The driver holds no tensor of a launch (they are in its argument block,
  * which it never reads): libnpurt keeps the memory of a tensor freed
- * while a launch still uses it, cached or not, until the launch is done.
- * Freed early and the memory unmapped, the launch would fault.
+ * while a launch still uses it, of every kind, until the launch is done
+ * (registered host memory is the caller's again when the free returns,
+ * so that free waits). Freed early and the memory unmapped, the launch
+ * would fault.
  */
 TEST_F(launch, a_tensor_freed_during_its_launch_stays_until_the_launch_is_done)
 {
-	const uint32_t kinds[] = { 0, NPURT_MEM_NO_CACHE };
 	uint64_t k = 1u << 16;		/* a GEMM long enough to free under */
 
-	for (unsigned int i = 0; i < 2; i++) {
+	for (unsigned int i = 0; i < KINDS; i++) {
 		npurt_launch_desc d = { .size = sizeof(d), .op = op("gemm"), .alpha = 1.0f };
 		npurt_mem *a, *out;
 		float *hb = self->host, *hc;
+		void *owned_a, *owned_out;
 
-		ASSERT_EQ(NPURT_OK, npurt_mem_alloc_flags(self->dev, 4 * k, kinds[i], &a));
-		ASSERT_EQ(NPURT_OK, npurt_mem_alloc_flags(self->dev, 4 * 64 * 64, kinds[i], &out));
+		ASSERT_EQ(NPURT_OK, tensor_alloc(self->dev, i, 4 * k, &a, &owned_a))
+			TH_LOG("%s: %s", kind_name[i], npurt_last_error());
+		ASSERT_EQ(NPURT_OK, tensor_alloc(self->dev, i, 4 * 64 * 64, &out, &owned_out))
+			TH_LOG("%s: %s", kind_name[i], npurt_last_error());
 		for (uint64_t j = 0; j < k; j++)
 			((float *)npurt_mem_host_ptr(a))[j] = 1.0f;
 		for (uint64_t j = 0; j < 64; j++)
@@ -205,11 +249,13 @@ TEST_F(launch, a_tensor_freed_during_its_launch_stays_until_the_launch_is_done)
 						       npurt_mem_device_addr(out), 4 * 64 * 64));
 		npurt_mem_free(a);
 		npurt_mem_free(out);
+		free(owned_a);
+		free(owned_out);
 		ASSERT_EQ(NPURT_OK, npurt_stream_synchronize(self->s))
-			TH_LOG("%s: %s", i ? "NO_CACHE" : "cached", npurt_last_error());
+			TH_LOG("%s: %s", kind_name[i], npurt_last_error());
 		hc = (float *)((uint8_t *)self->host + MiB);
 		for (int j = 0; j < 64 * 64; j++) {
-			ASSERT_EQ((float)k, hc[j]) TH_LOG("element %d", j);
+			ASSERT_EQ((float)k, hc[j]) TH_LOG("%s: element %d", kind_name[i], j);
 		}
 	}
 }

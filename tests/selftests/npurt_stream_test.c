@@ -428,6 +428,79 @@ TEST_F(rt, threads_share_the_device_and_each_sees_its_own_work)
 	}
 }
 
+static void *default_of(void *dev)
+{
+	npurt_stream *s = NULL;
+
+	return npurt_device_default_stream(dev, &s) ? NULL : s;
+}
+
+TEST_F(rt, the_default_stream_is_one_per_device_and_survives_destroy)
+{
+	uint64_t a = npurt_mem_device_addr(self->a);
+	uint32_t *ha = npurt_mem_host_ptr(self->a);
+	npurt_stream *d, *again, *other;
+	npurt_device *dev2;
+	pthread_t t;
+	void *from_thread;
+
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_device_default_stream(NULL, &d));
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_device_default_stream(self->dev, NULL));
+	ASSERT_EQ(NPURT_OK, npurt_device_default_stream(self->dev, &d));
+	ASSERT_EQ(NPURT_OK, npurt_device_default_stream(self->dev, &again));
+	EXPECT_EQ(d, again);
+	ASSERT_EQ(0, pthread_create(&t, NULL, default_of, self->dev));
+	ASSERT_EQ(0, pthread_join(t, &from_thread));
+	EXPECT_EQ(d, from_thread);
+	/* Someone's destroy must not take it from the others. */
+	npurt_stream_destroy(d);
+	ASSERT_EQ(NPURT_OK, npurt_memset_async(d, a, 0x5a5a5a5a, MiB));
+	ASSERT_EQ(NPURT_OK, npurt_stream_synchronize(d)) TH_LOG("%s", npurt_last_error());
+	EXPECT_EQ(0x5a5a5a5a, ha[MiB / 4 - 1]);
+	/* Another device handle has its own. */
+	ASSERT_EQ(NPURT_OK, npurt_device_open(0, &dev2));
+	ASSERT_EQ(NPURT_OK, npurt_device_default_stream(dev2, &other));
+	EXPECT_NE(d, other);
+	npurt_device_close(dev2);
+}
+
+/*
+ * Closing a device with streams, events and memory the caller left: the
+ * streams' work completes first (registered host memory outlives the
+ * device, so the result can be read after the close), and nothing of the
+ * device is left behind (the fixture's teardown checks the driver's
+ * io_uring commands, and the suite checks HBM goes back to its baseline).
+ */
+TEST_F(rt, closing_a_device_finishes_the_work_its_live_streams_hold)
+{
+	size_t n = 8 * MiB;
+	uint32_t *host = aligned_alloc(4096, n);
+	npurt_device *dev2;
+	npurt_stream *s, *d;
+	npurt_event *ev;
+	npurt_mem *m, *reg;
+
+	ASSERT_NE(NULL, host);
+	memset(host, 0, n);
+	ASSERT_EQ(NPURT_OK, npurt_device_open(0, &dev2));
+	ASSERT_EQ(NPURT_OK, npurt_stream_create(dev2, NPURT_PRIORITY_NORMAL, &s));
+	ASSERT_EQ(NPURT_OK, npurt_device_default_stream(dev2, &d));
+	ASSERT_EQ(NPURT_OK, npurt_event_create(dev2, &ev));
+	ASSERT_EQ(NPURT_OK, npurt_mem_alloc(dev2, n, &m));
+	ASSERT_EQ(NPURT_OK, npurt_host_register(dev2, host, n, 0, &reg));
+	/* Enough work that the close comes while it runs. */
+	for (int i = 1; i <= 20; i++)
+		ASSERT_EQ(NPURT_OK, npurt_memset_async(s, npurt_mem_device_addr(m), i, n));
+	ASSERT_EQ(NPURT_OK, npurt_event_record(ev, s));
+	ASSERT_EQ(NPURT_OK, npurt_stream_wait_event(d, ev));
+	ASSERT_EQ(NPURT_OK, npurt_memcpy_async(d, npurt_mem_device_addr(reg),
+					       npurt_mem_device_addr(m), n));
+	npurt_device_close(dev2);
+	EXPECT_EQ(20, host[0]);
+	EXPECT_EQ(20, host[n / 4 - 1]);
+	free(host);
+}
+
 TEST(bad_submit_path_in_the_environment_is_refused)
 {
 	npurt_device *dev = (npurt_device *)0x1;

@@ -79,7 +79,14 @@ NPURT_API npurt_status npurt_device_count(int *count);
  */
 NPURT_API npurt_status npurt_device_open(int index, npurt_device **dev);
 
-/* Close a device; NULL is accepted. */
+/*
+ * Close a device; NULL is accepted. Objects of the device the caller has
+ * not destroyed go with it: each stream is destroyed as
+ * npurt_stream_destroy() does (its work completes first), then the
+ * events, notifies and memory are freed. Their handles are invalid
+ * afterwards. No other thread may use the device or its objects during
+ * the close.
+ */
 NPURT_API void npurt_device_close(npurt_device *dev);
 
 typedef struct npurt_device_info {
@@ -359,8 +366,22 @@ NPURT_API npurt_status npurt_stream_create(npurt_device *dev,
 					   npurt_stream_priority priority,
 					   npurt_stream **stream);
 
-/* Wait for the stream's work, then release its queue; NULL is accepted. */
+/*
+ * Wait for the stream's work, then release its queue; NULL is accepted.
+ * Work that fails meanwhile is not reported. The default stream is not
+ * destroyed (a no-op): npurt_device_close() does that.
+ */
 NPURT_API void npurt_stream_destroy(npurt_stream *stream);
+
+/*
+ * The device's default stream, at normal priority: made on the first
+ * call and the same for every caller and thread after, so code that does
+ * not manage streams can share one. npurt_stream_destroy() leaves it;
+ * npurt_device_close() destroys it. NPURT_ERR_INVALID for NULL
+ * arguments; NPURT_ERR_BUSY when no hardware queue is free for it (a
+ * later call tries again).
+ */
+NPURT_API npurt_status npurt_device_default_stream(npurt_device *dev, npurt_stream **stream);
 
 /*
  * Wait until all the work issued to the stream has completed.

@@ -193,6 +193,7 @@ npurt_status npurt_device_open(int index, npurt_device **out)
 		return st;
 	}
 	npurt_notifies_open(dev);
+	pthread_mutex_init(&dev->default_lock, NULL);
 	*out = dev;
 	return NPURT_OK;
 }
@@ -201,6 +202,8 @@ void npurt_device_close(npurt_device *dev)
 {
 	if (!dev)
 		return;
+	npurt_streams_close(dev);
+	pthread_mutex_destroy(&dev->default_lock);
 	npurt_notifies_close(dev);
 	npurt_events_close(dev);
 	npurt_memory_close(dev);

@@ -33,6 +33,8 @@ struct npurt_device {
 	struct npurt_ring *ring;	/* NPURT_SUBMIT_IO_URING only */
 	pthread_mutex_t lock;		/* streams' completion state, the stream list */
 	npurt_stream *streams;		/* live streams, under lock */
+	pthread_mutex_t default_lock;	/* stream.c: making the default stream */
+	npurt_stream *default_stream;	/* made on first use, gone at close */
 	struct mc_cache *cache;		/* memory.c: blocks of cached segments */
 	pthread_mutex_t bo_lock;	/* memory.c: dedicated buffers' handles */
 	struct npurt_bo_ref *bos;
@@ -52,6 +54,7 @@ struct npurt_stream {
 	uint32_t depth;			/* tasks its queue's ring holds */
 	atomic_uint refs;		/* the user's, and events recorded on it */
 	bool destroyed;			/* queue gone; the rest is final */
+	bool is_default;		/* dev->default_stream: the device's to destroy */
 	npurt_stream *prev, *next;	/* dev->streams: under dev->lock */
 	uint64_t issued;		/* sequence number of the last batch: written
 					 * under dev->lock, for memory.c's readers */
@@ -99,6 +102,8 @@ bool npurt_path_failed(npurt_stream *s);
 
 /* stream.c: a reference on a stream's record (refs). */
 void npurt_stream_put(npurt_stream *s);
+/* stream.c: at device close, destroy the streams the caller left. */
+void npurt_streams_close(npurt_device *dev);
 
 /*
  * stream.c: a stream's work. Tasks pushed may be gathered with later ones

@@ -41,6 +41,13 @@ struct mc_segment {
 	bool idle;
 };
 
+struct mc_deferred {
+	struct mc_fence *fence;
+	void (*release)(void *arg);
+	void *arg;
+	struct mc_deferred *next;
+};
+
 struct mc_pool {
 	struct mc_block *free;
 	struct mc_block *pending;
@@ -54,6 +61,7 @@ struct mc_cache {
 	struct mc_segment *segments;
 	struct mc_segment *dedicated;	/* MC_BYPASS: not counted, never cached */
 	struct mc_block *dedicated_pending;	/* freed, the device may still use them */
+	struct mc_deferred *deferred;		/* mc_defer(): releases waiting for work */
 	struct mc_segment *idle_head, *idle_tail;
 	uint64_t threshold;
 	struct mc_stats st;
@@ -311,11 +319,29 @@ static void reclaim_dedicated(struct mc_cache *c, bool poll)
 	}
 }
 
+/* Deferred releases whose work is through run. */
+static void reclaim_deferred(struct mc_cache *c, bool poll)
+{
+	struct mc_deferred **at = &c->deferred, *d;
+
+	while ((d = *at)) {
+		if (!fence_clear(c, d->fence, NULL, poll)) {
+			at = &d->next;
+			continue;
+		}
+		*at = d->next;
+		fence_put(c, d->fence);
+		d->release(d->arg);
+		free(d);
+	}
+}
+
 static void reclaim_all(struct mc_cache *c, bool poll)
 {
 	for (size_t i = 0; i < MC_POLICIES * 2; i++)
 		reclaim(c, &c->pools[i], poll);
 	reclaim_dedicated(c, poll);
+	reclaim_deferred(c, poll);
 }
 
 /* The best fit among free blocks and the pending ones `stream` may take. */
@@ -560,6 +586,7 @@ void mc_free(struct mc_cache *c, struct mc_block *b, void *stream)
 		 */
 		pthread_mutex_lock(&c->lock);
 		reclaim_dedicated(c, false);
+		reclaim_deferred(c, false);
 		f = fence_new(c, stream);
 		if (f == (struct mc_fence *)-1)
 			f = NULL;	/* nothing to wait with: as before the cache */
@@ -586,6 +613,31 @@ void mc_free(struct mc_cache *c, struct mc_block *b, void *stream)
 		b->state = MC_PENDING;
 		b->fence = f;
 		list_push(&pool_of(c, b)->pending, b);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+void mc_defer(struct mc_cache *c, void (*release)(void *arg), void *arg, void *stream)
+{
+	struct mc_deferred *d = NULL;
+	struct mc_fence *f;
+
+	pthread_mutex_lock(&c->lock);
+	reclaim_dedicated(c, false);
+	reclaim_deferred(c, false);
+	f = fence_new(c, stream);
+	if (f == (struct mc_fence *)-1)
+		f = NULL;	/* nothing to wait with: as before the cache */
+	if (f)
+		d = malloc(sizeof(*d));
+	if (d) {
+		*d = (struct mc_deferred){ .fence = f, .release = release, .arg = arg,
+					   .next = c->deferred };
+		c->deferred = d;
+	} else {
+		if (f)
+			fence_put(c, f);
+		release(arg);
 	}
 	pthread_mutex_unlock(&c->lock);
 }
@@ -619,6 +671,14 @@ void mc_destroy(struct mc_cache *c)
 
 	if (!c)
 		return;
+	while (c->deferred) {
+		struct mc_deferred *d = c->deferred;
+
+		c->deferred = d->next;
+		fence_put(c, d->fence);
+		d->release(d->arg);
+		free(d);
+	}
 	for (s = c->segments; s; s = sn) {
 		struct mc_block *b, *bn;
 

@@ -106,6 +106,13 @@ const struct mc_seg *mc_block_segment(const struct mc_block *b);
  */
 void mc_free(struct mc_cache *c, struct mc_block *b, void *stream);
 
+/*
+ * Call release(arg) once the work issued so far completed: on `stream`
+ * alone, or on every stream when NULL (at once if none is busy). Runs
+ * under the cache's lock, from a later call of the cache or mc_destroy().
+ */
+void mc_defer(struct mc_cache *c, void (*release)(void *arg), void *arg, void *stream);
+
 /* Give wholly free segments back until at most `keep` bytes of them stay. */
 void mc_trim(struct mc_cache *c, uint64_t keep);
 

@@ -364,24 +364,81 @@ npurt_status npurt_mem_alloc_async(npurt_stream *s, size_t size, uint32_t flags,
 	return mem_alloc(s->dev, s, size, flags, out, who);
 }
 
+static void mem_drop(void *arg)
+{
+	npurt_mem *m = arg;
+
+	if (m->kind == MEM_BO)
+		bo_ref_put(m->dev, m->handle);
+	else
+		gem_close(m->dev, m->handle);
+	if (m->map)
+		munmap(m->map, m->map_size);
+	free(m);
+}
+
+/* Wait for the work the stream was given so far. */
+static void wait_stream(npurt_stream *s)
+{
+	uint64_t seq;
+
+	pthread_mutex_lock(&s->dev->lock);
+	seq = stream_last(s);
+	pthread_mutex_unlock(&s->dev->lock);
+	/* A failure is the stream's to report, not the free's. */
+	npurt_stream_wait(s, seq, "npurt_mem_free");
+}
+
+/* Wait for the work every stream of the device was given so far. */
+static void wait_issued(npurt_device *dev)
+{
+	npurt_stream **all = NULL;
+	size_t n = 0, cap = 0;
+
+	pthread_mutex_lock(&dev->lock);
+	for (npurt_stream *s = dev->streams; s; s = s->next)
+		cap++;
+	all = cap ? calloc(cap, sizeof(*all)) : NULL;
+	for (npurt_stream *s = dev->streams; all && s; s = s->next) {
+		atomic_fetch_add(&s->refs, 1);
+		all[n++] = s;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	for (size_t i = 0; i < n; i++) {
+		wait_stream(all[i]);
+		npurt_stream_put(all[i]);
+	}
+	free(all);
+}
+
+/*
+ * The driver holds a buffer for the tasks that name it, but a kernel
+ * launch's tensors are in its argument block, which the driver never
+ * reads: memory goes back only once the work that may use it completed.
+ * Registered host memory is the caller's again when the free returns, so
+ * that one waits; the others are released by a later call.
+ */
 static void mem_release(npurt_mem *m, npurt_stream *s)
 {
 	switch (m->kind) {
 	case MEM_BLOCK:
 		mc_free(m->dev->cache, m->block, s);
-		break;
-	case MEM_BO:
-		munmap(m->map, m->map_size);
-		bo_ref_put(m->dev, m->handle);
+		free(m);
 		break;
 	case MEM_HOST:
-		/* The driver keeps the pages pinned for work still using them. */
-		gem_close(m->dev, m->handle);
-		if (m->map)
-			munmap(m->map, m->map_size);
+		if (!m->map) {
+			if (s)
+				wait_stream(s);
+			else
+				wait_issued(m->dev);
+			mem_drop(m);
+			break;
+		}
+		/* fall through */
+	case MEM_BO:
+		mc_defer(m->dev->cache, mem_drop, m, s);
 		break;
 	}
-	free(m);
 }
 
 void npurt_mem_free(npurt_mem *m)

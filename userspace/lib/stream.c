@@ -174,12 +174,10 @@ void npurt_stream_put(npurt_stream *s)
 	}
 }
 
-void npurt_stream_destroy(npurt_stream *s)
+static void stream_destroy(npurt_stream *s)
 {
 	struct drm_npu_queue_destroy destroy = { 0 };
 
-	if (!s)
-		return;
 	/* Failed or not, nothing of it may be in flight when it goes. */
 	npurt_stream_flush(s, "npurt_stream_destroy");
 	npurt_stream_wait(s, s->issued, "npurt_stream_destroy");
@@ -198,6 +196,47 @@ void npurt_stream_destroy(npurt_stream *s)
 		s->next->prev = s->prev;
 	pthread_mutex_unlock(&s->dev->lock);
 	npurt_stream_put(s);
+}
+
+void npurt_stream_destroy(npurt_stream *s)
+{
+	/* The default stream may be in use by any part of the program. */
+	if (s && !s->is_default)
+		stream_destroy(s);
+}
+
+npurt_status npurt_device_default_stream(npurt_device *dev, npurt_stream **out)
+{
+	npurt_status st = NPURT_OK;
+
+	if (!dev || !out)
+		return npurt_set_error(NPURT_ERR_INVALID, "npurt_device_default_stream: NULL argument");
+	pthread_mutex_lock(&dev->default_lock);
+	if (!dev->default_stream) {
+		st = npurt_stream_create(dev, NPURT_PRIORITY_NORMAL, &dev->default_stream);
+		if (!st)
+			dev->default_stream->is_default = true;
+	}
+	if (!st)
+		*out = dev->default_stream;
+	pthread_mutex_unlock(&dev->default_lock);
+	return st;
+}
+
+void npurt_streams_close(npurt_device *dev)
+{
+	/* Each goes as npurt_stream_destroy() would take it: its work done. */
+	for (;;) {
+		npurt_stream *s;
+
+		pthread_mutex_lock(&dev->lock);
+		s = dev->streams;
+		pthread_mutex_unlock(&dev->lock);
+		if (!s)
+			break;
+		stream_destroy(s);
+	}
+	dev->default_stream = NULL;
 }
 
 npurt_status npurt_stream_synchronize(npurt_stream *s)
