@@ -151,6 +151,42 @@ static void hold_behind_gate(struct __test_metadata *_metadata, FIXTURE_DATA(rt)
 }
 
 /*
+ * self->s held back until gate_open(), however slow or fast the machine:
+ * its next work waits for an event recorded behind a notify nobody
+ * records yet.
+ */
+struct gate {
+	npurt_stream *s, *opener;
+	npurt_notify *n;
+	npurt_event *ev;
+};
+
+static void gate_close(struct __test_metadata *_metadata, FIXTURE_DATA(rt) *self,
+		       struct gate *g)
+{
+	ASSERT_EQ(NPURT_OK, npurt_stream_create(self->dev, NPURT_PRIORITY_NORMAL, &g->s));
+	ASSERT_EQ(NPURT_OK, npurt_stream_create(self->dev, NPURT_PRIORITY_NORMAL, &g->opener));
+	ASSERT_EQ(NPURT_OK, npurt_notify_create(self->dev, &g->n));
+	ASSERT_EQ(NPURT_OK, npurt_event_create(self->dev, &g->ev));
+	ASSERT_EQ(NPURT_OK, npurt_stream_wait_notify(g->s, g->n));
+	ASSERT_EQ(NPURT_OK, npurt_event_record(g->ev, g->s));
+	ASSERT_EQ(NPURT_OK, npurt_stream_wait_event(self->s, g->ev));
+}
+
+static void gate_open(struct __test_metadata *_metadata, struct gate *g)
+{
+	ASSERT_EQ(NPURT_OK, npurt_notify_record(g->n, g->opener));
+}
+
+static void gate_free(struct gate *g)
+{
+	npurt_event_destroy(g->ev);
+	npurt_stream_destroy(g->s);
+	npurt_stream_destroy(g->opener);
+	npurt_notify_destroy(g->n);
+}
+
+/*
  * Operations issued while the stream has a batch in flight are gathered;
  * they must reach the device when that batch completes even if the
  * application makes no further call (on io_uring the progress thread
@@ -221,48 +257,47 @@ TEST_F(rt, streams_are_made_as_their_descriptor_says)
 TEST_F(rt, synchronize_gives_up_when_its_time_runs_out)
 {
 	uint64_t a = npurt_mem_device_addr(self->a), t0;
-	npurt_stream *gate;
-	npurt_event *ev;
+	struct gate g;
 
 	EXPECT_EQ(NPURT_OK, npurt_stream_synchronize_timeout(self->s, 0));
-	hold_behind_gate(_metadata, self, &gate, &ev);
+	gate_close(_metadata, self, &g);
 	ASSERT_EQ(NPURT_OK, npurt_memset_async(self->s, a, 9, 4096));
 	EXPECT_EQ(NPURT_ERR_TIMEOUT, npurt_stream_synchronize_timeout(self->s, 0));
 	t0 = npu_now_ms();
 	EXPECT_EQ(NPURT_ERR_TIMEOUT, npurt_stream_synchronize_timeout(self->s, 1));
 	EXPECT_NE(NULL, strstr(npurt_last_error(), "time ran out")) TH_LOG("%s", npurt_last_error());
 	EXPECT_GT(5000, npu_now_ms() - t0);
+	gate_open(_metadata, &g);
 	EXPECT_EQ(NPURT_OK, npurt_stream_synchronize_timeout(self->s, -1)) TH_LOG("%s", npurt_last_error());
 	EXPECT_EQ(9, ((uint32_t *)npurt_mem_host_ptr(self->a))[0]);
-	npurt_event_destroy(ev);
-	npurt_stream_destroy(gate);
+	gate_free(&g);
 }
 
 /* Abort stops what has not run; device synchronize waits for every stream. */
 TEST_F(rt, abort_fails_the_stream_and_device_synchronize_waits_for_all)
 {
 	uint64_t a = npurt_mem_device_addr(self->a);
-	npurt_stream *gate, *other;
-	npurt_event *ev;
+	npurt_stream *other;
+	struct gate g;
 
 	ASSERT_EQ(NPURT_OK, npurt_stream_create(self->dev, NPURT_PRIORITY_NORMAL, &other));
 	ASSERT_EQ(NPURT_OK, npurt_memset_async(other, a + 8192, 7, 4096));
-	hold_behind_gate(_metadata, self, &gate, &ev);
+	gate_close(_metadata, self, &g);
 	ASSERT_EQ(NPURT_OK, npurt_memset_async(self->s, a, 9, 4096));
 	ASSERT_EQ(NPURT_OK, npurt_stream_abort(self->s));
 	EXPECT_EQ(NPURT_ERR_DEVICE, npurt_stream_synchronize(self->s));
 	EXPECT_NE(NULL, strstr(npurt_last_error(), "aborted")) TH_LOG("%s", npurt_last_error());
 	EXPECT_NE(9, ((uint32_t *)npurt_mem_host_ptr(self->a))[0]);
 	EXPECT_EQ(NPURT_ERR_DEVICE, npurt_memset_async(self->s, a, 9, 4096));
+	gate_open(_metadata, &g);
 	/* The failed stream is among the device's: its failure is reported. */
 	EXPECT_EQ(NPURT_ERR_DEVICE, npurt_device_synchronize(self->dev));
 	EXPECT_NE(NULL, strstr(npurt_last_error(), "npurt_device_synchronize"));
 	EXPECT_EQ(7, ((uint32_t *)npurt_mem_host_ptr(self->a))[2048]);
-	EXPECT_EQ(NPURT_OK, npurt_stream_query(gate));
+	EXPECT_EQ(NPURT_OK, npurt_stream_query(g.s));
 	EXPECT_EQ(NPURT_ERR_INVALID, npurt_stream_abort(NULL));
 	EXPECT_EQ(NPURT_ERR_INVALID, npurt_device_synchronize(NULL));
-	npurt_event_destroy(ev);
-	npurt_stream_destroy(gate);
+	gate_free(&g);
 	npurt_stream_destroy(other);
 }
 
@@ -298,17 +333,17 @@ TEST_F(rt, a_wait_issued_behind_work_survives_a_new_record)
 TEST_F(rt, query_says_done_not_ready_or_failed_without_waiting)
 {
 	uint64_t a = npurt_mem_device_addr(self->a);
-	npurt_stream *gate;
-	npurt_event *ev;
+	struct gate g;
 
 	EXPECT_EQ(NPURT_OK, npurt_stream_query(self->s));	/* nothing issued */
-	hold_behind_gate(_metadata, self, &gate, &ev);
+	gate_close(_metadata, self, &g);
 	ASSERT_EQ(NPURT_OK, npurt_memset_async(self->s, a, 5, 4096));
 	EXPECT_EQ(NPURT_ERR_NOT_READY, npurt_stream_query(self->s));
 	EXPECT_NE(NULL, strstr(npurt_last_error(), "npurt_stream_query"));
+	gate_open(_metadata, &g);
 	ASSERT_EQ(NPURT_OK, npurt_stream_synchronize(self->s)) TH_LOG("%s", npurt_last_error());
 	EXPECT_EQ(NPURT_OK, npurt_stream_query(self->s));
-	EXPECT_EQ(NPURT_OK, npurt_stream_query(gate));
+	EXPECT_EQ(NPURT_OK, npurt_stream_query(g.s));
 	EXPECT_EQ(5, ((uint32_t *)npurt_mem_host_ptr(self->a))[0]);
 
 	ASSERT_EQ(NPURT_OK, npurt_memset_async(self->s, DRM_NPU_VA_END - MiB, 1, 4096));
@@ -316,8 +351,7 @@ TEST_F(rt, query_says_done_not_ready_or_failed_without_waiting)
 	EXPECT_EQ(NPURT_ERR_DEVICE, npurt_stream_query(self->s));
 	EXPECT_NE(NULL, strstr(npurt_last_error(), "memory fault")) TH_LOG("%s", npurt_last_error());
 	EXPECT_EQ(NPURT_ERR_INVALID, npurt_stream_query(NULL));
-	npurt_event_destroy(ev);
-	npurt_stream_destroy(gate);
+	gate_free(&g);
 }
 
 /* Running out of queues is a resource taken (BUSY), not a device error. */
