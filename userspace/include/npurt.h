@@ -105,7 +105,8 @@ typedef struct npurt_device npurt_device;
 /*
  * Count the NPUs that can be opened: DRM devices whose driver is "npu",
  * render nodes and accel nodes alike, in a stable order (by node path).
- * NPURT_OK with *count = 0 when there are none.
+ * NPURT_OK with *count = 0 when there are none; NPURT_ERR_INVALID for a
+ * NULL count.
  */
 NPURT_API npurt_status npurt_device_count(int *count);
 
@@ -139,13 +140,15 @@ typedef struct npurt_device_info {
 } npurt_device_info;
 
 /* Fill *info from the driver. Reads live values (heartbeat, memory in use)
- * each call. */
+ * each call. NPURT_ERR_INVALID for a NULL argument; the driver's errors
+ * mapped by meaning (NPURT_ERR_NO_DEVICE, NPURT_ERR_DEVICE). */
 NPURT_API npurt_status npurt_device_get_info(npurt_device *dev,
 					     npurt_device_info *info);
 
 /*
  * Round trip to the firmware mailbox, in nanoseconds: proves the device
- * answers. NPURT_ERR_TIMEOUT if it does not.
+ * answers. NPURT_ERR_TIMEOUT if it does not; NPURT_ERR_INVALID for a NULL
+ * argument; NPURT_ERR_NO_DEVICE, NPURT_ERR_DEVICE from the driver.
  */
 NPURT_API npurt_status npurt_device_ping(npurt_device *dev, uint64_t *rtt_ns);
 
@@ -434,6 +437,7 @@ NPURT_API npurt_status npurt_stream_create_desc(npurt_device *dev,
  * queued; npurt_stream_synchronize() waits for it. A failed operation
  * fails the stream: later ones return NPURT_ERR_DEVICE, and
  * npurt_stream_synchronize() says which operation failed and how.
+ * Statuses as for npurt_stream_create_desc().
  */
 NPURT_API npurt_status npurt_stream_create(npurt_device *dev,
 					   npurt_stream_priority priority,
@@ -485,7 +489,9 @@ NPURT_API npurt_status npurt_stream_abort(npurt_stream *stream);
 
 /*
  * Wait for the work of every stream of the device. The first failure
- * found is returned (the others are still waited for).
+ * found is returned as npurt_stream_synchronize() returns it, its message
+ * prefixed with this call's name (the others are still waited for).
+ * NPURT_ERR_INVALID for a NULL device, NPURT_ERR_NO_MEMORY.
  */
 NPURT_API npurt_status npurt_device_synchronize(npurt_device *dev);
 
@@ -499,12 +505,17 @@ NPURT_API npurt_status npurt_stream_query(npurt_stream *stream);
 
 /*
  * Fill `size` bytes at device address `dst` with the 32-bit `pattern`.
- * `dst` and `size` are multiples of 4.
+ * `dst` and `size` are multiples of 4. NPURT_ERR_INVALID: NULL stream, size
+ * 0, a misaligned address or size. NPURT_ERR_DEVICE: the stream failed
+ * earlier (stopped); NPURT_ERR_NO_MEMORY, NPURT_ERR_DEVICE: the driver
+ * refused the work (the stream then fails). A fault on the device is
+ * reported later, by npurt_stream_synchronize().
  */
 NPURT_API npurt_status npurt_memset_async(npurt_stream *stream, uint64_t dst,
 					  uint32_t pattern, size_t size);
 
-/* Copy `size` bytes between device addresses. */
+/* Copy `size` bytes between device addresses. Statuses as for
+ * npurt_memset_async() (size 0: NPURT_ERR_INVALID). */
 NPURT_API npurt_status npurt_memcpy_async(npurt_stream *stream, uint64_t dst,
 					  uint64_t src, size_t size);
 

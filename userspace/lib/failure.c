@@ -148,6 +148,16 @@ void npurt_stream_failed(npurt_stream *s, int err, uint32_t status, uint32_t tas
 			r.fault_write = w.fault_access;
 		}
 		b = batch_of(s, k);
+		/*
+		 * The kernel names the first batch it had not seen complete and
+		 * counts ring slots from it (each batch: its tasks and a FENCE);
+		 * the batches before the failing task's ran.
+		 */
+		while (b && task >= b->count && b->next && b->next->seq == b->seq + 1) {
+			task -= b->count + 1;
+			b = b->next;
+			k = b->seq;
+		}
 		if (b && task < b->count) {
 			r.op_index = b->ops[task].op;
 			r.call = b->ops[task].call;
