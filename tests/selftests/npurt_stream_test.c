@@ -242,7 +242,7 @@ TEST_F(rt, streams_are_made_as_their_descriptor_says)
 	d.size = 4;
 	EXPECT_EQ(NPURT_ERR_INVALID, npurt_stream_create_desc(self->dev, &d, &s));
 	d.size = sizeof(d);
-	d.flags = 1;
+	d.flags = 2;		/* not an NPURT_STREAM_* flag */
 	EXPECT_EQ(NPURT_ERR_INVALID, npurt_stream_create_desc(self->dev, &d, &s));
 	d.flags = 0;
 	d.priority = (npurt_stream_priority)4;

@@ -61,6 +61,43 @@ NPURT_API const char *npurt_last_error(void);
 /* A constant name for a status: "NPURT_ERR_TIMEOUT". Never NULL. */
 NPURT_API const char *npurt_status_name(npurt_status status);
 
+typedef struct npurt_stream npurt_stream;
+
+/*
+ * A failure, as fields: beside the message, for code that reacts to it.
+ * The caller sets `size` to sizeof(npurt_error) before a peek: later
+ * versions add fields at the end and fill only what the caller's size
+ * covers. Fields that do not apply are 0 (NULL).
+ */
+typedef struct npurt_error {
+	uint32_t size;
+	npurt_status status;		/* NPURT_OK: no failure recorded */
+	const char *call;		/* the function that failed, or that issued
+					 * the failed operation ("npurt_launch") */
+	npurt_stream *stream;		/* the stream, for stream work */
+	uint64_t op_index;		/* the failed operation: the Nth issued on
+					 * the stream, from 1 (0: none known) */
+	uint32_t task_type;		/* its device task: DRM_NPU_TASK_* */
+	uint32_t op;			/* a kernel launch's op (npurt_op_name()) */
+	uint32_t device_status;		/* enum drm_npu_job_status (0: none) */
+	int error;			/* the errno behind it, if any */
+	uint64_t fault_address;		/* device address of a memory fault */
+	uint32_t fault_write;		/* the faulting access wrote (else read) */
+} npurt_error;
+
+/*
+ * This thread's last failure, as npurt_last_error() words it: every
+ * failing call records one (a stream's device failure with the stream,
+ * operation and device fields). `call` stays valid until the thread's
+ * next failure. The record stays until npurt_error_clear() or the next
+ * failure. NPURT_ERR_INVALID: NULL out or out->size below the first
+ * version's (the record is kept).
+ */
+NPURT_API npurt_status npurt_error_peek(npurt_error *out);
+
+/* Forget this thread's last failure: its record and its message. */
+NPURT_API void npurt_error_clear(void);
+
 /* ---- devices ------------------------------------------------------- */
 
 typedef struct npurt_device npurt_device;
@@ -68,7 +105,8 @@ typedef struct npurt_device npurt_device;
 /*
  * Count the NPUs that can be opened: DRM devices whose driver is "npu",
  * render nodes and accel nodes alike, in a stable order (by node path).
- * NPURT_OK with *count = 0 when there are none.
+ * NPURT_OK with *count = 0 when there are none; NPURT_ERR_INVALID for a
+ * NULL count.
  */
 NPURT_API npurt_status npurt_device_count(int *count);
 
@@ -109,13 +147,15 @@ typedef struct npurt_device_info {
 } npurt_device_info;
 
 /* Fill *info from the driver. Reads live values (heartbeat, memory in use)
- * each call. */
+ * each call. NPURT_ERR_INVALID for a NULL argument; the driver's errors
+ * mapped by meaning (NPURT_ERR_NO_DEVICE, NPURT_ERR_DEVICE). */
 NPURT_API npurt_status npurt_device_get_info(npurt_device *dev,
 					     npurt_device_info *info);
 
 /*
  * Round trip to the firmware mailbox, in nanoseconds: proves the device
- * answers. NPURT_ERR_TIMEOUT if it does not.
+ * answers. NPURT_ERR_TIMEOUT if it does not; NPURT_ERR_INVALID for a NULL
+ * argument; NPURT_ERR_NO_DEVICE, NPURT_ERR_DEVICE from the driver.
  */
 NPURT_API npurt_status npurt_device_ping(npurt_device *dev, uint64_t *rtt_ns);
 
@@ -140,10 +180,38 @@ typedef enum npurt_submit_path {
 /* The path this device's work takes. */
 NPURT_API npurt_submit_path npurt_device_submit_path(const npurt_device *dev);
 
+/* ---- exceptions ------------------------------------------------------ */
+
+/*
+ * Called once per stream failure on the device (a failed operation, an
+ * abort, a reset, work the driver refused) with the stream's record (see
+ * npurt_stream_error_peek()), which is valid during the call only.
+ *
+ * Which thread calls it: on io_uring, the library's progress thread, as
+ * soon as the completion arrives, whether or not the application calls
+ * into the library; on the ioctl path (where nothing waits in the
+ * background) the first thread whose call learns of the failure
+ * (synchronize, query, a wait, an operation refused). Either way, a call
+ * that returns the failure to the application has run the callback first.
+ * It runs with libnpurt locks held: it may only read records and
+ * messages (npurt_stream_error_peek(), npurt_error_peek(),
+ * npurt_last_error(), npurt_status_name(), npurt_op_name()); any other
+ * call on the device may deadlock. Hand the work to another thread.
+ */
+typedef void (*npurt_exception_fn)(const npurt_error *error, void *user);
+
+/*
+ * Set the device's callback (NULL: none); `user` is passed to it. A
+ * callback running meanwhile may finish with the old one.
+ * NPURT_ERR_INVALID for a NULL device.
+ */
+NPURT_API npurt_status npurt_device_set_exception_callback(npurt_device *dev,
+							   npurt_exception_fn fn,
+							   void *user);
+
 /* ---- device memory ------------------------------------------------- */
 
 typedef struct npurt_mem npurt_mem;
-typedef struct npurt_stream npurt_stream;
 
 /*
  * Device memory (HBM) comes from a caching allocator, one per device:
@@ -341,12 +409,27 @@ typedef struct npurt_stream_desc {
 					 * else a power of two from 512 to 65536 */
 	uint32_t time_limit_ms;		/* a task executing longer fails the stream
 					 * (NPURT_ERR_TIMEOUT); 0: the driver's default */
-	uint32_t flags;			/* 0 */
+	uint32_t flags;			/* NPURT_STREAM_* */
 } npurt_stream_desc;
 
 /*
+ * npurt_stream_desc flag: the failure mode. By default a failed operation
+ * stops the stream: what was issued after it does not run and later
+ * operations return NPURT_ERR_DEVICE. With NPURT_STREAM_CONTINUE the
+ * failed operation is reported (the stream's record, the exception
+ * callback, and npurt_stream_synchronize() or npurt_stream_query()
+ * returning the failure once) and every operation issued after it still
+ * runs, in order: libnpurt replaces the stream's hardware queue and
+ * issues again what the failure cancelled (Documentation/runtime.rst,
+ * "Failure modes"). The rest of a failed kernel launch's or copy's
+ * output is undefined. An abort, a device reset and work the driver
+ * refuses still stop the stream.
+ */
+#define NPURT_STREAM_CONTINUE	(1u << 0)
+
+/*
  * A stream as `desc` says. NPURT_ERR_INVALID for a NULL argument, a
- * desc->size too small, an unknown priority, a bad depth, nonzero flags or
+ * desc->size too small, an unknown priority, a bad depth, unknown flags or
  * a time limit above the driver's; NPURT_ERR_PERMISSION for HIGH or
  * REALTIME without CAP_SYS_NICE; NPURT_ERR_BUSY when no hardware queue is
  * free.
@@ -361,6 +444,7 @@ NPURT_API npurt_status npurt_stream_create_desc(npurt_device *dev,
  * queued; npurt_stream_synchronize() waits for it. A failed operation
  * fails the stream: later ones return NPURT_ERR_DEVICE, and
  * npurt_stream_synchronize() says which operation failed and how.
+ * Statuses as for npurt_stream_create_desc().
  */
 NPURT_API npurt_status npurt_stream_create(npurt_device *dev,
 					   npurt_stream_priority priority,
@@ -386,7 +470,12 @@ NPURT_API npurt_status npurt_device_default_stream(npurt_device *dev, npurt_stre
 /*
  * Wait until all the work issued to the stream has completed.
  * NPURT_ERR_DEVICE when some of it failed on the device (the message
- * names the failure, the task and the address for a memory fault).
+ * names the failure, the operation and the address for a memory fault;
+ * npurt_stream_error_peek() has it as fields), NPURT_ERR_TIMEOUT when a
+ * task ran past the stream's time limit, NPURT_ERR_NO_MEMORY or
+ * NPURT_ERR_DEVICE when the driver refused the work; a stopped stream
+ * returns its failure every time, an NPURT_STREAM_CONTINUE one once.
+ * NPURT_ERR_INVALID for a NULL stream.
  */
 NPURT_API npurt_status npurt_stream_synchronize(npurt_stream *stream);
 
@@ -398,6 +487,21 @@ NPURT_API npurt_status npurt_stream_synchronize(npurt_stream *stream);
 NPURT_API npurt_status npurt_stream_synchronize_timeout(npurt_stream *stream, int timeout_ms);
 
 /*
+ * The stream's first failure since its record was last cleared (status
+ * NPURT_OK: none), as the exception callback gets it; `call` names the
+ * function that issued the failed operation. Readable from any thread.
+ * NPURT_ERR_INVALID: NULL argument or out->size below the first
+ * version's.
+ */
+NPURT_API npurt_status npurt_stream_error_peek(npurt_stream *stream, npurt_error *out);
+
+/*
+ * Forget the stream's record, so that the next failure is recorded. A
+ * stopped stream stays failed. NPURT_ERR_INVALID for a NULL stream.
+ */
+NPURT_API npurt_status npurt_stream_error_clear(npurt_stream *stream);
+
+/*
  * Stop the stream's work on the device: what has not run fails with
  * "aborted", and so does later work (the stream stays failed until
  * destroyed). NPURT_ERR_INVALID for a NULL stream.
@@ -406,7 +510,9 @@ NPURT_API npurt_status npurt_stream_abort(npurt_stream *stream);
 
 /*
  * Wait for the work of every stream of the device. The first failure
- * found is returned (the others are still waited for).
+ * found is returned as npurt_stream_synchronize() returns it, its message
+ * prefixed with this call's name (the others are still waited for).
+ * NPURT_ERR_INVALID for a NULL device, NPURT_ERR_NO_MEMORY.
  */
 NPURT_API npurt_status npurt_device_synchronize(npurt_device *dev);
 
@@ -420,12 +526,17 @@ NPURT_API npurt_status npurt_stream_query(npurt_stream *stream);
 
 /*
  * Fill `size` bytes at device address `dst` with the 32-bit `pattern`.
- * `dst` and `size` are multiples of 4.
+ * `dst` and `size` are multiples of 4. NPURT_ERR_INVALID: NULL stream, size
+ * 0, a misaligned address or size. NPURT_ERR_DEVICE: the stream failed
+ * earlier (stopped); NPURT_ERR_NO_MEMORY, NPURT_ERR_DEVICE: the driver
+ * refused the work (the stream then fails). A fault on the device is
+ * reported later, by npurt_stream_synchronize().
  */
 NPURT_API npurt_status npurt_memset_async(npurt_stream *stream, uint64_t dst,
 					  uint32_t pattern, size_t size);
 
-/* Copy `size` bytes between device addresses. */
+/* Copy `size` bytes between device addresses. Statuses as for
+ * npurt_memset_async() (size 0: NPURT_ERR_INVALID). */
 NPURT_API npurt_status npurt_memcpy_async(npurt_stream *stream, uint64_t dst,
 					  uint64_t src, size_t size);
 

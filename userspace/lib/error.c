@@ -4,8 +4,11 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static _Thread_local char last_error[512];
+static _Thread_local char last_call[64];
+static _Thread_local npurt_error last_record;
 
 void npurt_runtime_version(uint32_t *major, uint32_t *minor, uint32_t *patch)
 {
@@ -22,14 +25,86 @@ const char *npurt_last_error(void)
 	return last_error;
 }
 
+/*
+ * Messages often quote the one before (a call failing because another
+ * did): formatting into a copy keeps the quoted text from being
+ * overwritten as it is read.
+ */
+static void set_message(const char *fmt, va_list ap)
+{
+	char msg[sizeof(last_error)];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	memcpy(last_error, msg, sizeof(msg));
+}
+
+/* The failing function: the message's leading "%s" names it by convention. */
+static void set_call(const char *fmt, va_list ap)
+{
+	const char *who = strncmp(fmt, "%s", 2) ? NULL : va_arg(ap, const char *);
+	size_t n = who ? strcspn(who, ": ") : 0;
+
+	if (n >= sizeof(last_call))
+		n = sizeof(last_call) - 1;
+	memcpy(last_call, who ? who : "", n);
+	last_call[n] = 0;
+}
+
 npurt_status npurt_set_error(npurt_status status, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	set_message(fmt, ap);
 	va_end(ap);
+	va_start(ap, fmt);
+	set_call(fmt, ap);
+	va_end(ap);
+	last_record = (npurt_error){ .size = sizeof(npurt_error), .status = status,
+				     .call = last_call[0] ? last_call : NULL };
 	return status;
+}
+
+npurt_status npurt_set_error_record(const npurt_error *rec, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	set_message(fmt, ap);
+	va_end(ap);
+	last_record = *rec;
+	last_record.size = sizeof(npurt_error);
+	return rec->status;
+}
+
+npurt_status npurt_error_copy(npurt_error *out, const npurt_error *rec, const char *who)
+{
+	size_t n;
+
+	if (!out || out->size < sizeof(npurt_error))
+		return !who ? NPURT_ERR_INVALID : !out ?
+		       npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who) :
+		       npurt_set_error(NPURT_ERR_INVALID, "%s: out->size %u, want %zu", who,
+				       out->size, sizeof(npurt_error));
+	n = out->size < sizeof(*rec) ? out->size : sizeof(*rec);
+	memcpy((char *)out + sizeof(out->size), (const char *)rec + sizeof(rec->size),
+	       n - sizeof(out->size));
+	return NPURT_OK;
+}
+
+npurt_status npurt_error_peek(npurt_error *out)
+{
+	npurt_error rec = last_record;
+
+	/* A bad argument here keeps the record it would have read. */
+	return npurt_error_copy(out, &rec, NULL);
+}
+
+void npurt_error_clear(void)
+{
+	last_error[0] = 0;
+	last_call[0] = 0;
+	memset(&last_record, 0, sizeof(last_record));
 }
 
 npurt_status npurt_status_from_errno(int err)

@@ -9,6 +9,19 @@
 npurt_status npurt_set_error(npurt_status status, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/*
+ * Record a failure as `rec` says (a stream's device failure) with its
+ * message, and return rec->status.
+ */
+npurt_status npurt_set_error_record(const npurt_error *rec, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/*
+ * Copy `rec` into a caller's record as its size allows (peeks); who == NULL:
+ * a bad `out` is refused without recording the failure.
+ */
+npurt_status npurt_error_copy(npurt_error *out, const npurt_error *rec, const char *who);
+
 /* Map an errno from the kernel to a status. */
 npurt_status npurt_status_from_errno(int err);
 

@@ -682,15 +682,16 @@ static npurt_status record_fate(npurt_event *ev, struct held *h, const char *who
 
 	if (!h->s)
 		return NPURT_OK;
+	struct drm_npu_wait w = { .deadline_ns = 0 };
+
 	pthread_mutex_lock(&dev->lock);
 	failed = h->s->failed || h->s->destroyed;
+	w.seq = npurt_stream_kseq(h->s, h->seq);
+	w.queue = h->s->queue;
 	pthread_mutex_unlock(&dev->lock);
-	if (!failed) {
-		/* A WAIT whose deadline has passed: the kernel knows of a failure. */
-		struct drm_npu_wait w = { .seq = h->seq, .deadline_ns = 0, .queue = h->s->queue };
-
+	/* A WAIT whose deadline has passed: the kernel knows of a failure. */
+	if (!failed && w.seq)
 		failed = npurt_ioctl(dev, DRM_IOCTL_NPU_WAIT, &w) == EIO;
-	}
 	if (!failed)
 		return NPURT_ERR_NOT_READY;
 	/* A failure after the record leaves it recorded. */

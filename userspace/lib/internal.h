@@ -41,6 +41,28 @@ struct npurt_device {
 	struct npurt_event_pool *events;	/* event.c: device events to reuse */
 	pthread_mutex_t notify_lock;		/* notify.c: the notifies' ids held */
 	struct npurt_notify_ref *notifies;
+	/* failure.c: the exception callback, under lock. */
+	npurt_exception_fn exc_fn;
+	void *exc_user;
+	pthread_cond_t exc_cond;		/* a delivery finished */
+};
+
+/* What issued a task: the operation's number on its stream and its call. */
+struct npurt_op_ref {
+	uint64_t op;
+	const char *call;
+};
+
+/*
+ * A batch in flight, kept until it completes (dev->lock): failures name
+ * the operation from it, and NPURT_STREAM_CONTINUE issues it again.
+ */
+struct npurt_batch {
+	struct npurt_batch *next;
+	uint64_t seq;			/* the stream's number for it */
+	uint32_t count;
+	struct npurt_op_ref *ops;	/* one per task, after the tasks */
+	struct drm_npu_task tasks[];
 };
 
 /*
@@ -62,15 +84,32 @@ struct npurt_stream {
 	uint64_t done;			/* every batch up to this one completed */
 	uint32_t outstanding;		/* io_uring commands without a CQE */
 	uint32_t slots;			/* and the ring slots they take */
-	bool failed;
+	bool failed;			/* for good: takes no more work */
 	int error;			/* the failing batch's errno */
 	uint32_t status;		/* and its enum drm_npu_job_status */
 	uint32_t task;			/* and the index of its failing task */
 	bool gathering;			/* holds gathered tasks (progress thread) */
+	/* failure.c, under dev->lock. */
+	uint32_t flags;			/* NPURT_STREAM_* */
+	uint32_t priority, time_limit_ms;	/* its queue's, to make another */
+	uint64_t base;			/* the queue numbers batch seq as seq - base */
+	bool broken;			/* CONTINUE: failed, queue to be replaced */
+	bool recovering;		/* and being replaced */
+	uint64_t fail_seq;		/* the failed batch, fail_task its task */
+	uint32_t fail_task;
+	uint32_t failures;		/* counted, for a recovery to tell a new one */
+	npurt_error fail;		/* the latest failure */
+	npurt_error rec;		/* the first since npurt_stream_error_clear() */
+	bool unreported;		/* CONTINUE: synchronize has not returned it */
+	bool exc_pending;		/* the callback is due */
+	uint32_t delivering;		/* callbacks running */
+	struct npurt_batch *batches, *batches_tail;	/* in flight, oldest first */
 	/* Gathered tasks: the stream's thread and the progress thread, under plock. */
 	pthread_mutex_t plock;
 	uint32_t npending;
+	uint64_t ops;			/* operations pushed */
 	struct drm_npu_task pending[NPURT_BATCH_MAX];
+	struct npurt_op_ref pending_ops[NPURT_BATCH_MAX];
 	/* Kernel launches' argument blocks (launch.c), under arena_lock. */
 	pthread_mutex_t arena_lock;
 	npurt_mem *arena;
@@ -81,8 +120,10 @@ struct npurt_stream {
 /* submit.c: the two paths behind one interface. */
 npurt_status npurt_path_open(npurt_device *dev, const char *who);
 void npurt_path_close(npurt_device *dev);
-npurt_status npurt_path_submit(npurt_stream *s, const struct drm_npu_task *tasks,
-			       uint32_t count, const char *who);
+/* Submit batch `b` (the stream's next), which the stream keeps until it completes. */
+npurt_status npurt_path_submit(npurt_stream *s, struct npurt_batch *b, const char *who);
+/* Submit kept batch `b` again, on a replaced queue (failure.c). */
+npurt_status npurt_path_resubmit(npurt_stream *s, struct npurt_batch *b, const char *who);
 npurt_status npurt_path_wait(npurt_stream *s, uint64_t seq, const char *who);
 /* The same, giving up with NPURT_ERR_TIMEOUT at `deadline_ns` (CLOCK_MONOTONIC). */
 npurt_status npurt_path_wait_until(npurt_stream *s, uint64_t seq, int64_t deadline_ns,
@@ -98,7 +139,25 @@ bool npurt_path_dry(npurt_stream *s);
 void npurt_path_gathering(npurt_stream *s, bool gathering);
 /* Gathered work could not be submitted: the stream fails with errno `err`. */
 void npurt_path_refused(npurt_stream *s, int err);
+/* Under dev->lock: io_uring's progress thread is to watch for failures (callback set). */
+void npurt_path_watch(npurt_device *dev);
 bool npurt_path_failed(npurt_stream *s);
+
+/* failure.c: failures, their records and callbacks, and CONTINUE streams. */
+/* Under dev->lock: the stream failed as the kernel says (status 0: refused, errno `err`). */
+void npurt_stream_failed(npurt_stream *s, int err, uint32_t status, uint32_t task);
+/* Run the callbacks due, unless the caller holds dev->lock; then, if `s`, wait for its own. */
+void npurt_exceptions_deliver(npurt_device *dev, npurt_stream *s);
+/* Under dev->lock: the stream's failure as the status and message `who` returns. */
+npurt_status npurt_stream_failure(npurt_stream *s, const char *who);
+/* A broken CONTINUE stream gets a new queue and what the failure cancelled (plock held). */
+npurt_status npurt_stream_recover_locked(npurt_stream *s, const char *who);
+npurt_status npurt_stream_recover(npurt_stream *s, const char *who);
+/* Under dev->lock: the queue's sequence number for the stream's batch `seq` (0: done). */
+uint64_t npurt_stream_kseq(const npurt_stream *s, uint64_t seq);
+/* Under dev->lock: forget the batches completed; returns them, to free without the lock. */
+struct npurt_batch *npurt_batches_retire(npurt_stream *s);
+void npurt_batches_free(struct npurt_batch *b);
 
 /* stream.c: a reference on a stream's record (refs). */
 void npurt_stream_put(npurt_stream *s);

@@ -28,11 +28,33 @@
  */
 static npurt_status flush_locked(npurt_stream *s, const char *who)
 {
+	uint32_t n = s->npending;
+	struct npurt_batch *b;
 	npurt_status st;
 
-	if (!s->npending)
+	if (!n)
 		return NPURT_OK;
-	st = npurt_path_submit(s, s->pending, s->npending, who);
+	/* Kept until it completes: see struct npurt_batch. */
+	b = malloc(sizeof(*b) + n * (sizeof(b->tasks[0]) + sizeof(b->ops[0])));
+	if (b) {
+		b->count = n;
+		b->ops = (struct npurt_op_ref *)&b->tasks[n];
+		memcpy(b->tasks, s->pending, n * sizeof(b->tasks[0]));
+		memcpy(b->ops, s->pending_ops, n * sizeof(b->ops[0]));
+		st = npurt_stream_recover_locked(s, who);
+		if (!st)
+			st = npurt_path_submit(s, b, who);
+		/* A CONTINUE stream's queue may have failed unseen: the SUBMIT says so. */
+		if (st == NPURT_ERR_DEVICE && s->flags & NPURT_STREAM_CONTINUE) {
+			npurt_path_refused(s, EIO);
+			if (!npurt_stream_recover_locked(s, who))
+				st = npurt_path_submit(s, b, who);
+		}
+		if (st)
+			free(b);
+	} else {
+		st = npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
+	}
 	s->npending = 0;
 	/* Only plock holders write it: no device lock to read it here. */
 	if (s->gathering)
@@ -61,6 +83,9 @@ npurt_status npurt_stream_push(npurt_stream *s, const struct drm_npu_task *tasks
 		st = flush_locked(s, who);
 	if (!st) {
 		memcpy(&s->pending[s->npending], tasks, count * sizeof(*tasks));
+		s->ops++;
+		for (uint32_t i = 0; i < count; i++)
+			s->pending_ops[s->npending + i] = (struct npurt_op_ref){ s->ops, who };
 		s->npending += count;
 		ticket = s->issued + 1;
 		if (s->npending == NPURT_BATCH_MAX || npurt_path_dry(s))
@@ -120,9 +145,10 @@ npurt_status npurt_stream_create_desc(npurt_device *dev, const npurt_stream_desc
 				       "NPURT_PRIORITY_LOW/NORMAL/HIGH/REALTIME", who,
 				       (int)desc->priority);
 	depth = desc->depth ? desc->depth : DRM_NPU_QUEUE_DEPTH_DEFAULT;
-	if (desc->flags || depth < DRM_NPU_QUEUE_DEPTH_MIN || depth > DRM_NPU_QUEUE_DEPTH_MAX ||
-	    depth & (depth - 1))
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: %s", who, desc->flags ?
+	if (desc->flags & ~NPURT_STREAM_CONTINUE || depth < DRM_NPU_QUEUE_DEPTH_MIN ||
+	    depth > DRM_NPU_QUEUE_DEPTH_MAX || depth & (depth - 1))
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: %s", who,
+				       desc->flags & ~NPURT_STREAM_CONTINUE ?
 				       "unknown flags" :
 				       "depth must be 0 or a power of two from 512 to 65536");
 	s = calloc(1, sizeof(*s));
@@ -143,6 +169,9 @@ npurt_status npurt_stream_create_desc(npurt_device *dev, const npurt_stream_desc
 	s->dev = dev;
 	s->queue = create.queue;
 	s->depth = depth;
+	s->flags = desc->flags;
+	s->priority = create.priority;
+	s->time_limit_ms = create.timeout_ms;
 	atomic_init(&s->refs, 1);
 	pthread_mutex_init(&s->plock, NULL);
 	pthread_mutex_init(&s->arena_lock, NULL);
@@ -168,6 +197,7 @@ npurt_status npurt_stream_create(npurt_device *dev, npurt_stream_priority priori
 void npurt_stream_put(npurt_stream *s)
 {
 	if (atomic_fetch_sub(&s->refs, 1) == 1) {
+		npurt_batches_free(s->batches);
 		pthread_mutex_destroy(&s->plock);
 		pthread_mutex_destroy(&s->arena_lock);
 		free(s);
@@ -254,6 +284,25 @@ static int64_t deadline_after_ms(int timeout_ms)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + (int64_t)timeout_ms * 1000000;
 }
 
+/*
+ * A CONTINUE stream's failures are returned once, after the work issued
+ * behind them; the callback has run before any failure is returned.
+ */
+static npurt_status report_once(npurt_stream *s, npurt_status st, const char *who)
+{
+	if (!st) {
+		pthread_mutex_lock(&s->dev->lock);
+		if (s->unreported) {
+			s->unreported = false;
+			st = npurt_stream_failure(s, who);
+		}
+		pthread_mutex_unlock(&s->dev->lock);
+	}
+	if (st)
+		npurt_exceptions_deliver(s->dev, s);
+	return st;
+}
+
 npurt_status npurt_stream_synchronize_timeout(npurt_stream *s, int timeout_ms)
 {
 	static const char who[] = "npurt_stream_synchronize";
@@ -270,10 +319,12 @@ npurt_status npurt_stream_synchronize_timeout(npurt_stream *s, int timeout_ms)
 		return st;
 	if (!timeout_ms) {
 		st = npurt_path_query(s, seq, who);
-		return st == NPURT_ERR_NOT_READY ?
-		       npurt_set_error(NPURT_ERR_TIMEOUT, "%s: not done (timeout 0)", who) : st;
+		if (st == NPURT_ERR_NOT_READY)
+			return npurt_set_error(NPURT_ERR_TIMEOUT, "%s: not done (timeout 0)", who);
+	} else {
+		st = npurt_path_wait_until(s, seq, deadline_after_ms(timeout_ms), who);
 	}
-	return npurt_path_wait_until(s, seq, deadline_after_ms(timeout_ms), who);
+	return report_once(s, st, who);
 }
 
 npurt_status npurt_stream_abort(npurt_stream *s)
@@ -286,7 +337,12 @@ npurt_status npurt_stream_abort(npurt_stream *s)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL stream", who);
 	/* What it gathered goes too: submitted, then stopped with the rest. */
 	npurt_stream_flush(s, who);
+	pthread_mutex_lock(&s->dev->lock);
 	abort_args.queue = s->queue;
+	/* A CONTINUE stream's failure is not recovered from after an abort. */
+	if (s->broken)
+		s->failed = true;
+	pthread_mutex_unlock(&s->dev->lock);
 	err = npurt_ioctl(s->dev, DRM_IOCTL_NPU_QUEUE_ABORT, &abort_args);
 	if (err)
 		return npurt_set_error(npurt_status_from_errno(err), "%s: QUEUE_ABORT of queue %u: %s",
@@ -337,7 +393,8 @@ npurt_status npurt_stream_query(npurt_stream *s)
 	st = flush_locked(s, "npurt_stream_query");
 	seq = s->issued;
 	pthread_mutex_unlock(&s->plock);
-	return st ? st : npurt_path_query(s, seq, "npurt_stream_query");
+	return report_once(s, st ? st : npurt_path_query(s, seq, "npurt_stream_query"),
+			   "npurt_stream_query");
 }
 
 npurt_status npurt_memset_async(npurt_stream *s, uint64_t dst, uint32_t pattern, size_t size)

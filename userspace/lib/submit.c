@@ -49,10 +49,14 @@ struct npurt_ring {
 	pthread_cond_t progress_cond;	/* a stream started gathering, or stop */
 };
 
-/* A SUBMIT in flight. */
+/* A SUBMIT in flight, or the WAIT that replaced it (see dispatch()). */
 struct cmd {
 	npurt_stream *stream;
+	uint64_t seq;			/* the stream's number for the batch */
+	uint64_t kseq;			/* the queue's */
+	uint32_t queue;
 	uint32_t count;
+	bool wait;
 	struct drm_npu_task tasks[];
 };
 
@@ -97,6 +101,7 @@ npurt_status npurt_path_open(npurt_device *dev, const char *who)
 	npurt_status st;
 
 	pthread_mutex_init(&dev->lock, NULL);
+	pthread_cond_init(&dev->exc_cond, NULL);
 	dev->path = NPURT_SUBMIT_IOCTL;
 	if (env && *env) {
 		if (!strcmp(env, "ioctl"))
@@ -141,18 +146,38 @@ void npurt_path_close(npurt_device *dev)
 		pthread_cond_destroy(&r->cq_cond);
 		free(r);
 	}
+	pthread_cond_destroy(&dev->exc_cond);
 	pthread_mutex_destroy(&dev->lock);
 }
 
-/* Under dev->lock: the stream's first failure is the one it reports. */
-static void stream_fail(npurt_stream *s, int error, uint32_t status, uint32_t task)
+/*
+ * Under dev->lock: a SUBMIT cancelled without a failure (res2 0) lost its
+ * CQE, not its batch: the thread that submitted it exited (io_uring
+ * cancels an exiting task's commands). The batch still runs, and a WAIT
+ * for it, from this live thread, brings the news instead.
+ */
+static void rewait(npurt_device *dev, struct cmd *c)
 {
-	if (s->failed)
-		return;
-	s->failed = true;
-	s->error = error;
-	s->status = status;
-	s->task = task;
+	struct npurt_ring *r = dev->ring;
+	struct drm_npu_uring_wait *args;
+	struct io_uring_sqe *sqe;
+
+	c->wait = true;
+	pthread_mutex_lock(&r->sq_lock);
+	while (!(sqe = io_uring_get_sqe(&r->ring)))
+		io_uring_submit(&r->ring);
+	memset(sqe, 0, 2 * sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = dev->fd;
+	sqe->cmd_op = DRM_NPU_URING_CMD_WAIT;
+	sqe->user_data = (uintptr_t)c;
+	args = (struct drm_npu_uring_wait *)sqe->cmd;
+	args->seq = c->kseq;
+	args->deadline_ns = DRM_NPU_DEADLINE_NONE;
+	args->queue = c->queue;
+	while (io_uring_submit(&r->ring) == -EINTR)
+		;
+	pthread_mutex_unlock(&r->sq_lock);
 }
 
 /* Under dev->lock: one CQE's news. */
@@ -164,12 +189,17 @@ static void dispatch(npurt_device *dev, uint64_t user_data, int32_t res, uint64_
 	if (!c)
 		return;		/* the NOP that wakes the progress thread */
 	s = c->stream;
+	if (res == -ECANCELED && !res2) {
+		rewait(dev, c);
+		return;
+	}
 	if (res == 0) {
 		/* Batches complete in order: one done means all before it are. */
-		if (res2 > s->done)
-			s->done = res2;
+		if (c->seq > s->done)
+			s->done = c->seq;
 	} else {
-		stream_fail(s, -res, DRM_NPU_URING_RES2_STATUS(res2), DRM_NPU_URING_RES2_TASK(res2));
+		npurt_stream_failed(s, -res, DRM_NPU_URING_RES2_STATUS(res2),
+				    DRM_NPU_URING_RES2_TASK(res2));
 	}
 	s->outstanding--;
 	s->slots -= c->count + 1;
@@ -286,16 +316,24 @@ static void reap_posted(npurt_device *dev)
 static npurt_stream *gathered_and_dry(npurt_device *dev)
 {
 	for (npurt_stream *s = dev->streams; s; s = s->next)
-		if (s->gathering && !s->outstanding)
+		if ((s->gathering || (s->broken && !s->failed)) && !s->outstanding)
 			return s;
 	return NULL;
+}
+
+static bool exception_due(npurt_device *dev)
+{
+	for (npurt_stream *s = dev->streams; dev->exc_fn && s; s = s->next)
+		if (s->exc_pending)
+			return true;
+	return false;
 }
 
 static bool progress_due(void *arg)
 {
 	npurt_device *dev = arg;
 
-	return dev->ring->progress_stop || gathered_and_dry(dev);
+	return dev->ring->progress_stop || gathered_and_dry(dev) || exception_due(dev);
 }
 
 static bool any_gathering(npurt_device *dev)
@@ -315,11 +353,17 @@ static void *progress_main(void *arg)
 	while (!r->progress_stop) {
 		npurt_stream *s;
 
-		if (!any_gathering(dev)) {
+		/* With a callback it watches for failures whether or not streams gather. */
+		if (!any_gathering(dev) && !dev->exc_fn) {
 			pthread_cond_wait(&r->progress_cond, &dev->lock);
 			continue;
 		}
 		reap_until(dev, progress_due, dev);
+		if (exception_due(dev)) {
+			pthread_mutex_unlock(&dev->lock);
+			npurt_exceptions_deliver(dev, NULL);
+			pthread_mutex_lock(&dev->lock);
+		}
 		s = gathered_and_dry(dev);
 		if (!s)
 			continue;
@@ -370,32 +414,44 @@ bool npurt_path_dry(npurt_stream *s)
 	pthread_mutex_lock(&dev->lock);
 	if (s->outstanding)
 		reap_posted(dev);
-	dry = !s->outstanding || s->failed;
+	dry = !s->outstanding || s->failed || s->broken;
 	pthread_mutex_unlock(&dev->lock);
 	return dry;
+}
+
+/* Under dev->lock: the progress thread runs, and looks again at what is due. */
+static void progress_kick(npurt_device *dev)
+{
+	struct npurt_ring *r = dev->ring;
+
+	if (!r->progress_started && !pthread_create(&r->progress, NULL, progress_main, dev))
+		r->progress_started = true;
+	pthread_cond_signal(&r->progress_cond);
 }
 
 void npurt_path_gathering(npurt_stream *s, bool gathering)
 {
 	npurt_device *dev = s->dev;
-	struct npurt_ring *r = dev->ring;
 
 	pthread_mutex_lock(&dev->lock);
 	s->gathering = gathering;
-	if (gathering) {
-		if (!r->progress_started &&
-		    !pthread_create(&r->progress, NULL, progress_main, dev))
-			r->progress_started = true;
-		pthread_cond_signal(&r->progress_cond);
-	}
+	if (gathering)
+		progress_kick(dev);
 	pthread_mutex_unlock(&dev->lock);
+}
+
+void npurt_path_watch(npurt_device *dev)
+{
+	if (dev->path == NPURT_SUBMIT_IO_URING)
+		progress_kick(dev);
 }
 
 void npurt_path_refused(npurt_stream *s, int err)
 {
 	pthread_mutex_lock(&s->dev->lock);
-	stream_fail(s, err, 0, 0);
+	npurt_stream_failed(s, err, 0, 0);
 	pthread_mutex_unlock(&s->dev->lock);
+	npurt_exceptions_deliver(s->dev, NULL);
 }
 
 bool npurt_path_failed(npurt_stream *s)
@@ -418,7 +474,8 @@ static bool stream_has_room(void *arg)
 {
 	struct room *r = arg;
 
-	return r->s->slots + r->need <= r->s->depth || r->s->failed;
+	return r->s->slots + r->need <= r->s->depth || r->s->failed ||
+	       (r->s->broken && !r->s->recovering);
 }
 
 static bool ring_has_room(void *arg)
@@ -428,9 +485,23 @@ static bool ring_has_room(void *arg)
 	return atomic_load(&dev->ring->inflight) < CQ_ENTRIES;
 }
 
-static npurt_status ring_submit(npurt_stream *s, const struct drm_npu_task *tasks,
-				uint32_t count, const char *who)
+/* Under dev->lock: `b` is the stream's latest batch. */
+static void link_batch(npurt_stream *s, struct npurt_batch *b)
 {
+	b->next = NULL;
+	if (s->batches_tail)
+		s->batches_tail->next = b;
+	else
+		s->batches = b;
+	s->batches_tail = b;
+}
+
+/* Submit `b`: the stream's next batch (linked to the stream), or one again. */
+static npurt_status ring_submit(npurt_stream *s, struct npurt_batch *b, bool again,
+				const char *who)
+{
+	const struct drm_npu_task *tasks = b->tasks;
+	uint32_t count = b->count;
 	npurt_device *dev = s->dev;
 	struct npurt_ring *r = dev->ring;
 	struct drm_npu_submit *args;
@@ -443,6 +514,7 @@ static npurt_status ring_submit(npurt_stream *s, const struct drm_npu_task *task
 		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
 	c->stream = s;
 	c->count = count;
+	c->wait = false;
 	memcpy(c->tasks, tasks, count * sizeof(*tasks));
 
 	/* Never more in flight than the CQ ring holds. */
@@ -455,7 +527,13 @@ static npurt_status ring_submit(npurt_stream *s, const struct drm_npu_task *task
 	reap_until(dev, stream_has_room, &(struct room){ s, count + 1 });
 	s->slots += count + 1;
 	s->outstanding++;
-	s->issued++;
+	if (!again) {
+		b->seq = ++s->issued;
+		link_batch(s, b);
+	}
+	c->seq = b->seq;
+	c->kseq = npurt_stream_kseq(s, b->seq);
+	c->queue = s->queue;
 	pthread_mutex_unlock(&dev->lock);
 	atomic_fetch_add(&r->inflight, 1);
 
@@ -473,7 +551,7 @@ static npurt_status ring_submit(npurt_stream *s, const struct drm_npu_task *task
 	args = (struct drm_npu_submit *)sqe->cmd;
 	args->tasks = (uintptr_t)c->tasks;
 	args->count = count;
-	args->queue = s->queue;
+	args->queue = c->queue;
 	do
 		ret = io_uring_submit(&r->ring);
 	while (ret == -EINTR);
@@ -485,72 +563,63 @@ static npurt_status ring_submit(npurt_stream *s, const struct drm_npu_task *task
 	return NPURT_OK;
 }
 
-npurt_status npurt_path_submit(npurt_stream *s, const struct drm_npu_task *tasks,
-			       uint32_t count, const char *who)
+static npurt_status ioctl_submit(npurt_stream *s, struct npurt_batch *b, bool again,
+				 const char *who)
 {
-	struct drm_npu_submit args = {
-		.tasks = (uintptr_t)tasks, .count = count, .queue = s->queue,
-	};
-	bool failed;
+	struct drm_npu_submit args = { .tasks = (uintptr_t)b->tasks, .count = b->count };
+	bool misnumbered = false;
 	int err;
+
+	/* Only plock holders change the queue: the stream's submitter is one. */
+	pthread_mutex_lock(&s->dev->lock);
+	args.queue = s->queue;
+	pthread_mutex_unlock(&s->dev->lock);
+	err = npurt_ioctl(s->dev, DRM_IOCTL_NPU_SUBMIT, &args);
+	if (err)
+		return npurt_set_error(npurt_status_from_errno(err), "%s: SUBMIT to queue %u: %s",
+				       who, args.queue, strerror(err));
+	pthread_mutex_lock(&s->dev->lock);
+	if (again) {
+		misnumbered = args.seq + s->base != b->seq;
+	} else {
+		s->issued = args.seq + s->base;
+		b->seq = s->issued;
+		link_batch(s, b);
+	}
+	pthread_mutex_unlock(&s->dev->lock);
+	if (misnumbered)
+		return npurt_set_error(NPURT_ERR_INTERNAL, "%s: queue %u numbered a batch %llu, "
+				       "not %llu", who, args.queue, (unsigned long long)args.seq,
+				       (unsigned long long)(b->seq - s->base));
+	return NPURT_OK;
+}
+
+npurt_status npurt_path_submit(npurt_stream *s, struct npurt_batch *b, const char *who)
+{
+	struct npurt_batch *old;
+	bool failed;
+	npurt_status st;
 
 	pthread_mutex_lock(&s->dev->lock);
 	failed = s->failed;
+	old = npurt_batches_retire(s);
 	pthread_mutex_unlock(&s->dev->lock);
+	npurt_batches_free(old);
 	if (failed)
 		return npurt_set_error(NPURT_ERR_DEVICE,
 				       "%s: the stream failed earlier (npurt_stream_synchronize says how)",
 				       who);
-	if (s->dev->path == NPURT_SUBMIT_IO_URING)
-		return ring_submit(s, tasks, count, who);
-
-	err = npurt_ioctl(s->dev, DRM_IOCTL_NPU_SUBMIT, &args);
-	if (err)
-		return npurt_set_error(npurt_status_from_errno(err), "%s: SUBMIT to queue %u: %s",
-				       who, s->queue, strerror(err));
-	pthread_mutex_lock(&s->dev->lock);
-	s->issued = args.seq;
-	pthread_mutex_unlock(&s->dev->lock);
-	return NPURT_OK;
+	if (s->dev->path != NPURT_SUBMIT_IO_URING)
+		return ioctl_submit(s, b, false, who);
+	st = ring_submit(s, b, false, who);
+	return st;
 }
 
-static const char *job_status_name(uint32_t status)
+npurt_status npurt_path_resubmit(npurt_stream *s, struct npurt_batch *b, const char *who)
 {
-	switch (status) {
-	case DRM_NPU_JOB_FAULT: return "memory fault";
-	case DRM_NPU_JOB_INVALID: return "invalid task";
-	case DRM_NPU_JOB_ABORTED: return "aborted";
-	case DRM_NPU_JOB_KERNEL_ERROR: return "kernel error";
-	case DRM_NPU_JOB_TIMEOUT: return "no progress within the time limit";
-	case DRM_NPU_JOB_RESET: return "device reset";
-	}
-	return "unknown failure";
-}
-
-/* The stream failed: say how, with the fault address where there is one. */
-static npurt_status stream_failure(npurt_stream *s, const char *who)
-{
-	struct drm_npu_wait w = { .seq = s->issued, .deadline_ns = 0, .queue = s->queue };
-	uint32_t status = s->status, task = s->task;
-
-	if (!status)
-		return npurt_set_error(npurt_status_from_errno(s->error),
-				       "%s: queue %u refused work: %s", who, s->queue,
-				       strerror(s->error));
-	/* Any sequence number from the failing batch on reads its record. */
-	if (!s->destroyed && npurt_ioctl(s->dev, DRM_IOCTL_NPU_WAIT, &w) == EIO &&
-	    w.status == status) {
-		task = w.error_task;
-		if (status == DRM_NPU_JOB_FAULT)
-			return npurt_set_error(NPURT_ERR_DEVICE,
-					       "%s: queue %u: %s in task %u of a batch at device address %#llx (%s)",
-					       who, s->queue, job_status_name(status), task,
-					       (unsigned long long)w.fault_address,
-					       w.fault_access ? "write" : "read");
-	}
-	return npurt_set_error(status == DRM_NPU_JOB_TIMEOUT ? NPURT_ERR_TIMEOUT : NPURT_ERR_DEVICE,
-			       "%s: queue %u: %s in task %u of a batch", who, s->queue,
-			       job_status_name(status), task);
+	if (s->dev->path != NPURT_SUBMIT_IO_URING)
+		return ioctl_submit(s, b, true, who);
+	return ring_submit(s, b, true, who);
 }
 
 struct reached {
@@ -562,7 +631,7 @@ static bool stream_reached(void *arg)
 {
 	struct reached *r = arg;
 
-	return r->s->done >= r->seq || r->s->failed;
+	return r->s->done >= r->seq || r->s->failed || r->s->broken;
 }
 
 static bool stream_idle(void *arg)
@@ -578,20 +647,39 @@ static bool stream_idle(void *arg)
  */
 static int ioctl_wait(npurt_stream *s, uint64_t seq, int64_t deadline_ns)
 {
-	struct drm_npu_wait w = { .seq = seq, .deadline_ns = deadline_ns, .queue = s->queue };
-	int err = npurt_ioctl(s->dev, DRM_IOCTL_NPU_WAIT, &w);
+	struct drm_npu_wait w = { .deadline_ns = deadline_ns };
+	bool broken;
+	int err;
 
+	pthread_mutex_lock(&s->dev->lock);
+	w.seq = npurt_stream_kseq(s, seq);
+	w.queue = s->queue;
+	broken = s->broken;
+	pthread_mutex_unlock(&s->dev->lock);
+	/* A broken stream's queue is being replaced: its caller recovers first. */
+	if (broken)
+		return EIO;
+	err = w.seq ? npurt_ioctl(s->dev, DRM_IOCTL_NPU_WAIT, &w) : 0;
 	pthread_mutex_lock(&s->dev->lock);
 	if (!err && seq > s->done)
 		s->done = seq;
 	if (err == EIO)
-		stream_fail(s, EIO, w.status, w.error_task);
+		npurt_stream_failed(s, EIO, w.status, w.error_task);
 	pthread_mutex_unlock(&s->dev->lock);
 	return err;
 }
 
-npurt_status npurt_path_wait_until(npurt_stream *s, uint64_t seq, int64_t deadline_ns,
-				   const char *who)
+/*
+ * Under dev->lock: a CONTINUE stream that failed is to recover (its
+ * caller then waits again), whoever learnt of it.
+ */
+static bool to_recover(const npurt_stream *s)
+{
+	return s->broken && !s->failed && !s->destroyed;
+}
+
+static npurt_status wait_once(npurt_stream *s, uint64_t seq, int64_t deadline_ns,
+			      bool *recover, const char *who)
 {
 	npurt_device *dev = s->dev;
 	struct reached until = { s, seq };
@@ -609,13 +697,29 @@ npurt_status npurt_path_wait_until(npurt_stream *s, uint64_t seq, int64_t deadli
 	pthread_mutex_lock(&dev->lock);
 	if (dev->path == NPURT_SUBMIT_IO_URING)
 		timed_out = !reap_until_deadline(dev, stream_reached, &until, deadline_ns);
-	if (s->done < seq)
+	*recover = s->done < seq && to_recover(s);
+	if (s->done < seq && !*recover)
 		st = timed_out && !s->failed ?
 		     npurt_set_error(NPURT_ERR_TIMEOUT, "%s: queue %u: %llu of %llu batches done "
 				     "when the time ran out", who, s->queue,
 				     (unsigned long long)s->done, (unsigned long long)seq) :
-		     stream_failure(s, who);
+		     npurt_stream_failure(s, who);
 	pthread_mutex_unlock(&dev->lock);
+	return st;
+}
+
+npurt_status npurt_path_wait_until(npurt_stream *s, uint64_t seq, int64_t deadline_ns,
+				   const char *who)
+{
+	npurt_status st;
+	bool recover;
+
+	do {
+		st = wait_once(s, seq, deadline_ns, &recover, who);
+		if (recover)
+			st = npurt_stream_recover(s, who);
+	} while (recover && !st);
+	npurt_exceptions_deliver(s->dev, NULL);
 	return st;
 }
 
@@ -640,9 +744,14 @@ bool npurt_path_poll(npurt_stream *s, uint64_t seq)
 	if (reached)
 		return true;
 	if (dev->path == NPURT_SUBMIT_IOCTL) {
-		struct drm_npu_wait w = { .seq = seq, .deadline_ns = 0, .queue = s->queue };
+		struct drm_npu_wait w = { .deadline_ns = 0 };
 
-		if (npurt_ioctl(dev, DRM_IOCTL_NPU_WAIT, &w))
+		pthread_mutex_lock(&dev->lock);
+		w.seq = npurt_stream_kseq(s, seq);
+		w.queue = s->queue;
+		reached = s->broken;
+		pthread_mutex_unlock(&dev->lock);
+		if (reached || (w.seq && npurt_ioctl(dev, DRM_IOCTL_NPU_WAIT, &w)))
 			return false;
 		pthread_mutex_lock(&dev->lock);
 		if (seq > s->done)
@@ -657,7 +766,7 @@ bool npurt_path_poll(npurt_stream *s, uint64_t seq)
 	return reached;
 }
 
-npurt_status npurt_path_query(npurt_stream *s, uint64_t seq, const char *who)
+static npurt_status query_once(npurt_stream *s, uint64_t seq, bool *recover, const char *who)
 {
 	npurt_device *dev = s->dev;
 	npurt_status st = NPURT_OK;
@@ -672,12 +781,27 @@ npurt_status npurt_path_query(npurt_stream *s, uint64_t seq, const char *who)
 		npurt_path_poll(s, seq);
 	}
 	pthread_mutex_lock(&dev->lock);
-	if (s->done < seq)
-		st = s->failed ? stream_failure(s, who) :
+	*recover = s->done < seq && to_recover(s);
+	if (s->done < seq && !*recover)
+		st = s->failed ? npurt_stream_failure(s, who) :
 		     npurt_set_error(NPURT_ERR_NOT_READY, "%s: queue %u: %llu of %llu batches done",
 				     who, s->queue, (unsigned long long)s->done,
 				     (unsigned long long)seq);
 	pthread_mutex_unlock(&dev->lock);
+	return st;
+}
+
+npurt_status npurt_path_query(npurt_stream *s, uint64_t seq, const char *who)
+{
+	npurt_status st;
+	bool recover;
+
+	do {
+		st = query_once(s, seq, &recover, who);
+		if (recover)
+			st = npurt_stream_recover(s, who);
+	} while (recover && !st);
+	npurt_exceptions_deliver(s->dev, NULL);
 	return st;
 }
 
