@@ -133,14 +133,22 @@ $(O)/tests/unit/%: $(O)/obj/tests/unit/%.o $(call obj,$(FWSIM_CORE)) $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) $(URING_LIBS) -lpthread -lm -o $@
 
-# The caching allocator's test drives its block logic through the
-# library's internal header, and runs once more under ASan and UBSan.
-$(O)/obj/tests/unit/npurt_cache_test.o: TEST_CFLAGS += -Iuserspace/lib
+# The caching allocator's and the range table's tests drive their logic
+# through the library's internal headers, and run once more under ASan
+# and UBSan.
+$(O)/obj/tests/unit/npurt_cache_test.o $(O)/obj/tests/unit/npurt_ranges_test.o: \
+	TEST_CFLAGS += -Iuserspace/lib
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-UNIT_SAN  := $(O)/tests/unit-san/npurt_cache_test
+UNIT_SAN  := $(O)/tests/unit-san/npurt_cache_test $(O)/tests/unit-san/npurt_ranges_test
 
 $(O)/tests/unit-san/npurt_cache_test: tests/unit/npurt_cache_test.c userspace/lib/mem_cache.c \
 		userspace/lib/mem_cache.h $(KSFT)/kselftest_harness.h
+	@mkdir -p $(@D)
+	$(CC) $(filter-out $(DEPFLAGS),$(TEST_CFLAGS)) -Iuserspace/lib $(SAN_FLAGS) \
+		$(filter %.c,$^) -lpthread -o $@
+
+$(O)/tests/unit-san/npurt_ranges_test: tests/unit/npurt_ranges_test.c userspace/lib/mem_ranges.c \
+		userspace/lib/mem_ranges.h $(KSFT)/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(filter-out $(DEPFLAGS),$(TEST_CFLAGS)) -Iuserspace/lib $(SAN_FLAGS) \
 		$(filter %.c,$^) -lpthread -o $@

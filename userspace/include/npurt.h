@@ -526,19 +526,94 @@ NPURT_API npurt_status npurt_stream_query(npurt_stream *stream);
 
 /*
  * Fill `size` bytes at device address `dst` with the 32-bit `pattern`.
- * `dst` and `size` are multiples of 4. NPURT_ERR_INVALID: NULL stream, size
- * 0, a misaligned address or size. NPURT_ERR_DEVICE: the stream failed
- * earlier (stopped); NPURT_ERR_NO_MEMORY, NPURT_ERR_DEVICE: the driver
- * refused the work (the stream then fails). A fault on the device is
- * reported later, by npurt_stream_synchronize().
+ * `dst` and `size` are multiples of 4 (npurt_fill_d32_async() and the
+ * others below take pointers and any alignment). NPURT_ERR_INVALID: NULL
+ * stream, size 0, a misaligned address or size. NPURT_ERR_DEVICE: the
+ * stream failed earlier (stopped); NPURT_ERR_NO_MEMORY, NPURT_ERR_DEVICE:
+ * the driver refused the work (the stream then fails). A fault on the
+ * device is reported later, by npurt_stream_synchronize().
  */
 NPURT_API npurt_status npurt_memset_async(npurt_stream *stream, uint64_t dst,
 					  uint32_t pattern, size_t size);
 
-/* Copy `size` bytes between device addresses. Statuses as for
- * npurt_memset_async() (size 0: NPURT_ERR_INVALID). */
+/* Copy `size` bytes between device addresses (npurt_copy_async() below
+ * takes pointers of any kind). Statuses as for npurt_memset_async()
+ * (size 0: NPURT_ERR_INVALID). */
 NPURT_API npurt_status npurt_memcpy_async(npurt_stream *stream, uint64_t dst,
 					  uint64_t src, size_t size);
+
+/* ---- copies and fills on pointers ------------------------------------ */
+
+/*
+ * Copies take CPU pointers and find out what each points into: device
+ * memory (npurt_mem_host_ptr() of it, at any offset), pinned host memory
+ * (npurt_host_alloc()) or registered host memory (npurt_host_register()),
+ * all of this device handle's; anything else is pageable host memory.
+ *
+ *  - Device or pinned/registered on both sides: copy tasks on the stream,
+ *    run in stream order; the call returns once they are queued.
+ *  - Pageable source (host to device): the data goes through the stream's
+ *    pinned staging buffers (4 of 1 MiB, made at its first such copy and
+ *    freed with it), the CPU filling one while the device copies another.
+ *    The call returns once the source has been read: it may be reused at
+ *    once, while the last chunks' copies still run in stream order. It
+ *    waits for earlier work only as far as the staging buffers are busy.
+ *  - Pageable destination (device to host): the call returns once the
+ *    data is in the destination, so it waits for the stream's earlier work.
+ *  - Pageable on both sides: the call waits for the stream's earlier work,
+ *    then copies with the CPU, so the copy too is in stream order.
+ *
+ * Every range lies within one allocation, or in none (pageable). A stream
+ * failed earlier makes them NPURT_ERR_DEVICE before anything is copied;
+ * one failing meanwhile (a wait above) makes them NPURT_ERR_DEVICE with
+ * part of the data copied.
+ *
+ * NPURT_ERR_INVALID: NULL stream or pointer, size 0, a range that
+ * straddles an allocation's start or end, a pointer into device memory
+ * no live allocation holds (freed) or of another device handle.
+ * NPURT_ERR_NO_MEMORY: the staging buffers cannot be pinned
+ * (RLIMIT_MEMLOCK). NPURT_ERR_DEVICE: the stream failed.
+ */
+NPURT_API npurt_status npurt_copy_async(npurt_stream *stream, void *dst, const void *src,
+					size_t size);
+
+/* npurt_copy_async(), then wait for the stream's work (the copy included):
+ * statuses as for it and npurt_stream_synchronize(). */
+NPURT_API npurt_status npurt_copy(npurt_stream *stream, void *dst, const void *src, size_t size);
+
+/*
+ * Copy `height` rows of `width` bytes: row r from src + r * spitch to
+ * dst + r * dpitch, as npurt_copy_async() does (each side's rows lie in
+ * one allocation, or in none). Pitches of at least `width`; when both
+ * equal it, one contiguous copy. NPURT_ERR_INVALID as for
+ * npurt_copy_async(), and for a zero width or height, a pitch below the
+ * width, or an extent that overflows.
+ */
+NPURT_API npurt_status npurt_copy_2d_async(npurt_stream *stream, void *dst, size_t dpitch,
+					   const void *src, size_t spitch, size_t width,
+					   size_t height);
+
+/* npurt_copy_2d_async(), then wait for the stream's work. */
+NPURT_API npurt_status npurt_copy_2d(npurt_stream *stream, void *dst, size_t dpitch,
+				     const void *src, size_t spitch, size_t width, size_t height);
+
+/*
+ * Set `count` 8-, 16- or 32-bit elements at `dst` to `value`, in stream
+ * order: element i is at dst + i * its size, at any alignment. `dst` is
+ * device memory or pinned/registered host memory of the device (pageable
+ * memory: NPURT_ERR_INVALID, as for NULL arguments, a zero count, a
+ * range straddling an allocation, freed or another device's memory);
+ * NPURT_ERR_DEVICE: the stream failed earlier. The device fills the
+ * 4-byte-aligned words; up to 3 bytes at either end are copied from a
+ * small pinned buffer of the stream (NPURT_ERR_NO_MEMORY when it cannot
+ * be pinned).
+ */
+NPURT_API npurt_status npurt_fill_d8_async(npurt_stream *stream, void *dst, uint8_t value,
+					   size_t count);
+NPURT_API npurt_status npurt_fill_d16_async(npurt_stream *stream, void *dst, uint16_t value,
+					    size_t count);
+NPURT_API npurt_status npurt_fill_d32_async(npurt_stream *stream, void *dst, uint32_t value,
+					    size_t count);
 
 /* ---- kernel launch -------------------------------------------------- */
 

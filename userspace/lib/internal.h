@@ -11,6 +11,7 @@
 #include <drm/npu_accel.h>
 
 #include "npurt.h"
+#include "mem_ranges.h"
 
 struct npurt_ring;
 struct mc_cache;
@@ -41,6 +42,7 @@ struct npurt_device {
 	struct npurt_event_pool *events;	/* event.c: device events to reuse */
 	pthread_mutex_t notify_lock;		/* notify.c: the notifies' ids held */
 	struct npurt_notify_ref *notifies;
+	struct mr_table ranges;			/* memory.c: live allocations' host ranges */
 	/* failure.c: the exception callback, under lock. */
 	npurt_exception_fn exc_fn;
 	void *exc_user;
@@ -115,6 +117,8 @@ struct npurt_stream {
 	npurt_mem *arena;
 	uint32_t arena_next;
 	uint64_t arena_seq[NPURT_ARENA_SLOTS];	/* the batch that used each slot */
+	/* copy.c: pinned buffers staging pageable memory, made at first use. */
+	_Atomic(struct npurt_staging *) staging;
 };
 
 /* submit.c: the two paths behind one interface. */
@@ -179,6 +183,25 @@ npurt_status npurt_stream_wait(npurt_stream *s, uint64_t seq, const char *who);
 /* memory.c: the device's memory state, at open and close. */
 npurt_status npurt_memory_open(npurt_device *dev, const char *who);
 void npurt_memory_close(npurt_device *dev);
+
+/* memory.c: what a host range is to the device, for copies and fills. */
+enum npurt_place {
+	NPURT_PAGEABLE,		/* no allocation of the device: plain host memory */
+	NPURT_DEVICE_MEM,	/* device memory (HBM), CPU-mapped */
+	NPURT_HOST_MEM,		/* pinned or registered host memory */
+};
+/*
+ * Where [p, p + len) (len > 0) lies: *place, and *addr its device address
+ * unless NPURT_PAGEABLE. NPURT_ERR_INVALID, the message naming `who` and
+ * `what` ("destination"), when it straddles an allocation's bounds or is
+ * in a mapping of device memory that no live allocation of this device
+ * holds (freed, or another device's).
+ */
+npurt_status npurt_mem_where(npurt_device *dev, const void *p, size_t len, enum npurt_place *place,
+			     uint64_t *addr, const char *who, const char *what);
+
+/* copy.c: a stream's staging buffers go with it (its work has completed). */
+void npurt_staging_free(npurt_stream *s);
 
 /* event.c and notify.c: the device's events and notifies, at open and close. */
 npurt_status npurt_events_open(npurt_device *dev, const char *who);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 #include <xf86drm.h>
 
@@ -59,6 +60,14 @@ struct bo {
 	uint64_t device_va;
 	void *map;
 };
+
+/*
+ * Every CPU mapping of device memory in the process, all devices' (owner:
+ * the device): a pointer into one that no live allocation of the device
+ * holds is a freed block or another device's memory, which a copy must
+ * refuse rather than take for pageable memory.
+ */
+static struct mr_table maps = MR_TABLE_INIT;
 
 /* Which step of a buffer's creation failed, for the caller's message. */
 static _Thread_local const char *bo_step;
@@ -160,6 +169,21 @@ static int seg_alloc(void *ctx, uint64_t size, unsigned int policy, bool dedicat
 		bo_step = NULL;
 		err = ENOMEM;
 	}
+	if (!err) {
+		struct mr_range r = { .start = (uintptr_t)bo.map, .size = bo.size,
+				      .addr = bo.device_va, .owner = ctx };
+
+		err = mr_insert(&maps, &r);
+		if (err) {
+			munmap(bo.map, bo.size);
+			if (dedicated)
+				bo_ref_put(ctx, bo.handle);
+			else
+				gem_close(ctx, bo.handle);
+			bo_step = NULL;
+			err = ENOMEM;
+		}
+	}
 	if (err)
 		return err;
 	seg->addr = bo.device_va;
@@ -172,6 +196,7 @@ static int seg_alloc(void *ctx, uint64_t size, unsigned int policy, bool dedicat
 
 static void seg_free(void *ctx, const struct mc_seg *seg)
 {
+	mr_remove(&maps, (uintptr_t)seg->host, ctx);
 	munmap(seg->host, seg->size);
 	if (seg->dedicated)
 		bo_ref_put(ctx, seg->handle);
@@ -258,25 +283,93 @@ static const struct mc_ops cache_ops = {
 npurt_status npurt_memory_open(npurt_device *dev, const char *who)
 {
 	pthread_mutex_init(&dev->bo_lock, NULL);
+	mr_init(&dev->ranges);
 	dev->cache = mc_create(&cache_ops, dev);
 	if (!dev->cache) {
+		mr_destroy(&dev->ranges);
 		pthread_mutex_destroy(&dev->bo_lock);
 		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
 	}
 	return NPURT_OK;
 }
 
+static void mem_release(npurt_mem *m, npurt_stream *s);
+
 void npurt_memory_close(npurt_device *dev)
 {
 	struct npurt_bo_ref *r, *next;
 
+	/*
+	 * What the caller did not free goes as npurt_mem_free() would take it;
+	 * the streams are gone, so nothing waits. Every npurt_mem has a range.
+	 */
+	for (;;) {
+		npurt_mem *m = NULL;
+
+		pthread_rwlock_rdlock(&dev->ranges.lock);
+		if (dev->ranges.n)
+			m = (npurt_mem *)dev->ranges.v[0].owner;
+		pthread_rwlock_unlock(&dev->ranges.lock);
+		if (!m)
+			break;
+		mem_release(m, NULL);
+	}
 	mc_destroy(dev->cache);
 	/* Closing the device file closes what the caller did not free. */
 	for (r = dev->bos; r; r = next) {
 		next = r->next;
 		free(r);
 	}
+	mr_destroy(&dev->ranges);
+	/* Imports the caller did not free: their mappings name a dead device. */
+	mr_remove_owner(&maps, dev);
 	pthread_mutex_destroy(&dev->bo_lock);
+}
+
+/* ---- pointers ------------------------------------------------------ */
+
+/* The allocation's host range joins the device's table: 0 or ENOMEM. */
+static int range_add(npurt_mem *m)
+{
+	struct mr_range r = { .start = (uintptr_t)m->host, .size = m->size,
+			      .addr = m->device_addr, .owner = m,
+			      .kind = m->kind == MEM_HOST ? NPURT_HOST_MEM : NPURT_DEVICE_MEM };
+
+	/* The driver refuses overlapping registrations; mappings are apart. */
+	return mr_insert(&m->dev->ranges, &r) ? ENOMEM : 0;
+}
+
+npurt_status npurt_mem_where(npurt_device *dev, const void *p, size_t len, enum npurt_place *place,
+			     uint64_t *addr, const char *who, const char *what)
+{
+	uintptr_t at = (uintptr_t)p;
+	struct mr_range r;
+
+	switch (mr_find(&dev->ranges, at, len, &r)) {
+	case MR_INSIDE:
+		*place = (enum npurt_place)r.kind;
+		*addr = r.addr + (at - r.start);
+		return NPURT_OK;
+	case MR_STRADDLE:
+		return npurt_set_error(NPURT_ERR_INVALID,
+				       "%s: %s [%p, +%zu bytes) is not within one allocation: "
+				       "it meets %s [%p, +%zu bytes) and runs past its %s",
+				       who, what, p, len,
+				       r.kind == NPURT_HOST_MEM ? "host memory" : "device memory",
+				       (void *)r.start, r.size, at < r.start ? "start" : "end");
+	case MR_NONE:
+		break;
+	}
+	if (mr_find(&maps, at, len, &r) != MR_NONE)
+		return npurt_set_error(NPURT_ERR_INVALID,
+				       r.owner == dev ?
+				       "%s: %s %p (%zu bytes) is device memory of %s that no live "
+				       "allocation holds (freed?)" :
+				       "%s: %s %p (%zu bytes) is device memory of another device "
+				       "handle than %s", who, what, p, len, dev->node);
+	*place = NPURT_PAGEABLE;
+	*addr = 0;
+	return NPURT_OK;
 }
 
 /* ---- allocation ---------------------------------------------------- */
@@ -328,6 +421,11 @@ static npurt_status mem_alloc(npurt_device *dev, npurt_stream *s, size_t size, u
 		m->host = m->block->host;
 		m->size = m->block->size;
 		m->page_size = m->block->page_size;
+		err = range_add(m);
+		if (err) {
+			mc_free(dev->cache, m->block, NULL);
+			bo_step = NULL;
+		}
 	}
 	if (err) {
 		free(m);
@@ -368,9 +466,10 @@ static void mem_drop(void *arg)
 {
 	npurt_mem *m = arg;
 
-	if (m->kind == MEM_BO)
+	if (m->kind == MEM_BO) {
+		mr_remove(&maps, (uintptr_t)m->map, m->dev);
 		bo_ref_put(m->dev, m->handle);
-	else
+	} else
 		gem_close(m->dev, m->handle);
 	if (m->map)
 		munmap(m->map, m->map_size);
@@ -420,6 +519,7 @@ static void wait_issued(npurt_device *dev)
  */
 static void mem_release(npurt_mem *m, npurt_stream *s)
 {
+	mr_remove(&m->dev->ranges, (uintptr_t)m->host, m);
 	switch (m->kind) {
 	case MEM_BLOCK:
 		mc_free(m->dev->cache, m->block, s);
@@ -540,6 +640,9 @@ npurt_status npurt_mem_get_usage(npurt_device *dev, npurt_mem_usage *usage)
 
 /* ---- pinned host memory -------------------------------------------- */
 
+/* Milliseconds a registration waits for the driver to retire an old one. */
+#define REGISTER_TRIES	1000
+
 static npurt_status host_register(npurt_device *dev, void *ptr, size_t size, uint32_t flags,
 				  npurt_mem *m, const char *who)
 {
@@ -554,7 +657,22 @@ static npurt_status host_register(npurt_device *dev, void *ptr, size_t size, uin
 				       who, ptr, size);
 	if (flags & NPURT_HOST_READ_ONLY)
 		u.flags = DRM_NPU_USERPTR_READ_ONLY;
-	err = npurt_ioctl(dev, DRM_IOCTL_NPU_USERPTR, &u);
+	for (int tries = 0;; tries++) {
+		struct timespec ms = { .tv_nsec = 1000000 };
+		struct mr_range r;
+
+		err = npurt_ioctl(dev, DRM_IOCTL_NPU_USERPTR, &u);
+		/*
+		 * The driver lets go of a registration when the last work using
+		 * it is retired, a little after the host saw that work complete:
+		 * pages freed and mapped again at once may still be its. Only
+		 * a live registration of ours is a real overlap.
+		 */
+		if (err != EEXIST || tries == REGISTER_TRIES ||
+		    mr_find(&dev->ranges, start, end - start, &r) != MR_NONE)
+			break;
+		nanosleep(&ms, NULL);
+	}
 	switch (err) {
 	case 0:
 		break;
@@ -588,6 +706,10 @@ static npurt_status host_register(npurt_device *dev, void *ptr, size_t size, uin
 	m->host = ptr;
 	m->size = size;
 	m->page_size = pg;
+	if (range_add(m)) {
+		gem_close(dev, u.handle);
+		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
+	}
 	return NPURT_OK;
 }
 
@@ -723,6 +845,19 @@ npurt_status npurt_mem_import(npurt_device *dev, int fd, npurt_mem **out)
 	m->host = m->map = bo.map;
 	m->size = m->map_size = bo.size;
 	m->page_size = bo.page_size;
+	{
+		struct mr_range r = { .start = (uintptr_t)bo.map, .size = bo.size,
+				      .addr = bo.device_va, .owner = dev };
+
+		err = mr_insert(&maps, &r) ? ENOMEM : range_add(m);
+		if (err) {
+			mr_remove(&maps, r.start, dev);
+			munmap(bo.map, bo.size);
+			bo_ref_put(dev, bo.handle);
+			free(m);
+			return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
+		}
+	}
 	*out = m;
 	return NPURT_OK;
 }

@@ -216,6 +216,7 @@ static void stream_destroy(npurt_stream *s)
 	npurt_ioctl(s->dev, DRM_IOCTL_NPU_QUEUE_DESTROY, &destroy);
 	npurt_mem_free(s->arena);
 	s->arena = NULL;
+	npurt_staging_free(s);
 	pthread_mutex_lock(&s->dev->lock);
 	s->destroyed = true;
 	if (s->prev)
