@@ -201,6 +201,7 @@ void npurt_device_close(npurt_device *dev)
 {
 	if (!dev)
 		return;
+	npurt_callbacks_close(dev);
 	npurt_notifies_close(dev);
 	npurt_events_close(dev);
 	npurt_memory_close(dev);

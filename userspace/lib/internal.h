@@ -17,6 +17,8 @@ struct mc_cache;
 struct npurt_bo_ref;
 struct npurt_event_pool;
 struct npurt_notify_ref;
+struct npurt_cb_pool;
+struct npurt_cb_stream;
 
 /* Tasks a stream gathers into one batch at most (stream.c). */
 #define NPURT_BATCH_MAX		64
@@ -39,6 +41,7 @@ struct npurt_device {
 	struct npurt_event_pool *events;	/* event.c: device events to reuse */
 	pthread_mutex_t notify_lock;		/* notify.c: the notifies' ids held */
 	struct npurt_notify_ref *notifies;
+	struct npurt_cb_pool *callbacks;	/* callback.c: its threads, under lock */
 };
 
 /*
@@ -73,6 +76,7 @@ struct npurt_stream {
 	npurt_mem *arena;
 	uint32_t arena_next;
 	uint64_t arena_seq[NPURT_ARENA_SLOTS];	/* the batch that used each slot */
+	struct npurt_cb_stream *callbacks;	/* callback.c, from the first one */
 };
 
 /* submit.c: the two paths behind one interface. */
@@ -80,6 +84,9 @@ npurt_status npurt_path_open(npurt_device *dev, const char *who);
 void npurt_path_close(npurt_device *dev);
 npurt_status npurt_path_submit(npurt_stream *s, const struct drm_npu_task *tasks,
 			       uint32_t count, const char *who);
+/* The same, the batch waiting for binary syncobj `in` and signalling `out` (0: none). */
+npurt_status npurt_path_submit_sync(npurt_stream *s, const struct drm_npu_task *tasks,
+				    uint32_t count, uint32_t in, uint32_t out, const char *who);
 npurt_status npurt_path_wait(npurt_stream *s, uint64_t seq, const char *who);
 /* The same, giving up with NPURT_ERR_TIMEOUT at `deadline_ns` (CLOCK_MONOTONIC). */
 npurt_status npurt_path_wait_until(npurt_stream *s, uint64_t seq, int64_t deadline_ns,
@@ -111,6 +118,18 @@ npurt_status npurt_stream_push(npurt_stream *s, const struct drm_npu_task *tasks
 npurt_status npurt_stream_flush(npurt_stream *s, const char *who);
 /* Wait for batch `seq` of the stream, submitting it first if it is gathered. */
 npurt_status npurt_stream_wait(npurt_stream *s, uint64_t seq, const char *who);
+/*
+ * Submit a batch waiting for syncobj `in` and signalling `out` (0: none):
+ * the stream's gathered work with `out`, or a NOP after it with `in` (work
+ * issued before a wait does not wait with it).
+ */
+npurt_status npurt_stream_submit_sync(npurt_stream *s, uint32_t in, uint32_t out,
+				      const char *who);
+
+/* callback.c: a stream's callbacks at its destroy (before, after its last wait); the device's. */
+void npurt_callbacks_drain(npurt_stream *s);
+void npurt_callbacks_release(npurt_stream *s);
+void npurt_callbacks_close(npurt_device *dev);
 
 /* memory.c: the device's memory state, at open and close. */
 npurt_status npurt_memory_open(npurt_device *dev, const char *who);

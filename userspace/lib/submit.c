@@ -49,10 +49,11 @@ struct npurt_ring {
 	pthread_cond_t progress_cond;	/* a stream started gathering, or stop */
 };
 
-/* A SUBMIT in flight. */
+/* A SUBMIT in flight: the kernel may read its arrays after the submit returns. */
 struct cmd {
 	npurt_stream *stream;
 	uint32_t count;
+	struct drm_npu_syncobj in, out;
 	struct drm_npu_task tasks[];
 };
 
@@ -429,7 +430,7 @@ static bool ring_has_room(void *arg)
 }
 
 static npurt_status ring_submit(npurt_stream *s, const struct drm_npu_task *tasks,
-				uint32_t count, const char *who)
+				uint32_t count, uint32_t in, uint32_t out, const char *who)
 {
 	npurt_device *dev = s->dev;
 	struct npurt_ring *r = dev->ring;
@@ -443,6 +444,8 @@ static npurt_status ring_submit(npurt_stream *s, const struct drm_npu_task *task
 		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
 	c->stream = s;
 	c->count = count;
+	c->in = (struct drm_npu_syncobj){ .handle = in };
+	c->out = (struct drm_npu_syncobj){ .handle = out };
 	memcpy(c->tasks, tasks, count * sizeof(*tasks));
 
 	/* Never more in flight than the CQ ring holds. */
@@ -474,6 +477,10 @@ static npurt_status ring_submit(npurt_stream *s, const struct drm_npu_task *task
 	args->tasks = (uintptr_t)c->tasks;
 	args->count = count;
 	args->queue = s->queue;
+	args->in_syncobjs = (uintptr_t)&c->in;
+	args->in_count = !!in;
+	args->out_syncobjs = (uintptr_t)&c->out;
+	args->out_count = !!out;
 	do
 		ret = io_uring_submit(&r->ring);
 	while (ret == -EINTR);
@@ -488,8 +495,17 @@ static npurt_status ring_submit(npurt_stream *s, const struct drm_npu_task *task
 npurt_status npurt_path_submit(npurt_stream *s, const struct drm_npu_task *tasks,
 			       uint32_t count, const char *who)
 {
+	return npurt_path_submit_sync(s, tasks, count, 0, 0, who);
+}
+
+npurt_status npurt_path_submit_sync(npurt_stream *s, const struct drm_npu_task *tasks,
+				    uint32_t count, uint32_t in, uint32_t out, const char *who)
+{
+	struct drm_npu_syncobj in_obj = { .handle = in }, out_obj = { .handle = out };
 	struct drm_npu_submit args = {
 		.tasks = (uintptr_t)tasks, .count = count, .queue = s->queue,
+		.in_syncobjs = (uintptr_t)&in_obj, .in_count = !!in,
+		.out_syncobjs = (uintptr_t)&out_obj, .out_count = !!out,
 	};
 	bool failed;
 	int err;
@@ -502,7 +518,7 @@ npurt_status npurt_path_submit(npurt_stream *s, const struct drm_npu_task *tasks
 				       "%s: the stream failed earlier (npurt_stream_synchronize says how)",
 				       who);
 	if (s->dev->path == NPURT_SUBMIT_IO_URING)
-		return ring_submit(s, tasks, count, who);
+		return ring_submit(s, tasks, count, in, out, who);
 
 	err = npurt_ioctl(s->dev, DRM_IOCTL_NPU_SUBMIT, &args);
 	if (err)
