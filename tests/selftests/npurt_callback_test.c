@@ -278,10 +278,13 @@ TEST_F(cb, a_failure_before_the_callback_is_its_status)
 {
 	struct seen w = { .host = self->hp, .words = 0, .write = 0 };
 
+	/* Behind the gate, so that the fault comes after the callback is added. */
+	gate_close(self->s);
 	/* The top of the device address space: mapped by nothing. */
 	ASSERT_EQ(NPURT_OK, npurt_memset_async(self->s, DRM_NPU_VA_END - MiB, 1, 4096));
 	ASSERT_EQ(NPURT_OK, npurt_stream_add_callback(self->s, check_then_write, &w))
 		TH_LOG("%s", npurt_last_error());
+	gate_open();
 	EXPECT_EQ(NPURT_ERR_DEVICE, npurt_stream_synchronize(self->s));
 	ASSERT_TRUE(flag_set_within(&w.ran, 10000));
 	EXPECT_EQ(NPURT_ERR_DEVICE, w.status);

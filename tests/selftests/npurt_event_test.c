@@ -139,7 +139,7 @@ TEST_F(ev, timing_and_plain_events)
 	EXPECT_NE(NULL, strstr(npurt_last_error(), "npurt_event_elapsed_ns"));
 	EXPECT_EQ(NPURT_ERR_INVALID, npurt_event_elapsed_ns(plain, t1, &ns));
 	EXPECT_EQ(-1, ns);
-	EXPECT_EQ(NPURT_ERR_INVALID, npurt_event_create_flags(self->dev, 2, &plain));
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_event_create_flags(self->dev, 4, &plain));
 	npurt_event_destroy(t0);
 	npurt_event_destroy(t1);
 	npurt_event_destroy(plain);

@@ -15,6 +15,9 @@
  * The syncobj is made signalled: a kernel refuses a wait on a syncobj with
  * no fence at all, and an event never recorded has nothing to wait for.
  * Records are not timed: nothing carries a device time across processes.
+ *
+ * libdrm's syncobj calls return -1 (most) or -errno (the wait) and leave
+ * errno set either way: the errno is what is reported.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -30,27 +33,27 @@
 
 npurt_status npurt_ipc_syncobj_create(npurt_device *dev, uint32_t *syncobj, const char *who)
 {
-	int ret = drmSyncobjCreate(dev->fd, DRM_SYNCOBJ_CREATE_SIGNALED, syncobj);
+	int err = drmSyncobjCreate(dev->fd, DRM_SYNCOBJ_CREATE_SIGNALED, syncobj) ? errno : 0;
 
-	if (ret)
-		return npurt_set_error(npurt_status_from_errno(-ret), "%s: %s: SYNCOBJ_CREATE: %s",
-				       who, dev->node, strerror(-ret));
+	if (err)
+		return npurt_set_error(npurt_status_from_errno(err), "%s: %s: SYNCOBJ_CREATE: %s",
+				       who, dev->node, strerror(err));
 	return NPURT_OK;
 }
 
 npurt_status npurt_ipc_syncobj_import(npurt_device *dev, int fd, uint32_t *syncobj,
 				      const char *who)
 {
-	int ret;
+	int err;
 
 	if (fd < 0)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: fd %d", who, fd);
-	ret = drmSyncobjFDToHandle(dev->fd, fd, syncobj);
-	if (ret)
-		return npurt_set_error(ret == -EINVAL || ret == -EBADF ? NPURT_ERR_INVALID :
-				       npurt_status_from_errno(-ret),
+	err = drmSyncobjFDToHandle(dev->fd, fd, syncobj) ? errno : 0;
+	if (err)
+		return npurt_set_error(err == EINVAL || err == EBADF ? NPURT_ERR_INVALID :
+				       npurt_status_from_errno(err),
 				       "%s: SYNCOBJ_FD_TO_HANDLE of fd %d: %s%s", who, fd,
-				       strerror(-ret), ret == -EINVAL ?
+				       strerror(err), err == EINVAL ?
 				       " (not an event of npurt_event_export())" : "");
 	return NPURT_OK;
 }
@@ -63,11 +66,11 @@ void npurt_ipc_syncobj_destroy(npurt_device *dev, uint32_t syncobj)
 
 npurt_status npurt_ipc_event_export(npurt_event *ev, int *fd, const char *who)
 {
-	int ret = drmSyncobjHandleToFD(ev->dev->fd, ev->syncobj, fd);
+	int err = drmSyncobjHandleToFD(ev->dev->fd, ev->syncobj, fd) ? errno : 0;
 
-	if (ret)
-		return npurt_set_error(npurt_status_from_errno(-ret),
-				       "%s: SYNCOBJ_HANDLE_TO_FD: %s", who, strerror(-ret));
+	if (err)
+		return npurt_set_error(npurt_status_from_errno(err),
+				       "%s: SYNCOBJ_HANDLE_TO_FD: %s", who, strerror(err));
 	return NPURT_OK;
 }
 
@@ -88,12 +91,11 @@ npurt_status npurt_ipc_stream_wait_event(npurt_stream *s, npurt_event *ev, const
 static npurt_status fence_status(npurt_event *ev, const char *who)
 {
 	struct sync_file_info info;
-	int sf = -1, ret, err = 0;
+	int sf = -1, err = drmSyncobjExportSyncFile(ev->dev->fd, ev->syncobj, &sf) ? errno : 0;
 
-	ret = drmSyncobjExportSyncFile(ev->dev->fd, ev->syncobj, &sf);
-	if (ret)
-		return npurt_set_error(npurt_status_from_errno(-ret),
-				       "%s: SYNCOBJ_HANDLE_TO_FD (sync file): %s", who, strerror(-ret));
+	if (err)
+		return npurt_set_error(npurt_status_from_errno(err),
+				       "%s: SYNCOBJ_HANDLE_TO_FD (sync file): %s", who, strerror(err));
 	memset(&info, 0, sizeof(info));
 	if (ioctl(sf, SYNC_IOC_FILE_INFO, &info))
 		err = errno;
@@ -120,14 +122,14 @@ npurt_status npurt_ipc_event_query(npurt_event *ev, const char *who)
 npurt_status npurt_ipc_event_synchronize(npurt_event *ev, int64_t deadline_ns, int timeout_ms,
 					 const char *who)
 {
-	int ret = drmSyncobjWait(ev->dev->fd, &ev->syncobj, 1, deadline_ns, 0, NULL);
+	int err = drmSyncobjWait(ev->dev->fd, &ev->syncobj, 1, deadline_ns, 0, NULL) ? errno : 0;
 
-	if (ret == -ETIME || ret == -ETIMEDOUT)
+	if (err == ETIME || err == ETIMEDOUT)
 		return npurt_set_error(NPURT_ERR_TIMEOUT,
 				       "%s: the event's record did not run within %d ms", who,
 				       timeout_ms);
-	if (ret)
-		return npurt_set_error(npurt_status_from_errno(-ret), "%s: SYNCOBJ_WAIT: %s", who,
-				       strerror(-ret));
+	if (err)
+		return npurt_set_error(npurt_status_from_errno(err), "%s: SYNCOBJ_WAIT: %s", who,
+				       strerror(err));
 	return fence_status(ev, who);
 }
