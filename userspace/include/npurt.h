@@ -409,7 +409,9 @@ typedef void (*npurt_callback_fn)(npurt_stream *stream, npurt_status status, voi
  * Call fn(stream, status, user) on a runtime thread once the work issued
  * to the stream so far has completed, or failed: it runs either way. The
  * stream's later work waits, on the device, until fn returns; nothing
- * the caller issues meanwhile waits for it.
+ * the caller issues meanwhile waits for it. npurt_stream_synchronize()
+ * thus returns once the callbacks added before it returned (unless the
+ * stream failed: it then returns at once, and they run on their own).
  *
  * A stream's callbacks run one at a time, in the order they were added;
  * callbacks of different streams may run at the same time, on different
