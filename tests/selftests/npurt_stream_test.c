@@ -6,6 +6,7 @@
  * events order streams, and threads sharing the device's ring all see
  * their own completions.
  */
+#include <malloc.h>
 #include <pthread.h>
 
 #include "kselftest_harness.h"
@@ -533,6 +534,45 @@ TEST_F(rt, closing_a_device_finishes_the_work_its_live_streams_hold)
 	EXPECT_EQ(20, host[0]);
 	EXPECT_EQ(20, host[n / 4 - 1]);
 	free(host);
+}
+
+/* One device's life with every kind of object left for the close. */
+static int open_and_leave_all(void)
+{
+	npurt_device *d;
+	npurt_stream *s;
+	npurt_event *ev;
+	npurt_notify *n;
+	npurt_mem *m, *h;
+
+	if (npurt_device_open(0, &d))
+		return -1;
+	if (npurt_stream_create(d, NPURT_PRIORITY_NORMAL, &s) || npurt_event_create(d, &ev) ||
+	    npurt_notify_create(d, &n) || npurt_mem_alloc(d, 4096, &m) ||
+	    npurt_host_alloc(d, 4096, &h) || npurt_event_record(ev, s)) {
+		npurt_device_close(d);
+		return -1;
+	}
+	npurt_device_close(d);
+	return 0;
+}
+
+/*
+ * The close frees what the caller left: its heap does not grow with
+ * devices opened, used and closed with their objects alive (the main
+ * arena's bytes in use, where this thread's allocations land).
+ */
+TEST_F(rt, closing_a_device_frees_the_objects_it_still_had)
+{
+	size_t before;
+
+	for (int i = 0; i < 5; i++)
+		ASSERT_EQ(0, open_and_leave_all()) TH_LOG("%s", npurt_last_error());
+	before = mallinfo2().uordblks;
+	for (int i = 0; i < 50; i++)
+		ASSERT_EQ(0, open_and_leave_all()) TH_LOG("%s", npurt_last_error());
+	/* Less than one small object a round. */
+	EXPECT_GT(before + 50 * 32, mallinfo2().uordblks);
 }
 
 TEST(bad_submit_path_in_the_environment_is_refused)

@@ -525,6 +525,47 @@ NPURT_API npurt_status npurt_device_synchronize(npurt_device *dev);
 NPURT_API npurt_status npurt_stream_query(npurt_stream *stream);
 
 /*
+ * A host function in a stream's work (npurt_stream_add_callback()):
+ * `status` is NPURT_OK when the work issued to the stream before it
+ * completed, else that work's failure as npurt_stream_synchronize() reports
+ * it (npurt_last_error(), in the callback, says how).
+ */
+typedef void (*npurt_callback_fn)(npurt_stream *stream, npurt_status status, void *user);
+
+/*
+ * Call fn(stream, status, user) on a runtime thread once the work issued
+ * to the stream so far has completed, or failed: it runs either way. The
+ * stream's later work waits, on the device, until fn returns; nothing
+ * the caller issues meanwhile waits for it. npurt_stream_synchronize()
+ * thus returns once the callbacks added before it returned (unless the
+ * stream failed: it then returns at once, and they run on their own).
+ *
+ * A stream's callbacks run one at a time, in the order they were added;
+ * callbacks of different streams may run at the same time, on different
+ * threads. A callback may call the runtime, and issue work on any stream,
+ * its own included (that work runs after the callback, like any work
+ * issued after it). It must not wait for its own stream's later work
+ * (npurt_stream_synchronize() of its own stream, npurt_stream_destroy() of
+ * it, an event recorded on it after the callback): that work waits for
+ * the callback to return.
+ *
+ * npurt_stream_destroy() waits for the stream's callbacks to return, and
+ * npurt_device_close() for any still queued. The first callback of a
+ * stream takes the device context's default queue (one hardware queue
+ * per device handle, used by all of them), from which the runtime lets
+ * streams go on after their callbacks.
+ *
+ * NPURT_ERR_INVALID: NULL stream or fn. NPURT_ERR_DEVICE: the stream
+ * failed earlier (fn is not called). NPURT_ERR_BUSY: no hardware queue
+ * free for the default queue, or the context holds all the notifies it
+ * may (a stream with callbacks holds one). NPURT_ERR_NO_MEMORY: no memory
+ * or no thread for it. On failure fn is never called and the stream is
+ * as it was.
+ */
+NPURT_API npurt_status npurt_stream_add_callback(npurt_stream *stream, npurt_callback_fn fn,
+						 void *user);
+
+/*
  * Fill `size` bytes at device address `dst` with the 32-bit `pattern`.
  * `dst` and `size` are multiples of 4 (npurt_fill_d32_async() and the
  * others below take pointers and any alignment). NPURT_ERR_INVALID: NULL
@@ -725,17 +766,26 @@ NPURT_API npurt_status npurt_launch(npurt_stream *stream, const npurt_launch_des
  * push of its task onto the stream.
  *
  * Events are usable in the process (the device handle) that created them
- * only: the driver shares notifies between processes, not events.
+ * only, except those created with NPURT_EVENT_INTERPROCESS, which other
+ * processes (and device handles) import (npurt_event_export()).
  */
 typedef struct npurt_event npurt_event;
 
 /* npurt_event_create_flags() flag: the event's records are timed. */
 #define NPURT_EVENT_TIMING	(1u << 0)
+/*
+ * npurt_event_create_flags() flag: the event can be shared with other
+ * processes (npurt_event_export()). Its records are not timed, and each
+ * costs a batch of its own when the stream has nothing gathered; waits on
+ * it cost a batch each.
+ */
+#define NPURT_EVENT_INTERPROCESS	(1u << 1)
 
 /*
- * Create an event. `flags`: 0 or NPURT_EVENT_TIMING (needed by
- * npurt_event_elapsed_ns()). NPURT_ERR_INVALID: NULL argument, unknown
- * flags; NPURT_ERR_NO_MEMORY.
+ * Create an event. `flags`: 0, NPURT_EVENT_TIMING (needed by
+ * npurt_event_elapsed_ns()) or NPURT_EVENT_INTERPROCESS.
+ * NPURT_ERR_INVALID: NULL argument, unknown flags, both flags;
+ * NPURT_ERR_NO_MEMORY.
  */
 NPURT_API npurt_status npurt_event_create_flags(npurt_device *dev, uint32_t flags,
 						npurt_event **event);
@@ -803,12 +853,27 @@ NPURT_API npurt_status npurt_event_elapsed_ns(npurt_event *start, npurt_event *e
 					      int64_t *ns);
 
 /*
- * Sharing events with other processes: not supported by the driver (an
- * event belongs to the context that created it), so these return
- * NPURT_ERR_UNSUPPORTED (NPURT_ERR_INVALID for NULL arguments). Share a
- * notify instead (npurt_notify_export()).
+ * Share an NPURT_EVENT_INTERPROCESS event: *fd gives whoever holds it the
+ * event, for npurt_event_import() in another process (pass it over a Unix
+ * socket); close it when done. Records in either process are records of
+ * the same event, and waits anywhere are about the latest one made when
+ * the wait was issued (none: the wait passes). NPURT_ERR_INVALID: NULL
+ * argument, a destroyed event, an event created without
+ * NPURT_EVENT_INTERPROCESS.
+ *
+ * On an interprocess event, npurt_event_query() and the synchronize calls
+ * report a failure before the record as NPURT_ERR_DEVICE (the recording
+ * stream, maybe in another process, says how), and
+ * npurt_event_elapsed_ns() returns NPURT_ERR_INVALID (not timed).
  */
 NPURT_API npurt_status npurt_event_export(npurt_event *event, int *fd);
+
+/*
+ * Take an event from an fd of npurt_event_export() (any process, any device
+ * handle); the fd stays the caller's. The event is an interprocess one; free
+ * it with npurt_event_destroy(). NPURT_ERR_INVALID: NULL argument, an fd
+ * that is not an exported event.
+ */
 NPURT_API npurt_status npurt_event_import(npurt_device *dev, int fd, npurt_event **event);
 
 /* ---- notifies ------------------------------------------------------ */

@@ -202,6 +202,7 @@ void npurt_device_close(npurt_device *dev)
 {
 	if (!dev)
 		return;
+	npurt_callbacks_close(dev);
 	npurt_streams_close(dev);
 	pthread_mutex_destroy(&dev->default_lock);
 	npurt_notifies_close(dev);

@@ -18,6 +18,8 @@ struct mc_cache;
 struct npurt_bo_ref;
 struct npurt_event_pool;
 struct npurt_notify_ref;
+struct npurt_cb_pool;
+struct npurt_cb_stream;
 
 /* Tasks a stream gathers into one batch at most (stream.c). */
 #define NPURT_BATCH_MAX		64
@@ -42,6 +44,8 @@ struct npurt_device {
 	struct npurt_event_pool *events;	/* event.c: device events to reuse */
 	pthread_mutex_t notify_lock;		/* notify.c: the notifies' ids held */
 	struct npurt_notify_ref *notifies;
+	npurt_notify *notify_live;		/* notify.c: handles not destroyed */
+	struct npurt_cb_pool *callbacks;	/* callback.c: its threads, under lock */
 	struct mr_table ranges;			/* memory.c: live allocations' host ranges */
 	/* failure.c: the exception callback, under lock. */
 	npurt_exception_fn exc_fn;
@@ -64,6 +68,7 @@ struct npurt_batch {
 	uint64_t seq;			/* the stream's number for it */
 	uint32_t count;
 	struct npurt_op_ref *ops;	/* one per task, after the tasks */
+	uint32_t in, out;		/* binary syncobjs it waits for, signals (0: none) */
 	struct drm_npu_task tasks[];
 };
 
@@ -119,6 +124,7 @@ struct npurt_stream {
 	uint64_t arena_seq[NPURT_ARENA_SLOTS];	/* the batch that used each slot */
 	/* copy.c: pinned buffers staging pageable memory, made at first use. */
 	_Atomic(struct npurt_staging *) staging;
+	struct npurt_cb_stream *callbacks;	/* callback.c, from the first one */
 };
 
 /* submit.c: the two paths behind one interface. */
@@ -179,6 +185,18 @@ npurt_status npurt_stream_push(npurt_stream *s, const struct drm_npu_task *tasks
 npurt_status npurt_stream_flush(npurt_stream *s, const char *who);
 /* Wait for batch `seq` of the stream, submitting it first if it is gathered. */
 npurt_status npurt_stream_wait(npurt_stream *s, uint64_t seq, const char *who);
+/*
+ * Submit a batch waiting for syncobj `in` and signalling `out` (0: none):
+ * the stream's gathered work with `out`, or a NOP after it with `in` (work
+ * issued before a wait does not wait with it).
+ */
+npurt_status npurt_stream_submit_sync(npurt_stream *s, uint32_t in, uint32_t out,
+				      const char *who);
+
+/* callback.c: a stream's callbacks at its destroy (before, after its last wait); the device's. */
+void npurt_callbacks_drain(npurt_stream *s);
+void npurt_callbacks_release(npurt_stream *s);
+void npurt_callbacks_close(npurt_device *dev);
 
 /* memory.c: the device's memory state, at open and close. */
 npurt_status npurt_memory_open(npurt_device *dev, const char *who);

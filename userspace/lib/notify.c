@@ -29,6 +29,7 @@ struct npurt_notify {
 	uint32_t magic;
 	uint32_t id;
 	npurt_device *dev;
+	npurt_notify *prev, *next;	/* dev->notify_live, under notify_lock */
 };
 
 void npurt_notifies_open(npurt_device *dev)
@@ -41,6 +42,9 @@ void npurt_notifies_close(npurt_device *dev)
 {
 	struct npurt_notify_ref *r, *next;
 
+	/* Notifies the caller left go as npurt_notify_destroy() takes them. */
+	while (dev->notify_live)
+		npurt_notify_destroy(dev->notify_live);
 	/* The holds go with the file. */
 	for (r = dev->notifies; r; r = next) {
 		next = r->next;
@@ -73,10 +77,14 @@ static npurt_status notify_new(npurt_device *dev, uint32_t id, npurt_notify **ou
 		dev->notifies = r;
 	}
 	r->handles++;
-	pthread_mutex_unlock(&dev->notify_lock);
 	n->magic = NOTIFY_MAGIC;
 	n->id = id;
 	n->dev = dev;
+	n->next = dev->notify_live;
+	if (n->next)
+		n->next->prev = n;
+	dev->notify_live = n;
+	pthread_mutex_unlock(&dev->notify_lock);
 	*out = n;
 	return NPURT_OK;
 }
@@ -143,6 +151,14 @@ void npurt_notify_destroy(npurt_notify *n)
 	if (!n || n->magic != NOTIFY_MAGIC)
 		return;
 	n->magic = NOTIFY_DEAD;
+	pthread_mutex_lock(&n->dev->notify_lock);
+	if (n->prev)
+		n->prev->next = n->next;
+	else
+		n->dev->notify_live = n->next;
+	if (n->next)
+		n->next->prev = n->prev;
+	pthread_mutex_unlock(&n->dev->notify_lock);
 	notify_put(n->dev, n->id);
 	free(n);
 }

@@ -26,7 +26,8 @@
  * A held operation's batch number is known: the next one the stream
  * submits (issued + 1).
  */
-static npurt_status flush_locked(npurt_stream *s, const char *who)
+static npurt_status flush_sync_locked(npurt_stream *s, uint32_t in, uint32_t out,
+				      const char *who)
 {
 	uint32_t n = s->npending;
 	struct npurt_batch *b;
@@ -38,6 +39,8 @@ static npurt_status flush_locked(npurt_stream *s, const char *who)
 	b = malloc(sizeof(*b) + n * (sizeof(b->tasks[0]) + sizeof(b->ops[0])));
 	if (b) {
 		b->count = n;
+		b->in = in;
+		b->out = out;
 		b->ops = (struct npurt_op_ref *)&b->tasks[n];
 		memcpy(b->tasks, s->pending, n * sizeof(b->tasks[0]));
 		memcpy(b->ops, s->pending_ops, n * sizeof(b->ops[0]));
@@ -63,6 +66,11 @@ static npurt_status flush_locked(npurt_stream *s, const char *who)
 	if (st)
 		npurt_path_refused(s, st == NPURT_ERR_NO_MEMORY ? ENOMEM : EIO);
 	return st;
+}
+
+static npurt_status flush_locked(npurt_stream *s, const char *who)
+{
+	return flush_sync_locked(s, 0, 0, who);
 }
 
 npurt_status npurt_stream_push(npurt_stream *s, const struct drm_npu_task *tasks,
@@ -119,6 +127,27 @@ npurt_status npurt_stream_wait(npurt_stream *s, uint64_t seq, const char *who)
 		st = flush_locked(s, who);
 	pthread_mutex_unlock(&s->plock);
 	return st ? st : npurt_path_wait(s, seq, who);
+}
+
+npurt_status npurt_stream_submit_sync(npurt_stream *s, uint32_t in, uint32_t out,
+				      const char *who)
+{
+	static const struct drm_npu_task nop = { .type = DRM_NPU_TASK_NOP };
+	npurt_status st = NPURT_OK;
+
+	if (npurt_path_failed(s))
+		return npurt_set_error(NPURT_ERR_DEVICE,
+				       "%s: the stream failed earlier (npurt_stream_synchronize says how)",
+				       who);
+	pthread_mutex_lock(&s->plock);
+	if (in)
+		st = flush_locked(s, who);
+	if (!st && !s->npending)
+		s->pending[s->npending++] = nop;
+	if (!st)
+		st = flush_sync_locked(s, in, out, who);
+	pthread_mutex_unlock(&s->plock);
+	return st;
 }
 
 static npurt_status stream_submit1(npurt_stream *s, struct drm_npu_task t, const char *who)
@@ -208,10 +237,13 @@ static void stream_destroy(npurt_stream *s)
 {
 	struct drm_npu_queue_destroy destroy = { 0 };
 
+	/* Its callbacks may still add work to it. */
+	npurt_callbacks_drain(s);
 	/* Failed or not, nothing of it may be in flight when it goes. */
 	npurt_stream_flush(s, "npurt_stream_destroy");
 	npurt_stream_wait(s, s->issued, "npurt_stream_destroy");
 	npurt_path_drain(s);
+	npurt_callbacks_release(s);
 	destroy.queue = s->queue;
 	npurt_ioctl(s->dev, DRM_IOCTL_NPU_QUEUE_DESTROY, &destroy);
 	npurt_mem_free(s->arena);

@@ -57,6 +57,7 @@ struct cmd {
 	uint32_t queue;
 	uint32_t count;
 	bool wait;
+	struct drm_npu_syncobj in, out;
 	struct drm_npu_task tasks[];
 };
 
@@ -515,6 +516,8 @@ static npurt_status ring_submit(npurt_stream *s, struct npurt_batch *b, bool aga
 	c->stream = s;
 	c->count = count;
 	c->wait = false;
+	c->in = (struct drm_npu_syncobj){ .handle = b->in };
+	c->out = (struct drm_npu_syncobj){ .handle = b->out };
 	memcpy(c->tasks, tasks, count * sizeof(*tasks));
 
 	/* Never more in flight than the CQ ring holds. */
@@ -552,6 +555,10 @@ static npurt_status ring_submit(npurt_stream *s, struct npurt_batch *b, bool aga
 	args->tasks = (uintptr_t)c->tasks;
 	args->count = count;
 	args->queue = c->queue;
+	args->in_syncobjs = (uintptr_t)&c->in;
+	args->in_count = !!b->in;
+	args->out_syncobjs = (uintptr_t)&c->out;
+	args->out_count = !!b->out;
 	do
 		ret = io_uring_submit(&r->ring);
 	while (ret == -EINTR);
@@ -566,7 +573,12 @@ static npurt_status ring_submit(npurt_stream *s, struct npurt_batch *b, bool aga
 static npurt_status ioctl_submit(npurt_stream *s, struct npurt_batch *b, bool again,
 				 const char *who)
 {
-	struct drm_npu_submit args = { .tasks = (uintptr_t)b->tasks, .count = b->count };
+	struct drm_npu_syncobj in_obj = { .handle = b->in }, out_obj = { .handle = b->out };
+	struct drm_npu_submit args = {
+		.tasks = (uintptr_t)b->tasks, .count = b->count,
+		.in_syncobjs = (uintptr_t)&in_obj, .in_count = !!b->in,
+		.out_syncobjs = (uintptr_t)&out_obj, .out_count = !!b->out,
+	};
 	bool misnumbered = false;
 	int err;
 
