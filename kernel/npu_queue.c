@@ -84,11 +84,28 @@ static void npu_queue_wake(struct npu_queue *q)
 static void npu_queue_update(struct npu_device *ndev, struct npu_queue *q)
 {
 	struct npu_fw_queue __iomem *slot = npu_queue_slot(ndev, q->hw_id);
-	u64 done = readq(&slot->done_seq);
 	struct npu_job *job, *tmp;
-	bool cookie;
+	bool cookie, faulted;
+	u64 done;
 
 	lockdep_assert_held(&ndev->queue_lock);
+	/*
+	 * The state before done_seq: the device passes a FENCE (done_seq)
+	 * before it faults on a later task and stops, so done_seq read after
+	 * a fault is final, and the first batch left unsignalled is the one
+	 * that faulted. Read the other way round, a FENCE passed between the
+	 * two loads would leave a finished batch named as the failed one,
+	 * failed with the rest.
+	 */
+	faulted = !q->failed && readl(&slot->state) == NPU_QUEUE_FAULTED;
+	rmb();
+	done = readq(&slot->done_seq);
+	/*
+	 * Once failed, the record stands: what it failed, from error_seq on,
+	 * stays failed for WAIT too, whatever the device says it passed.
+	 */
+	if (q->failed)
+		done = min(done, q->error_seq - 1);
 	cookie = dma_fence_begin_signalling();
 	list_for_each_entry_safe(job, tmp, &q->jobs, link) {
 		if (job->seq > done)
@@ -100,7 +117,7 @@ static void npu_queue_update(struct npu_device *ndev, struct npu_queue *q)
 	dma_fence_end_signalling(cookie);
 	WRITE_ONCE(q->done_seq, max(q->done_seq, done));
 
-	if (!q->failed && readl(&slot->state) == NPU_QUEUE_FAULTED) {
+	if (faulted) {
 		u32 head = readl(&slot->head);
 
 		switch (readl(&slot->error)) {
