@@ -571,8 +571,11 @@ TEST_F(rt, closing_a_device_frees_the_objects_it_still_had)
 	before = mallinfo2().uordblks;
 	for (int i = 0; i < 50; i++)
 		ASSERT_EQ(0, open_and_leave_all()) TH_LOG("%s", npurt_last_error());
-	/* Less than one small object a round. */
-	EXPECT_GT(before + 50 * 32, mallinfo2().uordblks);
+	/*
+	 * A leak of the handles left (an event, a notify, two npurt_mems)
+	 * would be 250 bytes a round or more; the heap's own slack, about 30.
+	 */
+	EXPECT_GT(before + 50 * 128, mallinfo2().uordblks);
 }
 
 TEST(bad_submit_path_in_the_environment_is_refused)
