@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 #define NPURT_VERSION_MAJOR 0
-#define NPURT_VERSION_MINOR 2
+#define NPURT_VERSION_MINOR 3
 #define NPURT_VERSION_PATCH 0
 
 typedef enum npurt_status {

@@ -171,6 +171,12 @@ void npurt_batches_free(struct npurt_batch *b);
 
 /* stream.c: a reference on a stream's record (refs). */
 void npurt_stream_put(npurt_stream *s);
+/*
+ * stream.c: the device's live streams, each with a reference, for
+ * npurt_streams_put(); NULL when out of memory.
+ */
+npurt_stream **npurt_streams_get(npurt_device *dev, size_t *n);
+void npurt_streams_put(npurt_stream **all, size_t n);
 /* stream.c: at device close, destroy the streams the caller left. */
 void npurt_streams_close(npurt_device *dev);
 

@@ -573,6 +573,20 @@ static struct mc_fence *fence_new(struct mc_cache *c, void *stream)
 	return f;
 }
 
+/*
+ * Under c->lock: what a release waits for (NULL: nothing, or no memory
+ * to say what, as before the cache); first what earlier ones waited for.
+ */
+static struct mc_fence *release_fence(struct mc_cache *c, void *stream)
+{
+	struct mc_fence *f;
+
+	reclaim_dedicated(c, false);
+	reclaim_deferred(c, false);
+	f = fence_new(c, stream);
+	return f == (struct mc_fence *)-1 ? NULL : f;
+}
+
 void mc_free(struct mc_cache *c, struct mc_block *b, void *stream)
 {
 	struct mc_fence *f;
@@ -585,11 +599,7 @@ void mc_free(struct mc_cache *c, struct mc_block *b, void *stream)
 		 * back to the kernel once the work that may use it completed.
 		 */
 		pthread_mutex_lock(&c->lock);
-		reclaim_dedicated(c, false);
-		reclaim_deferred(c, false);
-		f = fence_new(c, stream);
-		if (f == (struct mc_fence *)-1)
-			f = NULL;	/* nothing to wait with: as before the cache */
+		f = release_fence(c, stream);
 		if (!f) {
 			dedicated_release(c, b);
 		} else {
@@ -623,11 +633,7 @@ void mc_defer(struct mc_cache *c, void (*release)(void *arg), void *arg, void *s
 	struct mc_fence *f;
 
 	pthread_mutex_lock(&c->lock);
-	reclaim_dedicated(c, false);
-	reclaim_deferred(c, false);
-	f = fence_new(c, stream);
-	if (f == (struct mc_fence *)-1)
-		f = NULL;	/* nothing to wait with: as before the cache */
+	f = release_fence(c, stream);
 	if (f)
 		d = malloc(sizeof(*d));
 	if (d) {

@@ -491,23 +491,15 @@ static void wait_stream(npurt_stream *s)
 /* Wait for the work every stream of the device was given so far. */
 static void wait_issued(npurt_device *dev)
 {
-	npurt_stream **all = NULL;
-	size_t n = 0, cap = 0;
+	npurt_stream **all;
+	size_t n;
 
-	pthread_mutex_lock(&dev->lock);
-	for (npurt_stream *s = dev->streams; s; s = s->next)
-		cap++;
-	all = cap ? calloc(cap, sizeof(*all)) : NULL;
-	for (npurt_stream *s = dev->streams; all && s; s = s->next) {
-		atomic_fetch_add(&s->refs, 1);
-		all[n++] = s;
-	}
-	pthread_mutex_unlock(&dev->lock);
-	for (size_t i = 0; i < n; i++) {
+	/* The caller gets the memory back after this: no early return. */
+	while (!(all = npurt_streams_get(dev, &n)))
+		usleep(1000);
+	for (size_t i = 0; i < n; i++)
 		wait_stream(all[i]);
-		npurt_stream_put(all[i]);
-	}
-	free(all);
+	npurt_streams_put(all, n);
 }
 
 /*

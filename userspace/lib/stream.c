@@ -383,35 +383,51 @@ npurt_status npurt_stream_abort(npurt_stream *s)
 	return NPURT_OK;
 }
 
+npurt_stream **npurt_streams_get(npurt_device *dev, size_t *n)
+{
+	npurt_stream **all;
+	size_t cap = 0;
+
+	pthread_mutex_lock(&dev->lock);
+	for (npurt_stream *s = dev->streams; s; s = s->next)
+		cap++;
+	all = calloc(cap + 1, sizeof(*all));
+	*n = 0;
+	for (npurt_stream *s = dev->streams; all && s; s = s->next) {
+		atomic_fetch_add(&s->refs, 1);
+		all[(*n)++] = s;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	return all;
+}
+
+void npurt_streams_put(npurt_stream **all, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		npurt_stream_put(all[i]);
+	free(all);
+}
+
 npurt_status npurt_device_synchronize(npurt_device *dev)
 {
 	static const char who[] = "npurt_device_synchronize";
-	npurt_stream **all = NULL;
 	npurt_status st = NPURT_OK;
-	size_t n = 0, cap = 0;
+	npurt_stream **all;
+	size_t n;
 
 	if (!dev)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL device", who);
 	/* A snapshot with references: streams may come and go meanwhile. */
-	pthread_mutex_lock(&dev->lock);
-	for (npurt_stream *s = dev->streams; s; s = s->next)
-		cap++;
-	all = cap ? calloc(cap, sizeof(*all)) : NULL;
-	for (npurt_stream *s = dev->streams; all && s; s = s->next) {
-		atomic_fetch_add(&s->refs, 1);
-		all[n++] = s;
-	}
-	pthread_mutex_unlock(&dev->lock);
-	if (cap && !all)
+	all = npurt_streams_get(dev, &n);
+	if (!all)
 		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
 	for (size_t i = 0; i < n; i++) {
 		npurt_status one = npurt_stream_synchronize_timeout(all[i], -1);
 
 		if (one && !st)
 			st = npurt_set_error(one, "%s: %s", who, npurt_last_error());
-		npurt_stream_put(all[i]);
 	}
-	free(all);
+	npurt_streams_put(all, n);
 	return st;
 }
 
