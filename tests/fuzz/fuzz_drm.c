@@ -112,9 +112,14 @@ void op_prime_export(void)
 		return;
 	d->size = size;
 	if (b) {
-		d->obj = b->obj;
+		/*
+		 * A handle of a file a child also uses may be another buffer by
+		 * now: then which buffer this is is not known either (imported
+		 * into a strict file, it must not take the info of a handle of
+		 * the buffer the model guessed).
+		 */
+		d->obj = file_strict(f) ? b->obj : new_obj();
 		d->user = b->user;
-		/* A handle of a file a child also uses may be another buffer by now. */
 		d->user_known = b->user_known && file_strict(f);
 	} else {
 		d->obj = new_obj();	/* a buffer some other process made */
@@ -179,7 +184,9 @@ void op_prime_import(void)
 			fz_finding("import gave handle %u, a buffer of %#llx bytes, for a dma-buf of %#llx",
 				   a.handle, (unsigned long long)info.size,
 				   (unsigned long long)d->size);
-		d->obj = b->obj;	/* the same buffer, now we know */
+		/* The same buffer, now we know; unless b may be stale (see op_prime_export()). */
+		if (file_strict(f))
+			d->obj = b->obj;
 		return;
 	}
 	b = add_bo(f);
@@ -236,7 +243,8 @@ void op_gem_flink_open(void)
 			int i = (int)rnd_below(ARRAY_LEN(names));
 
 			names[i] = a.name;
-			name_obj[i] = b->obj;
+			/* 0 (no buffer): b may be stale in a file a child also uses. */
+			name_obj[i] = file_strict(f) ? b->obj : 0;
 			name_size[i] = b->size;
 		}
 		return;
@@ -250,7 +258,7 @@ void op_gem_flink_open(void)
 	 */
 	bool alive = false;
 
-	for (int j = 0; known && j < FZ_FILES; j++)
+	for (int j = 0; known && name_obj[i] && j < FZ_FILES; j++)
 		for (int k = 0; fz->files[j].used && k < fz->files[j].nbo; k++)
 			alive |= fz->files[j].bo[k].obj == name_obj[i];
 
@@ -635,7 +643,15 @@ static void so_op_array(struct fz_file *f, int fd, int which)
 			so_reset(s[i], true);
 		else if (which == 2) {
 			if (!pts[i]) {
-				so_reset(s[i], true);
+				/*
+				 * Not a binary signal: TIMELINE_SIGNAL adds a chain
+				 * node for point 0 too (drm_syncobj_add_point()), and
+				 * dma_fence_chain_init() gives it the seqno
+				 * max(head's, 0). A timeline keeps its last point
+				 * (QUERY(LAST_SUBMITTED) still says it) and the node
+				 * still waits for the fences before it.
+				 */
+				s[i]->fence = true;
 			} else {
 				s[i]->fence = true;
 				s[i]->timeline = true;
