@@ -20,67 +20,27 @@
 #include "error.h"
 #include "internal.h"
 #include "mem_cache.h"
-
-/* MEM_BLOCK: from the cache, or a buffer of its own it made (MC_BYPASS);
- * MEM_BO: an imported buffer. */
-enum mem_kind { MEM_BLOCK, MEM_BO, MEM_HOST };
-
-struct npurt_mem {
-	npurt_device *dev;
-	enum mem_kind kind;
-	struct mc_block *block;		/* MEM_BLOCK */
-	uint32_t handle;		/* MEM_BO, MEM_HOST */
-	uint64_t device_addr;
-	void *host;
-	size_t size;
-	size_t page_size;
-	void *map;			/* to unmap: a BO's mapping, npurt_host_alloc()'s pages */
-	size_t map_size;
-};
-
-/*
- * Importing a buffer the device file already holds gives the handle it
- * already has, so two npurt_mems may share one: the last free closes it.
- */
-struct npurt_bo_ref {
-	struct npurt_bo_ref *next;
-	uint32_t handle;
-	unsigned int refs;
-};
+#include "memory.h"
 
 #define POLICY_FLAGS	(NPURT_MEM_HUGE_FIRST | NPURT_MEM_HUGE_ONLY | NPURT_MEM_NORMAL_ONLY)
 #define MEM_FLAGS	(POLICY_FLAGS | NPURT_MEM_NO_CACHE | NPURT_MEM_SHAREABLE)
 /* The first npurt_mem_usage: callers built against it pass at least this. */
 #define USAGE_V1_SIZE	sizeof(npurt_mem_usage)
 
-struct bo {
-	uint32_t handle;
-	uint64_t size;
-	uint32_t page_size;
-	uint64_t device_va;
-	void *map;
-};
-
-/*
- * Every CPU mapping of device memory in the process, all devices' (owner:
- * the device): a pointer into one that no live allocation of the device
- * holds is a freed block or another device's memory, which a copy must
- * refuse rather than take for pageable memory.
- */
-static struct mr_table maps = MR_TABLE_INIT;
+struct mr_table npurt_mem_maps = MR_TABLE_INIT;
 
 /* Which step of a buffer's creation failed, for the caller's message. */
 static _Thread_local const char *bo_step;
 static _Thread_local uint64_t bo_step_size;
 
-static void gem_close(npurt_device *dev, uint32_t handle)
+void npurt_gem_close(npurt_device *dev, uint32_t handle)
 {
 	struct drm_gem_close args = { .handle = handle };
 
 	npurt_ioctl(dev, DRM_IOCTL_GEM_CLOSE, &args);
 }
 
-static int bo_map(npurt_device *dev, struct bo *bo)
+int npurt_bo_map(npurt_device *dev, struct bo *bo)
 {
 	struct drm_npu_bo_info info = { .handle = bo->handle };
 	int err = npurt_ioctl(dev, DRM_IOCTL_NPU_BO_INFO, &info);
@@ -108,15 +68,15 @@ static int bo_create(npurt_device *dev, uint64_t size, uint32_t policy, struct b
 		return err;
 	}
 	bo->handle = create.handle;
-	err = bo_map(dev, bo);
+	err = npurt_bo_map(dev, bo);
 	if (err) {
 		bo_step = "mapping";
-		gem_close(dev, create.handle);
+		npurt_gem_close(dev, create.handle);
 	}
 	return err;
 }
 
-static int bo_ref_get(npurt_device *dev, uint32_t handle)
+int npurt_bo_ref_get(npurt_device *dev, uint32_t handle)
 {
 	struct npurt_bo_ref *r;
 
@@ -135,7 +95,7 @@ static int bo_ref_get(npurt_device *dev, uint32_t handle)
 	return r ? 0 : ENOMEM;
 }
 
-static void bo_ref_put(npurt_device *dev, uint32_t handle)
+void npurt_bo_ref_put(npurt_device *dev, uint32_t handle)
 {
 	struct npurt_bo_ref **at, *r;
 	bool last = false;
@@ -151,7 +111,7 @@ static void bo_ref_put(npurt_device *dev, uint32_t handle)
 	}
 	pthread_mutex_unlock(&dev->bo_lock);
 	if (last)
-		gem_close(dev, handle);
+		npurt_gem_close(dev, handle);
 }
 
 /* ---- the cache's callbacks ----------------------------------------- */
@@ -163,9 +123,9 @@ static int seg_alloc(void *ctx, uint64_t size, unsigned int policy, bool dedicat
 	int err = bo_create(ctx, size, policy, &bo);
 
 	/* A dedicated one may be exported, and imported back into this file. */
-	if (!err && dedicated && bo_ref_get(ctx, bo.handle)) {
+	if (!err && dedicated && npurt_bo_ref_get(ctx, bo.handle)) {
 		munmap(bo.map, bo.size);
-		gem_close(ctx, bo.handle);
+		npurt_gem_close(ctx, bo.handle);
 		bo_step = NULL;
 		err = ENOMEM;
 	}
@@ -173,13 +133,13 @@ static int seg_alloc(void *ctx, uint64_t size, unsigned int policy, bool dedicat
 		struct mr_range r = { .start = (uintptr_t)bo.map, .size = bo.size,
 				      .addr = bo.device_va, .owner = ctx };
 
-		err = mr_insert(&maps, &r);
+		err = mr_insert(&npurt_mem_maps, &r);
 		if (err) {
 			munmap(bo.map, bo.size);
 			if (dedicated)
-				bo_ref_put(ctx, bo.handle);
+				npurt_bo_ref_put(ctx, bo.handle);
 			else
-				gem_close(ctx, bo.handle);
+				npurt_gem_close(ctx, bo.handle);
 			bo_step = NULL;
 			err = ENOMEM;
 		}
@@ -196,12 +156,12 @@ static int seg_alloc(void *ctx, uint64_t size, unsigned int policy, bool dedicat
 
 static void seg_free(void *ctx, const struct mc_seg *seg)
 {
-	mr_remove(&maps, (uintptr_t)seg->host, ctx);
+	mr_remove(&npurt_mem_maps, (uintptr_t)seg->host, ctx);
 	munmap(seg->host, seg->size);
 	if (seg->dedicated)
-		bo_ref_put(ctx, seg->handle);
+		npurt_bo_ref_put(ctx, seg->handle);
 	else
-		gem_close(ctx, seg->handle);
+		npurt_gem_close(ctx, seg->handle);
 }
 
 /*
@@ -322,14 +282,14 @@ void npurt_memory_close(npurt_device *dev)
 	}
 	mr_destroy(&dev->ranges);
 	/* Imports the caller did not free: their mappings name a dead device. */
-	mr_remove_owner(&maps, dev);
+	mr_remove_owner(&npurt_mem_maps, dev);
 	pthread_mutex_destroy(&dev->bo_lock);
 }
 
 /* ---- pointers ------------------------------------------------------ */
 
 /* The allocation's host range joins the device's table: 0 or ENOMEM. */
-static int range_add(npurt_mem *m)
+int npurt_mem_range_add(npurt_mem *m)
 {
 	struct mr_range r = { .start = (uintptr_t)m->host, .size = m->size,
 			      .addr = m->device_addr, .owner = m,
@@ -360,7 +320,7 @@ npurt_status npurt_mem_where(npurt_device *dev, const void *p, size_t len, enum 
 	case MR_NONE:
 		break;
 	}
-	if (mr_find(&maps, at, len, &r) != MR_NONE)
+	if (mr_find(&npurt_mem_maps, at, len, &r) != MR_NONE)
 		return npurt_set_error(NPURT_ERR_INVALID,
 				       r.owner == dev ?
 				       "%s: %s %p (%zu bytes) is device memory of %s that no live "
@@ -421,7 +381,7 @@ static npurt_status mem_alloc(npurt_device *dev, npurt_stream *s, size_t size, u
 		m->host = m->block->host;
 		m->size = m->block->size;
 		m->page_size = m->block->page_size;
-		err = range_add(m);
+		err = npurt_mem_range_add(m);
 		if (err) {
 			mc_free(dev->cache, m->block, NULL);
 			bo_step = NULL;
@@ -467,10 +427,10 @@ static void mem_drop(void *arg)
 	npurt_mem *m = arg;
 
 	if (m->kind == MEM_BO) {
-		mr_remove(&maps, (uintptr_t)m->map, m->dev);
-		bo_ref_put(m->dev, m->handle);
+		mr_remove(&npurt_mem_maps, (uintptr_t)m->map, m->dev);
+		npurt_bo_ref_put(m->dev, m->handle);
 	} else
-		gem_close(m->dev, m->handle);
+		npurt_gem_close(m->dev, m->handle);
 	if (m->map)
 		munmap(m->map, m->map_size);
 	free(m);
@@ -627,229 +587,5 @@ npurt_status npurt_mem_get_usage(npurt_device *dev, npurt_mem_usage *usage)
 	out.cache_segment_frees = st.seg_frees;
 	/* A newer caller's fields beyond these are left as they are. */
 	memcpy(usage, &out, sizeof(out));
-	return NPURT_OK;
-}
-
-/* ---- pinned host memory -------------------------------------------- */
-
-/* Milliseconds a registration waits for the driver to retire an old one. */
-#define REGISTER_TRIES	1000
-
-static npurt_status host_register(npurt_device *dev, void *ptr, size_t size, uint32_t flags,
-				  npurt_mem *m, const char *who)
-{
-	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), p = (uintptr_t)ptr;
-	uintptr_t start = p & ~(pg - 1), end = (p + size + pg - 1) & ~(pg - 1);
-	struct drm_npu_userptr u = { .addr = start, .size = end - start };
-	struct rlimit lim;
-	int err;
-
-	if (p + size < p || end < p)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s(%p, %zu bytes): the range wraps around",
-				       who, ptr, size);
-	if (flags & NPURT_HOST_READ_ONLY)
-		u.flags = DRM_NPU_USERPTR_READ_ONLY;
-	for (int tries = 0;; tries++) {
-		struct timespec ms = { .tv_nsec = 1000000 };
-		struct mr_range r;
-
-		err = npurt_ioctl(dev, DRM_IOCTL_NPU_USERPTR, &u);
-		/*
-		 * The driver lets go of a registration when the last work using
-		 * it is retired, a little after the host saw that work complete:
-		 * pages freed and mapped again at once may still be its. Only
-		 * a live registration of ours is a real overlap.
-		 */
-		if (err != EEXIST || tries == REGISTER_TRIES ||
-		    mr_find(&dev->ranges, start, end - start, &r) != MR_NONE)
-			break;
-		nanosleep(&ms, NULL);
-	}
-	switch (err) {
-	case 0:
-		break;
-	case ENOMEM:
-		if (getrlimit(RLIMIT_MEMLOCK, &lim) || lim.rlim_cur == RLIM_INFINITY)
-			return npurt_set_error(NPURT_ERR_NO_MEMORY,
-					       "%s(%p, %zu bytes): %s: USERPTR: %s (no device address space left)",
-					       who, ptr, size, dev->node, strerror(err));
-		return npurt_set_error(NPURT_ERR_NO_MEMORY,
-				       "%s(%p, %zu bytes): %s: USERPTR: %s: pinning %llu bytes would exceed "
-				       "RLIMIT_MEMLOCK (%llu bytes, ulimit -l), or no device address space is left",
-				       who, ptr, size, dev->node, strerror(err),
-				       (unsigned long long)u.size, (unsigned long long)lim.rlim_cur);
-	case EEXIST:
-		return npurt_set_error(NPURT_ERR_INVALID,
-				       "%s(%p, %zu bytes): already registered (its pages overlap memory "
-				       "registered on %s)", who, ptr, size, dev->node);
-	case EFAULT:
-		return npurt_set_error(NPURT_ERR_INVALID,
-				       "%s(%p, %zu bytes): the memory is not mapped%s", who, ptr, size,
-				       flags & NPURT_HOST_READ_ONLY ? "" :
-				       ", or read-only (pass NPURT_HOST_READ_ONLY)");
-	default:
-		return npurt_set_error(npurt_status_from_errno(err), "%s(%p, %zu bytes): %s: USERPTR: %s",
-				       who, ptr, size, dev->node, strerror(err));
-	}
-	m->dev = dev;
-	m->kind = MEM_HOST;
-	m->handle = u.handle;
-	m->device_addr = u.device_va + (p - start);
-	m->host = ptr;
-	m->size = size;
-	m->page_size = pg;
-	if (range_add(m)) {
-		gem_close(dev, u.handle);
-		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
-	}
-	return NPURT_OK;
-}
-
-npurt_status npurt_host_register(npurt_device *dev, void *ptr, size_t size, uint32_t flags,
-				 npurt_mem **out)
-{
-	static const char who[] = "npurt_host_register";
-	npurt_status st;
-	npurt_mem *m;
-
-	if (!dev || !ptr || !out)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
-	if (!size)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: size is 0", who);
-	if (flags & ~NPURT_HOST_READ_ONLY)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s(%p, %zu bytes): unknown flags %#x",
-				       who, ptr, size, flags & ~NPURT_HOST_READ_ONLY);
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
-	st = host_register(dev, ptr, size, flags, m, who);
-	if (st) {
-		free(m);
-		return st;
-	}
-	*out = m;
-	return NPURT_OK;
-}
-
-npurt_status npurt_host_alloc(npurt_device *dev, size_t size, npurt_mem **out)
-{
-	static const char who[] = "npurt_host_alloc";
-	size_t pg = (size_t)sysconf(_SC_PAGESIZE), len;
-	npurt_status st;
-	npurt_mem *m;
-	void *p;
-
-	if (!dev || !out)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
-	if (!size)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: size is 0", who);
-	len = (size + pg - 1) / pg * pg;
-	if (len < size)
-		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s(%zu bytes): too large", who, size);
-	m = calloc(1, sizeof(*m));
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (!m || p == MAP_FAILED) {
-		free(m);
-		if (p != MAP_FAILED)
-			munmap(p, len);
-		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s(%zu bytes): out of host memory",
-				       who, size);
-	}
-	st = host_register(dev, p, len, 0, m, who);
-	if (st) {
-		munmap(p, len);
-		free(m);
-		return st;
-	}
-	m->size = size;
-	m->map = p;
-	m->map_size = len;
-	*out = m;
-	return NPURT_OK;
-}
-
-/* ---- sharing ------------------------------------------------------- */
-
-npurt_status npurt_mem_export(npurt_mem *m, int *fd)
-{
-	static const char who[] = "npurt_mem_export";
-	int out = -1;
-
-	if (!m || !fd)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
-	if (m->kind == MEM_BLOCK && !mc_block_segment(m->block)->dedicated)
-		return npurt_set_error(NPURT_ERR_INVALID,
-				       "%s: memory from the cache shares its buffer with other "
-				       "allocations: allocate it with NPURT_MEM_SHAREABLE", who);
-	if (m->kind == MEM_HOST)
-		return npurt_set_error(NPURT_ERR_INVALID,
-				       "%s: pinned host memory is the caller's to share", who);
-	if (drmPrimeHandleToFD(m->dev->fd, m->kind == MEM_BO ? m->handle :
-			       mc_block_segment(m->block)->handle, DRM_CLOEXEC | DRM_RDWR, &out)) {
-		int err = errno;
-
-		return npurt_set_error(npurt_status_from_errno(err), "%s: %s: PRIME export: %s",
-				       who, m->dev->node, strerror(err));
-	}
-	*fd = out;
-	return NPURT_OK;
-}
-
-npurt_status npurt_mem_import(npurt_device *dev, int fd, npurt_mem **out)
-{
-	static const char who[] = "npurt_mem_import";
-	struct bo bo = { 0 };
-	npurt_mem *m;
-	int err;
-
-	if (!dev || !out)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
-	if (fd < 0)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s(fd %d): not a file descriptor", who, fd);
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
-	if (drmPrimeFDToHandle(dev->fd, fd, &bo.handle)) {
-		err = errno;
-		free(m);
-		return npurt_set_error(err == EBADF || err == EINVAL ? NPURT_ERR_INVALID :
-				       npurt_status_from_errno(err),
-				       "%s(fd %d): %s: not a buffer of an NPU: %s", who, fd, dev->node,
-				       strerror(err));
-	}
-	err = bo_ref_get(dev, bo.handle);
-	if (err) {
-		/* The handle stays open until the device closes: it may be another's. */
-		free(m);
-		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
-	}
-	err = bo_map(dev, &bo);
-	if (err) {
-		bo_ref_put(dev, bo.handle);
-		free(m);
-		return npurt_set_error(npurt_status_from_errno(err), "%s(fd %d): %s: mapping: %s",
-				       who, fd, dev->node, strerror(err));
-	}
-	m->dev = dev;
-	m->kind = MEM_BO;
-	m->handle = bo.handle;
-	m->device_addr = bo.device_va;
-	m->host = m->map = bo.map;
-	m->size = m->map_size = bo.size;
-	m->page_size = bo.page_size;
-	{
-		struct mr_range r = { .start = (uintptr_t)bo.map, .size = bo.size,
-				      .addr = bo.device_va, .owner = dev };
-
-		err = mr_insert(&maps, &r) ? ENOMEM : range_add(m);
-		if (err) {
-			mr_remove(&maps, r.start, dev);
-			munmap(bo.map, bo.size);
-			bo_ref_put(dev, bo.handle);
-			free(m);
-			return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
-		}
-	}
-	*out = m;
 	return NPURT_OK;
 }
