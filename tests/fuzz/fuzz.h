@@ -155,6 +155,9 @@ struct fz_file {
 	bool primary;		/* the primary node (card), not the render node */
 	bool rdonly;		/* opened O_RDONLY */
 	bool tainted;		/* another process may change it: relax oracles */
+	bool unsure_objs;	/* holds imports whose buffer is not known, which
+				 * may be any file's: a mapping of another file's
+				 * buffer may be allowed */
 	uint32_t gen;		/* bumped when the slot is reused */
 	int nfds;
 	int fds[FZ_FDS_PER_FILE];
@@ -185,6 +188,7 @@ struct fz_xfd {
 	uint64_t size;		/* X_DMABUF: bytes (0 if unknown) */
 	bool user;		/* X_DMABUF of registered host memory */
 	bool user_known;	/* X_DMABUF: whether host memory is known */
+	bool obj_known;		/* X_DMABUF: obj is the buffer, not a stand-in */
 };
 
 struct fz_host {

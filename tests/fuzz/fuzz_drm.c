@@ -119,6 +119,7 @@ void op_prime_export(void)
 		 * the buffer the model guessed).
 		 */
 		d->obj = file_strict(f) ? b->obj : new_obj();
+		d->obj_known = file_strict(f);
 		d->user = b->user;
 		d->user_known = b->user_known && file_strict(f);
 	} else {
@@ -192,6 +193,8 @@ void op_prime_import(void)
 	b = add_bo(f);
 	if (!b)
 		return;
+	if (!d->obj_known)
+		f->unsure_objs = true;
 	b->handle = a.handle;
 	b->obj = d->obj;
 	b->size = d->size;

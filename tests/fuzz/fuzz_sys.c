@@ -268,7 +268,7 @@ void op_mmap(void)
 
 			for (int i = 0; o && i < f->nbo; i++)
 				held |= f->bo[i].obj == o->obj;
-			if (o && o->mmap_offset && !held && chance(500)) {
+			if (o && o->mmap_offset && !held && !f->unsure_objs && chance(500)) {
 				off = o->mmap_offset;
 				len = 4096;
 				denied = true;
