@@ -74,6 +74,13 @@ struct npu_device {
 	struct mutex queue_lock;
 	struct ida queue_ida;			/* hardware queue slots */
 	struct npu_queue **queues;		/* by slot, fw.num_queues of them */
+	/*
+	 * Queues' memory once released, for the next queue: their scheduler
+	 * fences outlive them (in syncobjs, sync_files) and read the
+	 * scheduler's name, so it stays until the device goes (npu_queue.c).
+	 */
+	spinlock_t queue_pool_lock;
+	struct list_head queue_pool;
 
 	/* Events and notifies; see npu_sync.c. */
 	struct ida sync_ida;

@@ -266,7 +266,12 @@ out:
 
 static void npu_queue_fini_device(struct drm_device *drm, void *arg)
 {
-	ida_destroy(&to_npu_device(drm)->queue_ida);
+	struct npu_device *ndev = to_npu_device(drm);
+	struct npu_queue *q, *tmp;
+
+	ida_destroy(&ndev->queue_ida);
+	list_for_each_entry_safe(q, tmp, &ndev->queue_pool, pool_link)
+		kfree(q);
 }
 
 int npu_queue_init_device(struct npu_device *ndev)
@@ -278,6 +283,8 @@ int npu_queue_init_device(struct npu_device *ndev)
 	if (ret)
 		return ret;
 	ida_init(&ndev->queue_ida);
+	spin_lock_init(&ndev->queue_pool_lock);
+	INIT_LIST_HEAD(&ndev->queue_pool);
 	ret = drmm_add_action_or_reset(&ndev->drm, npu_queue_fini_device, NULL);
 	if (ret)
 		return ret;
@@ -320,13 +327,60 @@ void npu_queue_abort_all(struct npu_device *ndev)
 	npu_queue_fail_all(ndev, DRM_NPU_JOB_ABORTED, 0);
 }
 
+/*
+ * A queue's memory. The scheduler's fences outlive the queue (a syncobj
+ * or sync_file holds them) and ask it for its name whenever someone asks
+ * them for their timeline's (SYNC_IOC_FILE_INFO), so the memory is never
+ * freed while the device is there: a released queue goes to a pool the
+ * next queue is taken from. Old fences then read the new queue's name.
+ * At most as many as ever lived at once: bounded by the hardware queues
+ * and the jobs still holding released queues.
+ */
+static struct npu_queue *npu_queue_alloc(struct npu_device *ndev)
+{
+	struct npu_queue *q;
+
+	spin_lock(&ndev->queue_pool_lock);
+	q = list_first_entry_or_null(&ndev->queue_pool, struct npu_queue, pool_link);
+	if (q)
+		list_del(&q->pool_link);
+	spin_unlock(&ndev->queue_pool_lock);
+	if (q) {
+		/*
+		 * All but the scheduler's name pointer, which old fences may
+		 * be reading: it points at q->name, here again, which is ""
+		 * or a name at every moment.
+		 */
+		size_t at = offsetof(struct npu_queue, sched) +
+			    offsetof(struct drm_gpu_scheduler, name);
+		size_t after = at + sizeof(q->sched.name);
+
+		memset(q, 0, at);
+		memset((char *)q + after, 0, sizeof(*q) - after);
+	} else {
+		q = kzalloc(sizeof(*q), GFP_KERNEL);
+	}
+	if (q)
+		q->ndev = ndev;
+	return q;
+}
+
+static void npu_queue_free(struct npu_queue *q)
+{
+	struct npu_device *ndev = q->ndev;
+
+	spin_lock(&ndev->queue_pool_lock);
+	list_add(&q->pool_link, &ndev->queue_pool);
+	spin_unlock(&ndev->queue_pool_lock);
+}
+
 static void npu_queue_release(struct kref *ref)
 {
 	struct npu_queue *q = container_of(ref, struct npu_queue, ref);
 
 	npu_job_cut_deps(q);	/* drops the last dependency it kept */
 	mutex_destroy(&q->submit_lock);
-	kfree(q);
+	npu_queue_free(q);
 }
 
 void npu_queue_put(struct npu_queue *q)
@@ -352,12 +406,12 @@ int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries,
 	/* A dying task cannot start the scheduler's thread: say so ourselves. */
 	if (fatal_signal_pending(current))
 		return -EINTR;
-	q = kzalloc(sizeof(*q), GFP_KERNEL);
+	q = npu_queue_alloc(ndev);
 	if (!q)
 		return -ENOMEM;
 	ret = ida_alloc_max(&ndev->queue_ida, ndev->fw.num_queues - 1, GFP_KERNEL);
 	if (ret < 0) {
-		kfree(q);
+		npu_queue_free(q);
 		return ret == -ENOSPC ? -EBUSY : ret;
 	}
 	q->hw_id = ret;
@@ -427,7 +481,7 @@ err_sched:
 err_id:
 	ida_free(&ndev->queue_ida, q->hw_id);
 	mutex_destroy(&q->submit_lock);
-	kfree(q);
+	npu_queue_free(q);
 	return ret;
 }
 

@@ -54,6 +54,8 @@ static inline struct npu_job *to_npu_job(struct drm_sched_job *job)
  */
 struct npu_queue {
 	struct kref ref;
+	struct npu_device *ndev;
+	struct list_head pool_link;	/* ndev->queue_pool, once released */
 	struct npu_ctx *ctx;
 	u32 id;				/* in the context, 0 = default */
 	u32 hw_id;

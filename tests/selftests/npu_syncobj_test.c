@@ -4,6 +4,7 @@
  * and timeline out-syncobjs, in-syncobjs ordering work across queues,
  * failed batches still signalling, and argument errors.
  */
+#include <linux/sync_file.h>
 #include <time.h>
 #include <xf86drm.h>
 
@@ -164,6 +165,48 @@ TEST_F(so, bad_syncobj_arguments_queue_nothing)
 	EXPECT_EQ(0, npu_wait(self->fd, 0, 0, NULL));
 	EXPECT_EQ(-EINVAL, npu_wait(self->fd, 1, 0, NULL));
 	drmSyncobjDestroy(self->fd, h);
+}
+
+/*
+ * A batch's fence outlives its queue: kept in a sync_file, it still
+ * answers what its timeline is called after the queue was destroyed (the
+ * scheduler's memory, whose name the fence reads, must still be there;
+ * the debug kernel's KASAN said use-after-free before the queues' memory
+ * was kept), and so after the queue's memory went to a new queue.
+ */
+TEST_F(so, a_fence_names_its_timeline_after_its_queue_is_gone)
+{
+	struct drm_npu_task t = npu_task_fill(self->bo.device_va, 4096, 0x77);
+	struct drm_npu_queue_create qc = { .priority = DRM_NPU_QUEUE_PRIORITY_NORMAL };
+	struct drm_npu_queue_destroy qd = { 0 };
+	struct drm_npu_syncobj out = { 0 };
+	struct sync_fence_info fi = { 0 };
+	struct sync_file_info info = { .num_fences = 1, .sync_fence_info = (uintptr_t)&fi };
+	int sf;
+	uint32_t h;
+
+	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_QUEUE_CREATE, &qc));
+	ASSERT_EQ(0, drmSyncobjCreate(self->fd, 0, &h));
+	out.handle = h;
+	ASSERT_EQ(0, submit_sync(self->fd, qc.queue, &t, 1, NULL, 0, &out, 1, NULL));
+	ASSERT_EQ(0, drmSyncobjWait(self->fd, &h, 1, abs_timeout(10 * SEC),
+				    DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL, NULL));
+	ASSERT_EQ(0, drmSyncobjExportSyncFile(self->fd, h, &sf));
+	drmSyncobjDestroy(self->fd, h);
+	qd.queue = qc.queue;
+	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_QUEUE_DESTROY, &qd));
+	ASSERT_EQ(0, ioctl(sf, SYNC_IOC_FILE_INFO, &info)) TH_LOG("%s", strerror(errno));
+	EXPECT_NE(0, fi.obj_name[0]);
+	EXPECT_EQ(1, fi.status);
+	/* Its memory taken by a new queue: the old fence reads the new name. */
+	qc.queue = 0;
+	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_QUEUE_CREATE, &qc));
+	memset(&fi, 0, sizeof(fi));
+	ASSERT_EQ(0, ioctl(sf, SYNC_IOC_FILE_INFO, &info));
+	EXPECT_EQ('n', fi.obj_name[0]) TH_LOG("%s", fi.obj_name);
+	qd.queue = qc.queue;
+	EXPECT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_QUEUE_DESTROY, &qd));
+	close(sf);
 }
 
 TEST_HARNESS_MAIN
