@@ -241,11 +241,33 @@ static int fd_count(pid_t pid)
 	return n;
 }
 
+/* Read what the pipe holds without blocking; true if it held `want`. */
+static bool drain(int fd, const char *want)
+{
+	static char tail[64];
+	char buf[4096 + sizeof(tail)];
+	bool seen = false;
+	ssize_t n;
+
+	while ((n = read(fd, buf + strlen(tail), 4096)) > 0) {
+		size_t keep = strlen(tail);
+
+		memcpy(buf, tail, keep);
+		buf[keep + n] = '\0';
+		seen |= want && strstr(buf, want);
+		/* A match may straddle two reads. */
+		keep = keep + n < sizeof(tail) - 1 ? keep + n : sizeof(tail) - 1;
+		memcpy(tail, buf + strlen(buf) - keep, keep);
+		tail[keep] = '\0';
+	}
+	return seen;
+}
+
 /*
  * Files held between frames: the fewest seen over a second (a sample that
- * lands inside a frame also counts the files it reads).
+ * lands inside a frame also counts the files it reads), its output drained.
  */
-static int held_fds(pid_t pid)
+static int held_fds(pid_t pid, int out)
 {
 	int n = -1;
 
@@ -254,31 +276,47 @@ static int held_fds(pid_t pid)
 
 		if (n < 0 || (c >= 0 && c < n))
 			n = c;
+		drain(out, NULL);
 		usleep(50 * 1000);
 	}
 	return n;
 }
 
+/*
+ * Counted once the first frame is out: before it the tool may still be
+ * opening the device (on the debug kernel that outlasts half a second).
+ */
 TEST(watch_keeps_its_files_across_frames)
 {
-	int a, b, st;
-	pid_t pid = fork();
+	int a, b, st, p[2], frames = 0;
+	pid_t pid;
 
+	ASSERT_EQ(0, pipe(p));
+	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDWR);
 
 		dup2(null, 0);
-		dup2(null, 1);
+		dup2(p[1], 1);
+		close(p[0]);
+		close(p[1]);
+		close(null);
 		execl(smi(), "npu-smi", "watch", "-n", "0.1", (char *)NULL);
 		_exit(127);
 	}
-	usleep(500 * 1000);
-	a = held_fds(pid);
-	usleep(500 * 1000);	/* fifteen more frames, with the second */
-	b = held_fds(pid);
+	close(p[1]);
+	ASSERT_EQ(0, fcntl(p[0], F_SETFL, O_NONBLOCK));
+	for (int i = 0; i < 200 && !frames; i++) {
+		frames = drain(p[0], "npu-smi watch:");
+		usleep(50 * 1000);
+	}
+	a = held_fds(pid, p[0]);
+	b = held_fds(pid, p[0]);	/* ten more frames at least */
 	kill(pid, SIGINT);
 	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	close(p[0]);
+	EXPECT_TRUE(frames);
 	EXPECT_LT(0, a);
 	EXPECT_EQ(a, b);
 	EXPECT_TRUE(WIFEXITED(st));
