@@ -530,10 +530,16 @@ int mc_alloc(struct mc_cache *c, uint64_t size, unsigned int policy, unsigned in
 	return err;
 }
 
+static void drop_holds(struct mc_cache *c, const struct mc_wait *w, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		c->ops->hold(c->ctx, w[i].stream, false);
+}
+
 /* A fence for what the streams have issued so far; NULL if they are idle. */
 static struct mc_fence *fence_new(struct mc_cache *c, void *stream)
 {
-	size_t cap = 8, n;
+	size_t cap, n;
 	struct mc_fence *f;
 
 	if (stream) {
@@ -548,22 +554,31 @@ static struct mc_fence *fence_new(struct mc_cache *c, void *stream)
 		f->w[0] = (struct mc_wait){ .stream = stream, .seq = seq };
 		f->n = 1;
 	} else {
-		for (;;) {
-			f = malloc(sizeof(*f) + cap * sizeof(f->w[0]));
-			if (!f)
-				return (struct mc_fence *)-1;
-			n = c->ops->busy(c->ctx, f->w, cap);
-			if (n <= cap)
-				break;
-			for (size_t i = 0; i < cap; i++)
-				c->ops->hold(c->ctx, f->w[i].stream, false);
-			free(f);
+		struct mc_wait first[8], *w = first;
+
+		/* Idle streams, the common case, cost no allocation. */
+		cap = 8;
+		while ((n = c->ops->busy(c->ctx, w, cap)) > cap) {
+			/* More were busy than there was room for: again, with room. */
+			drop_holds(c, w, cap);
+			if (w != first)
+				free(w);
 			cap = n;
+			w = malloc(cap * sizeof(*w));
+			if (!w)
+				return (struct mc_fence *)-1;
 		}
-		if (!n) {
-			free(f);
+		f = n ? malloc(sizeof(*f) + n * sizeof(f->w[0])) : NULL;
+		if (f)
+			memcpy(f->w, w, n * sizeof(*w));
+		else
+			drop_holds(c, w, n);
+		if (w != first)
+			free(w);
+		if (!n)
 			return NULL;
-		}
+		if (!f)
+			return (struct mc_fence *)-1;
 		for (size_t i = 0; i < n; i++)
 			f->w[i].done = false;
 		f->n = n;
