@@ -36,7 +36,7 @@ BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas
 obj = $(patsubst %.c,$(O)/obj/%.o,$(1))
 
 FWSIM_CORE := firmware-sim/npu_dev.c firmware-sim/npu_engine.c firmware-sim/npu_dma.c firmware-sim/npu_mmu.c \
-	firmware-sim/npu_ops.c firmware-sim/npu_cores.c \
+	firmware-sim/npu_ops.c firmware-sim/npu_cores.c firmware-sim/npu_list.c \
 	firmware-sim/ivshmem_server.c
 FWSIM_SRCS := $(FWSIM_CORE) firmware-sim/fwsim.c firmware-sim/main.c
 LIB_SRCS   := $(sort $(wildcard userspace/lib/*.c))
@@ -213,7 +213,7 @@ bench: setup
 	@for b in $(HOST_BENCH); do echo "== $$(basename $$b) (host)"; $$b || exit 1; done
 	$(O)/tests/bench/gemm_bench --blas-only >$(O)/vm/host-blas.txt
 	@rc=0; NPU_BENCH_HOST_BLAS=$(CURDIR)/$(O)/vm/host-blas.txt \
-		tests/vm/run --quiet --out $(O)/vm/bench -- tests/bench/run $(O) || rc=$$?; \
+		tests/vm/run --quiet --cores 2 --out $(O)/vm/bench -- tests/bench/run $(O) || rc=$$?; \
 		cat $(O)/vm/bench/output.log; exit $$rc
 
 install: userspace

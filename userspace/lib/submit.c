@@ -412,9 +412,14 @@ bool npurt_path_dry(npurt_stream *s)
 	/* Without io_uring nothing would learn when to submit: never gather. */
 	if (dev->path != NPURT_SUBMIT_IO_URING)
 		return true;
+	/*
+	 * Not reaped: a completion nobody has taken yet counts as work in
+	 * flight, so operations issued hot on the heels of the last batch
+	 * gather (the progress thread submits them the moment it takes
+	 * that completion), instead of each costing a system call because
+	 * the device ran the one before faster than the caller made it.
+	 */
 	pthread_mutex_lock(&dev->lock);
-	if (s->outstanding)
-		reap_posted(dev);
 	dry = !s->outstanding || s->failed || s->broken;
 	pthread_mutex_unlock(&dev->lock);
 	return dry;
