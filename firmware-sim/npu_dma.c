@@ -113,14 +113,15 @@ static void finish(struct npu_dev *dev, struct npu_dma *e, const struct fault *f
 {
 	struct npu_fw_queue *q = npu_engine_slot(dev, e->qid);
 
-	if (!e->cancel && LOAD_ACQ(&q->state) == NPU_QUEUE_RUNNING && q->head == e->head) {
+	if (!e->cancel && LOAD_ACQ(&q->state) == NPU_QUEUE_RUNNING &&
+	    npu_engine_cursor(dev, e->qid, q) == e->cursor) {
 		uint64_t now = npu_dev_clock_ns();
 
 		npu_engine_count_exec(dev, e->qid, now - e->counted_ns);
 		if (f)
 			npu_engine_queue_fault(dev, e->qid, f);
 		else
-			STORE_REL(&q->head, e->head + 1);
+			npu_engine_advance(dev, e->qid, q);
 	}
 	e->busy = false;
 	e->cancel = false;
@@ -146,7 +147,8 @@ static void *dma_main(void *arg)
 			continue;
 		}
 		q = npu_engine_slot(dev, e->qid);
-		if (e->cancel || LOAD_ACQ(&q->state) != NPU_QUEUE_RUNNING || q->head != e->head) {
+		if (e->cancel || LOAD_ACQ(&q->state) != NPU_QUEUE_RUNNING ||
+		    npu_engine_cursor(dev, e->qid, q) != e->cursor) {
 			finish(dev, e, NULL);
 			continue;
 		}
@@ -181,7 +183,7 @@ bool npu_engine_dma_free(struct npu_dev *dev)
 	return false;
 }
 
-void npu_engine_dma_submit(struct npu_dev *dev, uint32_t qid, uint32_t head,
+void npu_engine_dma_submit(struct npu_dev *dev, uint32_t qid, uint64_t cursor,
 			   const struct npu_fw_task *t)
 {
 	for (unsigned int i = 0; i < dev->eng.num_dma; i++) {
@@ -192,7 +194,7 @@ void npu_engine_dma_submit(struct npu_dev *dev, uint32_t qid, uint32_t head,
 		e->busy = true;
 		e->cancel = false;
 		e->qid = qid;
-		e->head = head;
+		e->cursor = cursor;
 		e->t = *t;
 		e->done = 0;
 		e->counted_ns = npu_dev_clock_ns();

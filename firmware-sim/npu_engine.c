@@ -208,6 +208,7 @@ int32_t npu_engine_queue_start(struct npu_dev *dev, uint64_t qid)
 	dev->eng.q[qid].exec_ns = 0;
 	dev->eng.q[qid].hung_since_ns = 0;
 	q->exec_ms = 0;
+	npu_list_reset(dev, qid);
 	npu_mmu_invalidate(dev, q->context);
 	STORE_REL(&q->state, NPU_QUEUE_RUNNING);
 	return NPU_FW_OK;
@@ -240,6 +241,7 @@ void npu_engine_reset(struct npu_dev *dev)
 	npu_engine_abandon(dev);
 	for (uint64_t qid = 0; qid < NPU_FW_MAX_QUEUES; qid++) {
 		npu_engine_dma_cancel(dev, (uint32_t)qid);
+		npu_list_reset(dev, qid);
 		dev->eng.q[qid].exec_ns = 0;
 		dev->eng.q[qid].hung_since_ns = 0;
 	}
@@ -357,7 +359,8 @@ static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 		f->address = t->args[0];
 		return -1;
 	}
-	if (dma_host(dev, q, t->args[0], &a, sizeof(a), NPU_ACCESS_READ, f))
+	if (dma_host(dev, q, t->args[0], &a, sizeof(a), NPU_ACCESS_READ, f) ||
+	    npu_list_patch_block(dev, qid, q, &a, sizeof(a), t->args[2], f))
 		return -1;
 	if (t->args[1] > NPU_DEV_CORES_MAX || npu_op_check(&a)) {
 		f->code = NPU_FW_EKERNEL;
@@ -400,7 +403,7 @@ static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 		l->active = true;
 		l->discarded = false;
 		l->qid = (uint32_t)qid;
-		l->head = q->head;
+		l->cursor = npu_engine_cursor(dev, qid, q);
 		l->counted_ns = npu_dev_clock_ns();
 		l->args = a;
 		memcpy(l->v, v, sizeof(v));
@@ -441,7 +444,6 @@ static bool is_dma(const struct npu_fw_task *t)
 static bool run_one(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 		    const struct npu_fw_task *t)
 {
-	uint32_t head = q->head;
 	struct fault f = { .code = NPU_FW_EINVAL };
 	bool timed;
 	int bad = 0;
@@ -451,7 +453,7 @@ static bool run_one(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 		return false;
 	}
 	if (is_dma(t) && dev->eng.dma_running) {
-		npu_engine_dma_submit(dev, (uint32_t)qid, head, t);
+		npu_engine_dma_submit(dev, (uint32_t)qid, npu_engine_cursor(dev, qid, q), t);
 		return false;
 	}
 	/*
@@ -521,7 +523,7 @@ static bool run_one(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 		npu_engine_queue_fault(dev, qid, &f);
 		return false;
 	}
-	STORE_REL(&q->head, head + 1);
+	npu_engine_advance(dev, qid, q);
 	if (t->type == NPU_FW_TASK_FENCE)
 		npu_dev_raise_queue_irq(dev);
 	return !timed;
@@ -545,6 +547,8 @@ static bool runnable(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 	if (dev->eng.q[qid].busy)
 		return false;
 	memcpy(t, head_task(dev, q), sizeof(*t));
+	if (!npu_list_current(dev, qid, q, t))
+		return false;
 	/* A task that needs a unit waits for a free one. */
 	if (t->type == NPU_FW_TASK_KERNEL)
 		return free_group(dev) >= 0;
@@ -614,14 +618,14 @@ static void complete_launch(struct npu_dev *dev, unsigned int g, uint64_t finish
 	/* Stopping or restarting the queue discards; this is for a host
 	 * that rewrote the slot under a running queue. */
 	if (!l->discarded && LOAD_ACQ(&q->state) == NPU_QUEUE_RUNNING &&
-	    q->head == l->head) {
+	    npu_engine_cursor(dev, l->qid, q) == l->cursor) {
 		task_begin(dev, l->qid);
 		bad = scatter(dev, q, &l->args, &l->v[2], &f);
 		task_end(dev);
 		if (bad)
 			npu_engine_queue_fault(dev, l->qid, &f);
 		else
-			STORE_REL(&q->head, l->head + 1);
+			npu_engine_advance(dev, l->qid, q);
 	}
 	free_views(l->v);
 	l->active = false;

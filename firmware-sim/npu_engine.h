@@ -39,7 +39,7 @@ struct npu_launch {
 	bool active;			/* handed to the cores, not collected yet */
 	bool discarded;			/* its queue stopped: never scattered */
 	uint32_t qid;
-	uint32_t head;			/* the task's place in the ring */
+	uint64_t cursor;		/* the task's place: npu_engine_cursor() */
 	uint64_t counted_ns;		/* exec time counted up to here */
 	struct npu_op_args args;
 	struct npu_view v[3];		/* in[0], in[1], out: private buffers */
@@ -55,10 +55,25 @@ struct npu_dma {
 	bool moving;			/* moving a chunk, without dev->lock */
 	uint64_t chunk_seq;		/* chunks started */
 	uint32_t qid;
-	uint32_t head;
+	uint64_t cursor;		/* the task's place: npu_engine_cursor() */
 	struct npu_fw_task t;
 	uint64_t done;			/* bytes of the task moved */
 	uint64_t counted_ns;		/* exec time counted up to here */
+};
+
+/* A RUN_LIST at head of a queue, entered (npu_list.c). */
+struct npu_list_run {
+	bool active;
+	bool cur_valid;			/* cur is task pos, patched */
+	uint32_t head;			/* the RUN_LIST's place in the ring */
+	uint64_t va, patches_va;
+	uint32_t count, npatches;
+	uint32_t nslots, ndata;		/* I/O slots, and the ring slots they take */
+	uint32_t pos;			/* the task at work */
+	uint32_t patch;			/* the first patch entry of a later task */
+	uint32_t cur_patch;		/* the first of task pos */
+	uint64_t *io;			/* the run's I/O table */
+	struct npu_fw_task cur;
 };
 
 /*
@@ -66,6 +81,7 @@ struct npu_dma {
  * scribble on, so the counts behind exec_ms live here.
  */
 struct npu_queue_exec {
+	struct npu_list_run list;
 	uint64_t exec_ns;		/* executing since QUEUE_START */
 	uint64_t hung_since_ns;		/* injected hang counted up to here; 0: not hung */
 	bool busy;			/* its head task runs on a unit */
@@ -131,7 +147,7 @@ void npu_engine_dma_stop(struct npu_dev *dev);
 
 /* Under dev->lock: hand a COPY or FILL at head of `qid` to a free engine. */
 bool npu_engine_dma_free(struct npu_dev *dev);
-void npu_engine_dma_submit(struct npu_dev *dev, uint32_t qid, uint32_t head,
+void npu_engine_dma_submit(struct npu_dev *dev, uint32_t qid, uint64_t cursor,
 			   const struct npu_fw_task *t);
 
 /* Under dev->lock: the copy engine running `qid`'s task drops it. */

@@ -37,4 +37,31 @@ int npu_engine_dma_inline(struct npu_dev *dev, struct npu_fw_queue *q,
 /* The scheduler moved `bytes` for its current task: count time as it goes. */
 void npu_engine_task_moved(struct npu_dev *dev, uint64_t bytes);
 
+/*
+ * npu_list.c. A queue's place: its ring head and, inside a RUN_LIST, the
+ * list's task at work. A unit's task completes only at the place it was
+ * given; advancing moves to the next task, in the list or in the ring.
+ */
+uint64_t npu_engine_cursor(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q);
+void npu_engine_advance(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q);
+
+/*
+ * *t is the head task of `qid`: if it is a RUN_LIST, make it the list's
+ * task at work, patched (entering the list first). 0 if that faulted the
+ * queue.
+ */
+int npu_list_current(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
+		     struct npu_fw_task *t);
+
+/*
+ * A KERNEL task of a list: write its NPU_FW_PATCH_KERNEL_ARGS entries into
+ * the copy of its argument block (`size` bytes, of which the device read
+ * `read`). Nothing outside a list. -1 with *f on a bad entry.
+ */
+int npu_list_patch_block(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
+			 void *block, uint64_t read, uint64_t size, struct fault *f);
+
+/* Forget the queue's list: it starts or resets. */
+void npu_list_reset(struct npu_dev *dev, uint64_t qid);
+
 #endif /* NPU_ENGINE_INT_H */

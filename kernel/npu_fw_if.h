@@ -31,7 +31,7 @@
  * NPU_FW_IF_MINOR_MIN.
  */
 #define NPU_FW_IF_MAJOR		2
-#define NPU_FW_IF_MINOR		1
+#define NPU_FW_IF_MINOR		2
 #define NPU_FW_IF_MINOR_MIN	0
 #define NPU_FW_IF_VERSION(maj, min)	(((__u32)(maj) << 16) | (__u32)(min))
 #define NPU_FW_IF_VERSION_MAJOR(v)	((__u32)(v) >> 16)
@@ -246,7 +246,12 @@ struct npu_fw_queue {
 	__u32 error_access;	/* 0 read, 1 write */
 	__u64 error_address;	/* faulting device VA */
 	__u32 exec_ms;		/* ms spent executing since QUEUE_START, see above */
-	__u32 pad2;
+	/*
+	 * Since 2.2 (device -> host): while the task at head is a RUN_LIST,
+	 * the index in its list of the task running, or that faulted; 0
+	 * otherwise. Progress inside a list, for the hang test and reports.
+	 */
+	__u32 list_pos;
 };
 
 enum npu_fw_task_type {
@@ -264,6 +269,14 @@ enum npu_fw_task_type {
 	NPU_FW_TASK_EVENT_RESET = 9,	/* args: sync id; value = 0 */
 	NPU_FW_TASK_NOTIFY_RECORD = 10,	/* args: sync id; value += 1 */
 	NPU_FW_TASK_NOTIFY_WAIT = 11,	/* args: sync id; waits for value > 0, then -= 1 */
+	/*
+	 * Since 2.2, with NPU_FW_CAP_TASK_LISTS: run a task list (below).
+	 * args: the list's VA, its task count, its patch table's VA, the
+	 * patch count, the I/O slot count n; the ring slots after it hold
+	 * the I/O table, n little-endian u64 device addresses (8 a slot,
+	 * DIV_ROUND_UP(n, 8) slots), which head skips with the task.
+	 */
+	NPU_FW_TASK_RUN_LIST = 12,
 };
 
 /* A ring slot: 64 bytes. Arguments a type does not use are zero. */
@@ -272,6 +285,35 @@ struct npu_fw_task {
 	__u16 flags;		/* zero */
 	__u32 pad;		/* zero */
 	__u64 args[7];
+};
+
+/*
+ * Task lists (NPU_FW_CAP_TASK_LISTS). A list is an array of tasks in
+ * device memory, read through the queue's context like any operand and
+ * run in order as if they sat in the ring in place of the RUN_LIST that
+ * names it; FENCE and RUN_LIST are not allowed inside. Its patch table
+ * rebinds addresses per run without rewriting the list: before a task
+ * runs, each patch entry naming it writes io[slot] + offset, from the
+ * run's I/O table, into the task's args[field] (NPU_FW_PATCH_ARG) or
+ * into the KERNEL task's argument block at byte `field`, in the copy the
+ * device takes of it (NPU_FW_PATCH_KERNEL_ARGS). Entries are sorted by
+ * task. A bad list, patch or I/O table faults the queue (NPU_FW_EINVAL,
+ * or NPU_FW_EFAULT reading them) with list_pos at the task.
+ */
+#define NPU_FW_LIST_MAX_SLOTS	256
+
+enum npu_fw_patch_kind {
+	NPU_FW_PATCH_ARG = 0,
+	NPU_FW_PATCH_KERNEL_ARGS = 1,
+};
+
+struct npu_fw_patch {
+	__u32 task;		/* index in the list */
+	__u16 kind;		/* enum npu_fw_patch_kind */
+	__u16 slot;		/* in the I/O table */
+	__u32 field;		/* args[] index, or byte offset in the block */
+	__u32 pad;		/* zero */
+	__u64 offset;		/* added to the slot's address */
 };
 
 /*
@@ -304,6 +346,7 @@ struct npu_fw_sync {
 /* Capability bits in npu_fw_ctrl.caps. */
 #define NPU_FW_CAP_FAULT_INJECTION	(1ull << 0)	/* NPU_FW_CMD_INJECT works */
 #define NPU_FW_CAP_NOTIFY_SUPPRESS	(1ull << 1)	/* engine_awake, queue_irq_pending */
+#define NPU_FW_CAP_TASK_LISTS		(1ull << 2)	/* NPU_FW_TASK_RUN_LIST, since 2.2 */
 
 /*
  * The control block at offset 0 of BAR2. Everything up to `heartbeat` is
