@@ -32,22 +32,11 @@
 
 #include "error.h"
 #include "internal.h"
+#include "ring.h"
 
 #define SQ_ENTRIES	256
 #define CQ_ENTRIES	8192	/* commands in flight before submitters reap */
 #define REAP_BATCH	64
-
-struct npurt_ring {
-	struct io_uring ring;
-	pthread_mutex_t sq_lock;
-	pthread_cond_t cq_cond;		/* with dev->lock */
-	bool reaping;			/* a thread reaps for all: dev->lock */
-	atomic_uint inflight;		/* commands whose CQE is not reaped */
-	/* The progress thread (see npurt_path_gathering), under dev->lock. */
-	pthread_t progress;
-	bool progress_started, progress_stop;
-	pthread_cond_t progress_cond;	/* a stream started gathering, or stop */
-};
 
 /* A SUBMIT in flight, or the WAIT that replaced it (see dispatch()). */
 struct cmd {
@@ -60,8 +49,6 @@ struct cmd {
 	struct drm_npu_syncobj in, out;
 	struct drm_npu_task tasks[];
 };
-
-static void progress_stop(npurt_device *dev);
 
 static npurt_status ring_open(npurt_device *dev)
 {
@@ -140,7 +127,7 @@ void npurt_path_close(npurt_device *dev)
 
 	/* Streams wait for their commands when destroyed: none is left. */
 	if (r) {
-		progress_stop(dev);
+		npurt_progress_stop(dev);
 		io_uring_queue_exit(&r->ring);
 		pthread_cond_destroy(&r->progress_cond);
 		pthread_mutex_destroy(&r->sq_lock);
@@ -223,8 +210,8 @@ static int64_t now_ns(void)
  * while another one reaps. Called and returns with dev->lock held.
  * Returns whether done(arg) holds.
  */
-static bool reap_until_deadline(npurt_device *dev, bool (*done)(void *), void *arg,
-				int64_t deadline_ns)
+bool npurt_reap_until_deadline(npurt_device *dev, bool (*done)(void *), void *arg,
+			       int64_t deadline_ns)
 {
 	struct npurt_ring *r = dev->ring;
 	struct { uint64_t user_data; int32_t res; uint64_t res2; } got[REAP_BATCH];
@@ -281,9 +268,9 @@ static bool reap_until_deadline(npurt_device *dev, bool (*done)(void *), void *a
 	return true;
 }
 
-static void reap_until(npurt_device *dev, bool (*done)(void *), void *arg)
+void npurt_reap_until(npurt_device *dev, bool (*done)(void *), void *arg)
 {
-	reap_until_deadline(dev, done, arg, DRM_NPU_DEADLINE_NONE);
+	npurt_reap_until_deadline(dev, done, arg, DRM_NPU_DEADLINE_NONE);
 }
 
 /*
@@ -301,107 +288,6 @@ static void reap_posted(npurt_device *dev)
 		io_uring_cqe_seen(&dev->ring->ring, cqe);
 		dispatch(dev, user_data, res, res2);
 	}
-}
-
-/* ---- gathering: the progress thread ---------------------------------- */
-
-/*
- * A stream gathers tasks only while it has a batch in flight (see
- * stream.c). On io_uring that batch's CQE says when the device runs dry;
- * the progress thread is there so that gathered tasks are submitted then
- * even if the application makes no further call: it sleeps until some
- * stream gathers, reaps completions (as a leader or follower, like any
- * waiting thread) until a gathering stream has nothing in flight, and
- * submits what that stream gathered.
- */
-static npurt_stream *gathered_and_dry(npurt_device *dev)
-{
-	for (npurt_stream *s = dev->streams; s; s = s->next)
-		if ((s->gathering || (s->broken && !s->failed)) && !s->outstanding)
-			return s;
-	return NULL;
-}
-
-static bool exception_due(npurt_device *dev)
-{
-	for (npurt_stream *s = dev->streams; dev->exc_fn && s; s = s->next)
-		if (s->exc_pending)
-			return true;
-	return false;
-}
-
-static bool progress_due(void *arg)
-{
-	npurt_device *dev = arg;
-
-	return dev->ring->progress_stop || gathered_and_dry(dev) || exception_due(dev);
-}
-
-static bool any_gathering(npurt_device *dev)
-{
-	for (npurt_stream *s = dev->streams; s; s = s->next)
-		if (s->gathering)
-			return true;
-	return false;
-}
-
-static void *progress_main(void *arg)
-{
-	npurt_device *dev = arg;
-	struct npurt_ring *r = dev->ring;
-
-	pthread_mutex_lock(&dev->lock);
-	while (!r->progress_stop) {
-		npurt_stream *s;
-
-		/* With a callback it watches for failures whether or not streams gather. */
-		if (!any_gathering(dev) && !dev->exc_fn) {
-			pthread_cond_wait(&r->progress_cond, &dev->lock);
-			continue;
-		}
-		reap_until(dev, progress_due, dev);
-		if (exception_due(dev)) {
-			pthread_mutex_unlock(&dev->lock);
-			npurt_exceptions_deliver(dev, NULL);
-			pthread_mutex_lock(&dev->lock);
-		}
-		s = gathered_and_dry(dev);
-		if (!s)
-			continue;
-		/* The stream may be destroyed meanwhile: its record stays. */
-		atomic_fetch_add(&s->refs, 1);
-		pthread_mutex_unlock(&dev->lock);
-		npurt_stream_flush(s, "libnpurt (progress thread)");
-		npurt_stream_put(s);
-		pthread_mutex_lock(&dev->lock);
-	}
-	pthread_mutex_unlock(&dev->lock);
-	return NULL;
-}
-
-static void progress_stop(npurt_device *dev)
-{
-	struct npurt_ring *r = dev->ring;
-	struct io_uring_sqe *sqe;
-
-	pthread_mutex_lock(&dev->lock);
-	if (!r->progress_started) {
-		pthread_mutex_unlock(&dev->lock);
-		return;
-	}
-	r->progress_stop = true;
-	pthread_cond_broadcast(&r->progress_cond);
-	pthread_cond_broadcast(&r->cq_cond);
-	pthread_mutex_unlock(&dev->lock);
-	/* It may be the one asleep in io_uring_wait_cqe(): a NOP wakes it. */
-	pthread_mutex_lock(&r->sq_lock);
-	while (!(sqe = io_uring_get_sqe(&r->ring)))
-		io_uring_submit(&r->ring);
-	io_uring_prep_nop(sqe);
-	sqe->user_data = 0;
-	io_uring_submit(&r->ring);
-	pthread_mutex_unlock(&r->sq_lock);
-	pthread_join(r->progress, NULL);
 }
 
 bool npurt_path_dry(npurt_stream *s)
@@ -423,33 +309,6 @@ bool npurt_path_dry(npurt_stream *s)
 	dry = !s->outstanding || s->failed || s->broken;
 	pthread_mutex_unlock(&dev->lock);
 	return dry;
-}
-
-/* Under dev->lock: the progress thread runs, and looks again at what is due. */
-static void progress_kick(npurt_device *dev)
-{
-	struct npurt_ring *r = dev->ring;
-
-	if (!r->progress_started && !pthread_create(&r->progress, NULL, progress_main, dev))
-		r->progress_started = true;
-	pthread_cond_signal(&r->progress_cond);
-}
-
-void npurt_path_gathering(npurt_stream *s, bool gathering)
-{
-	npurt_device *dev = s->dev;
-
-	pthread_mutex_lock(&dev->lock);
-	s->gathering = gathering;
-	if (gathering)
-		progress_kick(dev);
-	pthread_mutex_unlock(&dev->lock);
-}
-
-void npurt_path_watch(npurt_device *dev)
-{
-	if (dev->path == NPURT_SUBMIT_IO_URING)
-		progress_kick(dev);
 }
 
 void npurt_path_refused(npurt_stream *s, int err)
@@ -528,11 +387,11 @@ static npurt_status ring_submit(npurt_stream *s, struct npurt_batch *b, bool aga
 	/* Never more in flight than the CQ ring holds. */
 	if (!ring_has_room(dev)) {
 		pthread_mutex_lock(&dev->lock);
-		reap_until(dev, ring_has_room, dev);
+		npurt_reap_until(dev, ring_has_room, dev);
 		pthread_mutex_unlock(&dev->lock);
 	}
 	pthread_mutex_lock(&dev->lock);
-	reap_until(dev, stream_has_room, &(struct room){ s, count + 1 });
+	npurt_reap_until(dev, stream_has_room, &(struct room){ s, count + 1 });
 	s->slots += count + 1;
 	s->outstanding++;
 	if (!again) {
@@ -713,7 +572,7 @@ static npurt_status wait_once(npurt_stream *s, uint64_t seq, int64_t deadline_ns
 	}
 	pthread_mutex_lock(&dev->lock);
 	if (dev->path == NPURT_SUBMIT_IO_URING)
-		timed_out = !reap_until_deadline(dev, stream_reached, &until, deadline_ns);
+		timed_out = !npurt_reap_until_deadline(dev, stream_reached, &until, deadline_ns);
 	*recover = s->done < seq && to_recover(s);
 	if (s->done < seq && !*recover)
 		st = timed_out && !s->failed ?
@@ -829,6 +688,6 @@ void npurt_path_drain(npurt_stream *s)
 	if (dev->path != NPURT_SUBMIT_IO_URING)
 		return;
 	pthread_mutex_lock(&dev->lock);
-	reap_until(dev, stream_idle, s);
+	npurt_reap_until(dev, stream_idle, s);
 	pthread_mutex_unlock(&dev->lock);
 }
