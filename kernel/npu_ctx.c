@@ -13,6 +13,7 @@
 #include <linux/slab.h>
 
 #include "npu_ctx.h"
+#include "npu_list.h"
 #include "npu_queue.h"
 #include "npu_recovery.h"
 #include "npu_sync.h"
@@ -50,7 +51,9 @@ int npu_ctx_open(struct drm_device *drm, struct drm_file *file)
 	mutex_init(&ctx->lock);
 	INIT_LIST_HEAD(&ctx->userptrs);
 	xa_init(&ctx->syncs);
+	xa_init_flags(&ctx->lists, XA_FLAGS_ALLOC1);
 	drm_mm_init(&ctx->va_mm, DRM_NPU_VA_BASE, DRM_NPU_VA_END - DRM_NPU_VA_BASE);
+	drm_mm_init(&ctx->kva_mm, NPU_KVA_BASE, NPU_KVA_SIZE);
 
 	mutex_lock(&ctx->lock);
 	ret = npu_mmu_init(ctx);
@@ -63,6 +66,7 @@ int npu_ctx_open(struct drm_device *drm, struct drm_file *file)
 	return 0;
 
 out_ida:
+	drm_mm_takedown(&ctx->kva_mm);
 	drm_mm_takedown(&ctx->va_mm);
 	mutex_destroy(&ctx->lock);
 	ida_free(&ndev->ctx_ida, ctx->id);
@@ -88,6 +92,7 @@ static void npu_ctx_release(struct kref *ref)
 		drm_dev_exit(idx);
 	}
 	npu_mmu_fini(ctx);
+	drm_mm_takedown(&ctx->kva_mm);
 	drm_mm_takedown(&ctx->va_mm);
 	mutex_destroy(&ctx->lock);
 	npu_ctx_id_free(ndev, ctx->id);
@@ -114,7 +119,8 @@ void npu_ctx_postclose(struct drm_device *drm, struct drm_file *file)
 	for (i = 0; i < NPU_CTX_QUEUES; i++)
 		if (queues[i])
 			npu_queue_destroy(queues[i]);
-	/* Batches in flight hold the events and notifies they use. */
+	/* Batches in flight hold the events, notifies and lists they use. */
+	npu_tasklist_ctx_fini(ctx);
 	npu_sync_ctx_fini(ctx);
 	npu_ctx_put(ctx);
 	file->driver_priv = NULL;

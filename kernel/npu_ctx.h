@@ -12,6 +12,13 @@
 
 #define NPU_CTX_QUEUES	8	/* per context, the default queue included */
 
+/*
+ * The kernel's own device mappings in a context (task lists), above
+ * every address a user buffer can get: no task's range can name them.
+ */
+#define NPU_KVA_BASE	DRM_NPU_VA_END
+#define NPU_KVA_SIZE	DRM_NPU_VA_END
+
 struct npu_mem_stat {
 	u64 current_bytes;
 	u64 peak_bytes;
@@ -27,14 +34,17 @@ struct npu_ctx {
 	struct kref ref;
 	struct npu_device *ndev;
 	u32 id;				/* device-visible, 1..NPU_CTX_MAX */
-	struct mutex lock;		/* protects va_mm and mmu */
+	struct mutex lock;		/* protects va_mm, kva_mm and mmu */
 	struct drm_mm va_mm;
+	struct drm_mm kva_mm;		/* NPU_KVA_BASE..: task lists */
 	struct npu_mmu mmu;
 	struct npu_queue *queues[NPU_CTX_QUEUES];	/* by id, under lock */
 	struct list_head userptrs;	/* registered host memory, under lock */
 	u64 job_marks;			/* under lock, see npu_job_hold_range() */
 	struct xarray syncs;		/* events and notifies held, by id */
 	u32 nsyncs;			/* how many, under lock */
+	struct xarray lists;		/* task lists, by handle; see npu_list.c */
+	u32 nlists;			/* how many, under lock */
 	atomic_t ucmds;			/* its io_uring commands in flight */
 	/* Time its queues had work on the device, under ndev->queue_lock. */
 	u64 busy_ns;

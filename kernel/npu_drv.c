@@ -21,6 +21,7 @@
 #include "npu_gem.h"
 #include "npu_hw.h"
 #include "npu_ipc.h"
+#include "npu_list.h"
 #include "npu_queue.h"
 #include "npu_recovery.h"
 #include "npu_stats.h"
@@ -54,7 +55,8 @@ static int npu_ioctl_get_param(struct drm_device *drm, void *data,
 		return 0;
 	case DRM_NPU_PARAM_DEVICE_CAPS:
 		/* The firmware's bits are its contract with us, not with users. */
-		args->value = fw->caps & NPU_FW_CAP_FAULT_INJECTION ? DRM_NPU_CAP_FAULT_INJECTION : 0;
+		args->value = (fw->caps & NPU_FW_CAP_FAULT_INJECTION ? DRM_NPU_CAP_FAULT_INJECTION : 0) |
+			      (fw->caps & NPU_FW_CAP_TASK_LISTS ? DRM_NPU_CAP_TASK_LISTS : 0);
 		return 0;
 	case DRM_NPU_PARAM_HBM_SIZE:
 		args->value = fw->hbm_size;
@@ -122,6 +124,9 @@ static const struct drm_ioctl_desc npu_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(NPU_EVENT_WAIT, npu_ioctl_event_wait, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_NOTIFY_EXPORT, npu_ioctl_notify_export, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_NOTIFY_IMPORT, npu_ioctl_notify_import, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_TASKLIST_CREATE, npu_ioctl_tasklist_create, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_TASKLIST_DESTROY, npu_ioctl_tasklist_destroy, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_SUBMIT_MULTI, npu_ioctl_submit_multi, DRM_RENDER_ALLOW),
 };
 
 /*

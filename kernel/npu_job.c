@@ -33,9 +33,8 @@
 
 #include "npu_ctx.h"
 #include "npu_fence.h"
-#include "npu_gem.h"
+#include "npu_list.h"
 #include "npu_queue.h"
-#include "npu_sync.h"
 
 /*
  * A dependency on a fence that is not ours: signalled when that fence is,
@@ -174,98 +173,47 @@ int npu_job_alloc_deps(struct npu_job *job)
 }
 
 /*
- * Mappings one batch may hold. Each is held once however many tasks name
- * it, so this bounds the array whatever the tasks' ranges; more is -E2BIG.
+ * Under ctx->lock: a RUN_LIST's list, and the ranges its run binds to the
+ * list's slots (`io`, one address per slot). The run holds both, and the
+ * ring gets the device's RUN_LIST and the I/O table after it.
  */
-#define NPU_JOB_MAX_MAPS	4096
-
-/*
- * Under ctx->lock: take a reference on every mapping in [va, va + size)
- * that the job does not hold yet. An address nothing maps is left for the
- * device to fault on: that is how a context learns it touched what it may
- * not. Room is made before a reference is taken, so nothing is ever put
- * here: a last put takes bo->maps_lock, which ranks above ctx->lock.
- */
-static int npu_job_hold_range(struct npu_job *job, struct npu_ctx *ctx,
-			      u64 va, u64 size, u32 *cap)
+static int npu_job_hold_run(struct npu_job *job, struct npu_ctx *ctx,
+			    const struct drm_npu_task *t, const u64 *io,
+			    struct npu_fw_task *ring)
 {
-	struct drm_mm_node *node;
-	u64 end = va + size;
+	struct npu_tasklist *l = npu_tasklist_get_locked(ctx, (u32)t->args[0]);
+	u32 k, n = (u32)t->args[2];
+	int ret = 0;
 
-	lockdep_assert_held(&ctx->lock);
-	if (end < va)
-		end = U64_MAX;
-	drm_mm_for_each_node_in_range(node, &ctx->va_mm, va, end) {
-		struct npu_bo_map *map = container_of(node, struct npu_bo_map, va);
-
-		/* A range past the VA space ends on the allocator's own node. */
-		if (node == &ctx->va_mm.head_node)
-			break;
-		if (map->job_mark == job->mark)
-			continue;	/* held already */
-		if (job->nmaps == *cap) {
-			struct npu_bo_map **maps;
-			u32 n;
-
-			if (*cap == NPU_JOB_MAX_MAPS)
-				return -E2BIG;
-			n = min(max(16u, *cap * 2), (u32)NPU_JOB_MAX_MAPS);
-			maps = kvmalloc_array(n, sizeof(*maps), GFP_KERNEL_ACCOUNT);
-			if (!maps)
-				return -ENOMEM;
-			if (job->nmaps)
-				memcpy(maps, job->maps, job->nmaps * sizeof(*maps));
-			kvfree(job->maps);
-			job->maps = maps;
-			*cap = n;
-		}
-		if (!kref_get_unless_zero(&map->ref))
-			continue;	/* going away: not mapped for the device */
-		map->job_mark = job->mark;
-		job->maps[job->nmaps++] = map;
-	}
-	return 0;
-}
-
-/*
- * Under ctx->lock: the event or notify a task names must be one this
- * context holds, of the task's kind; the job keeps it alive.
- */
-static int npu_job_hold_sync(struct npu_job *job, struct npu_ctx *ctx,
-			     const struct drm_npu_task *t, u32 *cap)
-{
-	u32 kind = t->type <= DRM_NPU_TASK_EVENT_RESET ? DRM_NPU_SYNC_EVENT : DRM_NPU_SYNC_NOTIFY;
-	struct npu_sync *s;
-
-	lockdep_assert_held(&ctx->lock);
-	if (t->args[0] > U32_MAX)
+	if (!l)
 		return -EINVAL;
-	s = npu_sync_hold(ctx, (u32)t->args[0], kind);
-	if (!s)
+	job->lists[job->nlists++] = l;
+	if (n != l->nslots)
 		return -EINVAL;
-	if (job->nsyncs == *cap) {
-		struct npu_sync **syncs;
-
-		*cap = max(4u, *cap * 2);
-		syncs = krealloc(job->syncs, *cap * sizeof(*syncs), GFP_KERNEL);
-		if (!syncs) {
-			npu_sync_put(s);
-			return -ENOMEM;
-		}
-		job->syncs = syncs;
-	}
-	job->syncs[job->nsyncs++] = s;
-	return 0;
+	for (k = 0; k < n && !ret; k++)
+		ret = npu_holds_range(&job->holds, ctx, io[k], l->slots[k].size);
+	memset(ring, 0, npu_task_ring_slots(t) * sizeof(*ring));
+	ring->type = NPU_FW_TASK_RUN_LIST;
+	ring->args[0] = l->va.start;
+	ring->args[1] = l->count;
+	ring->args[2] = l->va.start + (u64)l->count * sizeof(*ring);
+	ring->args[3] = l->npatches;
+	ring->args[4] = n;
+	/* Eight addresses to a ring slot, the last one's rest zero. */
+	memcpy(ring + 1, io, n * sizeof(*io));
+	return ret;
 }
 
 /*
  * A job for `count` checked tasks, holding what they name; it takes over
- * `tasks` (kvmalloc'ed), also on failure. Not yet a scheduler job.
+ * `tasks` (kvmalloc'ed), also on failure. `io` holds the I/O tables of
+ * its RUN_LISTs, one after the other. Not yet a scheduler job.
  */
-struct npu_job *npu_job_create(struct npu_ctx *ctx, struct drm_npu_task *tasks, u32 count)
+struct npu_job *npu_job_create(struct npu_ctx *ctx, struct drm_npu_task *tasks, u32 count,
+			       const u64 *io)
 {
 	struct npu_job *job = kzalloc(sizeof(*job), GFP_KERNEL_ACCOUNT);
-	u32 i, cap = 0, sync_cap = 0;
+	u32 i, at, runs = 0;
 	int ret = 0;
 
 	if (!job) {
@@ -275,6 +223,20 @@ struct npu_job *npu_job_create(struct npu_ctx *ctx, struct drm_npu_task *tasks, 
 	INIT_LIST_HEAD(&job->link);
 	job->tasks = tasks;
 	job->ntasks = count;
+	for (i = 0; i < count; i++) {
+		job->nring += npu_task_ring_slots(&tasks[i]);
+		runs += tasks[i].type == DRM_NPU_TASK_RUN_LIST;
+	}
+	/* Checked user tasks are the device's format; RUN_LISTs are not. */
+	job->ring = (struct npu_fw_task *)tasks;
+	if (runs) {
+		job->ring = kvmalloc_array(job->nring, sizeof(*job->ring), GFP_KERNEL_ACCOUNT);
+		job->lists = kcalloc(runs, sizeof(*job->lists), GFP_KERNEL_ACCOUNT);
+		if (!job->ring || !job->lists) {
+			npu_job_free(job);
+			return ERR_PTR(-ENOMEM);
+		}
+	}
 	job->hw_fence = npu_fence_alloc();
 	if (!job->hw_fence) {
 		npu_job_free(job);
@@ -287,29 +249,16 @@ struct npu_job *npu_job_create(struct npu_ctx *ctx, struct drm_npu_task *tasks, 
 	if (i == count)
 		return job;
 	mutex_lock(&ctx->lock);
-	job->mark = ++ctx->job_marks;
-	for (i = 0; i < count && !ret; i++) {
-		const struct drm_npu_task *t = &tasks[i];
-
-		if (t->type == DRM_NPU_TASK_COPY) {
-			ret = npu_job_hold_range(job, ctx, t->args[0], t->args[2], &cap);
-			if (!ret)
-				ret = npu_job_hold_range(job, ctx, t->args[1], t->args[2], &cap);
-		} else if (t->type == DRM_NPU_TASK_FILL) {
-			ret = npu_job_hold_range(job, ctx, t->args[0], t->args[1], &cap);
-		} else if (t->type == DRM_NPU_TASK_TIMESTAMP) {
-			ret = npu_job_hold_range(job, ctx, t->args[0], 8, &cap);
-		} else if (t->type >= DRM_NPU_TASK_EVENT_RECORD) {
-			ret = npu_job_hold_sync(job, ctx, t, &sync_cap);
-		} else if (t->type == DRM_NPU_TASK_KERNEL) {
-			/*
-			 * Only the argument block: the tensors it names are in
-			 * device memory the driver does not parse. Closing one
-			 * early makes the launch fault, never reach freed memory
-			 * (unmapping waits for the task running on the device).
-			 */
-			ret = npu_job_hold_range(job, ctx, t->args[0], t->args[2], &cap);
+	npu_holds_begin(&job->holds, ctx);
+	for (i = 0, at = 0; i < count && !ret; at += npu_task_ring_slots(&tasks[i]), i++) {
+		if (tasks[i].type != DRM_NPU_TASK_RUN_LIST) {
+			if (runs)
+				memcpy(&job->ring[at], &tasks[i], sizeof(tasks[i]));
+			ret = npu_holds_task(&job->holds, ctx, &tasks[i], 0);
+			continue;
 		}
+		ret = npu_job_hold_run(job, ctx, &tasks[i], io, &job->ring[at]);
+		io += tasks[i].args[2];
 	}
 	mutex_unlock(&ctx->lock);
 	if (ret) {
@@ -319,21 +268,33 @@ struct npu_job *npu_job_create(struct npu_ctx *ctx, struct drm_npu_task *tasks, 
 	return job;
 }
 
+u32 npu_job_task_at(const struct npu_job *job, u32 slot)
+{
+	u32 i, at = 0;
+
+	for (i = 0; i < job->ntasks; i++) {
+		at += npu_task_ring_slots(&job->tasks[i]);
+		if (slot < at)
+			return i;
+	}
+	return i;
+}
+
 /* Drop what the job holds and free it (not a scheduler job, or no longer). */
 void npu_job_free(struct npu_job *job)
 {
 	u32 i;
 
-	for (i = 0; i < job->nmaps; i++)
-		npu_bo_map_put(job->maps[i]);
-	kvfree(job->maps);
-	for (i = 0; i < job->nsyncs; i++)
-		npu_sync_put(job->syncs[i]);
-	kfree(job->syncs);
+	npu_holds_release(&job->holds);
+	for (i = 0; i < job->nlists; i++)
+		npu_tasklist_put(job->lists[i]);
+	kfree(job->lists);
 	for (i = job->next_in; i < job->nin; i++)
 		dma_fence_put(job->in[i]);
 	for (i = 0; i < job->nin; i++)
 		kfree(job->deps[i]);	/* never armed */
+	if (job->ring != (struct npu_fw_task *)job->tasks)
+		kvfree(job->ring);
 	kvfree(job->tasks);
 	if (job->hw_fence)
 		npu_fence_free(job->hw_fence);
@@ -370,7 +331,7 @@ static struct dma_fence *npu_job_prepare(struct drm_sched_job *sched_job,
 		kfree(d);
 	}
 	if (drm_dev_enter(&ndev->drm, &idx)) {
-		room = npu_queue_has_room(ndev, q, job->ntasks + 1);
+		room = npu_queue_has_room(ndev, q, job->nring + 1);
 		drm_dev_exit(idx);
 	}
 	if (room)
@@ -416,7 +377,7 @@ static void npu_job_done(struct npu_job *job)
 {
 	struct npu_queue *q = job->q;
 
-	atomic_sub(job->ntasks + 1, &q->queued);
+	atomic_sub(job->nring + 1, &q->queued);
 	npu_job_free(job);
 	atomic_dec(&q->nr_jobs);
 	/*
@@ -429,17 +390,17 @@ static void npu_job_done(struct npu_job *job)
 
 /*
  * Drop what the job holds that is not a last reference; true if that was
- * everything. A last one frees a mapping (ctx->lock, held across
- * allocations, and a mailbox round trip for the TLB) or an event: that
- * must not stand between the scheduler and its next job's run.
+ * everything. A last one frees a mapping or a list (ctx->lock, held
+ * across allocations, and a mailbox round trip for the TLB) or an event:
+ * that must not stand between the scheduler and its next job's run.
  */
 static bool npu_job_put_not_last(struct npu_job *job)
 {
-	while (job->nmaps && npu_bo_map_put_not_last(job->maps[job->nmaps - 1]))
-		job->nmaps--;
-	while (job->nsyncs && npu_sync_put_not_last(job->syncs[job->nsyncs - 1]))
-		job->nsyncs--;
-	return !job->nmaps && !job->nsyncs;
+	bool all = npu_holds_put_not_last(&job->holds);
+
+	while (job->nlists && npu_tasklist_put_not_last(job->lists[job->nlists - 1]))
+		job->nlists--;
+	return all && !job->nlists;
 }
 
 /* The rest goes from the driver's workqueue, holding the DRM device. */

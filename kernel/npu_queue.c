@@ -70,6 +70,27 @@ static void npu_queue_fail_jobs(struct npu_queue *q, int error)
 	dma_fence_end_signalling(cookie);
 }
 
+/*
+ * Under queue_lock: which task of the batch on the ring at q's head
+ * failed, and inside a RUN_LIST which task of its list.
+ */
+static void npu_queue_note_task(struct npu_device *ndev, struct npu_queue *q,
+				struct npu_job *job)
+{
+	struct npu_fw_queue __iomem *slot = npu_queue_slot(ndev, q->hw_id);
+	u32 at;
+
+	q->error_task = 0;
+	q->error_list_task = DRM_NPU_NO_LIST_TASK;
+	if (!job)
+		return;
+	at = readl(&slot->head) - job->first_slot;
+	q->error_task = npu_job_task_at(job, at);
+	if (q->error_task < job->ntasks &&
+	    job->tasks[q->error_task].type == DRM_NPU_TASK_RUN_LIST)
+		q->error_list_task = readl(&slot->list_pos);
+}
+
 /* Under queue_lock: q's state changed; tell its ioctl and io_uring waiters. */
 static void npu_queue_wake(struct npu_queue *q)
 {
@@ -118,8 +139,6 @@ static void npu_queue_update(struct npu_device *ndev, struct npu_queue *q)
 	WRITE_ONCE(q->done_seq, max(q->done_seq, done));
 
 	if (faulted) {
-		u32 head = readl(&slot->head);
-
 		switch (readl(&slot->error)) {
 		case NPU_FW_EFAULT:
 			q->status = DRM_NPU_JOB_FAULT;
@@ -135,7 +154,7 @@ static void npu_queue_update(struct npu_device *ndev, struct npu_queue *q)
 		q->fault_address = readq(&slot->error_address);
 		job = list_first_entry_or_null(&q->jobs, struct npu_job, link);
 		q->error_seq = job ? job->seq : q->done_seq + 1;
-		q->error_task = job ? head - job->first_slot : 0;
+		npu_queue_note_task(ndev, q, job);
 		/* Last: io_uring parking reads the record without queue_lock. */
 		smp_store_release(&q->failed, true);
 		/* Nothing behind the failed task will run. */
@@ -193,8 +212,7 @@ static void npu_queue_fail(struct npu_device *ndev, struct npu_queue *q, u32 sta
 		q->status = status;
 		/* With nothing on the ring, the first unfinished is not written yet. */
 		q->error_seq = job ? job->seq : q->done_seq + 1;
-		q->error_task = job ? readl(&npu_queue_slot(ndev, q->hw_id)->head) -
-				      job->first_slot : 0;
+		npu_queue_note_task(ndev, q, job);
 		smp_store_release(&q->failed, true);	/* last, as above */
 	}
 	npu_queue_fail_jobs(q, npu_job_status_errno(status));
@@ -238,7 +256,7 @@ bool npu_queue_timed_out(struct npu_queue *q)
 	struct npu_device *ndev = q->ctx->ndev;
 	struct npu_fw_queue __iomem *slot;
 	bool hung = false;
-	u32 head, exec;
+	u32 head, pos, exec;
 	int idx;
 
 	if (!drm_dev_enter(&ndev->drm, &idx))
@@ -246,12 +264,15 @@ bool npu_queue_timed_out(struct npu_queue *q)
 	slot = npu_queue_slot(ndev, q->hw_id);
 	mutex_lock(&ndev->queue_lock);
 	head = readl(&slot->head);
+	pos = readl(&slot->list_pos);
 	exec = readl(&slot->exec_ms);
 	/* A failed queue, or one with nothing on the ring, executes nothing. */
 	if (q->failed || list_empty(&q->jobs))
 		goto out;
-	if (head != q->last_head) {
+	/* A task list's tasks are progress too, however long the list. */
+	if (head != q->last_head || pos != q->last_list_pos) {
 		q->last_head = head;
+		q->last_list_pos = pos;
 		q->last_exec = exec;
 	} else if (exec - q->last_exec >= q->timeout_ms) {
 		npu_err(ndev, "context %u queue %u: a task executed %u ms without finishing, stopping the queue\n",
@@ -610,6 +631,7 @@ int npu_queue_write(struct npu_device *ndev, struct npu_queue *q, struct npu_job
 	if (list_empty(&q->jobs)) {
 		/* The progress watch and the busy clock start with work. */
 		q->last_head = readl(&slot->head);
+		q->last_list_pos = readl(&slot->list_pos);
 		q->last_exec = readl(&slot->exec_ms);
 		q->busy_since = ktime_get();
 	}
@@ -620,12 +642,12 @@ int npu_queue_write(struct npu_device *ndev, struct npu_queue *q, struct npu_job
 	 * The ring is written after the job is published: a stop from here on
 	 * fails it, and the device, stopped first, ignores the tail.
 	 */
-	for (i = 0; i < job->ntasks; i++)
+	for (i = 0; i < job->nring; i++)
 		memcpy_toio(ring + ((q->tail + i) % q->entries) * sizeof(fence),
-			    &job->tasks[i], sizeof(fence));
-	memcpy_toio(ring + ((q->tail + job->ntasks) % q->entries) * sizeof(fence),
+			    &job->ring[i], sizeof(fence));
+	memcpy_toio(ring + ((q->tail + job->nring) % q->entries) * sizeof(fence),
 		    &fence, sizeof(fence));
-	WRITE_ONCE(q->tail, q->tail + job->ntasks + 1);
+	WRITE_ONCE(q->tail, q->tail + job->nring + 1);
 	/* The tasks land before the tail that publishes them. */
 	wmb();
 	writel(q->tail, &slot->tail);

@@ -9,11 +9,11 @@
 
 #include "npu_compat.h"
 #include "npu_drv.h"
+#include "npu_hold.h"
 
 struct npu_ctx;
-struct npu_bo_map;
-struct npu_sync;
 struct npu_dep;
+struct npu_tasklist;
 
 /*
  * A batch: a drm_sched job of its queue's scheduler, and what it holds
@@ -25,14 +25,14 @@ struct npu_job {
 	struct work_struct release;	/* see npu_job_sched_free() */
 	struct list_head link;		/* in q->jobs while on the ring */
 	u64 seq;
-	u64 mark;			/* tells the mappings it holds, while built */
 	u32 first_slot;			/* ring position of its first task */
-	u32 ntasks;
-	u32 nmaps;
-	struct npu_bo_map **maps;	/* referenced, with their buffers */
-	u32 nsyncs;
-	struct npu_sync **syncs;	/* events and notifies it names, referenced */
-	struct drm_npu_task *tasks;	/* what run_job writes */
+	u32 ntasks;			/* the batch's tasks */
+	u32 nring;			/* ring slots they take: RUN_LISTs' I/O tables too */
+	struct npu_fw_task *ring;	/* what run_job writes */
+	struct drm_npu_task *tasks;	/* as submitted (ring, without RUN_LISTs) */
+	struct npu_holds holds;
+	u32 nlists;
+	struct npu_tasklist **lists;	/* its RUN_LISTs run them: referenced */
 	struct dma_fence *hw_fence;	/* signalled when the device is done */
 	u32 nin, next_in;
 	struct dma_fence *in[DRM_NPU_SUBMIT_MAX_SYNCOBJS];	/* in-syncobjs' fences */
@@ -82,10 +82,12 @@ struct npu_queue {
 	u32 status;			/* enum drm_npu_job_status */
 	u64 error_seq;
 	u32 error_task;
+	u32 error_list_task;		/* DRM_NPU_NO_LIST_TASK unless a RUN_LIST's */
 	u32 fault_access;
 	u64 fault_address;
 	ktime_t busy_since;		/* when the ring last got work */
-	u32 last_head;			/* the timeout's progress watch */
+	u32 last_head;			/* the timeout's progress watch, */
+	u32 last_list_pos;		/* with the list task at head */
 	u32 last_exec;			/* the slot's exec_ms when head last moved */
 	wait_queue_head_t wq;		/* completions: WAIT */
 	wait_queue_head_t drain_wq;	/* jobs freed, or failed: backlog, destroy */
@@ -122,10 +124,14 @@ bool npu_queue_timed_out(struct npu_queue *q);
 
 /* npu_job.c: the scheduler's side of a batch. */
 extern const struct drm_sched_backend_ops npu_sched_ops;
-struct npu_job *npu_job_create(struct npu_ctx *ctx, struct drm_npu_task *tasks, u32 count);
+struct npu_job *npu_job_create(struct npu_ctx *ctx, struct drm_npu_task *tasks, u32 count,
+			       const u64 *io);
 int npu_job_alloc_deps(struct npu_job *job);
 void npu_job_cut_deps(struct npu_queue *q);
 void npu_job_free(struct npu_job *job);
+/* The task of the batch at ring slot `slot` from its first (ntasks: its FENCE). */
+u32 npu_job_task_at(const struct npu_job *job, u32 slot);
+
 
 int npu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *file);
 int npu_ioctl_queue_destroy(struct drm_device *drm, void *data, struct drm_file *file);
@@ -133,9 +139,21 @@ int npu_ioctl_queue_abort(struct drm_device *drm, void *data, struct drm_file *f
 /* A queue holds at most this many rings' worth of batches not yet freed. */
 #define NPU_QUEUE_BACKLOG_DEPTHS	16
 
+/* npu_submit.c: the steps of queueing a batch, shared with SUBMIT_MULTI. */
+struct npu_job *npu_batch_build(struct npu_ctx *ctx, u64 uptr, u32 count);
+int npu_batch_depend(struct drm_file *file, struct npu_job *job,
+		     const struct drm_npu_syncobj *in, u32 in_count);
+int npu_batch_queue(struct drm_device *drm, struct npu_ctx *ctx, struct npu_queue *q,
+		    struct npu_job *job, bool nonblock, int *idx);
+void npu_batch_unqueue(struct npu_job *job);
+struct dma_fence *npu_batch_push(struct npu_queue *q, struct npu_job *job);
+
 int npu_submit(struct drm_file *file, struct drm_npu_submit *args, bool nonblock,
 	       struct npu_queue **qp);
 int npu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file);
+int npu_ioctl_submit_multi(struct drm_device *drm, void *data, struct drm_file *file);
+/* A task as SUBMIT takes it (a list's tasks are checked so too). */
+bool npu_task_valid(const struct drm_npu_task *t);
 struct npu_queue *npu_wait_queue(struct npu_ctx *ctx, u32 id, u64 seq);
 int npu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file);
 

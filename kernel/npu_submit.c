@@ -36,7 +36,7 @@ static_assert((int)DRM_NPU_TASK_NOP == (int)NPU_FW_TASK_NOP &&
 	      (int)DRM_NPU_TASK_NOTIFY_RECORD == (int)NPU_FW_TASK_NOTIFY_RECORD &&
 	      (int)DRM_NPU_TASK_NOTIFY_WAIT == (int)NPU_FW_TASK_NOTIFY_WAIT);
 
-static bool npu_task_valid(const struct drm_npu_task *t)
+bool npu_task_valid(const struct drm_npu_task *t)
 {
 	u64 unused = 0;
 	int i, first_unused;
@@ -82,6 +82,12 @@ static bool npu_task_valid(const struct drm_npu_task *t)
 	case DRM_NPU_TASK_NOTIFY_WAIT:
 		/* Whether the context holds it is checked with the context. */
 		first_unused = 1;
+		break;
+	case DRM_NPU_TASK_RUN_LIST:
+		/* The list and its slot count are checked with the context. */
+		if (t->args[0] > U32_MAX || t->args[2] > DRM_NPU_TASKLIST_MAX_SLOTS)
+			return false;
+		first_unused = 3;
 		break;
 	default:
 		return false;
@@ -174,6 +180,141 @@ static bool npu_queue_may_admit(struct drm_device *drm, struct npu_queue *q, u32
 }
 
 /*
+ * Copy and check a batch's tasks, and the I/O tables of its RUN_LISTs,
+ * and build its job (what it names looked up and held): nothing of it is
+ * read from the caller again.
+ */
+struct npu_job *npu_batch_build(struct npu_ctx *ctx, u64 uptr, u32 count)
+{
+	struct drm_npu_task *tasks;
+	struct npu_job *job;
+	u64 *io = NULL;
+	u32 i, nio = 0, at = 0;
+
+	if (!count || count > DRM_NPU_SUBMIT_MAX_TASKS)
+		return ERR_PTR(-EINVAL);
+	tasks = kvmalloc_array(count, sizeof(*tasks), GFP_KERNEL_ACCOUNT);
+	if (!tasks)
+		return ERR_PTR(-ENOMEM);
+	if (copy_from_user(tasks, u64_to_user_ptr(uptr), count * sizeof(*tasks))) {
+		kvfree(tasks);
+		return ERR_PTR(-EFAULT);
+	}
+	for (i = 0; i < count; i++) {
+		if (!npu_task_valid(&tasks[i])) {
+			kvfree(tasks);
+			return ERR_PTR(-EINVAL);
+		}
+		if (tasks[i].type == DRM_NPU_TASK_RUN_LIST)
+			nio += tasks[i].args[2];
+	}
+	if (nio) {
+		io = kvmalloc_array(nio, sizeof(*io), GFP_KERNEL_ACCOUNT);
+		if (!io) {
+			kvfree(tasks);
+			return ERR_PTR(-ENOMEM);
+		}
+	}
+	for (i = 0; i < count; i++) {
+		u32 n = tasks[i].type == DRM_NPU_TASK_RUN_LIST ? tasks[i].args[2] : 0;
+
+		if (n && copy_from_user(io + at, u64_to_user_ptr(tasks[i].args[1]),
+					n * sizeof(*io))) {
+			kvfree(io);
+			kvfree(tasks);
+			return ERR_PTR(-EFAULT);
+		}
+		at += n;
+	}
+	job = npu_job_create(ctx, tasks, count, io);
+	kvfree(io);
+	return job;
+}
+
+/* The job waits for the fences of `in` (looked up now): its dependencies. */
+int npu_batch_depend(struct drm_file *file, struct npu_job *job,
+		     const struct drm_npu_syncobj *in, u32 in_count)
+{
+	int ret = npu_syncobj_in_fences(file, in, in_count, job->in);
+
+	if (ret)
+		return ret;
+	job->nin = in_count;
+	return npu_job_alloc_deps(job);
+}
+
+/*
+ * Make `job` a scheduler job of q with ring room admitted in q's backlog:
+ * inside the device's section (idx), which a wait for room leaves and
+ * enters again. On failure the section is left.
+ */
+int npu_batch_queue(struct drm_device *drm, struct npu_ctx *ctx, struct npu_queue *q,
+		    struct npu_job *job, bool nonblock, int *idx)
+{
+	u32 need = job->nring + 1;
+	int ret;
+
+	/* The ring must hold the batch and its FENCE at once. */
+	if (need > q->entries) {
+		drm_dev_exit(*idx);
+		return -EINVAL;
+	}
+	while (!npu_queue_admit(q, need)) {
+		drm_dev_exit(*idx);
+		if (nonblock)
+			return -EAGAIN;
+		ret = wait_event_interruptible(q->drain_wq, npu_queue_may_admit(drm, q, need));
+		if (ret)
+			return ret;
+		if (!drm_dev_enter(drm, idx))
+			return -ENODEV;
+	}
+	ret = npu_sched_job_init(&job->base, &q->entity, ctx);
+	if (ret) {
+		atomic_sub(need, &q->queued);
+		wake_up_all(&q->drain_wq);
+		drm_dev_exit(*idx);
+		return ret;
+	}
+	job->q = q;
+	kref_get(&q->ref);		/* the job's, dropped when it is freed */
+	atomic_inc(&q->nr_jobs);
+	return 0;
+}
+
+/* Undo npu_batch_queue() for a job never pushed; the job is freed. */
+void npu_batch_unqueue(struct npu_job *job)
+{
+	struct npu_queue *q = job->q;
+
+	drm_sched_job_cleanup(&job->base);
+	atomic_dec(&q->nr_jobs);
+	atomic_sub(job->nring + 1, &q->queued);
+	wake_up_all(&q->drain_wq);
+	npu_job_free(job);
+	npu_queue_put(q);		/* the job's */
+}
+
+/*
+ * Under q->submit_lock, the queue taking work: number the job, arm and
+ * push it (numbers in push order: the scheduler runs a queue's jobs in
+ * it). Returns its finished fence, referenced. The job is the
+ * scheduler's now.
+ */
+struct dma_fence *npu_batch_push(struct npu_queue *q, struct npu_job *job)
+{
+	struct dma_fence *finished;
+
+	lockdep_assert_held(&q->submit_lock);
+	job->seq = ++q->next_seq;
+	npu_fence_init(job->hw_fence, q->fence_context, job->seq);
+	drm_sched_job_arm(&job->base);
+	finished = dma_fence_get(&job->base.s_fence->finished);
+	drm_sched_entity_push_job(&job->base);
+	return finished;
+}
+
+/*
  * Queue a batch: SUBMIT for the ioctl and for io_uring. Nothing here
  * waits for the device or for another fence: in-syncobjs become the
  * job's dependencies, and a full ring holds the job in the scheduler.
@@ -190,11 +331,9 @@ int npu_submit(struct drm_file *file, struct drm_npu_submit *args, bool nonblock
 	struct drm_npu_syncobj in[DRM_NPU_SUBMIT_MAX_SYNCOBJS], out[DRM_NPU_SUBMIT_MAX_SYNCOBJS];
 	struct npu_syncobj_out outs = { 0 };
 	struct dma_fence *finished;
-	struct drm_npu_task *tasks;
-	struct npu_queue *q = NULL;
+	struct npu_queue *q;
 	struct npu_job *job;
 	int ret, idx;
-	u32 i;
 
 	if (args->flags || args->pad || !args->count || args->count > DRM_NPU_SUBMIT_MAX_TASKS)
 		return -EINVAL;
@@ -203,30 +342,12 @@ int npu_submit(struct drm_file *file, struct drm_npu_submit *args, bool nonblock
 		ret = npu_syncobj_copy(args->out_syncobjs, args->out_count, out);
 	if (ret)
 		return ret;
-	tasks = kvmalloc_array(args->count, sizeof(*tasks), GFP_KERNEL_ACCOUNT);
-	if (!tasks)
-		return -ENOMEM;
-	if (copy_from_user(tasks, u64_to_user_ptr(args->tasks),
-			   args->count * sizeof(*tasks))) {
-		kvfree(tasks);
-		return -EFAULT;
-	}
-	for (i = 0; i < args->count; i++) {
-		if (!npu_task_valid(&tasks[i])) {
-			kvfree(tasks);
-			return -EINVAL;
-		}
-	}
 
 	/* Everything the batch names is checked before a queue is made. */
-	job = npu_job_create(ctx, tasks, args->count);
+	job = npu_batch_build(ctx, args->tasks, args->count);
 	if (IS_ERR(job))
 		return PTR_ERR(job);
-	ret = npu_syncobj_in_fences(file, in, args->in_count, job->in);
-	if (ret)
-		goto err_job;
-	job->nin = args->in_count;
-	ret = npu_job_alloc_deps(job);
+	ret = npu_batch_depend(file, job, in, args->in_count);
 	if (ret)
 		goto err_job;
 	ret = npu_syncobj_prepare_out(file, out, args->out_count, &outs);
@@ -239,46 +360,28 @@ int npu_submit(struct drm_file *file, struct drm_npu_submit *args, bool nonblock
 	}
 	q = npu_queue_lookup(ctx, args->queue, true);
 	if (IS_ERR(q)) {
-		ret = PTR_ERR(q);
-		q = NULL;
-		goto err_exit;
-	}
-	while (!npu_queue_admit(q, args->count + 1)) {
 		drm_dev_exit(idx);
-		if (nonblock) {
-			ret = -EAGAIN;
-			goto err_out;
-		}
-		ret = wait_event_interruptible(q->drain_wq, npu_queue_may_admit(drm, q, args->count + 1));
-		if (ret)
-			goto err_out;
-		if (!drm_dev_enter(drm, &idx)) {
-			ret = -ENODEV;
-			goto err_out;
-		}
+		ret = PTR_ERR(q);
+		goto err_out;
 	}
-	ret = npu_sched_job_init(&job->base, &q->entity, ctx);
-	if (ret)
-		goto err_admitted;
-	job->q = q;
-	kref_get(&q->ref);		/* the job's, dropped when it is freed */
-	atomic_inc(&q->nr_jobs);
+	ret = npu_batch_queue(drm, ctx, q, job, nonblock, &idx);
+	if (ret) {
+		npu_queue_put(q);
+		goto err_out;
+	}
 
-	/* Numbers in push order: the scheduler runs a queue's jobs in it. */
 	mutex_lock(&q->submit_lock);
 	if (READ_ONCE(q->failed) || q->dead) {
 		mutex_unlock(&q->submit_lock);
-		ret = -EIO;
-		goto err_sched;
+		drm_dev_exit(idx);
+		npu_syncobj_release_out(&outs);
+		npu_batch_unqueue(job);
+		npu_queue_put(q);
+		return -EIO;
 	}
-	job->seq = ++q->next_seq;
-	npu_fence_init(job->hw_fence, q->fence_context, job->seq);
-	drm_sched_job_arm(&job->base);
-	finished = dma_fence_get(&job->base.s_fence->finished);
-	drm_sched_entity_push_job(&job->base);
+	finished = npu_batch_push(q, job);
 	args->seq = q->next_seq;
 	mutex_unlock(&q->submit_lock);
-	/* The job is the scheduler's now. */
 
 	if (args->out_count)
 		npu_syncobj_install_out(&outs, finished);
@@ -290,21 +393,10 @@ int npu_submit(struct drm_file *file, struct drm_npu_submit *args, bool nonblock
 		npu_queue_put(q);
 	return 0;
 
-err_sched:
-	drm_sched_job_cleanup(&job->base);
-	atomic_dec(&q->nr_jobs);
-	npu_queue_put(q);		/* the job's */
-err_admitted:
-	atomic_sub(args->count + 1, &q->queued);
-	wake_up_all(&q->drain_wq);
-err_exit:
-	drm_dev_exit(idx);
 err_out:
 	npu_syncobj_release_out(&outs);
 err_job:
 	npu_job_free(job);
-	if (q)
-		npu_queue_put(q);
 	return ret;
 }
 
@@ -345,7 +437,7 @@ int npu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file)
 	long left;
 	int ret;
 
-	if (args->flags || args->pad)
+	if (args->flags || args->pad || args->pad2)
 		return -EINVAL;
 	q = npu_wait_queue(file->driver_priv, args->queue, args->seq);
 	if (IS_ERR_OR_NULL(q))
@@ -361,11 +453,13 @@ int npu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file)
 
 	mutex_lock(&ndev->queue_lock);
 	args->status = DRM_NPU_JOB_DONE;
+	args->error_list_task = DRM_NPU_NO_LIST_TASK;
 	if (args->seq <= q->done_seq) {
 		ret = 0;
 	} else if (q->failed && args->seq >= q->error_seq) {
 		args->status = q->status;
 		args->error_task = q->error_task;
+		args->error_list_task = q->error_list_task;
 		args->fault_address = q->fault_address;
 		args->fault_access = q->fault_access;
 		ret = -EIO;

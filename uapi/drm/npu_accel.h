@@ -56,6 +56,9 @@ extern "C" {
 #define DRM_NPU_NOTIFY_EXPORT		0x0d
 #define DRM_NPU_NOTIFY_IMPORT		0x0e
 #define DRM_NPU_QUEUE_ABORT		0x0f
+#define DRM_NPU_TASKLIST_CREATE		0x10
+#define DRM_NPU_TASKLIST_DESTROY	0x11
+#define DRM_NPU_SUBMIT_MULTI		0x12
 
 #define DRM_IOCTL_NPU_GET_PARAM \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_GET_PARAM, struct drm_npu_get_param)
@@ -89,6 +92,12 @@ extern "C" {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_NOTIFY_IMPORT, struct drm_npu_notify_import)
 #define DRM_IOCTL_NPU_QUEUE_ABORT \
 	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_QUEUE_ABORT, struct drm_npu_queue_destroy)
+#define DRM_IOCTL_NPU_TASKLIST_CREATE \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_TASKLIST_CREATE, struct drm_npu_tasklist_create)
+#define DRM_IOCTL_NPU_TASKLIST_DESTROY \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_TASKLIST_DESTROY, struct drm_npu_tasklist_destroy)
+#define DRM_IOCTL_NPU_SUBMIT_MULTI \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_SUBMIT_MULTI, struct drm_npu_submit_multi)
 
 /* Parameters readable with DRM_IOCTL_NPU_GET_PARAM. */
 enum drm_npu_param {
@@ -143,6 +152,8 @@ enum drm_npu_param {
  */
 /* Test devices: faults can be injected through debugfs npu_inject (root). */
 #define DRM_NPU_CAP_FAULT_INJECTION		(1ull << 0)
+/* Task lists: TASKLIST_CREATE, DRM_NPU_TASK_RUN_LIST and SUBMIT_MULTI. */
+#define DRM_NPU_CAP_TASK_LISTS			(1ull << 1)
 
 /**
  * struct drm_npu_get_param - read one device parameter
@@ -312,10 +323,125 @@ enum drm_npu_task_type {
 	 * wait (auto-reset); records made before a wait are not lost */
 	DRM_NPU_TASK_NOTIFY_RECORD = 10,
 	DRM_NPU_TASK_NOTIFY_WAIT = 11,
+	/* args[0] a task list of this context (DRM_NPU_TASKLIST_CREATE),
+	 * args[1] pointer to the run's I/O table: args[2] __u64 device
+	 * addresses, one per I/O slot of the list (args[2] must be its
+	 * slot count, 0 to DRM_NPU_TASKLIST_MAX_SLOTS). The list's tasks run
+	 * here, in order, with the addresses patched in; the table is read
+	 * at submit. Not allowed inside a list. */
+	DRM_NPU_TASK_RUN_LIST = 12,
 };
 
 #define DRM_NPU_MAX_BLOCK_DIM		64
 #define DRM_NPU_KERNEL_ARGS_MAX		4096
+
+/*
+ * Task lists (with DRM_NPU_CAP_TASK_LISTS): a model's tasks, checked and
+ * stored in device memory once, then run with one DRM_NPU_TASK_RUN_LIST
+ * task each time, on whichever queue of the context gets it.
+ *
+ * Each run binds the list's I/O slots to device addresses (its I/O
+ * table); patch entries say where those addresses go: into a task's
+ * argument, or into a KERNEL task's argument block (in the device's copy
+ * of it: the block in memory never changes). A patched argument must be 0
+ * in the list. The list keeps every buffer, event and notify its tasks
+ * name alive for its life; a run keeps the list and each slot's range,
+ * [address, address + size), alive until it completes.
+ */
+#define DRM_NPU_TASKLIST_MAX_TASKS	65536
+#define DRM_NPU_TASKLIST_MAX_PATCHES	262144
+#define DRM_NPU_TASKLIST_MAX_SLOTS	256
+
+/* The list's tasks may write the slot (COPY and FILL destinations, TIMESTAMP). */
+#define DRM_NPU_IO_SLOT_WRITE		(1u << 0)
+
+/**
+ * struct drm_npu_io_slot - one input or output of a task list
+ * @size: bytes every address bound to it must provide (> 0)
+ * @flags: DRM_NPU_IO_SLOT_* bits
+ * @pad: must be zero
+ */
+struct drm_npu_io_slot {
+	__u64 size;
+	__u32 flags;
+	__u32 pad;
+};
+
+enum drm_npu_patch_kind {
+	/* @field: an address argument of the task (COPY 0 and 1, FILL 0,
+	 * KERNEL 0, TIMESTAMP 0); the range it addresses must lie in the
+	 * slot: @offset plus the task's length (COPY and KERNEL args[2],
+	 * FILL args[1], TIMESTAMP 8) at most the slot's size */
+	DRM_NPU_PATCH_TASK_ARG = 0,
+	/* @field: a byte offset in the KERNEL task's argument block,
+	 * 8-aligned, the 8 bytes inside args[2]; @offset below the slot's
+	 * size */
+	DRM_NPU_PATCH_KERNEL_ARGS = 1,
+};
+
+/**
+ * struct drm_npu_patch - where a run's I/O address goes
+ * @task: index of the task in the list
+ * @kind: an enum drm_npu_patch_kind
+ * @slot: the I/O slot whose address is written
+ * @field: what is written, per @kind
+ * @flags: must be zero
+ * @offset: added to the slot's address
+ *
+ * Entries are sorted by (@task, @kind, @field), each at most once.
+ */
+struct drm_npu_patch {
+	__u32 task;
+	__u16 kind;
+	__u16 slot;
+	__u32 field;
+	__u32 flags;
+	__u64 offset;
+};
+
+/**
+ * struct drm_npu_tasklist_create - check a task list and store it on the device
+ * @tasks: in, pointer to @count struct drm_npu_task
+ * @patches: in, pointer to @patch_count struct drm_npu_patch
+ * @slots: in, pointer to @slot_count struct drm_npu_io_slot
+ * @count: in, 1..DRM_NPU_TASKLIST_MAX_TASKS
+ * @patch_count: in, at most DRM_NPU_TASKLIST_MAX_PATCHES
+ * @slot_count: in, at most DRM_NPU_TASKLIST_MAX_SLOTS
+ * @flags: in, must be zero
+ * @handle: out, the list's handle in this context (for RUN_LIST)
+ * @pad: must be zero
+ *
+ * Tasks are checked as SUBMIT checks them, once; RUN_LIST is not allowed
+ * in a list. The list takes device memory (counted as
+ * DRM_NPU_MEM_REGION_QUEUES) and is mapped read-only for the device.
+ *
+ * Errors: -EINVAL a malformed task, patch or slot (nothing is created);
+ * -EOPNOTSUPP the device has no task lists; -EFAULT; -E2BIG the tasks
+ * name more than 4096 buffers; -EDQUOT the context holds
+ * DRM_NPU_TASKLISTS_PER_CONTEXT lists; -ENOMEM.
+ */
+struct drm_npu_tasklist_create {
+	__u64 tasks;
+	__u64 patches;
+	__u64 slots;
+	__u32 count;
+	__u32 patch_count;
+	__u32 slot_count;
+	__u32 flags;
+	__u32 handle;
+	__u32 pad;
+};
+
+#define DRM_NPU_TASKLISTS_PER_CONTEXT	1024
+
+/*
+ * Drop a task list: runs in flight keep it until they complete. -EINVAL
+ * for a handle this context does not have. @flags must be zero.
+ */
+struct drm_npu_tasklist_destroy {
+	__u32 handle;
+	__u32 flags;
+};
 
 /**
  * struct drm_npu_task - one task
@@ -569,6 +695,11 @@ enum drm_npu_job_status {
  * @fault_address: out, for DRM_NPU_JOB_FAULT the device VA
  * @fault_access: out, 0 read, 1 write
  * @pad: must be zero
+ * @error_list_task: out, for a failed batch whose failing task is a
+ *                   RUN_LIST the index in its list of the task that
+ *                   failed (or was running when the queue was stopped),
+ *                   else DRM_NPU_NO_LIST_TASK
+ * @pad2: must be zero
  *
  * Returns 0 when the batch completed, -EIO when it (or an earlier one)
  * failed, with the out fields saying how, -ETIMEDOUT when it did not
@@ -585,6 +716,50 @@ struct drm_npu_wait {
 	__u64 fault_address;
 	__u32 fault_access;
 	__u32 pad;
+	__u32 error_list_task;
+	__u32 pad2;
+};
+
+/* error_list_task when the failing task is not a RUN_LIST. */
+#define DRM_NPU_NO_LIST_TASK		0xffffffffu
+
+#define DRM_NPU_SUBMIT_MULTI_MAX	8
+
+/* One queue's part of a DRM_NPU_SUBMIT_MULTI: as drm_npu_submit's fields. */
+struct drm_npu_submit_entry {
+	__u64 tasks;
+	__u32 count;
+	__u32 queue;
+};
+
+/**
+ * struct drm_npu_submit_multi - batches on several queues as one run
+ * @entries: in, pointer to @count struct drm_npu_submit_entry, each on a
+ *           different queue
+ * @count: in, 1..DRM_NPU_SUBMIT_MULTI_MAX
+ * @flags: in, must be zero
+ * @in_syncobjs, @out_syncobjs, @in_count, @out_count: in, as for SUBMIT:
+ *           every batch waits for the in-syncobjs; the out-syncobjs get
+ *           one fence, signalled when every batch has completed (with the
+ *           first error if one failed)
+ * @seqs: out, each entry's sequence number on its queue
+ *
+ * All batches are checked and queued together, or none is. They are one
+ * run: when one fails, the queues of the others are stopped (their work
+ * fails with DRM_NPU_JOB_ABORTED), so no batch waits for a partner
+ * that will never come (a model's queues join through notifies).
+ *
+ * Errors: as SUBMIT; -EINVAL also for two entries on one queue.
+ */
+struct drm_npu_submit_multi {
+	__u64 entries;
+	__u32 count;
+	__u32 flags;
+	__u64 in_syncobjs;
+	__u64 out_syncobjs;
+	__u32 in_count;
+	__u32 out_count;
+	__u64 seqs[DRM_NPU_SUBMIT_MULTI_MAX];
 };
 
 /*
