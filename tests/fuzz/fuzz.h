@@ -28,6 +28,9 @@
 
 #include "npu_oplib.h"	/* the op library's argument block */
 
+/* Driver ioctl numbers end here; past it, -EINVAL up to the io_uring range. */
+#define FZ_DRIVER_NR_END	(DRM_COMMAND_BASE + DRM_NPU_SUBMIT_MULTI + 1)
+
 /* The highest GET_PARAM number the driver knows; past it, -EINVAL. */
 #define FZ_PARAM_LAST	DRM_NPU_PARAM_DMA_ENGINES
 
@@ -48,6 +51,8 @@
 #define FZ_DEPS		4	/* batch fences a syncobj may carry */
 #define FZ_HIST		16	/* calls kept for reports */
 #define FZ_DESC		320
+#define FZ_LISTS	8	/* task lists per file */
+#define FZ_LIST_SLOTS	4	/* I/O slots per list */
 
 /* ---- the random stream: xoshiro256** seeded by splitmix64 ------------------ */
 struct fz_rng {
@@ -145,6 +150,14 @@ struct fz_syncobj {
 	uint64_t last_point;
 };
 
+struct fz_list {
+	uint32_t handle;
+	uint32_t nslots;
+	uint64_t size[FZ_LIST_SLOTS];
+	bool may_fail;		/* running it may fault on the device */
+	bool blocks;		/* it may wait on an event nobody records */
+};
+
 struct fz_urange {
 	uint64_t addr, size;
 	bool zombie;		/* handle closed; may still be registered */
@@ -161,12 +174,13 @@ struct fz_file {
 	uint32_t gen;		/* bumped when the slot is reused */
 	int nfds;
 	int fds[FZ_FDS_PER_FILE];
-	int nbo, nsync, nso, nur;
+	int nbo, nsync, nso, nur, nlist;
 	struct fz_bo bo[FZ_BOS];
 	struct fz_queue q[FZ_QUEUES];
 	struct fz_sync sync[FZ_SYNCS];
 	struct fz_syncobj so[FZ_SYNCOBJS];
 	struct fz_urange ur[FZ_URANGES];
+	struct fz_list list[FZ_LISTS];
 };
 
 struct fz_map {
@@ -251,6 +265,7 @@ enum fz_op {
 	OP_SIZED_IOCTL, OP_MMAP, OP_MUNMAP, OP_TOUCH, OP_HOST, OP_OPEN, OP_CLOSE,
 	OP_DUP, OP_URING_SETUP, OP_URING_SUBMIT, OP_URING_REAP, OP_URING_EXIT,
 	OP_FORK, OP_CHILD_REAP, OP_XFD, OP_READ_INFO, OP_SYNC_QUOTA,
+	OP_TASKLIST, OP_SUBMIT_MULTI,
 	OP_COUNT
 };
 
@@ -403,6 +418,9 @@ void op_uring_exit(void);
 void op_fork(void);
 void op_child_reap(bool force);
 void op_recv_fds(void);
+void op_tasklist_create(void);
+void op_tasklist_destroy(void);
+void op_submit_multi(void);
 uint64_t dmabuf_size(int fd);	/* 0 if it cannot tell */
 
 /* Helpers the operations share. */
@@ -412,6 +430,9 @@ uint64_t dmabuf_size(int fd);	/* 0 if it cannot tell */
 bool build_tasks(struct fz_file *f, int q, struct drm_npu_task *t, uint32_t n,
 		 unsigned int *invalid, bool *may_fail, bool *blocks);
 void *bad_ptr(size_t len);			/* an address that faults */
+/* A RUN_LIST of one of f's lists (or not), as build_tasks() takes it. */
+bool list_run_task(struct fz_file *f, struct drm_npu_task *k, unsigned int *invalid,
+		   bool *may_fail, bool *blocks);
 void ring_exit(struct fz_ring *r);
 void ring_reap_all(struct fz_ring *r, int wait_ms);
 void kids_kill_all(void);

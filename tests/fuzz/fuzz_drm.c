@@ -875,7 +875,7 @@ void op_raw_ioctl(void)
 
 	do {
 		nr = (unsigned int)rnd_below(256);
-	} while (core_modelled(nr) || (nr >= 0x40 && nr < 0x50));
+	} while (core_modelled(nr) || (nr >= DRM_COMMAND_BASE && nr < FZ_DRIVER_NR_END));
 	dir = (int)rnd_below(4);
 	size = chance(900) ? (unsigned int)rnd_below(256) : (unsigned int)rnd_below(1 << 14);
 	if (chance(50))
@@ -891,7 +891,7 @@ void op_raw_ioctl(void)
 		 f->primary ? " (primary)" : "", cmd, dir, type, nr, size);
 	if (type != 'd')
 		x_err(&x, ENOTTY, 0);
-	else if (nr >= 0x50 && nr < 0xa0)
+	else if (nr >= FZ_DRIVER_NR_END && nr < 0xa0)
 		x_err(&x, EINVAL, 0);
 	else if (!f->primary)
 		x_err(&x, EACCES, EINVAL, 0);

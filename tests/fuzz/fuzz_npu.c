@@ -1433,6 +1433,14 @@ bool build_tasks(struct fz_file *f, int q, struct drm_npu_task *t, uint32_t n,
 		task_malformed(&t[bad_at]);
 		*invalid |= FZ_BAD_TASK;
 	}
+	/* A run of one of the file's task lists, now and then. */
+	if ((f->nlist && chance(120)) || chance(5)) {
+		uint32_t at = (uint32_t)rnd_below(n);
+
+		/* Not over the task that makes the batch bad: it must stay bad. */
+		if (at != bad_at && at != nohold_at)
+			list_run_task(f, &t[at], invalid, may_fail, blocks);
+	}
 	return true;
 }
 

@@ -95,6 +95,8 @@ static const struct {
 	{ 90, OP_URING_SUBMIT, op_uring_submit }, { 45, OP_URING_REAP, op_uring_reap_w },
 	{ 2, OP_URING_EXIT, op_uring_exit },	{ 3, OP_FORK, op_fork },
 	{ 2, OP_CHILD_REAP, op_child_reap_w },	{ 4, OP_XFD, op_recv_fds },
+	{ 12, OP_TASKLIST, op_tasklist_create }, { 6, OP_TASKLIST, op_tasklist_destroy },
+	{ 10, OP_SUBMIT_MULTI, op_submit_multi },
 };
 
 /* Kinds of call left out (--skip), to narrow a finding down. */
@@ -464,6 +466,7 @@ static const char *const op_names[OP_COUNT] = {
 	"VERSION/CAPS", "unknown ioctls", "resized ioctls", "mmap", "munmap", "touch",
 	"host memory", "open", "close", "dup", "uring setup", "uring submit", "uring reap",
 	"uring close", "fork", "kill child", "other fds", "fdinfo/debugfs", "sync quota",
+	"TASKLIST_*", "SUBMIT_MULTI",
 };
 
 int main(int argc, char **argv)
