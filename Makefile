@@ -136,10 +136,12 @@ $(O)/tests/unit/%: $(O)/obj/tests/unit/%.o $(call obj,$(FWSIM_CORE)) $(LIBA)
 # The caching allocator's and the range table's tests drive their logic
 # through the library's internal headers, and run once more under ASan
 # and UBSan.
-$(O)/obj/tests/unit/npurt_cache_test.o $(O)/obj/tests/unit/npurt_ranges_test.o: \
+$(O)/obj/tests/unit/npurt_cache_test.o $(O)/obj/tests/unit/npurt_ranges_test.o \
+$(O)/obj/tests/unit/npurt_model_file_test.o: \
 	TEST_CFLAGS += -Iuserspace/lib
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-UNIT_SAN  := $(O)/tests/unit-san/npurt_cache_test $(O)/tests/unit-san/npurt_ranges_test
+UNIT_SAN  := $(O)/tests/unit-san/npurt_cache_test $(O)/tests/unit-san/npurt_ranges_test \
+	$(O)/tests/unit-san/npurt_model_file_test
 
 $(O)/tests/unit-san/npurt_cache_test: tests/unit/npurt_cache_test.c userspace/lib/mem_cache.c \
 		userspace/lib/mem_cache.h $(KSFT)/kselftest_harness.h
@@ -149,6 +151,15 @@ $(O)/tests/unit-san/npurt_cache_test: tests/unit/npurt_cache_test.c userspace/li
 
 $(O)/tests/unit-san/npurt_ranges_test: tests/unit/npurt_ranges_test.c userspace/lib/mem_ranges.c \
 		userspace/lib/mem_ranges.h $(KSFT)/kselftest_harness.h
+	@mkdir -p $(@D)
+	$(CC) $(filter-out $(DEPFLAGS),$(TEST_CFLAGS)) -Iuserspace/lib $(SAN_FLAGS) \
+		$(filter %.c,$^) -lpthread -o $@
+
+# The model file's reader, planner and builder: no device, so all of it.
+MODEL_FILE_SRCS := userspace/lib/model_file.c userspace/lib/plan.c userspace/lib/graph.c \
+	userspace/lib/error.c userspace/lib/oplib.c
+$(O)/tests/unit-san/npurt_model_file_test: tests/unit/npurt_model_file_test.c $(MODEL_FILE_SRCS) \
+		userspace/lib/model_file.h userspace/lib/model_format.h $(KSFT)/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(filter-out $(DEPFLAGS),$(TEST_CFLAGS)) -Iuserspace/lib $(SAN_FLAGS) \
 		$(filter %.c,$^) -lpthread -o $@

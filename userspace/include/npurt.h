@@ -929,6 +929,136 @@ NPURT_API npurt_status npurt_notify_export(npurt_notify *notify, int *fd);
  */
 NPURT_API npurt_status npurt_notify_import(npurt_device *dev, int fd, npurt_notify **notify);
 
+/* ---- models: building ---------------------------------------------- */
+
+/*
+ * A model is a graph of ops of the device's op library over tensors, on
+ * one or more streams, saved as a model file (Documentation/model-format.rst)
+ * and loaded with npurt_model_load(). The graph builder makes one without
+ * a compiler: inputs, constants (the weights), ops (each output's shape
+ * inferred), outputs. Where an op on one stream touches memory an op on
+ * another stream wrote (or reads what it will write), the builder orders
+ * the two with an event. Feature maps (tensors the graph computes that
+ * are not outputs) share memory by lifetime: npurt_graph_serialize() plans
+ * them, and says how well in its npurt_plan_info.
+ *
+ * Tensors are numbered in the order made. A graph is used by one thread at
+ * a time. Every call returns NPURT_ERR_INVALID for a NULL graph or an
+ * argument the graph cannot take (the message says which), and
+ * NPURT_ERR_NO_MEMORY, after which the graph takes no more.
+ */
+typedef struct npurt_graph npurt_graph;
+
+#define NPURT_GRAPH_MAX_STREAMS	8
+
+NPURT_API npurt_status npurt_graph_create(npurt_graph **graph);
+NPURT_API void npurt_graph_destroy(npurt_graph *graph);
+
+/*
+ * An input of the model, bound at each run (npurt_model_bind()): a dense
+ * tensor called `name` (unique among inputs and outputs). Inputs come
+ * before outputs.
+ */
+NPURT_API npurt_status npurt_graph_input(npurt_graph *graph, const char *name, npurt_dtype dtype,
+					 uint32_t ndim, const uint64_t *shape, uint32_t *tensor);
+
+/* A constant, copied from `data` (dense, row-major) into the model's weights. */
+NPURT_API npurt_status npurt_graph_constant(npurt_graph *graph, const char *name,
+					    npurt_dtype dtype, uint32_t ndim, const uint64_t *shape,
+					    const void *data, uint32_t *tensor);
+
+/*
+ * A tensor the graph computes (a feature map, dense), written by a later
+ * npurt_graph_add_into(), npurt_graph_copy() or npurt_graph_fill(): for
+ * outputs assembled from several ops (accumulations, pieces of views).
+ * npurt_graph_add() makes its own output.
+ */
+NPURT_API npurt_status npurt_graph_tensor(npurt_graph *graph, const char *name,
+					  npurt_dtype dtype, uint32_t ndim, const uint64_t *shape,
+					  uint32_t *tensor);
+
+/*
+ * A strided view of tensor `base` (any kind), starting `offset` elements
+ * in: element (i0, i1, ...) is base element offset + sum(i_k * stride[k]).
+ * It must lie inside base. Ops may read and write through views.
+ */
+NPURT_API npurt_status npurt_graph_view(npurt_graph *graph, uint32_t base, uint64_t offset,
+					uint32_t ndim, const uint64_t *shape,
+					const uint64_t *stride, uint32_t *tensor);
+
+/*
+ * An op of the graph: `op` from npurt_op_lookup(), on `stream` (0 to
+ * NPURT_GRAPH_MAX_STREAMS - 1; stream 0 is the model's first, the one its
+ * runs complete on); the other fields as in npurt_launch_desc (GEMM's
+ * alpha is taken as given: set it to 1 for a plain product). Set `size`
+ * to sizeof(npurt_graph_node).
+ */
+typedef struct npurt_graph_node {
+	uint32_t size;
+	uint32_t op;
+	uint32_t stream;
+	uint32_t flags;			/* NPURT_LAUNCH_TRANS_A/B */
+	uint32_t axis;
+	uint32_t perm[NPURT_MAX_DIMS];
+	float alpha, beta, eps;
+	uint32_t block_dim;
+	uint32_t in[2];			/* tensors; in[1] for two-input ops only */
+	npurt_dtype out_dtype;		/* CAST: what to */
+} npurt_graph_node;
+
+/*
+ * Add the op; *out is its output, a new dense tensor whose shape and dtype
+ * follow from the op and its inputs. The op is checked as the model's
+ * loader and the device check it (shapes, dtypes): NPURT_ERR_INVALID says
+ * what does not fit. beta must be 0 (see npurt_graph_add_into()).
+ */
+NPURT_API npurt_status npurt_graph_add(npurt_graph *graph, const npurt_graph_node *node,
+				       uint32_t *out);
+
+/* The op writing tensor `out` (GEMM with beta != 0 also reads it). */
+NPURT_API npurt_status npurt_graph_add_into(npurt_graph *graph, const npurt_graph_node *node,
+					    uint32_t out);
+
+/* Copy dense `src` to dense `dst` of the same size, on `stream`. */
+NPURT_API npurt_status npurt_graph_copy(npurt_graph *graph, uint32_t stream, uint32_t src,
+					uint32_t dst);
+
+/* Fill dense `dst` (whole 32-bit words) with `value`, on `stream`. */
+NPURT_API npurt_status npurt_graph_fill(npurt_graph *graph, uint32_t stream, uint32_t dst,
+					uint32_t value);
+
+/*
+ * Make tensor `tensor` (one the graph computes, not a view) the output
+ * called `name`: bound at each run, written by the model.
+ */
+NPURT_API npurt_status npurt_graph_output(npurt_graph *graph, uint32_t tensor, const char *name);
+
+/*
+ * What planning did. fmap_bytes is the feature-map memory the model needs;
+ * fmap_sum what its feature maps take end to end; fmap_peak the most bytes
+ * of them live at once (a lower bound for any plan). Sizes count each
+ * tensor rounded up to 64 bytes. Set `size` to sizeof(npurt_plan_info).
+ */
+typedef struct npurt_plan_info {
+	uint32_t size;
+	uint32_t streams, ops, events, inputs, outputs;
+	uint64_t weights_bytes;
+	uint64_t fmap_bytes, fmap_sum, fmap_peak;
+} npurt_plan_info;
+
+/*
+ * Plan the graph and write its model file into a malloc'ed buffer (*data,
+ * *size; free() it), checked as npurt_model_load() would check it.
+ * `info` may be NULL. NPURT_ERR_INVALID for a graph that is not a model
+ * yet (no output, a stream without ops, ...).
+ */
+NPURT_API npurt_status npurt_graph_serialize(npurt_graph *graph, void **data, size_t *size,
+					     npurt_plan_info *info);
+
+/* The same, into the file at `path` (errors of the file system mapped by errno). */
+NPURT_API npurt_status npurt_graph_save(npurt_graph *graph, const char *path,
+					npurt_plan_info *info);
+
 #ifdef __cplusplus
 }
 #endif

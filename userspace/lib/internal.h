@@ -233,6 +233,9 @@ void npurt_events_close(npurt_device *dev);
 void npurt_notifies_open(npurt_device *dev);
 void npurt_notifies_close(npurt_device *dev);
 
+/* oplib.c: the inputs op `op` of the op library takes, -1 for no such op. */
+int npurt_op_inputs(uint32_t op);
+
 /* A device ioctl: 0 or the errno, retried on EINTR. */
 int npurt_ioctl(npurt_device *dev, unsigned long request, void *arg);
 

@@ -1,0 +1,693 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Model files: reading, checking and writing them (model_file.h,
+ * Documentation/model-format.rst). A file is someone else's bytes: every
+ * size, offset, index and count is checked before it is used, so a
+ * truncated, corrupted or hostile file gives EINVAL and a reason, never a
+ * read out of bounds, and nothing of it reaches the device unchecked.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_file.h"
+#include "npu_oplib.h"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "model files are little-endian and read in place: a big-endian host needs swaps"
+#endif
+
+static int fail(char *why, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why && len) {
+		va_start(ap, fmt);
+		vsnprintf(why, len, fmt, ap);
+		va_end(ap);
+	}
+	return EINVAL;
+}
+
+/* ---- CRC-32 (the polynomial of zlib and PNG, reflected) ---------------- */
+
+uint32_t mf_crc32(const void *data, size_t len)
+{
+	static uint32_t table[256];
+	static int ready;
+	const uint8_t *p = data;
+	uint32_t crc = 0xffffffffu;
+
+	if (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) {
+		for (uint32_t i = 0; i < 256; i++) {
+			uint32_t c = i;
+
+			for (int k = 0; k < 8; k++)
+				c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+			table[i] = c;
+		}
+		__atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
+	}
+	while (len--)
+		crc = table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+	return crc ^ 0xffffffffu;
+}
+
+/* ---- tensors ----------------------------------------------------------- */
+
+unsigned int mf_dtype_size(uint32_t dtype)
+{
+	switch (dtype) {
+	case NPUM_F32: return 4;
+	case NPUM_F16:
+	case NPUM_BF16: return 2;
+	default: return 0;
+	}
+}
+
+uint64_t mf_extent(const struct npum_tensor *t)
+{
+	uint64_t last = 0;
+	unsigned int es = mf_dtype_size(t->dtype);
+
+	if (!es || !t->ndim || t->ndim > NPUM_MAX_DIMS)
+		return 0;
+	for (unsigned int k = 0; k < t->ndim; k++) {
+		if (!t->shape[k] || t->shape[k] > NPUM_MAX_TENSOR_BYTES ||
+		    t->stride[k] > NPUM_MAX_TENSOR_BYTES)
+			return 0;
+		last += (t->shape[k] - 1) * t->stride[k];
+		if (last > NPUM_MAX_TENSOR_BYTES)
+			return 0;
+	}
+	return (last + 1) * es;
+}
+
+bool mf_dense(const struct npum_tensor *t)
+{
+	uint64_t want = 1;
+
+	for (int k = (int)t->ndim - 1; k >= 0; k--) {
+		if (t->stride[k] != want)
+			return false;
+		want *= t->shape[k];
+	}
+	return true;
+}
+
+static const char *tname(const struct mf_model *m, uint32_t i)
+{
+	static __thread char buf[48];
+	const char *n = i < m->ntensors && m->tensors[i].name < m->strings_len ?
+			m->strings + m->tensors[i].name : "";
+
+	if (*n)
+		return n;
+	snprintf(buf, sizeof(buf), "#%u", i);
+	return buf;
+}
+
+static int check_tensor(const struct mf_model *m, uint32_t i, char *why, size_t len)
+{
+	const struct npum_tensor *t = &m->tensors[i];
+	uint64_t ext;
+
+	if (t->name >= m->strings_len)
+		return fail(why, len, "tensor %u: name outside the strings", i);
+	if (t->flags || t->reserved)
+		return fail(why, len, "tensor %s: reserved fields set", tname(m, i));
+	if (!mf_dtype_size(t->dtype))
+		return fail(why, len, "tensor %s: unknown dtype %u", tname(m, i), t->dtype);
+	if (!t->ndim || t->ndim > NPUM_MAX_DIMS)
+		return fail(why, len, "tensor %s: %u dimensions (1 to %d)", tname(m, i), t->ndim,
+			    NPUM_MAX_DIMS);
+	for (unsigned int k = t->ndim; k < NPUM_MAX_DIMS; k++)
+		if (t->shape[k] || t->stride[k])
+			return fail(why, len, "tensor %s: dimension %u past ndim set", tname(m, i), k);
+	ext = mf_extent(t);
+	if (!ext)
+		return fail(why, len, "tensor %s: a zero or oversized dimension (over %llu bytes)",
+			    tname(m, i), (unsigned long long)NPUM_MAX_TENSOR_BYTES);
+	if (t->bytes != ext)
+		return fail(why, len, "tensor %s: %llu bytes, but its shape and strides span %llu",
+			    tname(m, i), (unsigned long long)t->bytes, (unsigned long long)ext);
+	switch (t->segment) {
+	case NPUM_SEG_WEIGHTS:
+		if (t->base || t->offset > m->plan.weights_bytes ||
+		    t->bytes > m->plan.weights_bytes - t->offset)
+			return fail(why, len, "tensor %s: outside the weights (%llu bytes)",
+				    tname(m, i), (unsigned long long)m->plan.weights_bytes);
+		break;
+	case NPUM_SEG_FMAP:
+		if (t->base || t->offset % NPUM_ALIGN || t->offset > m->plan.fmap_bytes ||
+		    t->bytes > m->plan.fmap_bytes - t->offset)
+			return fail(why, len, "tensor %s: outside the feature-map plan (%llu bytes)",
+				    tname(m, i), (unsigned long long)m->plan.fmap_bytes);
+		if (!mf_dense(t))
+			return fail(why, len, "tensor %s: a feature map must be dense", tname(m, i));
+		break;
+	case NPUM_SEG_IO:
+		if (t->base >= m->plan.inputs + m->plan.outputs || m->io[t->base].tensor != i ||
+		    t->offset)
+			return fail(why, len, "tensor %s: I/O %u does not name it", tname(m, i),
+				    t->base);
+		if (!mf_dense(t))
+			return fail(why, len, "tensor %s: an input or output must be dense",
+				    tname(m, i));
+		break;
+	case NPUM_SEG_VIEW: {
+		const struct npum_tensor *b;
+
+		if (t->base >= i)
+			return fail(why, len, "tensor %s: a view of a later tensor", tname(m, i));
+		b = &m->tensors[t->base];
+		if (b->segment == NPUM_SEG_VIEW)
+			return fail(why, len, "tensor %s: a view of a view", tname(m, i));
+		if (b->dtype != t->dtype)
+			return fail(why, len, "tensor %s: a %s view of a %s tensor", tname(m, i),
+				    t->dtype ? "16-bit" : "f32", b->dtype ? "16-bit" : "f32");
+		if (t->offset > b->bytes || t->bytes > b->bytes - t->offset ||
+		    t->offset % mf_dtype_size(t->dtype))
+			return fail(why, len, "tensor %s: runs past %s", tname(m, i),
+				    tname(m, t->base));
+		break;
+	}
+	default:
+		return fail(why, len, "tensor %s: unknown segment %u", tname(m, i), t->segment);
+	}
+	return 0;
+}
+
+/* ---- ops --------------------------------------------------------------- */
+
+static const struct npum_tensor *op_tensor(const struct mf_model *m, uint32_t i)
+{
+	return i < m->ntensors ? &m->tensors[i] : NULL;
+}
+
+static bool same_shape(const struct npum_tensor *a, const struct npum_tensor *b)
+{
+	if (a->ndim != b->ndim)
+		return false;
+	for (unsigned int k = 0; k < a->ndim; k++)
+		if (a->shape[k] != b->shape[k])
+			return false;
+	return true;
+}
+
+/* May the model write it: not a weight, not an input. */
+static bool writable(const struct mf_model *m, const struct npum_tensor *t)
+{
+	const struct npum_tensor *b = mf_base(m, t);
+
+	if (b->segment == NPUM_SEG_WEIGHTS)
+		return false;
+	return b->segment != NPUM_SEG_IO || m->io[b->base].flags & NPUM_IO_OUTPUT;
+}
+
+static int check_kernel(const struct npum_op *op,
+			const struct npum_tensor *a, const struct npum_tensor *b,
+			const struct npum_tensor *o, char *why, size_t len)
+{
+	switch (op->kernel) {
+	case NPU_OP_ADD: case NPU_OP_SUB: case NPU_OP_MUL:
+	case NPU_OP_DIV: case NPU_OP_MAX: case NPU_OP_MIN:
+		if (!b || !same_shape(a, b) || !same_shape(a, o))
+			return fail(why, len, "elementwise op: inputs and output of one shape");
+		break;
+	case NPU_OP_RELU: case NPU_OP_GELU: case NPU_OP_SIGMOID:
+	case NPU_OP_TANH: case NPU_OP_EXP:
+	case NPU_OP_SOFTMAX: case NPU_OP_LAYERNORM:
+		if (b || !same_shape(a, o))
+			return fail(why, len, "unary op: one input, the output of its shape");
+		break;
+	case NPU_OP_GEMM: {
+		uint64_t am, ak, bk, bn;
+
+		if (!b || a->ndim != 2 || b->ndim != 2 || o->ndim != 2)
+			return fail(why, len, "gemm: two 2-D inputs and a 2-D output");
+		am = op->flags & NPU_OP_F_TRANS_A ? a->shape[1] : a->shape[0];
+		ak = op->flags & NPU_OP_F_TRANS_A ? a->shape[0] : a->shape[1];
+		bk = op->flags & NPU_OP_F_TRANS_B ? b->shape[1] : b->shape[0];
+		bn = op->flags & NPU_OP_F_TRANS_B ? b->shape[0] : b->shape[1];
+		if (ak != bk || o->shape[0] != am || o->shape[1] != bn)
+			return fail(why, len, "gemm: [%llu x %llu] x [%llu x %llu] into [%llu x %llu]",
+				    (unsigned long long)am, (unsigned long long)ak,
+				    (unsigned long long)bk, (unsigned long long)bn,
+				    (unsigned long long)o->shape[0], (unsigned long long)o->shape[1]);
+		if (op->flags & ~(uint32_t)(NPU_OP_F_TRANS_A | NPU_OP_F_TRANS_B))
+			return fail(why, len, "gemm: unknown flags %#x", op->flags);
+		break;
+	}
+	case NPU_OP_REDUCE_SUM: case NPU_OP_REDUCE_MEAN: case NPU_OP_REDUCE_MAX:
+		if (b || op->axis >= a->ndim || o->ndim != a->ndim)
+			return fail(why, len, "reduction: one input, axis %u of %u, output of its rank",
+				    op->axis, a->ndim);
+		for (unsigned int k = 0; k < a->ndim; k++)
+			if (o->shape[k] != (k == op->axis ? 1 : a->shape[k]))
+				return fail(why, len, "reduction: output dimension %u", k);
+		break;
+	case NPU_OP_TRANSPOSE: {
+		unsigned int seen = 0;
+
+		if (b || o->ndim != a->ndim || o->dtype != a->dtype)
+			return fail(why, len, "transpose: one input, the output of its rank and dtype");
+		for (unsigned int k = 0; k < a->ndim; k++) {
+			if (op->perm[k] >= a->ndim || seen >> op->perm[k] & 1 ||
+			    o->shape[k] != a->shape[op->perm[k]])
+				return fail(why, len, "transpose: a bad permutation");
+			seen |= 1u << op->perm[k];
+		}
+		break;
+	}
+	case NPU_OP_CAST:
+		if (b || !same_shape(a, o))
+			return fail(why, len, "cast: one input, the output of its shape");
+		return 0;	/* any dtypes */
+	default:
+		return fail(why, len, "unknown op %u", op->kernel);
+	}
+	if (op->kernel != NPU_OP_TRANSPOSE &&
+	    (a->dtype != NPUM_F32 || o->dtype != NPUM_F32 || (b && b->dtype != NPUM_F32)))
+		return fail(why, len, "this op computes in f32 only");
+	return 0;
+}
+
+int mf_op_check(const struct mf_model *m, const struct npum_op *op, char *why, size_t len)
+{
+	const struct npum_tensor *a = op_tensor(m, op->in[0]);
+	const struct npum_tensor *b = op->in[1] == NPUM_NONE ? NULL : op_tensor(m, op->in[1]);
+	const struct npum_tensor *o = op_tensor(m, op->out);
+
+	for (unsigned int k = 0; k < sizeof(op->reserved) / sizeof(op->reserved[0]); k++)
+		if (op->reserved[k])
+			return fail(why, len, "reserved fields set");
+	switch (op->type) {
+	case NPUM_OP_SIGNAL:
+	case NPUM_OP_WAIT:
+		if (op->event >= m->plan.events)
+			return fail(why, len, "event %u of %u", op->event, m->plan.events);
+		return 0;
+	case NPUM_OP_FILL:
+		if (!o || op->in[0] != NPUM_NONE || op->in[1] != NPUM_NONE)
+			return fail(why, len, "fill: an output and no input");
+		if (!mf_dense(o) || o->bytes % 4)
+			return fail(why, len, "fill: a dense output of whole 32-bit words");
+		break;
+	case NPUM_OP_COPY:
+		if (!a || !o || op->in[1] != NPUM_NONE)
+			return fail(why, len, "copy: one input and an output");
+		if (!mf_dense(a) || !mf_dense(o) || a->bytes != o->bytes)
+			return fail(why, len, "copy: dense tensors of the same size");
+		break;
+	case NPUM_OP_KERNEL:
+		if (!a || !o || (op->in[1] != NPUM_NONE && !b))
+			return fail(why, len, "kernel: tensor index out of range");
+		if (op->block_dim > 64)
+			return fail(why, len, "kernel: block_dim %u over 64", op->block_dim);
+		if (check_kernel(op, a, b, o, why, len))
+			return EINVAL;
+		break;
+	default:
+		return fail(why, len, "unknown op type %u", op->type);
+	}
+	if (!writable(m, o))
+		return fail(why, len, "writes %s, which is %s", tname(m, op->out),
+			    mf_base(m, o)->segment == NPUM_SEG_WEIGHTS ? "a weight" : "an input");
+	return 0;
+}
+
+/* ---- the whole model ----------------------------------------------------- */
+
+static int check_io(const struct mf_model *m, char *why, size_t len)
+{
+	uint32_t n = m->plan.inputs + m->plan.outputs;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct npum_io *io = &m->io[i];
+		bool out = i >= m->plan.inputs;
+
+		if (io->tensor >= m->ntensors || m->tensors[io->tensor].segment != NPUM_SEG_IO ||
+		    m->tensors[io->tensor].base != i)
+			return fail(why, len, "I/O %u: its tensor %u is not it", i, io->tensor);
+		if (io->flags != (out ? NPUM_IO_OUTPUT : 0))
+			return fail(why, len, "I/O %u: %s, among the %s", i,
+				    io->flags & NPUM_IO_OUTPUT ? "an output" : "an input",
+				    out ? "outputs" : "inputs");
+		for (uint32_t k = 0; k < i; k++)
+			if (!strcmp(m->strings + m->tensors[m->io[k].tensor].name,
+				    m->strings + m->tensors[io->tensor].name))
+				return fail(why, len, "I/O %u and %u are both called \"%s\"", k, i,
+					    m->strings + m->tensors[io->tensor].name);
+	}
+	return 0;
+}
+
+/* Events: each signalled once and waited for once, on another stream. */
+static int check_events(const struct mf_model *m, char *why, size_t len)
+{
+	uint32_t ne = m->plan.events;
+	int32_t *sig = malloc((ne ? ne : 1) * sizeof(*sig)), *wait;
+	int ret = 0;
+
+	wait = malloc((ne ? ne : 1) * sizeof(*wait));
+	if (!sig || !wait) {
+		free(sig);
+		free(wait);
+		return ENOMEM;
+	}
+	for (uint32_t e = 0; e < ne; e++)
+		sig[e] = wait[e] = -1;
+	for (uint32_t s = 0; s < m->plan.streams && !ret; s++) {
+		const struct npum_stream *st = &m->streams[s];
+
+		for (uint32_t i = st->first_op; i < st->first_op + st->op_count && !ret; i++) {
+			const struct npum_op *op = &m->ops[i];
+			int32_t *slot = op->type == NPUM_OP_SIGNAL ? sig :
+					op->type == NPUM_OP_WAIT ? wait : NULL;
+
+			if (!slot)
+				continue;
+			if (slot[op->event] >= 0)
+				ret = fail(why, len, "event %u %s twice", op->event,
+					   slot == sig ? "signalled" : "waited for");
+			slot[op->event] = (int32_t)s;
+		}
+	}
+	for (uint32_t e = 0; e < ne && !ret; e++) {
+		if (sig[e] < 0 || wait[e] < 0)
+			ret = fail(why, len, "event %u is never %s", e, sig[e] < 0 ? "signalled" :
+				   "waited for");
+		else if (sig[e] == wait[e])
+			ret = fail(why, len, "event %u is signalled and waited for on stream %d", e,
+				   sig[e]);
+	}
+	free(sig);
+	free(wait);
+	return ret;
+}
+
+int mf_check(const struct mf_model *m, char *why, size_t len)
+{
+	const struct npum_plan *p = &m->plan;
+	struct mf_order *order;
+	uint32_t next = 0;
+	int ret;
+
+	if (p->flags || p->reserved[0] || p->reserved[1] || p->reserved[2])
+		return fail(why, len, "plan: reserved fields set");
+	if (!p->streams || p->streams > NPUM_MAX_STREAMS)
+		return fail(why, len, "plan: %u streams (1 to %d)", p->streams, NPUM_MAX_STREAMS);
+	if (p->inputs + (uint64_t)p->outputs > NPUM_MAX_IO || !p->outputs)
+		return fail(why, len, "plan: %u inputs and %u outputs (at least one output, %d in all)",
+			    p->inputs, p->outputs, NPUM_MAX_IO);
+	if (p->weights_bytes > NPUM_MAX_SEGMENT || p->fmap_bytes > NPUM_MAX_SEGMENT ||
+	    p->fmap_sum > (NPUM_MAX_SEGMENT << 8) || p->fmap_peak > p->fmap_sum)
+		return fail(why, len, "plan: sizes out of range");
+	if (p->events > NPUM_MAX_OPS)
+		return fail(why, len, "plan: %u events", p->events);
+	if (!m->strings_len || m->strings[0] || m->strings[m->strings_len - 1])
+		return fail(why, len, "strings: must start and end with a NUL");
+	if (!m->ntensors || m->ntensors > NPUM_MAX_TENSORS || !m->nops || m->nops > NPUM_MAX_OPS)
+		return fail(why, len, "%u tensors and %u ops (1 to %d of each)", m->ntensors, m->nops,
+			    NPUM_MAX_OPS);
+	ret = check_io(m, why, len);
+	for (uint32_t i = 0; i < m->ntensors && !ret; i++)
+		ret = check_tensor(m, i, why, len);
+	for (uint32_t s = 0; s < p->streams && !ret; s++) {
+		const struct npum_stream *st = &m->streams[s];
+
+		if (st->flags || st->reserved || st->first_op != next || !st->op_count ||
+		    st->op_count > m->nops - next)
+			ret = fail(why, len, "stream %u: its ops must follow the previous stream's", s);
+		next += st->op_count;
+	}
+	if (!ret && next != m->nops)
+		ret = fail(why, len, "%u ops belong to no stream", m->nops - next);
+	for (uint32_t i = 0; i < m->nops && !ret; i++) {
+		char r[160];
+
+		if (mf_op_check(m, &m->ops[i], r, sizeof(r)))
+			ret = fail(why, len, "op %u: %s", i, r);
+	}
+	if (!ret)
+		ret = check_events(m, why, len);
+	if (ret)
+		return ret;
+	ret = mf_order_make(m, &order, why, len);
+	if (ret)
+		return ret;
+	ret = mf_plan_verify(m, order, why, len);
+	mf_order_free(order);
+	return ret;
+}
+
+/* ---- reading -------------------------------------------------------------- */
+
+struct sec_spec {
+	uint32_t type;
+	size_t rec;		/* record size; 1 for blobs */
+	const char *name;
+};
+
+static const struct sec_spec specs[] = {
+	{ NPUM_SEC_STRINGS, 1, "strings" },
+	{ NPUM_SEC_PLAN, sizeof(struct npum_plan), "plan" },
+	{ NPUM_SEC_TENSORS, sizeof(struct npum_tensor), "tensors" },
+	{ NPUM_SEC_IO, sizeof(struct npum_io), "I/O" },
+	{ NPUM_SEC_STREAMS, sizeof(struct npum_stream), "streams" },
+	{ NPUM_SEC_OPS, sizeof(struct npum_op), "ops" },
+	{ NPUM_SEC_WEIGHTS, 1, "weights" },
+};
+
+#define N_SECS	(sizeof(specs) / sizeof(specs[0]))
+
+/*
+ * Bytes no checksum covers (alignment between sections) must be zero, so
+ * no change to a file goes unseen.
+ */
+static int check_gaps(const uint8_t *p, size_t len, const struct npum_header *h,
+		      const struct npum_section *tab, char *why, size_t why_len)
+{
+	for (size_t at = sizeof(*h); at < len;) {
+		size_t next = len;
+		bool inside = false;
+
+		if (at >= h->section_offset && at < h->section_offset + h->section_count * sizeof(*tab)) {
+			at = h->section_offset + h->section_count * sizeof(*tab);
+			continue;
+		}
+		for (uint32_t i = 0; i < h->section_count; i++) {
+			if (at >= tab[i].offset && at < tab[i].offset + tab[i].size) {
+				at = tab[i].offset + tab[i].size;
+				inside = true;
+				break;
+			}
+			if (tab[i].offset > at && tab[i].offset < next)
+				next = tab[i].offset;
+		}
+		if (inside)
+			continue;
+		if (h->section_offset > at && h->section_offset < next)
+			next = h->section_offset;
+		for (; at < next; at++)
+			if (p[at])
+				return fail(why, why_len, "byte %zu, between sections, is not zero", at);
+	}
+	return 0;
+}
+
+void mf_free(struct mf_model *m)
+{
+	free(m->strings);
+	free(m->tensors);
+	free(m->io);
+	free(m->streams);
+	free(m->ops);
+	free(m->weights);
+	memset(m, 0, sizeof(*m));
+}
+
+static void *dup_bytes(const uint8_t *p, size_t n)
+{
+	void *d = malloc(n ? n : 1);
+
+	if (d && n)
+		memcpy(d, p, n);
+	return d;
+}
+
+int mf_parse(const void *data, size_t len, struct mf_model *m, char *why, size_t why_len)
+{
+	const uint8_t *p = data;
+	const struct npum_section *found[N_SECS] = { 0 };
+	struct npum_header h;
+	struct npum_section *tab;
+	int ret;
+
+	memset(m, 0, sizeof(*m));
+	if (!data || len < sizeof(h))
+		return fail(why, why_len, "%zu bytes: shorter than a header", len);
+	memcpy(&h, p, sizeof(h));
+	if (memcmp(h.magic, NPUM_MAGIC, sizeof(h.magic)))
+		return fail(why, why_len, "not a model file (bad magic)");
+	if (h.major != NPUM_MAJOR)
+		return fail(why, why_len, "format version %u.%u; this reader takes %d.x", h.major,
+			    h.minor, NPUM_MAJOR);
+	if (h.header_size != sizeof(h) || h.section_size != sizeof(struct npum_section))
+		return fail(why, why_len, "header or section size %u/%u; expected %zu/%zu",
+			    h.header_size, h.section_size, sizeof(h), sizeof(struct npum_section));
+	if (h.file_size != len)
+		return fail(why, why_len, "the file says %llu bytes, it has %zu (truncated?)",
+			    (unsigned long long)h.file_size, len);
+	{
+		uint32_t crc = h.header_crc;
+
+		h.header_crc = 0;
+		if (mf_crc32(&h, sizeof(h)) != crc)
+			return fail(why, why_len, "header checksum mismatch");
+	}
+	if (h.flags)
+		return fail(why, why_len, "header flags %#x unknown", h.flags);
+	for (unsigned int i = 0; i < sizeof(h.reserved); i++)
+		if (h.reserved[i])
+			return fail(why, why_len, "header: reserved bytes set");
+	if (!h.section_count || h.section_count > 64 || h.section_offset < sizeof(h) ||
+	    h.section_offset > len || (uint64_t)h.section_count * sizeof(*tab) > len - h.section_offset)
+		return fail(why, why_len, "section table out of the file");
+	if (mf_crc32(p + h.section_offset, h.section_count * sizeof(*tab)) != h.table_crc)
+		return fail(why, why_len, "section table checksum mismatch");
+	tab = (struct npum_section *)malloc(h.section_count * sizeof(*tab));
+	if (!tab)
+		return ENOMEM;
+	memcpy(tab, p + h.section_offset, h.section_count * sizeof(*tab));
+	ret = 0;
+	for (uint32_t i = 0; i < h.section_count && !ret; i++) {
+		const struct npum_section *s = &tab[i];
+		unsigned int k;
+
+		if (s->offset < sizeof(h) || s->offset > len || s->size > len - s->offset)
+			ret = fail(why, why_len, "section %u: outside the file", i);
+		else if (s->offset < h.section_offset + h.section_count * sizeof(*tab) &&
+			 h.section_offset < s->offset + s->size)
+			ret = fail(why, why_len, "section %u: overlaps the section table", i);
+		for (uint32_t j = 0; j < i && !ret; j++)
+			if (s->offset < tab[j].offset + tab[j].size &&
+			    tab[j].offset < s->offset + s->size && s->size && tab[j].size)
+				ret = fail(why, why_len, "sections %u and %u overlap", j, i);
+		if (ret)
+			break;
+		for (k = 0; k < N_SECS && specs[k].type != s->type; k++)
+			;
+		if (k == N_SECS) {
+			if (!(s->flags & NPUM_SECF_OPTIONAL))
+				ret = fail(why, why_len, "section %u: unknown type %u", i, s->type);
+			continue;
+		}
+		if (s->flags & ~NPUM_SECF_OPTIONAL)
+			ret = fail(why, why_len, "%s section: unknown flags", specs[k].name);
+		else if (found[k])
+			ret = fail(why, why_len, "two %s sections", specs[k].name);
+		else if (s->size % specs[k].rec ||
+			 s->count != (specs[k].rec > 1 ? s->size / specs[k].rec : 0))
+			ret = fail(why, why_len, "%s section: %llu bytes for %u records",
+				   specs[k].name, (unsigned long long)s->size, s->count);
+		else if (mf_crc32(p + s->offset, s->size) != s->crc)
+			ret = fail(why, why_len, "%s section: checksum mismatch (corrupted)",
+				   specs[k].name);
+		found[k] = s;
+	}
+	for (unsigned int k = 0; k < N_SECS && !ret; k++)
+		if (!found[k])
+			ret = fail(why, why_len, "no %s section", specs[k].name);
+	if (!ret)
+		ret = check_gaps(p, len, &h, tab, why, why_len);
+	if (ret)
+		goto out;
+	if (found[1]->count != 1) {
+		ret = fail(why, why_len, "plan section: %u plans", found[1]->count);
+		goto out;
+	}
+	memcpy(&m->plan, p + found[1]->offset, sizeof(m->plan));
+	if (found[4]->count != m->plan.streams ||
+	    found[3]->count != m->plan.inputs + (uint64_t)m->plan.outputs ||
+	    found[6]->size != m->plan.weights_bytes) {
+		ret = fail(why, why_len, "the plan's counts (%u streams, %u I/O, %llu weight bytes) "
+			   "disagree with its sections", m->plan.streams,
+			   m->plan.inputs + m->plan.outputs, (unsigned long long)m->plan.weights_bytes);
+		goto out;
+	}
+	m->strings_len = found[0]->size;
+	m->ntensors = found[2]->count;
+	m->nops = found[5]->count;
+	m->strings = dup_bytes(p + found[0]->offset, found[0]->size);
+	m->tensors = dup_bytes(p + found[2]->offset, found[2]->size);
+	m->io = dup_bytes(p + found[3]->offset, found[3]->size);
+	m->streams = dup_bytes(p + found[4]->offset, found[4]->size);
+	m->ops = dup_bytes(p + found[5]->offset, found[5]->size);
+	m->weights = dup_bytes(p + found[6]->offset, found[6]->size);
+	if (!m->strings || !m->tensors || !m->io || !m->streams || !m->ops || !m->weights) {
+		ret = ENOMEM;
+		goto out;
+	}
+	ret = mf_check(m, why, why_len);
+out:
+	free(tab);
+	if (ret)
+		mf_free(m);
+	return ret;
+}
+
+/* ---- writing -------------------------------------------------------------- */
+
+int mf_serialize(const struct mf_model *m, void **data, size_t *len)
+{
+	const void *src[N_SECS] = { m->strings, &m->plan, m->tensors, m->io, m->streams, m->ops,
+				    m->weights };
+	size_t size[N_SECS] = {
+		m->strings_len, sizeof(m->plan), m->ntensors * sizeof(*m->tensors),
+		(m->plan.inputs + m->plan.outputs) * sizeof(*m->io),
+		m->plan.streams * sizeof(*m->streams), m->nops * sizeof(*m->ops),
+		m->plan.weights_bytes,
+	};
+	struct npum_header h = { .major = NPUM_MAJOR, .minor = NPUM_MINOR,
+				 .header_size = sizeof(h),
+				 .section_count = N_SECS,
+				 .section_size = sizeof(struct npum_section) };
+	struct npum_section tab[N_SECS];
+	uint64_t at;
+	uint8_t *out;
+
+	memcpy(h.magic, NPUM_MAGIC, sizeof(h.magic));
+	h.section_offset = sizeof(h);
+	at = sizeof(h) + sizeof(tab);
+	for (unsigned int k = 0; k < N_SECS; k++) {
+		/* Sections 8-aligned, so a reader may map them in place. */
+		at = (at + 7) & ~7ull;
+		tab[k] = (struct npum_section){ .type = specs[k].type, .offset = at,
+						.size = size[k],
+						.count = specs[k].rec > 1 ?
+							 (uint32_t)(size[k] / specs[k].rec) : 0,
+						.crc = mf_crc32(src[k], size[k]) };
+		at += size[k];
+	}
+	h.file_size = at;
+	h.table_crc = mf_crc32(tab, sizeof(tab));
+	h.header_crc = mf_crc32(&h, sizeof(h));
+	out = calloc(1, at);
+	if (!out)
+		return ENOMEM;
+	memcpy(out, &h, sizeof(h));
+	memcpy(out + sizeof(h), tab, sizeof(tab));
+	for (unsigned int k = 0; k < N_SECS; k++)
+		if (size[k])
+			memcpy(out + tab[k].offset, src[k], size[k]);
+	*data = out;
+	*len = at;
+	return 0;
+}

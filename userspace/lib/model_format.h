@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The model file format (Documentation/model-format.rst): a header, a
+ * table of sections, and the sections, every number little-endian, every
+ * section checksummed (CRC-32, as zlib's). Internal to libnpurt and its
+ * tools; the file is the interface, not these structs.
+ */
+#ifndef NPURT_MODEL_FORMAT_H
+#define NPURT_MODEL_FORMAT_H
+
+#include <stdint.h>
+
+#define NPUM_MAGIC		"NPUMODL"	/* and a NUL: 8 bytes */
+#define NPUM_MAJOR		1
+#define NPUM_MINOR		0
+
+#define NPUM_MAX_DIMS		4
+#define NPUM_MAX_STREAMS	8
+#define NPUM_MAX_TENSORS	65536
+#define NPUM_MAX_OPS		65536
+#define NPUM_MAX_IO		256	/* the task list's I/O slots */
+#define NPUM_MAX_TENSOR_BYTES	(1ull << 30)
+#define NPUM_MAX_SEGMENT	(16ull << 30)
+#define NPUM_NONE		0xffffffffu
+/* Feature maps and views are placed at multiples of this. */
+#define NPUM_ALIGN		64
+
+struct npum_header {
+	char magic[8];
+	uint16_t major, minor;
+	uint32_t header_size;		/* sizeof(struct npum_header) */
+	uint64_t file_size;
+	uint64_t section_offset;	/* the section table */
+	uint32_t section_count;
+	uint32_t section_size;		/* sizeof(struct npum_section) */
+	uint32_t flags;			/* 0 */
+	uint32_t header_crc;		/* of the header with this field 0 */
+	uint32_t table_crc;		/* of the section table */
+	uint8_t reserved[12];		/* 0 */
+};
+
+/* A section whose type this reader does not know may be skipped. */
+#define NPUM_SECF_OPTIONAL	(1u << 0)
+
+struct npum_section {
+	uint32_t type;			/* enum npum_section_type */
+	uint32_t flags;			/* NPUM_SECF_* */
+	uint64_t offset;
+	uint64_t size;
+	uint32_t count;			/* records in it; 0 for a blob */
+	uint32_t crc;			/* of its bytes */
+};
+
+enum npum_section_type {
+	NPUM_SEC_STRINGS = 1,		/* NUL-terminated names; offset 0 is "" */
+	NPUM_SEC_PLAN = 2,		/* one struct npum_plan */
+	NPUM_SEC_TENSORS = 3,		/* struct npum_tensor */
+	NPUM_SEC_IO = 4,		/* struct npum_io: the inputs, then the outputs */
+	NPUM_SEC_STREAMS = 5,		/* struct npum_stream */
+	NPUM_SEC_OPS = 6,		/* struct npum_op, stream after stream */
+	NPUM_SEC_WEIGHTS = 7,		/* the weights segment's bytes */
+};
+
+struct npum_plan {
+	uint64_t weights_bytes;		/* the WEIGHTS section's size */
+	uint64_t fmap_bytes;		/* feature-map segment, as planned */
+	uint64_t fmap_sum;		/* its tensors' bytes, summed */
+	uint64_t fmap_peak;		/* the most bytes live at once: a lower bound */
+	uint32_t streams;
+	uint32_t events;		/* cross-stream edges, one signal and one wait each */
+	uint32_t inputs, outputs;
+	uint32_t flags;			/* 0 */
+	uint32_t reserved[3];		/* 0 */
+};
+
+enum npum_segment {
+	NPUM_SEG_WEIGHTS = 1,		/* read-only; offset into the WEIGHTS section */
+	NPUM_SEG_FMAP = 2,		/* feature maps; offset from the plan */
+	NPUM_SEG_IO = 3,		/* bound per run; `base` is its I/O index */
+	NPUM_SEG_VIEW = 4,		/* a strided view of tensor `base` at byte `offset` */
+};
+
+enum npum_dtype { NPUM_F32 = 0, NPUM_F16 = 1, NPUM_BF16 = 2 };
+
+struct npum_tensor {
+	uint32_t name;			/* in STRINGS */
+	uint8_t dtype;			/* enum npum_dtype */
+	uint8_t ndim;			/* 1..NPUM_MAX_DIMS */
+	uint8_t segment;		/* enum npum_segment */
+	uint8_t flags;			/* 0 */
+	uint32_t base;			/* VIEW: an earlier tensor, not a view; IO: index */
+	uint32_t reserved;		/* 0 */
+	uint64_t offset;		/* bytes, in the segment or the base */
+	uint64_t bytes;			/* its extent: first to last element */
+	uint64_t shape[NPUM_MAX_DIMS];
+	uint64_t stride[NPUM_MAX_DIMS];	/* elements */
+};
+
+#define NPUM_IO_OUTPUT		(1u << 0)
+
+struct npum_io {
+	uint32_t tensor;		/* its tensor (segment IO) */
+	uint32_t flags;			/* NPUM_IO_OUTPUT for outputs */
+};
+
+struct npum_stream {
+	uint32_t first_op;
+	uint32_t op_count;
+	uint32_t flags;			/* 0 */
+	uint32_t reserved;		/* 0 */
+};
+
+enum npum_op_type {
+	NPUM_OP_KERNEL = 1,		/* an op of the device's op library */
+	NPUM_OP_COPY = 2,		/* out = in[0], dense, same bytes */
+	NPUM_OP_FILL = 3,		/* out filled with the 32-bit `value` */
+	NPUM_OP_SIGNAL = 4,		/* event `event` happened, for its waiter */
+	NPUM_OP_WAIT = 5,		/* this stream waits for event `event` */
+};
+
+struct npum_op {
+	uint16_t type;			/* enum npum_op_type */
+	uint16_t kernel;		/* KERNEL: enum npu_op_id */
+	uint32_t flags;			/* KERNEL: NPU_OP_F_* */
+	uint32_t in[2];			/* tensors, NPUM_NONE when unused */
+	uint32_t out;
+	uint32_t event;			/* SIGNAL, WAIT */
+	uint32_t axis;			/* REDUCE_* */
+	uint8_t perm[NPUM_MAX_DIMS];	/* TRANSPOSE */
+	float alpha, beta, eps;		/* GEMM, LAYERNORM */
+	uint32_t value;			/* FILL */
+	uint32_t block_dim;		/* KERNEL: cores, 0 all */
+	uint32_t reserved[5];		/* 0 */
+};
+
+_Static_assert(sizeof(struct npum_header) == 64, "header layout");
+_Static_assert(sizeof(struct npum_section) == 32, "section layout");
+_Static_assert(sizeof(struct npum_plan) == 64, "plan layout");
+_Static_assert(sizeof(struct npum_tensor) == 96, "tensor layout");
+_Static_assert(sizeof(struct npum_op) == 72, "op layout");
+
+#endif /* NPURT_MODEL_FORMAT_H */
