@@ -44,6 +44,53 @@ struct npu_run_batch {
 	u32 entry;			/* its place in the caller's entries */
 };
 
+/*
+ * The run's fence. Its own type, not npu_fence.c's: it signals from the
+ * callback of a batch's finished fence, with that chain's fence locks
+ * held, so its lock must be a lock class of its own (lockdep would see
+ * one npu_fence lock taken inside another).
+ */
+struct npu_run_fence {
+	struct dma_fence base;
+	spinlock_t lock;
+};
+
+static const char *npu_run_fence_driver_name(struct dma_fence *f)
+{
+	return "npu";
+}
+
+static const char *npu_run_fence_timeline_name(struct dma_fence *f)
+{
+	return "npu-run";
+}
+
+static const struct dma_fence_ops npu_run_fence_ops = {
+	.get_driver_name = npu_run_fence_driver_name,
+	.get_timeline_name = npu_run_fence_timeline_name,
+};
+
+static struct dma_fence *npu_run_fence_create(void)
+{
+	struct npu_run_fence *f = kzalloc(sizeof(*f), GFP_KERNEL);
+
+	if (!f)
+		return NULL;
+	spin_lock_init(&f->lock);
+	dma_fence_init(&f->base, &npu_run_fence_ops, &f->lock, dma_fence_context_alloc(1), 1);
+	return &f->base;
+}
+
+/* The run's reference; a fence never signalled (the run was never queued) is cancelled. */
+static void npu_run_fence_put(struct dma_fence *f)
+{
+	if (!dma_fence_is_signaled(f)) {
+		dma_fence_set_error(f, -ECANCELED);
+		dma_fence_signal(f);
+	}
+	dma_fence_put(f);
+}
+
 struct npu_run {
 	struct kref ref;
 	struct work_struct stop;	/* stop the queues: one failed */
@@ -66,7 +113,7 @@ static void npu_run_free(struct work_struct *work)
 		npu_queue_put(run->b[i].q);
 	}
 	if (run->fence)
-		npu_fence_free(run->fence);
+		npu_run_fence_put(run->fence);
 	kfree(run);
 }
 
@@ -216,12 +263,11 @@ int npu_ioctl_submit_multi(struct drm_device *drm, void *data, struct drm_file *
 	kref_init(&run->ref);
 	INIT_WORK(&run->stop, npu_run_stop);
 	if (args->out_count) {
-		run->fence = npu_fence_alloc();
+		run->fence = npu_run_fence_create();
 		if (!run->fence) {
 			ret = -ENOMEM;
 			goto out;
 		}
-		npu_fence_init(run->fence, dma_fence_context_alloc(1), 1);
 	}
 	ret = npu_run_prepare(file, run, args, in, &idx);
 	if (!ret)

@@ -154,6 +154,7 @@ struct fz_list {
 	uint32_t handle;
 	uint32_t nslots;
 	uint64_t size[FZ_LIST_SLOTS];
+	bool write[FZ_LIST_SLOTS];	/* the list's tasks may write it */
 	bool may_fail;		/* running it may fault on the device */
 	bool blocks;		/* it may wait on an event nobody records */
 };

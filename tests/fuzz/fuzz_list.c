@@ -38,8 +38,11 @@ static uint32_t unused_list_handle(struct fz_file *f)
 	return h;
 }
 
-/* An address for slot of `size` bytes: in a buffer of the file, or not. */
-static uint64_t slot_address(struct fz_file *f, uint64_t size, bool *wild)
+/*
+ * An address for a slot of `size` bytes: a buffer of the file, or not.
+ * Anything but a buffer big enough that the list may write may fault.
+ */
+static uint64_t slot_address(struct fz_file *f, uint64_t size, bool write, bool *wild)
 {
 	struct fz_bo *b = pick_bo(f, true);
 
@@ -47,8 +50,8 @@ static uint64_t slot_address(struct fz_file *f, uint64_t size, bool *wild)
 		*wild = true;
 		return chance(500) ? DRM_NPU_VA_END - 4096 : rnd_garbage64() & ~7ull;
 	}
-	if (b->size < size)
-		*wild = true;	/* runs past it */
+	if (b->size < size || (write && b->user_ro) || !b->user_known)
+		*wild = true;
 	return b->va;
 }
 
@@ -75,7 +78,7 @@ bool list_run_task(struct fz_file *f, struct drm_npu_task *k, unsigned int *inva
 	k->args[1] = (uintptr_t)io;
 	k->args[2] = l->nslots;
 	for (uint32_t i = 0; i < l->nslots; i++)
-		io[i] = slot_address(f, l->size[i], &wild);
+		io[i] = slot_address(f, l->size[i], l->write[i], &wild);
 	if (chance(40)) {
 		k->args[2] = l->nslots + 1 + (chance(500) ? 0 : rnd_below(300));
 		if (k->args[2] > FZ_LIST_SLOTS)
@@ -213,8 +216,10 @@ void op_tasklist_create(void)
 
 	*l = (struct fz_list){ .handle = a.handle, .nslots = nslots, .may_fail = may_fail,
 			       .blocks = blocks };
-	for (uint32_t i = 0; i < nslots; i++)
+	for (uint32_t i = 0; i < nslots; i++) {
 		l->size[i] = s[i].size;
+		l->write[i] = s[i].flags & DRM_NPU_IO_SLOT_WRITE;
+	}
 }
 
 void op_tasklist_destroy(void)
@@ -328,8 +333,15 @@ void op_submit_multi(void)
 	fz_disarm();
 	if (ret == -EINTR)
 		x_allow(&x, EINTR);
-	if (!fz_end(&x, ret) || ret)
+	if (!fz_end(&x, ret))
 		return;
+	if (ret) {
+		/* The default queue is made at lookup, before a later entry can fail. */
+		for (uint32_t i = 0; i < n; i++)
+			if (qs[i] == 0 && f->q[0].state == Q_NONE)
+				f->q[0].state = Q_UNKNOWN;
+		return;
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		struct fz_queue *q = &f->q[qs[i]];
 

@@ -17,6 +17,7 @@
 #ifndef NPURT_H
 #define NPURT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -1058,6 +1059,178 @@ NPURT_API npurt_status npurt_graph_serialize(npurt_graph *graph, void **data, si
 /* The same, into the file at `path` (errors of the file system mapped by errno). */
 NPURT_API npurt_status npurt_graph_save(npurt_graph *graph, const char *path,
 					npurt_plan_info *info);
+
+/* ---- models: loading and running ----------------------------------- */
+
+/*
+ * A loaded model: its weights and planned feature maps in device memory,
+ * and each of its streams' ops sunk to the device as a task list
+ * (uapi.rst, "Task lists"), so a run is one submit whatever the model's
+ * size and the host does nothing per op. Inputs and outputs are bound to
+ * memory (npurt_model_bind()) and a run reads and writes that memory.
+ *
+ * A model holds a stream (a hardware queue) per model stream, made at
+ * load; npurt_model_execute() runs on them, npurt_model_execute_async()
+ * runs its first stream's list on the caller's stream. Runs of one model
+ * never overlap on the device (they share its feature maps): runs on one
+ * stream queue back to back; a run on another stream than the last run's
+ * first waits on the host for that run to complete.
+ *
+ * Threads: every call on a model takes its lock; a model may be used
+ * from any thread. Unloading must not overlap other calls on the model.
+ */
+typedef struct npurt_model npurt_model;
+
+/* May be unloaded (and reloaded at its next run) when a load finds HBM short. */
+#define NPURT_MODEL_EVICTABLE		(1u << 0)
+/* Run from the host, task by task (as on devices without task lists). */
+#define NPURT_MODEL_HOST_DISPATCH	(1u << 1)
+
+/*
+ * How to load. Every field but size may be 0. `weights` and `work` are
+ * the caller's memory to load into (at least the model's weights_bytes and
+ * work_bytes of npurt_model_query(); the caller frees them after the
+ * unload); `share` is a loaded model of the same file whose weights this
+ * one uses instead of its own copy. Set `size` to sizeof(npurt_model_desc).
+ */
+typedef struct npurt_model_desc {
+	uint32_t size;
+	uint32_t flags;			/* NPURT_MODEL_* */
+	npurt_mem *weights;
+	npurt_mem *work;
+	npurt_model *share;
+} npurt_model_desc;
+
+/* What a model needs and has. Set `size` to sizeof(npurt_model_info). */
+typedef struct npurt_model_info {
+	uint32_t size;
+	uint32_t inputs, outputs, streams, ops;
+	uint64_t weights_bytes;		/* its weights */
+	uint64_t work_bytes;		/* feature maps and kernel argument blocks */
+	bool loaded;			/* on the device now (not evicted) */
+	bool sunk;			/* runs as task lists (not host dispatch) */
+	uint32_t evicted;		/* models its loads evicted so far */
+	uint64_t evicted_bytes;		/* and the device memory that freed */
+} npurt_model_info;
+
+/*
+ * Check a model file in memory (as npurt_model_load() does, no device) and
+ * say what it needs. NPURT_ERR_INVALID with the reason for a file that is
+ * not a good model (truncated, corrupted, inconsistent).
+ */
+NPURT_API npurt_status npurt_model_query(const void *data, size_t size, npurt_model_info *info);
+
+/*
+ * Load a model file: check it (NPURT_ERR_INVALID with the reason, nothing
+ * left on the device), then take its memory, upload its weights, and sink
+ * its task lists. When device memory runs short, models loaded with
+ * NPURT_MODEL_EVICTABLE that are idle are unloaded, least recently used
+ * first, until this one fits (npurt_model_info() counts them); else
+ * NPURT_ERR_NO_MEMORY. A device without task lists gets a host-dispatch
+ * model. `desc` may be NULL.
+ */
+NPURT_API npurt_status npurt_model_load(npurt_device *dev, const char *path,
+					const npurt_model_desc *desc, npurt_model **model);
+NPURT_API npurt_status npurt_model_load_buffer(npurt_device *dev, const void *data, size_t size,
+					       const npurt_model_desc *desc, npurt_model **model);
+
+/* Unload: its runs complete first; its memory and queues go back. NULL is fine. */
+NPURT_API void npurt_model_unload(npurt_model *model);
+
+NPURT_API npurt_status npurt_model_info_get(npurt_model *model, npurt_model_info *info);
+
+/* An input or output: index 0 .. inputs - 1 are inputs, then the outputs. */
+typedef struct npurt_io_info {
+	uint32_t size;			/* set to sizeof(npurt_io_info) */
+	bool output;
+	npurt_dtype dtype;
+	uint32_t ndim;
+	uint64_t shape[NPURT_MAX_DIMS];
+	uint64_t bytes;			/* dense, row-major */
+	const char *name;		/* the model's, valid while it is loaded */
+} npurt_io_info;
+
+NPURT_API npurt_status npurt_model_io(npurt_model *model, uint32_t index, npurt_io_info *info);
+
+/* The index of the input or output called `name`; NPURT_ERR_INVALID if none. */
+NPURT_API npurt_status npurt_model_io_find(npurt_model *model, const char *name, uint32_t *index);
+
+/*
+ * Bind input or output `index` to `bytes` (its size exactly) at `ptr`,
+ * for the runs that follow. Device memory (npurt_mem_host_ptr()) and
+ * pinned or registered host memory are used in place: the run's I/O
+ * table points at them, nothing is copied. Plain host memory goes through
+ * a device buffer of the model's: inputs are copied in before each run,
+ * outputs out after it. NPURT_ERR_INVALID: bad index, size, NULL pointer,
+ * memory of another device.
+ */
+NPURT_API npurt_status npurt_model_bind(npurt_model *model, uint32_t index, void *ptr,
+					size_t bytes);
+
+/*
+ * Run once on the model's own streams and wait, at most `timeout_ms` (-1:
+ * no limit): past it the run is aborted (its queues stopped, new ones made
+ * for the next run) and NPURT_ERR_TIMEOUT says so. A failed run gives
+ * NPURT_ERR_DEVICE with the failing op (npurt_error_peek()),
+ * and the next run starts afresh. NPURT_ERR_INVALID for an input or
+ * output not bound.
+ */
+NPURT_API npurt_status npurt_model_execute(npurt_model *model, int32_t timeout_ms);
+
+/*
+ * Queue a run on `stream`, in order with its other work (events included):
+ * inputs are read once the work issued before has run; later work sees
+ * the outputs. A failure fails the stream, as any of its work would.
+ */
+NPURT_API npurt_status npurt_model_execute_async(npurt_model *model, npurt_stream *stream);
+
+typedef enum npurt_dispatch {
+	NPURT_DISPATCH_SINK = 0,	/* one submit per run (task lists) */
+	NPURT_DISPATCH_HOST = 1,	/* the ops' tasks submitted from the host */
+	NPURT_DISPATCH_HOST_STEP = 2,	/* and each waited for: for comparisons */
+} npurt_dispatch;
+
+/*
+ * How the following runs go. SINK needs a device with task lists
+ * (NPURT_ERR_UNSUPPORTED); HOST_STEP a model of one stream.
+ */
+NPURT_API npurt_status npurt_model_set_dispatch(npurt_model *model, npurt_dispatch dispatch);
+
+/*
+ * Serving: a run loop takes requests (inputs) from the caller, keeps up to
+ * `depth` runs of the model queued back to back on a stream of its own,
+ * and hands each run's outputs to `done` on its thread, in request order.
+ * Buffers are the loop's (pinned host memory, zero copy): push copies the
+ * inputs into a free set, waiting while all `depth` are in use; `outputs`
+ * passed to `done` (the model's outputs in order) are valid during the
+ * call. The model must not be run otherwise while its loop runs.
+ */
+typedef struct npurt_runloop npurt_runloop;
+
+typedef void (*npurt_runloop_fn)(void *user, uint64_t tag, npurt_status status,
+				 void *const *outputs);
+
+typedef struct npurt_runloop_desc {
+	uint32_t size;			/* sizeof(npurt_runloop_desc) */
+	uint32_t depth;			/* runs in flight: 1 to 16 (0: 3) */
+	npurt_runloop_fn done;
+	void *user;
+} npurt_runloop_desc;
+
+NPURT_API npurt_status npurt_runloop_start(npurt_model *model, const npurt_runloop_desc *desc,
+					   npurt_runloop **loop);
+
+/*
+ * Queue a request: `inputs[i]` is the model's input i (its size), copied
+ * before this returns; `tag` comes back with its outputs. A failed run
+ * gives `done` its status and the loop goes on with the next request.
+ * NPURT_ERR_INVALID after npurt_runloop_stop() began.
+ */
+NPURT_API npurt_status npurt_runloop_push(npurt_runloop *loop, const void *const *inputs,
+					  uint64_t tag);
+
+/* Stop: every request pushed is run and handed to `done` first. NULL is fine. */
+NPURT_API void npurt_runloop_stop(npurt_runloop *loop);
 
 #ifdef __cplusplus
 }

@@ -26,6 +26,7 @@
 
 #include "error.h"
 #include "internal.h"
+#include "model.h"
 
 #define NPU_DRIVER	"npu"
 #define MAX_NODES	64
@@ -194,6 +195,7 @@ npurt_status npurt_device_open(int index, npurt_device **out)
 	}
 	npurt_notifies_open(dev);
 	pthread_mutex_init(&dev->default_lock, NULL);
+	pthread_mutex_init(&dev->models_lock, NULL);
 	*out = dev;
 	return NPURT_OK;
 }
@@ -203,6 +205,7 @@ void npurt_device_close(npurt_device *dev)
 	if (!dev)
 		return;
 	npurt_callbacks_close(dev);
+	npurt_models_close(dev);
 	npurt_streams_close(dev);
 	pthread_mutex_destroy(&dev->default_lock);
 	npurt_notifies_close(dev);

@@ -47,6 +47,10 @@ struct npurt_device {
 	npurt_notify *notify_live;		/* notify.c: handles not destroyed */
 	struct npurt_cb_pool *callbacks;	/* callback.c: its threads, under lock */
 	struct mr_table ranges;			/* memory.c: live allocations' host ranges */
+	/* model.c: the loaded models, for eviction; their LRU clock. */
+	pthread_mutex_t models_lock;
+	npurt_model *models;
+	_Atomic uint64_t model_clock;
 	/* failure.c: the exception callback, under lock. */
 	npurt_exception_fn exc_fn;
 	void *exc_user;
@@ -134,6 +138,15 @@ void npurt_path_close(npurt_device *dev);
 npurt_status npurt_path_submit(npurt_stream *s, struct npurt_batch *b, const char *who);
 /* Submit kept batch `b` again, on a replaced queue (failure.c). */
 npurt_status npurt_path_resubmit(npurt_stream *s, struct npurt_batch *b, const char *who);
+/*
+ * Submit batch b[i] on stream s[i], n of them, as one run (SUBMIT_MULTI):
+ * all or none are queued; a failure of one stops the others' queues. The
+ * streams must have nothing gathered (their plocks held, flushed).
+ */
+npurt_status npurt_path_submit_multi(npurt_stream **s, struct npurt_batch **b, uint32_t n,
+				     uint64_t *seqs, const char *who);
+/* Ring slots a batch takes, its driver FENCE included. */
+uint32_t npurt_batch_slots(const struct npurt_batch *b);
 npurt_status npurt_path_wait(npurt_stream *s, uint64_t seq, const char *who);
 /* The same, giving up with NPURT_ERR_TIMEOUT at `deadline_ns` (CLOCK_MONOTONIC). */
 npurt_status npurt_path_wait_until(npurt_stream *s, uint64_t seq, int64_t deadline_ns,
@@ -187,6 +200,16 @@ void npurt_streams_close(npurt_device *dev);
  */
 npurt_status npurt_stream_push(npurt_stream *s, const struct drm_npu_task *tasks,
 			       uint32_t count, uint64_t *seq, const char *who);
+/*
+ * stream.c: a run of batches on several streams at once (b[i] on s[i];
+ * each stream once): each stream's gathered work is submitted first, then
+ * all of the run or none of it. The batches are the streams' once
+ * queued; on failure the caller still has them.
+ */
+npurt_status npurt_streams_run(npurt_stream **s, struct npurt_batch **b, uint32_t n,
+			       uint64_t *seqs, const char *who);
+/* stream.c: the batch the stream's last operation is in (held back or not). */
+uint64_t npurt_stream_last(npurt_stream *s);
 /* Submit what the stream has gathered: every task pushed is then issued. */
 npurt_status npurt_stream_flush(npurt_stream *s, const char *who);
 /* Wait for batch `seq` of the stream, submitting it first if it is gathered. */

@@ -4,6 +4,7 @@
  * (events and notifies are in event.c).
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,6 +149,48 @@ npurt_status npurt_stream_submit_sync(npurt_stream *s, uint32_t in, uint32_t out
 		st = flush_sync_locked(s, in, out, who);
 	pthread_mutex_unlock(&s->plock);
 	return st;
+}
+
+static int by_address(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)*(npurt_stream *const *)a, y = (uintptr_t)*(npurt_stream *const *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+npurt_status npurt_streams_run(npurt_stream **s, struct npurt_batch **b, uint32_t n,
+			       uint64_t *seqs, const char *who)
+{
+	npurt_stream *locked[DRM_NPU_SUBMIT_MULTI_MAX];
+	npurt_status st = NPURT_OK;
+
+	if (!n || n > DRM_NPU_SUBMIT_MULTI_MAX)
+		return npurt_set_error(NPURT_ERR_INTERNAL, "%s: %u streams in one run", who, n);
+	/* Every stream's thread's lock, in one order: no two runs deadlock. */
+	memcpy(locked, s, n * sizeof(*s));
+	qsort(locked, n, sizeof(*locked), by_address);
+	for (uint32_t i = 0; i < n; i++)
+		pthread_mutex_lock(&locked[i]->plock);
+	/* What each gathered goes first: the run comes after it. */
+	for (uint32_t i = 0; i < n && !st; i++)
+		st = flush_locked(locked[i], who);
+	for (uint32_t i = 0; i < n && !st; i++)
+		st = npurt_stream_recover_locked(locked[i], who);
+	if (!st)
+		st = npurt_path_submit_multi(s, b, n, seqs, who);
+	for (uint32_t i = n; i-- > 0;)
+		pthread_mutex_unlock(&locked[i]->plock);
+	return st;
+}
+
+uint64_t npurt_stream_last(npurt_stream *s)
+{
+	uint64_t seq;
+
+	pthread_mutex_lock(&s->dev->lock);
+	seq = s->issued + (s->gathering ? 1 : 0);
+	pthread_mutex_unlock(&s->dev->lock);
+	return seq;
 }
 
 static npurt_status stream_submit1(npurt_stream *s, struct drm_npu_task t, const char *who)

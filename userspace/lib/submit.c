@@ -45,6 +45,7 @@ struct cmd {
 	uint64_t kseq;			/* the queue's */
 	uint32_t queue;
 	uint32_t count;
+	uint32_t slots;			/* ring slots the batch takes, its FENCE too */
 	bool wait;
 	struct drm_npu_syncobj in, out;
 	struct drm_npu_task tasks[];
@@ -190,7 +191,7 @@ static void dispatch(npurt_device *dev, uint64_t user_data, int32_t res, uint64_
 				    DRM_NPU_URING_RES2_TASK(res2));
 	}
 	s->outstanding--;
-	s->slots -= c->count + 1;
+	s->slots -= c->slots;
 	atomic_fetch_sub(&dev->ring->inflight, 1);
 	free(c);
 }
@@ -379,6 +380,7 @@ static npurt_status ring_submit(npurt_stream *s, struct npurt_batch *b, bool aga
 		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
 	c->stream = s;
 	c->count = count;
+	c->slots = npurt_batch_slots(b);
 	c->wait = false;
 	c->in = (struct drm_npu_syncobj){ .handle = b->in };
 	c->out = (struct drm_npu_syncobj){ .handle = b->out };
@@ -391,8 +393,8 @@ static npurt_status ring_submit(npurt_stream *s, struct npurt_batch *b, bool aga
 		pthread_mutex_unlock(&dev->lock);
 	}
 	pthread_mutex_lock(&dev->lock);
-	npurt_reap_until(dev, stream_has_room, &(struct room){ s, count + 1 });
-	s->slots += count + 1;
+	npurt_reap_until(dev, stream_has_room, &(struct room){ s, c->slots });
+	s->slots += c->slots;
 	s->outstanding++;
 	if (!again) {
 		b->seq = ++s->issued;
@@ -496,6 +498,92 @@ npurt_status npurt_path_resubmit(npurt_stream *s, struct npurt_batch *b, const c
 	if (s->dev->path != NPURT_SUBMIT_IO_URING)
 		return ioctl_submit(s, b, true, who);
 	return ring_submit(s, b, true, who);
+}
+
+uint32_t npurt_batch_slots(const struct npurt_batch *b)
+{
+	uint32_t n = 1;		/* the driver's FENCE */
+
+	for (uint32_t i = 0; i < b->count; i++)
+		n += b->tasks[i].type == DRM_NPU_TASK_RUN_LIST ?
+		     1 + ((uint32_t)b->tasks[i].args[2] + 7) / 8 : 1;
+	return n;
+}
+
+/*
+ * io_uring: a batch submitted by ioctl has no CQE of its own; a WAIT for
+ * it stands in for one (as for a SUBMIT its thread's exit cancelled), so
+ * the stream's completions keep coming through the ring.
+ */
+static npurt_status ring_watch(npurt_stream *s, struct npurt_batch *b, const char *who)
+{
+	npurt_device *dev = s->dev;
+	struct cmd *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
+	c->stream = s;
+	c->count = b->count;
+	c->slots = npurt_batch_slots(b);
+	pthread_mutex_lock(&dev->lock);
+	c->seq = b->seq;
+	c->kseq = npurt_stream_kseq(s, b->seq);
+	c->queue = s->queue;
+	s->outstanding++;
+	s->slots += c->slots;
+	pthread_mutex_unlock(&dev->lock);
+	atomic_fetch_add(&dev->ring->inflight, 1);
+	rewait(dev, c);
+	return NPURT_OK;
+}
+
+npurt_status npurt_path_submit_multi(npurt_stream **s, struct npurt_batch **b, uint32_t n,
+				     uint64_t *seqs, const char *who)
+{
+	struct drm_npu_submit_entry e[DRM_NPU_SUBMIT_MULTI_MAX];
+	struct drm_npu_submit_multi a = { .entries = (uintptr_t)e, .count = n };
+	npurt_device *dev = s[0]->dev;
+	npurt_status st = NPURT_OK;
+	int err;
+
+	if (!n || n > DRM_NPU_SUBMIT_MULTI_MAX)
+		return npurt_set_error(NPURT_ERR_INTERNAL, "%s: %u streams in one run", who, n);
+	pthread_mutex_lock(&dev->lock);
+	for (uint32_t i = 0; i < n && !st; i++) {
+		if (s[i]->failed || s[i]->broken)
+			st = NPURT_ERR_DEVICE;
+		e[i] = (struct drm_npu_submit_entry){ .tasks = (uintptr_t)b[i]->tasks,
+						      .count = b[i]->count, .queue = s[i]->queue };
+	}
+	/* Within its ring, as any submit (the ring path's accounting). */
+	for (uint32_t i = 0; i < n && !st && dev->path == NPURT_SUBMIT_IO_URING; i++)
+		npurt_reap_until(dev, stream_has_room, &(struct room){ s[i], npurt_batch_slots(b[i]) });
+	pthread_mutex_unlock(&dev->lock);
+	if (st)
+		return npurt_set_error(st, "%s: a stream of the run failed earlier "
+				       "(npurt_stream_synchronize says how)", who);
+	err = npurt_ioctl(dev, DRM_IOCTL_NPU_SUBMIT_MULTI, &a);
+	if (err)
+		return npurt_set_error(npurt_status_from_errno(err), "%s: SUBMIT_MULTI of %u "
+				       "batches: %s", who, n, strerror(err));
+	pthread_mutex_lock(&dev->lock);
+	for (uint32_t i = 0; i < n; i++) {
+		b[i]->seq = a.seqs[i] + s[i]->base;
+		if (b[i]->seq > s[i]->issued)
+			s[i]->issued = b[i]->seq;
+		seqs[i] = b[i]->seq;
+		link_batch(s[i], b[i]);
+	}
+	pthread_mutex_unlock(&dev->lock);
+	/*
+	 * Queued: the batches are the streams' now. A batch whose watch could
+	 * not be made would complete unseen: its stream fails instead, and
+	 * says so when synchronized.
+	 */
+	for (uint32_t i = 0; i < n && dev->path == NPURT_SUBMIT_IO_URING; i++)
+		if (ring_watch(s[i], b[i], who))
+			npurt_path_refused(s[i], ENOMEM);
+	return NPURT_OK;
 }
 
 struct reached {

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/* Internal: a loaded model, shared by model.c (load) and model_run.c (runs). */
+#ifndef NPURT_MODEL_H
+#define NPURT_MODEL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "model_file.h"
+
+/* A kernel launch's argument block in the model's work memory. */
+#define MODEL_ARG_SLOT		512
+
+/* Weights in device memory, possibly shared by several loads of one file. */
+struct model_weights {
+	npurt_mem *mem;
+	bool own;			/* the model allocated it */
+	uint32_t refs;			/* models using it: under the device's model lock */
+	uint32_t crc;			/* of the bytes, to tell a share is the same */
+	uint64_t bytes;
+};
+
+/* One model stream's tasks, as sunk (list) and for host dispatch. */
+struct model_list {
+	uint32_t handle;		/* the kernel's task list; 0 if none */
+	uint32_t ntasks, npatches;
+	struct drm_npu_task *tasks;	/* placeholders where patches go */
+	struct drm_npu_patch *patches;
+};
+
+/* An input or output: what it is bound to. */
+struct model_io {
+	void *ptr;			/* the caller's, NULL until bound */
+	uint64_t addr;			/* what the run's I/O table gets */
+	bool staged;			/* plain host memory: through `staging` */
+	npurt_mem *staging;
+};
+
+struct npurt_model {
+	npurt_device *dev;
+	npurt_model *prev, *next;	/* dev->models, under dev->models_lock */
+	pthread_mutex_t lock;		/* everything below */
+	struct mf_model m;		/* the checked file, weights included */
+	uint32_t flags;			/* NPURT_MODEL_* */
+	npurt_dispatch dispatch;
+	bool can_sink;			/* task lists: the device has them, HOST_DISPATCH unset */
+	bool loaded;			/* device resources held (not evicted) */
+	bool busy;			/* a call is using its device resources */
+	uint64_t used;			/* dev->model_clock at its last run: LRU */
+	uint32_t nio, nkernels;
+	struct model_io *io;
+	struct model_weights *weights;
+	npurt_mem *work, *user_work;	/* feature maps, then argument blocks */
+	uint64_t fmap_bytes, work_bytes;
+	uint32_t nnotify;
+	uint32_t *notify;		/* sync ids: events, then starts, then joins */
+	struct model_list lists[NPUM_MAX_STREAMS];
+	npurt_stream *streams[NPUM_MAX_STREAMS];	/* the model's own */
+	npurt_stream *last;		/* the last run's first stream, referenced */
+	uint64_t last_seq;		/* and its batch there */
+	uint32_t evicted;
+	uint64_t evicted_bytes;
+};
+
+/* model.c: take the device resources back after an eviction; lock held. */
+npurt_status npurt_model_reload(npurt_model *m, const char *who);
+/* model.c: replace the model's streams (after a failure or an abort). */
+npurt_status npurt_model_new_streams(npurt_model *m, const char *who);
+/* model.c: the device's models go with it (npurt_device_close()). */
+void npurt_models_close(npurt_device *dev);
+
+#endif /* NPURT_MODEL_H */

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Run loops (npurt.h, "Serving"): a resident thread per loop serving a
+ * model from a queue of requests.
+ *
+ * A loop has `depth` buffer sets (pinned host memory for every input and
+ * output of the model) cycling free -> filled (push copied the inputs in)
+ * -> in flight (bound and queued on the loop's stream) -> free again once
+ * the thread has handed the outputs to `done`. The thread keeps as many
+ * runs in flight as it has filled sets, waiting for the oldest only when
+ * nothing else is to be submitted, so the device always has the next run
+ * queued behind the one it runs. A failed run gives its status to done;
+ * the loop's stream is then replaced, and every run queued behind the
+ * failure reports it too.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "model.h"
+
+#define LOOP_DEPTH_MAX	16
+
+enum set_state { SET_FREE, SET_FILLED, SET_FLIGHT };
+
+struct loop_set {
+	enum set_state state;
+	uint64_t tag, seq;
+	uint64_t order;			/* push order */
+	npurt_mem **mem;		/* per input and output */
+	void **ptr;
+};
+
+struct npurt_runloop {
+	npurt_model *m;
+	npurt_runloop_fn done;
+	void *user;
+	uint32_t depth;
+	npurt_stream *stream;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* a set changed state, or stop */
+	bool stopping;
+	bool failed;			/* a run failed: its stream takes no more */
+	uint32_t filling;		/* pushes copying their inputs */
+	uint64_t pushed, next_submit, next_done;	/* push order numbers */
+	struct loop_set sets[LOOP_DEPTH_MAX];
+};
+
+static struct loop_set *set_by_order(npurt_runloop *l, uint64_t order, enum set_state state)
+{
+	for (uint32_t i = 0; i < l->depth; i++)
+		if (l->sets[i].state == state && l->sets[i].order == order)
+			return &l->sets[i];
+	return NULL;
+}
+
+/* Bind the set and queue its run: its batch number in s->seq. */
+static npurt_status submit(npurt_runloop *l, struct loop_set *s)
+{
+	npurt_model *m = l->m;
+	npurt_status st = NPURT_OK;
+
+	for (uint32_t i = 0; i < m->nio && !st; i++)
+		st = npurt_model_bind(m, i, s->ptr[i], m->m.tensors[m->m.io[i].tensor].bytes);
+	if (!st)
+		st = npurt_model_execute_async(m, l->stream);
+	if (!st)
+		s->seq = npurt_stream_last(l->stream);
+	return st;
+}
+
+static void *loop_main(void *arg)
+{
+	npurt_runloop *l = arg;
+
+	pthread_mutex_lock(&l->lock);
+	for (;;) {
+		struct loop_set *s = set_by_order(l, l->next_submit, SET_FILLED);
+		bool drained = l->next_done == l->next_submit;
+
+		/* After a failure, a new stream once the old one's runs are told. */
+		if (s && l->failed && drained) {
+			npurt_stream *fresh;
+
+			pthread_mutex_unlock(&l->lock);
+			if (!npurt_stream_create(l->m->dev, NPURT_PRIORITY_NORMAL, &fresh)) {
+				npurt_stream_destroy(l->stream);
+				l->stream = fresh;
+			}
+			pthread_mutex_lock(&l->lock);
+			l->failed = false;
+		}
+		if (s && !l->failed) {
+			npurt_status st;
+
+			s->state = SET_FLIGHT;
+			l->next_submit++;
+			pthread_mutex_unlock(&l->lock);
+			st = submit(l, s);
+			pthread_mutex_lock(&l->lock);
+			if (st)
+				s->seq = 0;	/* failed: reported in order below */
+			continue;
+		}
+		s = set_by_order(l, l->next_done, SET_FLIGHT);
+		if (s) {
+			npurt_status st = s->seq ? NPURT_OK : NPURT_ERR_DEVICE;
+			void *outs[NPUM_MAX_IO];
+			uint32_t first = l->m->m.plan.inputs;
+
+			pthread_mutex_unlock(&l->lock);
+			if (s->seq)
+				st = npurt_stream_wait(l->stream, s->seq, "npurt_runloop");
+			for (uint32_t i = first; i < l->m->nio; i++)
+				outs[i - first] = s->ptr[i];
+			l->done(l->user, s->tag, st, outs);
+			pthread_mutex_lock(&l->lock);
+			l->failed |= st != NPURT_OK;
+			s->state = SET_FREE;
+			l->next_done++;
+			pthread_cond_broadcast(&l->cond);
+			continue;
+		}
+		if (l->stopping && !l->filling && l->next_done == l->pushed)
+			break;
+		pthread_cond_wait(&l->cond, &l->lock);
+	}
+	pthread_mutex_unlock(&l->lock);
+	return NULL;
+}
+
+static void free_sets(npurt_runloop *l)
+{
+	for (uint32_t k = 0; k < l->depth; k++) {
+		struct loop_set *s = &l->sets[k];
+
+		for (uint32_t i = 0; s->mem && i < l->m->nio; i++)
+			npurt_mem_free(s->mem[i]);
+		free(s->mem);
+		free(s->ptr);
+	}
+}
+
+npurt_status npurt_runloop_start(npurt_model *m, const npurt_runloop_desc *d, npurt_runloop **out)
+{
+	static const char who[] = "npurt_runloop_start";
+	npurt_runloop *l;
+	npurt_status st;
+
+	if (!m || !d || !out || !d->done)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
+	if (d->size < sizeof(*d))
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: desc->size %u, want %zu", who, d->size,
+				       sizeof(*d));
+	if (d->depth > LOOP_DEPTH_MAX)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: depth %u, at most %d", who, d->depth,
+				       LOOP_DEPTH_MAX);
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
+	l->m = m;
+	l->done = d->done;
+	l->user = d->user;
+	l->depth = d->depth ? d->depth : 3;
+	st = npurt_stream_create(m->dev, NPURT_PRIORITY_NORMAL, &l->stream);
+	for (uint32_t k = 0; k < l->depth && !st; k++) {
+		struct loop_set *s = &l->sets[k];
+
+		s->mem = calloc(m->nio, sizeof(*s->mem));
+		s->ptr = calloc(m->nio, sizeof(*s->ptr));
+		if (!s->mem || !s->ptr) {
+			st = npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
+			break;
+		}
+		for (uint32_t i = 0; i < m->nio && !st; i++) {
+			st = npurt_host_alloc(m->dev, m->m.tensors[m->m.io[i].tensor].bytes, &s->mem[i]);
+			if (!st)
+				s->ptr[i] = npurt_mem_host_ptr(s->mem[i]);
+		}
+	}
+	if (!st) {
+		pthread_mutex_init(&l->lock, NULL);
+		pthread_cond_init(&l->cond, NULL);
+		if (pthread_create(&l->thread, NULL, loop_main, l)) {
+			pthread_cond_destroy(&l->cond);
+			pthread_mutex_destroy(&l->lock);
+			st = npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: no thread", who);
+		}
+	}
+	if (st) {
+		free_sets(l);
+		npurt_stream_destroy(l->stream);
+		free(l);
+		return st;
+	}
+	*out = l;
+	return NPURT_OK;
+}
+
+npurt_status npurt_runloop_push(npurt_runloop *l, const void *const *inputs, uint64_t tag)
+{
+	static const char who[] = "npurt_runloop_push";
+	struct loop_set *s = NULL;
+
+	if (!l || !inputs)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
+	for (uint32_t i = 0; i < l->m->m.plan.inputs; i++)
+		if (!inputs[i])
+			return npurt_set_error(NPURT_ERR_INVALID, "%s: input %u is NULL", who, i);
+	pthread_mutex_lock(&l->lock);
+	while (!l->stopping) {
+		for (uint32_t k = 0; k < l->depth && !s; k++)
+			if (l->sets[k].state == SET_FREE)
+				s = &l->sets[k];
+		if (s)
+			break;
+		pthread_cond_wait(&l->cond, &l->lock);
+	}
+	if (l->stopping) {
+		pthread_mutex_unlock(&l->lock);
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: the loop is stopping", who);
+	}
+	/* Taken: filled outside the lock, then handed over. */
+	s->state = SET_FILLED;
+	s->order = UINT64_MAX;
+	l->filling++;
+	pthread_mutex_unlock(&l->lock);
+	for (uint32_t i = 0; i < l->m->m.plan.inputs; i++)
+		memcpy(s->ptr[i], inputs[i], l->m->m.tensors[l->m->m.io[i].tensor].bytes);
+	pthread_mutex_lock(&l->lock);
+	s->tag = tag;
+	s->order = l->pushed++;
+	l->filling--;
+	pthread_cond_broadcast(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+	return NPURT_OK;
+}
+
+void npurt_runloop_stop(npurt_runloop *l)
+{
+	if (!l)
+		return;
+	pthread_mutex_lock(&l->lock);
+	l->stopping = true;
+	pthread_cond_broadcast(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+	pthread_join(l->thread, NULL);
+	npurt_stream_synchronize(l->stream);
+	npurt_stream_destroy(l->stream);
+	free_sets(l);
+	pthread_cond_destroy(&l->cond);
+	pthread_mutex_destroy(&l->lock);
+	free(l);
+}

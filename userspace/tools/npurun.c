@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: MIT
+/*
+ * npurun: load a model file, run it N times with random or file inputs,
+ * print its outputs, latency percentiles and throughput.
+ *
+ *   npurun [-n RUNS] [--mode sink|host|step] [--input NAME=FILE]...
+ *          [--output NAME=FILE]... [--print] [--seed S] [--timeout MS]
+ *          [--pipeline DEPTH] [--device N] MODEL
+ *
+ * Inputs are bound in pinned host memory (zero copy) and filled once;
+ * outputs too. Latency is each synchronous run from submit to its end;
+ * --pipeline D queues D runs back to back on a stream instead and
+ * measures throughput only. Exit status: 0, 1 a failure (the reason on
+ * stderr), 2 usage.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "npurt.h"
+
+#define MAX_FILES	64
+
+struct binding {
+	const char *name, *path;
+};
+
+static struct binding ins[MAX_FILES], outs[MAX_FILES];
+static int nins, nouts;
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: npurun [OPTIONS] MODEL\n"
+		"  Load MODEL (a model file), run it and report.\n"
+		"  -n, --runs N           runs to time (default 10, after one warm-up)\n"
+		"  -m, --mode MODE        sink (one submit per run, the default), host (the\n"
+		"                         tasks submitted from the host) or step (each task\n"
+		"                         submitted and waited for)\n"
+		"  -i, --input NAME=FILE  the input's raw bytes from FILE (else random)\n"
+		"  -o, --output NAME=FILE write the output's bytes of the last run to FILE\n"
+		"  -p, --print            print each output's first values\n"
+		"  -s, --seed S           for random inputs (default 1)\n"
+		"  -t, --timeout MS       abort a run past MS (default: no limit)\n"
+		"  -P, --pipeline DEPTH   queue runs back to back on a stream, DEPTH in\n"
+		"                         flight; report throughput\n"
+		"  -d, --device N         the NPU (default 0)\n"
+		"Exit status: 0 success, 1 failure, 2 usage.\n");
+}
+
+static int add_binding(struct binding *b, int *n, char *arg)
+{
+	char *eq = strchr(arg, '=');
+
+	if (!eq || eq == arg || !eq[1] || *n == MAX_FILES)
+		return -1;
+	*eq = 0;
+	b[*n].name = arg;
+	b[(*n)++].path = eq + 1;
+	return 0;
+}
+
+static const char *path_for(const struct binding *b, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(b[i].name, name))
+			return b[i].path;
+	return NULL;
+}
+
+static int fail(const char *what)
+{
+	fprintf(stderr, "npurun: %s: %s\n", what, npurt_last_error());
+	return 1;
+}
+
+static void print_output(const npurt_io_info *io, const void *p)
+{
+	uint64_t n = io->bytes / (io->dtype == NPURT_F32 ? 4 : 2);
+
+	printf("output %s [", io->name);
+	for (uint32_t k = 0; k < io->ndim; k++)
+		printf("%s%llu", k ? " x " : "", (unsigned long long)io->shape[k]);
+	printf("]:");
+	for (uint64_t i = 0; i < n && i < 16; i++) {
+		if (io->dtype == NPURT_F32)
+			printf(" %.6g", ((const float *)p)[i]);
+		else
+			printf(" 0x%04x", ((const uint16_t *)p)[i]);
+	}
+	printf("%s\n", n > 16 ? " ..." : "");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "runs", required_argument, NULL, 'n' }, { "mode", required_argument, NULL, 'm' },
+		{ "input", required_argument, NULL, 'i' }, { "output", required_argument, NULL, 'o' },
+		{ "print", no_argument, NULL, 'p' }, { "seed", required_argument, NULL, 's' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "pipeline", required_argument, NULL, 'P' },
+		{ "device", required_argument, NULL, 'd' }, { "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	npurt_dispatch mode = NPURT_DISPATCH_SINK;
+	npurt_model_info info = { .size = sizeof(info) };
+	long runs = 10, timeout = -1, pipeline = 0, devno = 0;
+	unsigned long seed = 1;
+	int c, print = 0, rc = 1;
+	npurt_device *dev = NULL;
+	npurt_model *m = NULL;
+	npurt_mem **mem = NULL;
+	double *lat = NULL;
+	uint32_t nio;
+
+	while ((c = getopt_long(argc, argv, "n:m:i:o:ps:t:P:d:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'n': runs = strtol(optarg, NULL, 10); break;
+		case 'm':
+			if (!strcmp(optarg, "sink"))
+				mode = NPURT_DISPATCH_SINK;
+			else if (!strcmp(optarg, "host"))
+				mode = NPURT_DISPATCH_HOST;
+			else if (!strcmp(optarg, "step"))
+				mode = NPURT_DISPATCH_HOST_STEP;
+			else
+				goto bad_usage;
+			break;
+		case 'i': if (add_binding(ins, &nins, optarg)) goto bad_usage; break;
+		case 'o': if (add_binding(outs, &nouts, optarg)) goto bad_usage; break;
+		case 'p': print = 1; break;
+		case 's': seed = strtoul(optarg, NULL, 0); break;
+		case 't': timeout = strtol(optarg, NULL, 10); break;
+		case 'P': pipeline = strtol(optarg, NULL, 10); break;
+		case 'd': devno = strtol(optarg, NULL, 10); break;
+		case 'h': usage(stdout); return 0;
+		default: goto bad_usage;
+		}
+	}
+	if (optind != argc - 1 || runs < 1 || runs > 1000000 || timeout < -1 ||
+	    timeout > INT32_MAX || pipeline < 0 || pipeline > 1024)
+		goto bad_usage;
+
+	if (npurt_device_open((int)devno, &dev))
+		return fail("device");
+	if (npurt_model_load(dev, argv[optind], NULL, &m)) {
+		rc = fail(argv[optind]);
+		goto out;
+	}
+	if (npurt_model_set_dispatch(m, mode)) {
+		rc = fail("--mode");
+		goto out;
+	}
+	npurt_model_info_get(m, &info);
+	nio = info.inputs + info.outputs;
+	mem = calloc(nio, sizeof(*mem));
+	lat = calloc((size_t)runs, sizeof(*lat));
+	if (!mem || !lat) {
+		fprintf(stderr, "npurun: out of memory\n");
+		goto out;
+	}
+	for (uint32_t i = 0; i < nio; i++) {
+		npurt_io_info io = { .size = sizeof(io) };
+		const char *path;
+		uint8_t *p;
+
+		npurt_model_io(m, i, &io);
+		if (npurt_host_alloc(dev, io.bytes, &mem[i])) {
+			rc = fail(io.name);
+			goto out;
+		}
+		p = npurt_mem_host_ptr(mem[i]);
+		path = io.output ? NULL : path_for(ins, nins, io.name);
+		if (path) {
+			FILE *f = fopen(path, "rb");
+			size_t got = f ? fread(p, 1, io.bytes, f) : 0;
+
+			if (f)
+				fclose(f);
+			if (got != io.bytes) {
+				fprintf(stderr, "npurun: input %s: %s: %zu of %llu bytes\n", io.name, path,
+					got, (unsigned long long)io.bytes);
+				goto out;
+			}
+		} else if (!io.output) {
+			uint64_t s = seed * 0x9e3779b97f4a7c15ull + i;
+
+			for (uint64_t k = 0; k + 4 <= io.bytes; k += 4) {
+				float v;
+
+				s = s * 6364136223846793005ull + 1442695040888963407ull;
+				v = (float)(s >> 40) / (float)(1 << 24) * 2.0f - 1.0f;
+				if (io.dtype == NPURT_F32)
+					memcpy(p + k, &v, 4);
+				else
+					memcpy(p + k, &s, 4);
+			}
+		}
+		if (npurt_model_bind(m, i, p, io.bytes)) {
+			rc = fail(io.name);
+			goto out;
+		}
+	}
+	for (int i = 0; i < nins; i++) {
+		uint32_t k;
+
+		if (npurt_model_io_find(m, ins[i].name, &k)) {
+			rc = fail("--input");
+			goto out;
+		}
+	}
+	/* A warm-up: first-use costs (queues, caches) are not the model's. */
+	if (npurt_model_execute(m, (int32_t)timeout)) {
+		rc = fail("run");
+		goto out;
+	}
+	if (pipeline) {
+		npurt_stream *s;
+		double t0;
+
+		if (npurt_stream_create(dev, NPURT_PRIORITY_NORMAL, &s)) {
+			rc = fail("stream");
+			goto out;
+		}
+		t0 = now_us();
+		for (long r = 0; r < runs; r++) {
+			if (npurt_model_execute_async(m, s) ||
+			    (r % pipeline == pipeline - 1 && npurt_stream_synchronize(s))) {
+				rc = fail("run");
+				npurt_stream_destroy(s);
+				goto out;
+			}
+		}
+		if (npurt_stream_synchronize(s)) {
+			rc = fail("run");
+			npurt_stream_destroy(s);
+			goto out;
+		}
+		printf("%s: %ld runs pipelined %ld deep: %.1f runs/s (%s)\n", argv[optind], runs,
+		       pipeline, runs / (now_us() - t0) * 1e6,
+		       info.sunk && mode == NPURT_DISPATCH_SINK ? "sink" : "host dispatch");
+		npurt_stream_destroy(s);
+	} else {
+		double sum = 0;
+
+		for (long r = 0; r < runs; r++) {
+			double t0 = now_us();
+
+			if (npurt_model_execute(m, (int32_t)timeout)) {
+				rc = fail("run");
+				goto out;
+			}
+			lat[r] = now_us() - t0;
+			sum += lat[r];
+		}
+		qsort(lat, (size_t)runs, sizeof(*lat), cmp);
+		printf("%s: %u ops on %u stream%s, %s; %ld runs\n", argv[optind], info.ops,
+		       info.streams, info.streams == 1 ? "" : "s",
+		       mode == NPURT_DISPATCH_SINK ? "sink (one submit a run)" :
+		       mode == NPURT_DISPATCH_HOST ? "host dispatch" : "host dispatch, task by task",
+		       runs);
+		printf("latency us: p50 %.1f  p90 %.1f  p99 %.1f  mean %.1f  min %.1f  max %.1f\n",
+		       lat[runs / 2], lat[runs * 9 / 10], lat[runs * 99 / 100], sum / runs, lat[0],
+		       lat[runs - 1]);
+		printf("throughput: %.1f runs/s\n", runs / sum * 1e6);
+	}
+	for (uint32_t i = info.inputs; i < nio; i++) {
+		npurt_io_info io = { .size = sizeof(io) };
+		const char *path;
+
+		npurt_model_io(m, i, &io);
+		if (print)
+			print_output(&io, npurt_mem_host_ptr(mem[i]));
+		path = path_for(outs, nouts, io.name);
+		if (path) {
+			FILE *f = fopen(path, "wb");
+
+			if (!f || fwrite(npurt_mem_host_ptr(mem[i]), 1, io.bytes, f) != io.bytes ||
+			    fclose(f)) {
+				fprintf(stderr, "npurun: output %s: %s: %s\n", io.name, path,
+					strerror(errno));
+				goto out;
+			}
+		}
+	}
+	rc = 0;
+out:
+	npurt_model_unload(m);
+	for (uint32_t i = 0; mem && i < info.inputs + info.outputs; i++)
+		npurt_mem_free(mem[i]);
+	free(mem);
+	free(lat);
+	npurt_device_close(dev);
+	return rc;
+bad_usage:
+	usage(stderr);
+	return 2;
+}
