@@ -96,15 +96,19 @@ $(LIBA): $(call obj,$(LIB_SRCS))
 $(O)/obj/userspace/tools/%.o: userspace/tools/%.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(DEPFLAGS) $(CFLAGS) -Iuserspace/include -Iuapi \
-		$(DRM_CFLAGS) -c $< -o $@
+		$(TOOL_CFLAGS) $(DRM_CFLAGS) -c $< -o $@
 
 # A tool grown past one file keeps the rest in a directory of its name.
 $(O)/bin/npu-smi: $(call obj,$(wildcard userspace/tools/npu-smi/*.c))
+# npurun's host reference reads model files with the library's own reader.
+$(O)/bin/npurun: $(call obj,$(wildcard userspace/tools/npurun/*.c))
+$(O)/obj/userspace/tools/npurun/%.o: TOOL_CFLAGS := -Iuserspace/lib -Ifirmware-sim
+$(O)/obj/userspace/tools/npurun.o: TOOL_CFLAGS := -Iuserspace/tools/npurun
 
 # Tools link libnpurt statically: they run from the build tree unchanged.
 $(O)/bin/%: $(O)/obj/userspace/tools/%.o $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) $(URING_LIBS) -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) $(URING_LIBS) -lm -o $@
 
 # The documentation's examples build as an application would: the public
 # header and the library, nothing else. tests/selftests/run runs them.

@@ -76,6 +76,8 @@ struct mf_order;
  */
 int mf_order_make(const struct mf_model *m, struct mf_order **out, char *why, size_t why_len);
 void mf_order_free(struct mf_order *o);
+/* The ops in an order that respects streams and events (nops of them). */
+const uint32_t *mf_order_topo(const struct mf_order *o);
 /* EINVAL if two feature maps share bytes while both may be live. */
 int mf_plan_verify(const struct mf_model *m, const struct mf_order *o, char *why,
 		   size_t why_len);

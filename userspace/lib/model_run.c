@@ -157,8 +157,30 @@ static npurt_status run_host(npurt_model *m, npurt_stream *first, const uint64_t
 	return st;
 }
 
-/* One run queued on `first`: inputs in, the lists, outputs out. Lock held. */
-static npurt_status run(npurt_model *m, npurt_stream *first, const char *who)
+/* Staged inputs (out: outputs) copied by the CPU, the run's streams idle. */
+static void stage_host(npurt_model *m, bool out)
+{
+	uint32_t first = out ? m->m.plan.inputs : 0, end = out ? m->nio : m->m.plan.inputs;
+
+	for (uint32_t i = first; i < end; i++) {
+		struct model_io *b = &m->io[i];
+		size_t bytes = m->m.tensors[m->m.io[i].tensor].bytes;
+
+		if (!b->staged)
+			continue;
+		if (out)
+			memcpy(b->ptr, npurt_mem_host_ptr(b->staging), bytes);
+		else
+			memcpy(npurt_mem_host_ptr(b->staging), b->ptr, bytes);
+	}
+}
+
+/*
+ * One run queued on `first`: inputs in, the lists, outputs out; `async`:
+ * staged inputs and outputs copied on the stream, else by the caller.
+ * Lock held.
+ */
+static npurt_status run(npurt_model *m, npurt_stream *first, bool async, const char *who)
 {
 	uint64_t io[NPUM_MAX_IO], seq = 0;
 	npurt_status st;
@@ -174,11 +196,14 @@ static npurt_status run(npurt_model *m, npurt_stream *first, const char *who)
 		if (st)
 			return st;
 	}
-	st = stage(m, first, false, who);
+	if (async)
+		st = stage(m, first, false, who);
+	else
+		stage_host(m, false);
 	if (!st)
 		st = m->dispatch == NPURT_DISPATCH_SINK ? run_sink(m, first, io, &seq, who) :
 		     run_host(m, first, io, &seq, who);
-	if (!st)
+	if (!st && async)
 		st = stage(m, first, true, who);
 	if (st)
 		return st;
@@ -206,11 +231,18 @@ npurt_status npurt_model_execute(npurt_model *m, int32_t timeout_ms)
 	pthread_mutex_lock(&m->lock);
 	m->busy = true;
 	st = npurt_model_reload(m, who);
+	/* A run elsewhere may still read the staging buffers the CPU fills. */
+	if (!st && m->last && m->last != m->streams[0])
+		st = npurt_stream_wait(m->last, m->last_seq, who);
 	if (!st)
-		st = run(m, m->streams[0], who);
+		st = run(m, m->streams[0], false, who);
 	if (!st) {
 		st = npurt_stream_synchronize_timeout(m->streams[0], timeout_ms);
+		if (!st)
+			stage_host(m, true);
 		if (st) {
+			/* A wait that timed out, or the stream's own failure (its time limit too). */
+			bool waited = st == NPURT_ERR_TIMEOUT && !npurt_path_failed(m->streams[0]);
 			char why[512];
 			npurt_status again;
 
@@ -225,10 +257,9 @@ npurt_status npurt_model_execute(npurt_model *m, int32_t timeout_ms)
 			again = npurt_model_new_streams(m, who);
 			if (again)
 				m->loaded = false;	/* the next run loads it again */
-			st = st == NPURT_ERR_TIMEOUT ?
-			     npurt_set_error(st, "%s: the run did not finish in %d ms, so it was "
-					     "aborted", who, timeout_ms) :
-			     npurt_set_error(st, "%s: %s", who, why);
+			st = waited ? npurt_set_error(st, "%s: the run did not finish in %d ms, so it "
+						      "was aborted", who, timeout_ms) :
+				      npurt_set_error(st, "%s: %s", who, why);
 		}
 	}
 	m->busy = false;
@@ -247,7 +278,7 @@ npurt_status npurt_model_execute_async(npurt_model *m, npurt_stream *stream)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: the stream is another device's", who);
 	pthread_mutex_lock(&m->lock);
 	m->busy = true;
-	st = run(m, stream, who);
+	st = run(m, stream, true, who);
 	m->busy = false;
 	pthread_mutex_unlock(&m->lock);
 	return st;

@@ -49,6 +49,11 @@ static int fail(char *why, size_t len, const char *fmt, ...)
 	return EINVAL;
 }
 
+const uint32_t *mf_order_topo(const struct mf_order *o)
+{
+	return o->topo;
+}
+
 void mf_order_free(struct mf_order *o)
 {
 	if (!o)

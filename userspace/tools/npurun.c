@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "npurt.h"
+#include "reference.h"
 
 #define MAX_FILES	64
 
@@ -59,6 +60,8 @@ static void usage(FILE *f)
 		"  -i, --input NAME=FILE  the input's raw bytes from FILE (else random)\n"
 		"  -o, --output NAME=FILE write the output's bytes of the last run to FILE\n"
 		"  -p, --print            print each output's first values\n"
+		"  -c, --check            compute the model on the host too, from the op\n"
+		"                         library's definitions, and compare the outputs\n"
 		"  -s, --seed S           for random inputs (default 1)\n"
 		"  -t, --timeout MS       abort a run past MS (default: no limit)\n"
 		"  -P, --pipeline DEPTH   queue runs back to back on a stream, DEPTH in\n"
@@ -110,12 +113,100 @@ static void print_output(const npurt_io_info *io, const void *p)
 	printf("%s\n", n > 16 ? " ..." : "");
 }
 
+/* Read the whole file (again): the reference takes the bytes. */
+static void *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	size_t cap = 1 << 20, n = 0, got;
+	uint8_t *p = malloc(cap);
+
+	while (f && p && (got = fread(p + n, 1, cap - n, f)) > 0) {
+		n += got;
+		if (n == cap) {
+			uint8_t *q = realloc(p, cap *= 2);
+
+			if (!q) {
+				free(p);
+				p = NULL;
+			}
+			p = q;
+		}
+	}
+	if (f)
+		fclose(f);
+	*len = n;
+	return p;
+}
+
+/*
+ * The last run's outputs against the host's: the largest difference,
+ * relative to the largest output value (1e-4 passes: f32 sums in another
+ * order). 0 if every output passes.
+ */
+static int check_outputs(const char *path, npurt_model *m, npurt_mem **mem,
+			 const npurt_model_info *info)
+{
+	uint32_t nio = info->inputs + info->outputs;
+	void **io = calloc(nio, sizeof(*io));
+	char why[256] = "";
+	size_t len;
+	void *file = slurp(path, &len);
+	int bad = 0;
+
+	if (!io || !file) {
+		fprintf(stderr, "npurun: --check: cannot read %s\n", path);
+		free(io);
+		free(file);
+		return 1;
+	}
+	for (uint32_t i = 0; i < nio && !bad; i++) {
+		npurt_io_info x = { .size = sizeof(x) };
+
+		npurt_model_io(m, i, &x);
+		io[i] = x.output ? calloc(1, x.bytes) : npurt_mem_host_ptr(mem[i]);
+		bad = !io[i];
+	}
+	if (!bad && ref_run(file, len, io, why, sizeof(why))) {
+		fprintf(stderr, "npurun: --check: %s\n", why);
+		bad = 1;
+	}
+	for (uint32_t i = info->inputs; i < nio && !bad; i++) {
+		npurt_io_info x = { .size = sizeof(x) };
+		const float *dev, *ref;
+		double err = 0, big = 0;
+
+		npurt_model_io(m, i, &x);
+		if (x.dtype != NPURT_F32) {
+			bad |= memcmp(io[i], npurt_mem_host_ptr(mem[i]), x.bytes) != 0;
+			printf("check %s: %s\n", x.name, bad ? "DIFFERENT" : "identical");
+			continue;
+		}
+		dev = npurt_mem_host_ptr(mem[i]);
+		ref = io[i];
+		for (uint64_t k = 0; k < x.bytes / 4; k++) {
+			double d = fabs((double)dev[k] - ref[k]);
+
+			err = d > err || isnan(d) ? d : err;
+			big = fabs(ref[k]) > big ? fabs(ref[k]) : big;
+		}
+		printf("check %s: largest difference from the host %.3g (values up to %.3g): %s\n",
+		       x.name, err, big, err <= 1e-4 * (big > 1 ? big : 1) ? "ok" : "WRONG");
+		bad |= !(err <= 1e-4 * (big > 1 ? big : 1));
+	}
+	for (uint32_t i = info->inputs; i < nio; i++)
+		free(io[i]);
+	free(io);
+	free(file);
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "runs", required_argument, NULL, 'n' }, { "mode", required_argument, NULL, 'm' },
 		{ "input", required_argument, NULL, 'i' }, { "output", required_argument, NULL, 'o' },
 		{ "print", no_argument, NULL, 'p' }, { "seed", required_argument, NULL, 's' },
+		{ "check", no_argument, NULL, 'c' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "pipeline", required_argument, NULL, 'P' },
 		{ "device", required_argument, NULL, 'd' }, { "help", no_argument, NULL, 'h' },
@@ -125,14 +216,14 @@ int main(int argc, char **argv)
 	npurt_model_info info = { .size = sizeof(info) };
 	long runs = 10, timeout = -1, pipeline = 0, devno = 0;
 	unsigned long seed = 1;
-	int c, print = 0, rc = 1;
+	int c, print = 0, check = 0, rc = 1;
 	npurt_device *dev = NULL;
 	npurt_model *m = NULL;
 	npurt_mem **mem = NULL;
 	double *lat = NULL;
 	uint32_t nio;
 
-	while ((c = getopt_long(argc, argv, "n:m:i:o:ps:t:P:d:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:m:i:o:pcs:t:P:d:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n': runs = strtol(optarg, NULL, 10); break;
 		case 'm':
@@ -148,6 +239,7 @@ int main(int argc, char **argv)
 		case 'i': if (add_binding(ins, &nins, optarg)) goto bad_usage; break;
 		case 'o': if (add_binding(outs, &nouts, optarg)) goto bad_usage; break;
 		case 'p': print = 1; break;
+		case 'c': check = 1; break;
 		case 's': seed = strtoul(optarg, NULL, 0); break;
 		case 't': timeout = strtol(optarg, NULL, 10); break;
 		case 'P': pipeline = strtol(optarg, NULL, 10); break;
@@ -302,7 +394,7 @@ int main(int argc, char **argv)
 			}
 		}
 	}
-	rc = 0;
+	rc = check ? check_outputs(argv[optind], m, mem, &info) : 0;
 out:
 	npurt_model_unload(m);
 	for (uint32_t i = 0; mem && i < info.inputs + info.outputs; i++)

@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: MIT
+/*
+ * npurun --check: the model computed again on the host, op by op, with
+ * plain loops written from the op library's definitions (not the
+ * device's code), to compare the device's outputs with. Every feature map
+ * gets its own buffer here, so a wrong memory plan shows as a difference.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_file.h"
+#include "npu_oplib.h"
+#include "reference.h"
+
+struct ref {
+	const struct mf_model *m;
+	uint8_t **mem;			/* per base tensor: weights, maps, I/O */
+};
+
+/* fp16 and bf16 from and to f32, round to nearest even. */
+static float from_half(uint16_t h)
+{
+	uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1f, f = h & 0x3ff, u;
+	float v;
+
+	if (e == 0) {
+		v = ldexpf((float)f, -24);
+		return s ? -v : v;
+	}
+	u = e == 31 ? s | 0x7f800000u | f << 13 : s | (e + 112) << 23 | f << 13;
+	memcpy(&v, &u, 4);
+	return v;
+}
+
+static uint16_t to_half(float v)
+{
+	uint32_t u, s;
+	int e;
+	float a = fabsf(v);
+
+	memcpy(&u, &v, 4);
+	s = (u >> 16) & 0x8000;
+	if (isnan(v))
+		return (uint16_t)(s | 0x7e00);
+	if (a >= 65520.0f)
+		return (uint16_t)(s | 0x7c00);
+	if (a < ldexpf(1.0f, -14)) {
+		float q = rintf(a * ldexpf(1.0f, 24));
+
+		return (uint16_t)(s | (uint32_t)q);
+	}
+	e = (int)((u >> 23) & 0xff) - 127;
+	{
+		float m = a / ldexpf(1.0f, e) - 1.0f;
+		uint32_t f = (uint32_t)rintf(m * 1024.0f);
+
+		if (f == 1024) {
+			f = 0;
+			e++;
+		}
+		return (uint16_t)(s | (uint32_t)(e + 15) << 10 | f);
+	}
+}
+
+static float from_bf16(uint16_t b)
+{
+	uint32_t u = (uint32_t)b << 16;
+	float v;
+
+	memcpy(&v, &u, 4);
+	return v;
+}
+
+static uint16_t to_bf16(float v)
+{
+	uint32_t u;
+
+	memcpy(&u, &v, 4);
+	if (isnan(v))
+		return (uint16_t)((u >> 16) | 0x40);
+	u += 0x7fff + ((u >> 16) & 1);
+	return (uint16_t)(u >> 16);
+}
+
+/* Element `idx` (linear, row-major over the shape) of tensor t. */
+static uint8_t *at(const struct ref *r, uint32_t t, uint64_t idx)
+{
+	const struct npum_tensor *x = &r->m->tensors[t];
+	const struct npum_tensor *b = mf_base(r->m, x);
+	uint64_t off = 0;
+
+	for (int k = (int)x->ndim - 1; k >= 0; k--) {
+		off += (idx % x->shape[k]) * x->stride[k];
+		idx /= x->shape[k];
+	}
+	return r->mem[b - r->m->tensors] + (x->segment == NPUM_SEG_VIEW ? x->offset : 0) +
+	       off * mf_dtype_size(x->dtype);
+}
+
+static float get(const struct ref *r, uint32_t t, uint64_t idx)
+{
+	const uint8_t *p = at(r, t, idx);
+	uint16_t h;
+	float v;
+
+	switch (r->m->tensors[t].dtype) {
+	case NPUM_F32:
+		memcpy(&v, p, 4);
+		return v;
+	case NPUM_F16:
+		memcpy(&h, p, 2);
+		return from_half(h);
+	default:
+		memcpy(&h, p, 2);
+		return from_bf16(h);
+	}
+}
+
+static void put(const struct ref *r, uint32_t t, uint64_t idx, float v)
+{
+	uint8_t *p = at(r, t, idx);
+	uint16_t h;
+
+	switch (r->m->tensors[t].dtype) {
+	case NPUM_F32:
+		memcpy(p, &v, 4);
+		break;
+	case NPUM_F16:
+		h = to_half(v);
+		memcpy(p, &h, 2);
+		break;
+	default:
+		h = to_bf16(v);
+		memcpy(p, &h, 2);
+		break;
+	}
+}
+
+static uint64_t count(const struct npum_tensor *t)
+{
+	uint64_t n = 1;
+
+	for (unsigned int k = 0; k < t->ndim; k++)
+		n *= t->shape[k];
+	return n;
+}
+
+static float unary(uint32_t op, float x)
+{
+	switch (op) {
+	case NPU_OP_RELU: return x > 0 ? x : 0;
+	case NPU_OP_SIGMOID: return 1.0f / (1.0f + expf(-x));
+	case NPU_OP_TANH: return tanhf(x);
+	case NPU_OP_EXP: return expf(x);
+	case NPU_OP_GELU:
+		return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+	default: return x;
+	}
+}
+
+static float binary(uint32_t op, float a, float b)
+{
+	switch (op) {
+	case NPU_OP_ADD: return a + b;
+	case NPU_OP_SUB: return a - b;
+	case NPU_OP_MUL: return a * b;
+	case NPU_OP_DIV: return a / b;
+	case NPU_OP_MAX: return a > b ? a : b;
+	default: return a < b ? a : b;
+	}
+}
+
+static void gemm(const struct ref *r, const struct npum_op *op)
+{
+	const struct npum_tensor *o = &r->m->tensors[op->out];
+	const struct npum_tensor *a = &r->m->tensors[op->in[0]];
+	bool ta = op->flags & NPU_OP_F_TRANS_A, tb = op->flags & NPU_OP_F_TRANS_B;
+	uint64_t M = o->shape[0], N = o->shape[1], K = ta ? a->shape[0] : a->shape[1];
+
+	for (uint64_t i = 0; i < M; i++)
+		for (uint64_t j = 0; j < N; j++) {
+			double acc = 0;
+
+			for (uint64_t k = 0; k < K; k++)
+				acc += (double)get(r, op->in[0], ta ? k * M + i : i * K + k) *
+				       get(r, op->in[1], tb ? j * K + k : k * N + j);
+			put(r, op->out, i * N + j, (float)(op->alpha * acc +
+				(op->beta != 0 ? op->beta * get(r, op->out, i * N + j) : 0)));
+		}
+}
+
+/* Along the last dimension: softmax, layernorm. */
+static void rows(const struct ref *r, const struct npum_op *op)
+{
+	const struct npum_tensor *t = &r->m->tensors[op->in[0]];
+	uint64_t n = t->shape[t->ndim - 1], rowsn = count(t) / n;
+
+	for (uint64_t i = 0; i < rowsn; i++) {
+		double mx = -INFINITY, sum = 0, mean = 0, var = 0;
+
+		for (uint64_t j = 0; j < n; j++) {
+			double v = get(r, op->in[0], i * n + j);
+
+			mx = v > mx ? v : mx;
+			mean += v;
+		}
+		mean /= (double)n;
+		for (uint64_t j = 0; j < n; j++) {
+			double v = get(r, op->in[0], i * n + j);
+
+			sum += exp(v - mx);
+			var += (v - mean) * (v - mean);
+		}
+		var /= (double)n;
+		for (uint64_t j = 0; j < n; j++) {
+			double v = get(r, op->in[0], i * n + j);
+
+			put(r, op->out, i * n + j, op->kernel == NPU_OP_SOFTMAX ?
+			    (float)(exp(v - mx) / sum) : (float)((v - mean) / sqrt(var + op->eps)));
+		}
+	}
+}
+
+static void reduce(const struct ref *r, const struct npum_op *op)
+{
+	const struct npum_tensor *t = &r->m->tensors[op->in[0]];
+	uint64_t inner = 1, outer = 1, n = t->shape[op->axis];
+
+	for (unsigned int k = op->axis + 1; k < t->ndim; k++)
+		inner *= t->shape[k];
+	for (unsigned int k = 0; k < op->axis; k++)
+		outer *= t->shape[k];
+	for (uint64_t o = 0; o < outer; o++)
+		for (uint64_t i = 0; i < inner; i++) {
+			double acc = op->kernel == NPU_OP_REDUCE_MAX ? -INFINITY : 0;
+
+			for (uint64_t j = 0; j < n; j++) {
+				double v = get(r, op->in[0], (o * n + j) * inner + i);
+
+				acc = op->kernel == NPU_OP_REDUCE_MAX ? (v > acc ? v : acc) : acc + v;
+			}
+			if (op->kernel == NPU_OP_REDUCE_MEAN)
+				acc /= (double)n;
+			put(r, op->out, o * inner + i, (float)acc);
+		}
+}
+
+static void transpose(const struct ref *r, const struct npum_op *op)
+{
+	const struct npum_tensor *o = &r->m->tensors[op->out], *a = &r->m->tensors[op->in[0]];
+	uint64_t n = count(o);
+
+	for (uint64_t idx = 0; idx < n; idx++) {
+		uint64_t ci[NPUM_MAX_DIMS], rest = idx, src = 0;
+
+		for (int k = (int)o->ndim - 1; k >= 0; k--) {
+			ci[k] = rest % o->shape[k];
+			rest /= o->shape[k];
+		}
+		/* out's index k is in's index perm[k]. */
+		for (unsigned int k = 0; k < a->ndim; k++) {
+			uint64_t i = 0;
+
+			for (unsigned int j = 0; j < o->ndim; j++)
+				if (op->perm[j] == k)
+					i = ci[j];
+			src = src * a->shape[k] + i;
+		}
+		memcpy(at(r, op->out, idx), at(r, op->in[0], src), mf_dtype_size(o->dtype));
+	}
+}
+
+static void run_op(const struct ref *r, const struct npum_op *op)
+{
+	const struct npum_tensor *o = &r->m->tensors[op->out];
+	uint64_t n;
+
+	switch (op->type) {
+	case NPUM_OP_COPY:
+		memcpy(at(r, op->out, 0), at(r, op->in[0], 0), o->bytes);
+		return;
+	case NPUM_OP_FILL:
+		for (uint64_t i = 0; i < o->bytes; i += 4)
+			memcpy(at(r, op->out, 0) + i, &op->value, 4);
+		return;
+	case NPUM_OP_KERNEL:
+		break;
+	default:
+		return;		/* events order streams; one thread needs none */
+	}
+	n = count(o);
+	switch (op->kernel) {
+	case NPU_OP_GEMM:
+		gemm(r, op);
+		break;
+	case NPU_OP_SOFTMAX:
+	case NPU_OP_LAYERNORM:
+		rows(r, op);
+		break;
+	case NPU_OP_REDUCE_SUM:
+	case NPU_OP_REDUCE_MEAN:
+	case NPU_OP_REDUCE_MAX:
+		reduce(r, op);
+		break;
+	case NPU_OP_TRANSPOSE:
+		transpose(r, op);
+		break;
+	case NPU_OP_CAST:
+		for (uint64_t i = 0; i < n; i++)
+			put(r, op->out, i, get(r, op->in[0], i));
+		break;
+	case NPU_OP_ADD: case NPU_OP_SUB: case NPU_OP_MUL:
+	case NPU_OP_DIV: case NPU_OP_MAX: case NPU_OP_MIN:
+		for (uint64_t i = 0; i < n; i++)
+			put(r, op->out, i, binary(op->kernel, get(r, op->in[0], i),
+						  get(r, op->in[1], i)));
+		break;
+	default:
+		for (uint64_t i = 0; i < n; i++)
+			put(r, op->out, i, unary(op->kernel, get(r, op->in[0], i)));
+		break;
+	}
+}
+
+int ref_run(const void *file, size_t len, void *const *io, char *why, size_t why_len)
+{
+	struct mf_model m;
+	struct mf_order *o;
+	struct ref r = { .m = &m };
+	int err = mf_parse(file, len, &m, why, why_len);
+
+	if (err)
+		return err;
+	err = mf_order_make(&m, &o, why, why_len);
+	if (err) {
+		mf_free(&m);
+		return err;
+	}
+	r.mem = calloc(m.ntensors, sizeof(*r.mem));
+	err = r.mem ? 0 : ENOMEM;
+	for (uint32_t i = 0; i < m.ntensors && !err; i++) {
+		const struct npum_tensor *t = &m.tensors[i];
+
+		if (t->segment == NPUM_SEG_WEIGHTS)
+			r.mem[i] = m.weights + t->offset;
+		else if (t->segment == NPUM_SEG_IO)
+			r.mem[i] = io[t->base];
+		else if (t->segment == NPUM_SEG_FMAP && !(r.mem[i] = calloc(1, t->bytes)))
+			err = ENOMEM;
+	}
+	for (uint32_t k = 0; k < m.nops && !err; k++)
+		run_op(&r, &m.ops[mf_order_topo(o)[k]]);
+	for (uint32_t i = 0; r.mem && i < m.ntensors; i++)
+		if (m.tensors[i].segment == NPUM_SEG_FMAP)
+			free(r.mem[i]);
+	free(r.mem);
+	mf_order_free(o);
+	mf_free(&m);
+	return err;
+}
