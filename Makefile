@@ -46,7 +46,9 @@ UNIT       := $(patsubst tests/unit/%.c,$(O)/tests/unit/%,$(wildcard tests/unit/
 SELFTESTS  := $(patsubst tests/selftests/%.c,$(O)/tests/selftests/%,$(wildcard tests/selftests/*.c))
 BENCH      := $(patsubst tests/bench/%.c,$(O)/tests/bench/%,$(wildcard tests/bench/*.c))
 HOST_BENCH := $(patsubst tests/bench/host/%.c,$(O)/tests/bench-host/%,$(wildcard tests/bench/host/*.c))
-FUZZ_SRCS  := $(sort $(wildcard tests/fuzz/*.c))
+FUZZ_SRCS  := $(sort $(filter-out tests/fuzz/model_fuzz.c,$(wildcard tests/fuzz/*.c)))
+# The model file reader under libFuzzer (clang, with ASan and UBSan).
+MODEL_FUZZ := $(if $(shell command -v clang 2>/dev/null),$(O)/tests/fuzz/model_fuzz)
 FUZZ       := $(if $(FUZZ_SRCS),$(O)/tests/fuzz/npu-fuzz)
 
 LIBSO      := $(O)/lib/libnpurt.so.$(NPURT_VERSION)
@@ -187,11 +189,18 @@ $(O)/obj/tests/fuzz/%.o: tests/fuzz/%.c
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) $(DEPFLAGS) $(CFLAGS) -Iuapi -Ifirmware-sim $(DRM_CFLAGS) \
 		$(URING_CFLAGS) -c $< -o $@
 
+$(O)/tests/fuzz/model_fuzz: tests/fuzz/model_fuzz.c userspace/lib/model_file.c userspace/lib/plan.c \
+		userspace/lib/model_file.h userspace/lib/model_format.h
+	@mkdir -p $(@D)
+	clang -std=gnu11 -D_GNU_SOURCE $(WARN) -O1 -g -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=all -Iuserspace/lib -Ifirmware-sim -Iuapi \
+		$(filter %.c,$^) -o $@
+
 $(O)/tests/fuzz/npu-fuzz: $(call obj,$(FUZZ_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(URING_LIBS) -o $@
 
-tests: $(UNIT) $(UNIT_SAN) $(SELFTESTS) $(BENCH) $(HOST_BENCH) $(FUZZ) $(EXAMPLES)
+tests: $(UNIT) $(UNIT_SAN) $(SELFTESTS) $(BENCH) $(HOST_BENCH) $(FUZZ) $(MODEL_FUZZ) $(EXAMPLES)
 
 # ---- entry points --------------------------------------------------------
 setup:

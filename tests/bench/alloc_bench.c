@@ -19,20 +19,13 @@
 
 #include "npu_selftest.h"
 #include "npurt.h"
+#include "bench.h"
 
 #define ROUNDS		5
 #define ROUND_S		0.3
 #define GOAL		50.0
 
 static const size_t sizes[] = { 64 << 10, 256 << 10, 1 << 20 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void die(const char *what)
 {

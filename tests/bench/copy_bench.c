@@ -17,17 +17,10 @@
 #include <time.h>
 
 #include "npurt.h"
+#include "bench.h"
 
 #define SIZE	(32ull << 20)
 #define ROUNDS	8
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int check(npurt_status st, const char *what)
 {

@@ -15,17 +15,10 @@
 #include <time.h>
 
 #include "npu_selftest.h"
+#include "bench.h"
 
 #define SIZE	(64ull << 20)
 #define ROUNDS	5
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void *host_pages(size_t size)
 {

@@ -15,14 +15,7 @@
 #include <time.h>
 
 #include "npu_selftest.h"
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "bench.h"
 
 /*
  * `rounds` submits of `batch` NOPs; waits each round or only at the end.

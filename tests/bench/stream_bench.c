@@ -20,19 +20,12 @@
 #include "npu_oplib.h"
 #include "npu_selftest.h"
 #include "npurt.h"
+#include "bench.h"
 
 #define MiB		(1ull << 20)
 #define COPY		(16 * MiB)
 #define GEMM		256		/* square */
 #define LAUNCHES	20000
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void die(const char *what)
 {

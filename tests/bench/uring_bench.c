@@ -34,18 +34,11 @@
 
 #include "npu_selftest.h"
 #include "npurt.h"
+#include "bench.h"
 
 #define QUEUES		4
 #define WINDOW_MAX	64
 #define MAX_TASKS	100000
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
 
 struct result {
 	double tasks_per_s;

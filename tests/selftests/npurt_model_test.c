@@ -429,12 +429,12 @@ TEST_F(mod, a_run_on_a_stream_sees_the_work_before_it)
 }
 
 /*
- * A GEMM of k = 2^18 over broadcast views: a good part of a second of
- * compute (inside the queues' 2 s limit for one task), bytes of memory.
+ * A GEMM of k = 2^16 over broadcast views: a tenth of a second or more of
+ * compute (well inside the queues' 2 s limit for one task), bytes of memory.
  */
 static int build_long(void **file, size_t *len)
 {
-	const uint64_t k = 1ull << 18;
+	const uint64_t k = 1ull << 16;
 	uint32_t one, a, b, y;
 	float v = 1.0f;
 	npurt_graph *g;
@@ -472,8 +472,8 @@ TEST_F(mod, an_execute_timeout_aborts_and_the_model_runs_again)
 	EXPECT_GT(5000, npu_now_ms() - t0);
 	/* Fresh queues: the model runs to the end now. */
 	ASSERT_EQ(NPURT_OK, npurt_model_execute(m, -1)) TH_LOG("%s", npurt_last_error());
-	EXPECT_EQ((float)(1u << 18), y[0]);
-	EXPECT_EQ((float)(1u << 18), y[128 * 64 - 1]);
+	EXPECT_EQ((float)(1u << 16), y[0]);
+	EXPECT_EQ((float)(1u << 16), y[128 * 64 - 1]);
 	npurt_model_unload(m);
 }
 
@@ -699,6 +699,118 @@ TEST_F(mod, a_killed_process_gives_its_memory_back)
 	for (int i = 0; i < 100 && npu_hbm_used(fd) > before; i++)
 		usleep(50 * 1000);
 	EXPECT_GE(before, npu_hbm_used(fd));
+}
+
+/* y[1 x 1] = x (broadcast over k) . w[k x 1], w all ones: k * x. Weights: k floats. */
+#define BIG_K	(2u << 20)
+
+static int build_big(void **file, size_t *len)
+{
+	float *w = malloc((size_t)BIG_K * 4);
+	uint32_t x, xv, c, y;
+	npurt_graph *g;
+	npurt_graph_node n;
+	int ok;
+
+	if (!w || npurt_graph_create(&g)) {
+		free(w);
+		return -1;
+	}
+	for (uint32_t i = 0; i < BIG_K; i++)
+		w[i] = 1.0f;
+	ok = !npurt_graph_input(g, "x", NPURT_F32, 1, (uint64_t[]){ 1 }, &x) &&
+	     !npurt_graph_view(g, x, 0, 2, (uint64_t[]){ 1, BIG_K }, (uint64_t[]){ 0, 0 }, &xv) &&
+	     !npurt_graph_constant(g, "w", NPURT_F32, 2, (uint64_t[]){ BIG_K, 1 }, w, &c);
+	free(w);
+	n = node("gemm", xv, c);
+	ok = ok && !npurt_graph_add(g, &n, &y) && !npurt_graph_output(g, y, "y") &&
+	     !npurt_graph_serialize(g, file, len, NULL);
+	npurt_graph_destroy(g);
+	return ok ? 0 : -1;
+}
+
+static npurt_status run_big(npurt_model *m, float x, float *y)
+{
+	npurt_status st = npurt_model_bind(m, 0, &x, sizeof(x));
+
+	if (!st)
+		st = npurt_model_bind(m, 1, y, sizeof(*y));
+	return st ? st : npurt_model_execute(m, 30000);
+}
+
+/*
+ * HBM full of evictable models: the next load unloads the least recently
+ * used idle one and says so; an evicted model loads again at its run. A
+ * load that finds no evictable model fails cleanly.
+ */
+TEST_F(mod, evictable_models_make_room_and_come_back)
+{
+	enum { MAXM = 32 };
+	npurt_model_desc d = { .size = sizeof(d), .flags = NPURT_MODEL_EVICTABLE };
+	npurt_model_info info = { .size = sizeof(info) };
+	int fd = npurt_device_fd(self->dev);
+	npurt_model *m[MAXM] = { 0 };
+	uint64_t size = 0, used, before, per = (uint64_t)BIG_K * 4 + (1 << 20);
+	npurt_mem *blocker = NULL;
+	npurt_status st = NPURT_OK;
+	int n = 0, fits;
+	float y = 0;
+	void *file;
+	size_t len;
+
+	ASSERT_EQ(0, build_big(&file, &len)) TH_LOG("%s", npurt_last_error());
+	ASSERT_EQ(0, npu_get_param(fd, DRM_NPU_PARAM_HBM_SIZE, &size));
+	npurt_mem_trim(self->dev, 0);
+	used = npu_hbm_used(fd);
+	/* Leave room for three and a half models, so a few loads fill HBM. */
+	ASSERT_LT(used + 4 * per, size);
+	ASSERT_EQ(NPURT_OK, npurt_mem_alloc(self->dev, (size - used - 3 * per - per / 2) & ~0xfffffull,
+					    &blocker)) TH_LOG("%s", npurt_last_error());
+	fits = (int)((size - npu_hbm_used(fd)) / per);
+	ASSERT_LE(2, fits);
+	ASSERT_GT(MAXM - 1, fits);
+	/* A non-evictable model first, which must stay. */
+	ASSERT_EQ(NPURT_OK, npurt_model_load_buffer(self->dev, file, len, NULL, &m[n++]))
+		TH_LOG("%s", npurt_last_error());
+	for (; n <= fits + 1; n++) {
+		ASSERT_EQ(NPURT_OK, npurt_model_load_buffer(self->dev, file, len, &d, &m[n]))
+			TH_LOG("model %d: %s", n, npurt_last_error());
+		ASSERT_EQ(NPURT_OK, run_big(m[n], 1.0f, &y)) TH_LOG("%s", npurt_last_error());
+	}
+	ASSERT_EQ(NPURT_OK, npurt_model_info_get(m[n - 1], &info));
+	EXPECT_LE(1, info.evicted);
+	EXPECT_LE((uint64_t)BIG_K * 4, info.evicted_bytes);
+	/* The first evictable one was the least recently used: it went. */
+	ASSERT_EQ(NPURT_OK, npurt_model_info_get(m[1], &info));
+	EXPECT_FALSE(info.loaded);
+	ASSERT_EQ(NPURT_OK, npurt_model_info_get(m[0], &info));
+	EXPECT_TRUE(info.loaded);
+	/* It comes back at its next run, right. */
+	ASSERT_EQ(NPURT_OK, run_big(m[1], 2.0f, &y)) TH_LOG("%s", npurt_last_error());
+	EXPECT_EQ(2.0f * BIG_K, y);
+	ASSERT_EQ(NPURT_OK, npurt_model_info_get(m[1], &info));
+	EXPECT_TRUE(info.loaded);
+	/* Nothing evictable is left idle in the way of a plain load? Unload them, fill up. */
+	for (int i = 1; i < n; i++)
+		npurt_model_unload(m[i]);
+	npurt_mem_trim(self->dev, 0);
+	before = npu_hbm_used(fd);
+	n = 1;
+	while (n < MAXM && !(st = npurt_model_load_buffer(self->dev, file, len, NULL, &m[n])))
+		n++;
+	EXPECT_LT(1, n);
+	EXPECT_GT(MAXM, n);
+	EXPECT_EQ(NPURT_ERR_NO_MEMORY, st);
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "weights")) TH_LOG("%s", npurt_last_error());
+	for (int i = 1; i < n; i++)
+		npurt_model_unload(m[i]);
+	npurt_mem_trim(self->dev, 0);
+	EXPECT_EQ(before, npu_hbm_used(fd));
+	ASSERT_EQ(NPURT_OK, run_big(m[0], 3.0f, &y));
+	EXPECT_EQ(3.0f * BIG_K, y);
+	npurt_model_unload(m[0]);
+	npurt_mem_free(blocker);
+	free(file);
 }
 
 TEST_HARNESS_MAIN

@@ -82,8 +82,6 @@ static void unlink_model(npurt_model *m)
 	pthread_mutex_unlock(&dev->models_lock);
 }
 
-static void release_device(npurt_model *m);
-
 /* Has its last run completed (without waiting)? */
 static bool idle(npurt_model *m)
 {
@@ -120,7 +118,7 @@ static uint64_t evict_one(npurt_model *self)
 		return 0;
 	freed = victim->work_bytes + (victim->weights && victim->weights->own &&
 				      victim->weights->refs == 1 ? victim->weights->bytes : 0);
-	release_device(victim);
+	npurt_model_release_device(victim);
 	pthread_mutex_unlock(&victim->lock);
 	/* Blocks the model freed stay in the cache: the kernel gets them back. */
 	npurt_mem_trim(dev, 0);
@@ -425,8 +423,7 @@ static void put_weights(npurt_model *m)
 	free(w);
 }
 
-/* Everything the model holds on the device, once its last run completed. */
-static void release_device(npurt_model *m)
+void npurt_model_release_device(npurt_model *m)
 {
 	if (m->last) {
 		npurt_stream_wait(m->last, m->last_seq, "npurt_model_unload");
@@ -564,7 +561,7 @@ static npurt_status take_device(npurt_model *m, const npurt_model_desc *d, const
 		char why[512];
 
 		snprintf(why, sizeof(why), "%s", npurt_last_error());
-		release_device(m);
+		npurt_model_release_device(m);
 		return npurt_set_error(st, "%s", why);
 	}
 	m->loaded = true;
@@ -729,7 +726,7 @@ void npurt_model_unload(npurt_model *m)
 		return;
 	unlink_model(m);
 	pthread_mutex_lock(&m->lock);
-	release_device(m);
+	npurt_model_release_device(m);
 	pthread_mutex_unlock(&m->lock);
 	free(m->io);
 	mf_free(&m->m);

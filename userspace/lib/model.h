@@ -66,6 +66,11 @@ struct npurt_model {
 
 /* model.c: take the device resources back after an eviction; lock held. */
 npurt_status npurt_model_reload(npurt_model *m, const char *who);
+/*
+ * model.c: give back everything the model holds on the device, once its
+ * last run completed; lock held. It loads again at its next run.
+ */
+void npurt_model_release_device(npurt_model *m);
 /* model.c: replace the model's streams (after a failure or an abort). */
 npurt_status npurt_model_new_streams(npurt_model *m, const char *who);
 /* model.c: the device's models go with it (npurt_device_close()). */

@@ -256,7 +256,7 @@ npurt_status npurt_model_execute(npurt_model *m, int32_t timeout_ms)
 			}
 			again = npurt_model_new_streams(m, who);
 			if (again)
-				m->loaded = false;	/* the next run loads it again */
+				npurt_model_release_device(m);	/* the next run loads it again */
 			st = waited ? npurt_set_error(st, "%s: the run did not finish in %d ms, so it "
 						      "was aborted", who, timeout_ms) :
 				      npurt_set_error(st, "%s: %s", who, why);

@@ -314,7 +314,7 @@ static int by_size(const void *x, const void *y)
 	return a->topo_first < b->topo_first ? -1 : a->topo_first > b->topo_first;
 }
 
-/* The peak of live bytes along the topological order: a lower bound. */
+/* The peak of live bytes along the topological order: a lower bound (one execution). */
 static uint64_t peak(const struct spans *sp, uint32_t nops)
 {
 	int64_t *delta = calloc((size_t)nops + 1, sizeof(*delta));
@@ -335,6 +335,43 @@ static uint64_t peak(const struct spans *sp, uint32_t nops)
 	}
 	free(delta);
 	return (uint64_t)best;
+}
+
+/*
+ * A lower bound under concurrency: feature maps that pairwise may be live
+ * together must all be apart in any plan, so the bytes of any such set
+ * bound the plan from below. Streams run at the same time, so a set can
+ * be larger than anything one serial order has live at once (two streams'
+ * intermediates, say). A greedy set from each of the largest tensors (each
+ * largest first, added when it conflicts with all taken) finds one.
+ */
+static uint64_t clique(const struct spans *sp, struct span **by_size, struct span **set)
+{
+	uint64_t best = 0;
+	uint32_t seeds = sp->n < 256 ? sp->n : 256;
+
+	for (uint32_t i = 0; i < seeds; i++) {
+		uint32_t k = 0;
+		uint64_t bytes = 0;
+
+		if (!by_size[i]->used)
+			continue;
+		set[k++] = by_size[i];
+		bytes = by_size[i]->bytes;
+		for (uint32_t j = 0; j < sp->n; j++) {
+			bool all = by_size[j]->used && j != i;
+
+			for (uint32_t q = 0; q < k && all; q++)
+				all = !apart(sp, by_size[j], set[q]);
+			if (all) {
+				set[k++] = by_size[j];
+				bytes += by_size[j]->bytes;
+			}
+		}
+		if (bytes > best)
+			best = bytes;
+	}
+	return best;
 }
 
 int mf_plan_make(struct mf_model *m, const struct mf_order *o)
@@ -381,6 +418,12 @@ int mf_plan_make(struct mf_model *m, const struct mf_order *o)
 	m->plan.fmap_bytes = top;
 	m->plan.fmap_sum = sum;
 	m->plan.fmap_peak = peak(&sp, o->nops);
+	{
+		uint64_t c = clique(&sp, order, conf);
+
+		if (c > m->plan.fmap_peak)
+			m->plan.fmap_peak = c;
+	}
 out:
 	free(order);
 	free(placed);
