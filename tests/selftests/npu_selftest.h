@@ -148,6 +148,35 @@ static inline uint64_t npu_usage_settles(int fd, int region, uint64_t want)
 	return v;
 }
 
+/*
+ * The device's HBM buffers now, through a handle of its own (~0 when the
+ * device cannot be opened): a fixture's baseline, taken before its own
+ * handle holds anything, and npu_hbm_buffers_settle() to compare after.
+ */
+static inline uint64_t npu_hbm_buffers(void)
+{
+	int fd = npu_open();
+	uint64_t v = ~0ull;
+
+	if (fd >= 0) {
+		v = npu_dev_usage(fd, DRM_NPU_MEM_REGION_HBM);
+		close(fd);
+	}
+	return v;
+}
+
+static inline uint64_t npu_hbm_buffers_settle(uint64_t want)
+{
+	int fd = npu_open();
+	uint64_t v = ~0ull;
+
+	if (fd >= 0) {
+		v = npu_usage_settles(fd, DRM_NPU_MEM_REGION_HBM, want);
+		close(fd);
+	}
+	return v;
+}
+
 /* Device-wide HBM in use (buffers and page tables). */
 static inline uint64_t npu_hbm_used(int fd)
 {

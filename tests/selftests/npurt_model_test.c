@@ -125,24 +125,19 @@ FIXTURE(mod) {
 
 FIXTURE_SETUP(mod)
 {
+	/* The device's buffers before this test's handle took anything. */
+	self->hbm_before = npu_hbm_buffers();
+	ASSERT_NE(~0ull, self->hbm_before);
 	ASSERT_EQ(NPURT_OK, npurt_device_open(0, &self->dev)) TH_LOG("%s", npurt_last_error());
 	ASSERT_EQ(0, build_mlp(&self->mlp, 7)) TH_LOG("%s", npurt_last_error());
-	self->hbm_before = npu_hbm_used(npurt_device_fd(self->dev));
 }
 
 FIXTURE_TEARDOWN(mod)
 {
-	int fd = npu_open();
-
 	free(self->mlp.file);
 	npurt_device_close(self->dev);
-	/* Everything the model took is back once the device is closed. */
-	if (fd >= 0) {
-		EXPECT_EQ(self->hbm_before, npu_usage_settles(fd, DRM_NPU_MEM_REGION_HBM,
-							      self->hbm_before) ? self->hbm_before :
-			  self->hbm_before);
-		close(fd);
-	}
+	/* Everything the test took is back once the device is closed. */
+	EXPECT_EQ(self->hbm_before, npu_hbm_buffers_settle(self->hbm_before));
 }
 
 static void fill_x(float *x, uint32_t seed)
@@ -429,9 +424,13 @@ TEST_F(mod, a_run_on_a_stream_sees_the_work_before_it)
 }
 
 /*
- * A GEMM of k = 2^16 over broadcast views: a tenth of a second or more of
- * compute (well inside the queues' 2 s limit for one task), bytes of memory.
+ * LONG_OPS GEMMs of k = 2^16 over broadcast views accumulating into y
+ * (filled with 0 first): each a tenth of a second or more of compute
+ * (well inside the queues' 2 s limit for one task), bytes of memory. A
+ * run that completes leaves LONG_OPS * k in every element.
  */
+#define LONG_OPS	8
+
 static int build_long(void **file, size_t *len)
 {
 	const uint64_t k = 1ull << 16;
@@ -445,19 +444,30 @@ static int build_long(void **file, size_t *len)
 		return -1;
 	ok = !npurt_graph_constant(g, "one", NPURT_F32, 1, (uint64_t[]){ 1 }, &v, &one) &&
 	     !npurt_graph_view(g, one, 0, 2, (uint64_t[]){ 128, k }, (uint64_t[]){ 0, 0 }, &a) &&
-	     !npurt_graph_view(g, one, 0, 2, (uint64_t[]){ k, 64 }, (uint64_t[]){ 0, 0 }, &b);
+	     !npurt_graph_view(g, one, 0, 2, (uint64_t[]){ k, 64 }, (uint64_t[]){ 0, 0 }, &b) &&
+	     !npurt_graph_tensor(g, "y", NPURT_F32, 2, (uint64_t[]){ 128, 64 }, &y) &&
+	     !npurt_graph_fill(g, 0, y, 0);
 	n = node("gemm", a, b);
-	ok = ok && !npurt_graph_add(g, &n, &y) && !npurt_graph_output(g, y, "y") &&
-	     !npurt_graph_serialize(g, file, len, NULL);
+	n.beta = 1.0f;
+	for (int i = 0; i < LONG_OPS; i++)
+		ok = ok && !npurt_graph_add_into(g, &n, y);
+	ok = ok && !npurt_graph_output(g, y, "y") && !npurt_graph_serialize(g, file, len, NULL);
 	npurt_graph_destroy(g);
 	return ok ? 0 : -1;
 }
 
+/*
+ * A run past its timeout is aborted in the middle of its list: the ops
+ * after the abort never run (the output, device memory, is short of a
+ * whole run), and the next run, on fresh queues, runs them all.
+ */
 TEST_F(mod, an_execute_timeout_aborts_and_the_model_runs_again)
 {
-	static float y[128 * 64];
+	const float whole = (float)LONG_OPS * (float)(1u << 16);
+	npurt_mem *out;
 	uint64_t t0;
 	npurt_model *m;
+	float *y;
 	void *file;
 	size_t len;
 
@@ -465,16 +475,23 @@ TEST_F(mod, an_execute_timeout_aborts_and_the_model_runs_again)
 	ASSERT_EQ(NPURT_OK, npurt_model_load_buffer(self->dev, file, len, NULL, &m))
 		TH_LOG("%s", npurt_last_error());
 	free(file);
-	ASSERT_EQ(NPURT_OK, npurt_model_bind(m, 0, y, sizeof(y)));
+	ASSERT_EQ(NPURT_OK, npurt_mem_alloc(self->dev, 128 * 64 * 4, &out));
+	y = npurt_mem_host_ptr(out);
+	ASSERT_EQ(NPURT_OK, npurt_model_bind(m, 0, y, 128 * 64 * 4));
 	t0 = npu_now_ms();
 	EXPECT_EQ(NPURT_ERR_TIMEOUT, npurt_model_execute(m, 50)) TH_LOG("%s", npurt_last_error());
 	EXPECT_NE(NULL, strstr(npurt_last_error(), "aborted")) TH_LOG("%s", npurt_last_error());
 	EXPECT_GT(5000, npu_now_ms() - t0);
+	/* Stopped: what is there stays short of a whole run. */
+	usleep(200 * 1000);
+	EXPECT_GT(whole, y[0]);
+	EXPECT_GT(whole, y[128 * 64 - 1]);
 	/* Fresh queues: the model runs to the end now. */
 	ASSERT_EQ(NPURT_OK, npurt_model_execute(m, -1)) TH_LOG("%s", npurt_last_error());
-	EXPECT_EQ((float)(1u << 16), y[0]);
-	EXPECT_EQ((float)(1u << 16), y[128 * 64 - 1]);
+	EXPECT_EQ(whole, y[0]);
+	EXPECT_EQ(whole, y[128 * 64 - 1]);
 	npurt_model_unload(m);
+	npurt_mem_free(out);
 }
 
 /* Every loader error: nothing allocated, nothing sunk, the reason said. */

@@ -47,6 +47,7 @@ typedef enum npurt_status {
 	NPURT_ERR_INTERNAL = 8,		/* a bug in libnpurt */
 	NPURT_ERR_NOT_READY = 9,	/* not done yet; not a failure (queries) */
 	NPURT_ERR_BUSY = 10,		/* every one of a resource is taken (queues...) */
+	NPURT_ERR_CAPTURE = 11,		/* not allowed on a capturing stream (capture) */
 } npurt_status;
 
 /*
@@ -1184,6 +1185,13 @@ NPURT_API npurt_status npurt_model_execute(npurt_model *model, int32_t timeout_m
  */
 NPURT_API npurt_status npurt_model_execute_async(npurt_model *model, npurt_stream *stream);
 
+/*
+ * Write the model's file to `path` (Documentation/model-format.rst): a
+ * captured model's too, which npurt_model_load() then loads anywhere.
+ * Errors of the file system mapped by errno; NPURT_ERR_INVALID for NULL.
+ */
+NPURT_API npurt_status npurt_model_save(npurt_model *model, const char *path);
+
 typedef enum npurt_dispatch {
 	NPURT_DISPATCH_SINK = 0,	/* one submit per run (task lists) */
 	NPURT_DISPATCH_HOST = 1,	/* the ops' tasks submitted from the host */
@@ -1231,6 +1239,66 @@ NPURT_API npurt_status npurt_runloop_push(npurt_runloop *loop, const void *const
 
 /* Stop: every request pushed is run and handed to `done` first. NULL is fine. */
 NPURT_API void npurt_runloop_stop(npurt_runloop *loop);
+
+/* ---- stream capture ------------------------------------------------- */
+
+/*
+ * Capture turns ordinary calls into a model. Between
+ * npurt_stream_begin_capture() and npurt_stream_end_capture() the work
+ * issued to the stream is recorded, not run: kernel launches, copies and
+ * fills between device memory or pinned/registered host memory, event
+ * records, and waits for events recorded in the capture. A stream that
+ * waits for an event recorded in the capture joins it (up to 8 streams in
+ * all), and its work from then on is the capture's too. End gives a
+ * loaded model whose runs do all of it with one submit
+ * (npurt_model_execute(), npurt_model_execute_async(), run loops) and
+ * that npurt_model_save() writes to a file.
+ *
+ * The model's inputs and outputs are the allocations the work touched,
+ * each one whole: the ones it only read are inputs ("input0", ... in the
+ * order the capture met them), the ones it wrote outputs ("output0", ...),
+ * each bound to the allocation it was, so a run with no other binding
+ * works on the memory the calls named. Keep that memory while the model
+ * may run, or bind others of the same size (an output the work also reads
+ * must be device or registered memory: plain host memory is only copied
+ * out).
+ *
+ * Calls that cannot be replayed fail with NPURT_ERR_CAPTURE, record
+ * nothing, and the capture goes on: synchronizing or querying a capturing
+ * stream (npurt_device_synchronize() while any stream of the device
+ * captures), copies that the CPU does (pageable memory, npurt_copy()),
+ * host callbacks, notifies, stream-ordered allocation, running a model on
+ * the stream, waits for events recorded outside the capture (or in an
+ * ended one), interprocess events, host waits and queries of an event
+ * whose latest record was captured. A capture takes copies and fills it
+ * can express as ops: copies of even sizes at even addresses, fills of
+ * whole aligned 32-bit words, up to 4096 rows (NPURT_ERR_UNSUPPORTED
+ * otherwise). Ops are checked as a model's are, at the call
+ * (NPURT_ERR_INVALID with the reason).
+ *
+ * Threads: beginning and ending a capture must not overlap other calls on
+ * its streams; between them, its streams may be used as usual.
+ */
+
+/*
+ * Begin capturing on `stream` (its earlier work is submitted and runs).
+ * NPURT_ERR_INVALID: NULL; NPURT_ERR_CAPTURE: it captures already (or
+ * joined a capture); NPURT_ERR_DEVICE: it failed earlier.
+ */
+NPURT_API npurt_status npurt_stream_begin_capture(npurt_stream *stream);
+
+/*
+ * End the capture `stream` began: its streams run normally again and
+ * *model is the captured work, loaded (npurt_model_unload() it). The
+ * capture is over whatever this returns. NPURT_ERR_INVALID: NULL, a
+ * stream not capturing or one that joined another's capture, nothing
+ * captured, work that writes no memory; the load's statuses
+ * (NPURT_ERR_NO_MEMORY, ...).
+ */
+NPURT_API npurt_status npurt_stream_end_capture(npurt_stream *stream, npurt_model **model);
+
+/* Whether `stream` is capturing (began or joined a capture). */
+NPURT_API npurt_status npurt_stream_is_capturing(npurt_stream *stream, bool *capturing);
 
 #ifdef __cplusplus
 }

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "error.h"
 #include "internal.h"
 
@@ -240,6 +241,8 @@ npurt_status npurt_stream_add_callback(npurt_stream *s, npurt_callback_fn fn, vo
 
 	if (!s || !fn)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL %s", who, s ? "function" : "stream");
+	if (npurt_capturing(s))
+		return npurt_capture_refuse(s, who, "a callback runs on the host, not in a model");
 	if (npurt_path_failed(s))
 		return npurt_set_error(NPURT_ERR_DEVICE,
 				       "%s: the stream failed earlier (npurt_stream_synchronize says how)",

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "error.h"
 #include "internal.h"
 
@@ -349,6 +350,13 @@ static npurt_status copy_2d(npurt_stream *s, void *dst, size_t dpitch, const voi
 		p.width = dext;
 		p.height = 1;
 	}
+	if (npurt_capturing(s)) {
+		if (dplace == NPURT_PAGEABLE || splace == NPURT_PAGEABLE)
+			return npurt_capture_refuse(s, who, "the CPU copies pageable memory; capture "
+						    "device, pinned or registered memory");
+		return npurt_capture_copy(s, p.daddr, p.dpitch, p.saddr, p.spitch, p.width,
+					  p.height, who);
+	}
 	if (dplace != NPURT_PAGEABLE && splace != NPURT_PAGEABLE)
 		return device_copy(s, &p, who);
 	if (dplace != NPURT_PAGEABLE)
@@ -377,11 +385,15 @@ static npurt_status then_wait(npurt_stream *s, npurt_status st)
 npurt_status npurt_copy_2d(npurt_stream *s, void *dst, size_t dpitch, const void *src,
 			   size_t spitch, size_t width, size_t height)
 {
+	if (s && npurt_capturing(s))
+		return npurt_capture_refuse(s, "npurt_copy_2d", "it waits for the stream");
 	return then_wait(s, copy_2d(s, dst, dpitch, src, spitch, width, height, "npurt_copy_2d"));
 }
 
 npurt_status npurt_copy(npurt_stream *s, void *dst, const void *src, size_t size)
 {
+	if (s && npurt_capturing(s))
+		return npurt_capture_refuse(s, "npurt_copy", "it waits for the stream");
 	return then_wait(s, copy_2d(s, dst, size, src, size, size, 1, "npurt_copy"));
 }
 
@@ -421,6 +433,8 @@ static npurt_status fill(npurt_stream *s, void *dst, uint32_t value, unsigned in
 	r = (unsigned int)(addr & 3);
 	for (unsigned int b = 0; b < 4; b++)
 		word |= ((value >> (8 * ((b + 4 - r) % w))) & 0xffu) << (8 * b);
+	if (npurt_capturing(s))
+		return npurt_capture_fill(s, addr, word, size, who);
 	head = min_size((4 - r) % 4, size);
 	body = (size - head) & ~(size_t)3;
 	if (head)

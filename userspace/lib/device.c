@@ -196,6 +196,7 @@ npurt_status npurt_device_open(int index, npurt_device **out)
 	npurt_notifies_open(dev);
 	pthread_mutex_init(&dev->default_lock, NULL);
 	pthread_mutex_init(&dev->models_lock, NULL);
+	pthread_mutex_init(&dev->capture_lock, NULL);
 	*out = dev;
 	return NPURT_OK;
 }
@@ -207,6 +208,7 @@ void npurt_device_close(npurt_device *dev)
 	npurt_callbacks_close(dev);
 	npurt_models_close(dev);
 	npurt_streams_close(dev);
+	pthread_mutex_destroy(&dev->capture_lock);
 	pthread_mutex_destroy(&dev->default_lock);
 	npurt_notifies_close(dev);
 	npurt_events_close(dev);

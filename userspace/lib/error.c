@@ -157,6 +157,7 @@ const char *npurt_status_name(npurt_status status)
 	case NPURT_ERR_INTERNAL: return "NPURT_ERR_INTERNAL";
 	case NPURT_ERR_NOT_READY: return "NPURT_ERR_NOT_READY";
 	case NPURT_ERR_BUSY: return "NPURT_ERR_BUSY";
+	case NPURT_ERR_CAPTURE: return "NPURT_ERR_CAPTURE";
 	}
 	return "NPURT_ERR_UNKNOWN";
 }

@@ -53,6 +53,9 @@ struct npurt_event {
 	pthread_mutex_t lock;
 	struct entry *cur;		/* the latest record's entry, or NULL */
 	uint32_t syncobj;		/* NPURT_EVENT_INTERPROCESS: its drm syncobj */
+	/* capture.c: its latest record was in capture cap_id (0: none), there. */
+	_Atomic uint64_t cap_id;
+	uint32_t cap_stream, cap_pos;	/* under lock */
 	npurt_event *prev, *next;	/* pool->live, under pool->lock */
 };
 

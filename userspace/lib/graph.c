@@ -20,36 +20,20 @@
 #include <string.h>
 
 #include "error.h"
+#include "graph.h"
 #include "model_file.h"
 #include "npu_oplib.h"
 #include "npurt.h"
 
 _Static_assert(NPURT_GRAPH_MAX_STREAMS == NPUM_MAX_STREAMS, "stream limits agree");
 
-/* The last accesses to a tensor's memory, per stream: positions + 1. */
-struct access {
-	uint32_t write[NPUM_MAX_STREAMS];	/* 0: none */
-	uint32_t read[NPUM_MAX_STREAMS];
-};
-
-struct npurt_graph {
-	struct mf_model m;		/* tensors and weights grow here */
-	size_t tensor_cap, acc_cap, produced_cap, io_cap, strings_cap, weights_cap;
-	struct npum_op *ops[NPUM_MAX_STREAMS];	/* per stream */
-	uint32_t nops[NPUM_MAX_STREAMS], ops_cap[NPUM_MAX_STREAMS];
-	uint32_t clock[NPUM_MAX_STREAMS][NPUM_MAX_STREAMS];	/* [s][t]: t's ops s waited for */
-	struct access *acc;		/* per tensor (bases only) */
-	bool *produced;			/* bases: written by an op, or an input or constant */
-	npurt_status broken;		/* an allocation failed: every call says so */
-};
-
-static npurt_status nomem(npurt_graph *g, const char *who)
+npurt_status graph_nomem(npurt_graph *g, const char *who)
 {
 	g->broken = NPURT_ERR_NO_MEMORY;
 	return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
 }
 
-static bool grow(void **p, size_t *cap, size_t need, size_t elem)
+bool graph_grow(void **p, size_t *cap, size_t need, size_t elem)
 {
 	size_t n = *cap ? *cap : 16;
 	void *q;
@@ -109,14 +93,14 @@ static npurt_status check_graph(npurt_graph *g, const char *who)
 	return NPURT_OK;
 }
 
-static uint32_t add_string(npurt_graph *g, const char *s)
+uint32_t graph_string_add(npurt_graph *g, const char *s)
 {
 	size_t n = strlen(s) + 1;
 	uint32_t at;
 
 	if (n == 1)
 		return 0;
-	if (!grow((void **)&g->m.strings, &g->strings_cap, g->m.strings_len + n, 1))
+	if (!graph_grow((void **)&g->m.strings, &g->strings_cap, g->m.strings_len + n, 1))
 		return NPUM_NONE;
 	at = (uint32_t)g->m.strings_len;
 	memcpy(g->m.strings + at, s, n);
@@ -139,7 +123,7 @@ static npurt_status check_shape(npurt_dtype dtype, uint32_t ndim, const uint64_t
 }
 
 /* A new dense tensor; NPUM_NONE with the error set. */
-static uint32_t new_tensor(npurt_graph *g, const char *name, uint32_t dtype, uint32_t ndim,
+uint32_t graph_tensor_new(npurt_graph *g, const char *name, uint32_t dtype, uint32_t ndim,
 			   const uint64_t *shape, uint8_t segment, const char *who)
 {
 	struct npum_tensor t = { .dtype = (uint8_t)dtype, .ndim = (uint8_t)ndim,
@@ -161,13 +145,13 @@ static uint32_t new_tensor(npurt_graph *g, const char *name, uint32_t dtype, uin
 				(unsigned long long)NPUM_MAX_TENSOR_BYTES);
 		return NPUM_NONE;
 	}
-	t.name = name ? add_string(g, name) : 0;
+	t.name = name ? graph_string_add(g, name) : 0;
 	if (t.name == NPUM_NONE ||
-	    !grow((void **)&g->m.tensors, &g->tensor_cap, g->m.ntensors + 1, sizeof(t)) ||
-	    !grow((void **)&g->acc, &g->acc_cap, g->m.ntensors + 1, sizeof(*g->acc)) ||
-	    !grow((void **)&g->produced, &g->produced_cap, g->m.ntensors + 1,
+	    !graph_grow((void **)&g->m.tensors, &g->tensor_cap, g->m.ntensors + 1, sizeof(t)) ||
+	    !graph_grow((void **)&g->acc, &g->acc_cap, g->m.ntensors + 1, sizeof(*g->acc)) ||
+	    !graph_grow((void **)&g->produced, &g->produced_cap, g->m.ntensors + 1,
 		  sizeof(*g->produced))) {
-		nomem(g, who);
+		graph_nomem(g, who);
 		return NPUM_NONE;
 	}
 	g->m.tensors[g->m.ntensors] = t;
@@ -204,9 +188,9 @@ npurt_status npurt_graph_input(npurt_graph *g, const char *name, npurt_dtype dty
 	if (g->m.plan.inputs >= NPUM_MAX_IO)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: more than %d inputs and outputs", who,
 				       NPUM_MAX_IO);
-	if (!grow((void **)&g->m.io, &g->io_cap, g->m.plan.inputs + 1, sizeof(*g->m.io)))
-		return nomem(g, who);
-	t = new_tensor(g, name, (uint32_t)dtype, ndim, shape, NPUM_SEG_IO, who);
+	if (!graph_grow((void **)&g->m.io, &g->io_cap, g->m.plan.inputs + 1, sizeof(*g->m.io)))
+		return graph_nomem(g, who);
+	t = graph_tensor_new(g, name, (uint32_t)dtype, ndim, shape, NPUM_SEG_IO, who);
 	if (t == NPUM_NONE)
 		return g->broken ? g->broken : NPURT_ERR_INVALID;
 	g->m.tensors[t].base = g->m.plan.inputs;
@@ -232,7 +216,7 @@ npurt_status npurt_graph_constant(npurt_graph *g, const char *name, npurt_dtype 
 	st = check_shape(dtype, ndim, shape, who);
 	if (st)
 		return st;
-	t = new_tensor(g, name, (uint32_t)dtype, ndim, shape, NPUM_SEG_WEIGHTS, who);
+	t = graph_tensor_new(g, name, (uint32_t)dtype, ndim, shape, NPUM_SEG_WEIGHTS, who);
 	if (t == NPUM_NONE)
 		return g->broken ? g->broken : NPURT_ERR_INVALID;
 	at = (g->m.plan.weights_bytes + NPUM_ALIGN - 1) & ~(uint64_t)(NPUM_ALIGN - 1);
@@ -241,8 +225,8 @@ npurt_status npurt_graph_constant(npurt_graph *g, const char *name, npurt_dtype 
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: weights over %llu bytes", who,
 				       (unsigned long long)NPUM_MAX_SEGMENT);
 	}
-	if (!grow((void **)&g->m.weights, &g->weights_cap, at + g->m.tensors[t].bytes, 1))
-		return nomem(g, who);
+	if (!graph_grow((void **)&g->m.weights, &g->weights_cap, at + g->m.tensors[t].bytes, 1))
+		return graph_nomem(g, who);
 	memcpy(g->m.weights + at, data, g->m.tensors[t].bytes);
 	g->m.tensors[t].offset = at;
 	g->m.plan.weights_bytes = at + g->m.tensors[t].bytes;
@@ -265,7 +249,7 @@ npurt_status npurt_graph_tensor(npurt_graph *g, const char *name, npurt_dtype dt
 	st = check_shape(dtype, ndim, shape, who);
 	if (st)
 		return st;
-	t = new_tensor(g, name, (uint32_t)dtype, ndim, shape, NPUM_SEG_FMAP, who);
+	t = graph_tensor_new(g, name, (uint32_t)dtype, ndim, shape, NPUM_SEG_FMAP, who);
 	if (t == NPUM_NONE)
 		return g->broken ? g->broken : NPURT_ERR_INVALID;
 	*tensor = t;
@@ -306,7 +290,7 @@ npurt_status npurt_graph_view(npurt_graph *g, uint32_t base, uint64_t offset, ui
 	st = check_shape((npurt_dtype)b->dtype, ndim, shape, who);
 	if (st)
 		return st;
-	t = new_tensor(g, NULL, b->dtype, ndim, shape, NPUM_SEG_VIEW, who);
+	t = graph_tensor_new(g, NULL, b->dtype, ndim, shape, NPUM_SEG_VIEW, who);
 	if (t == NPUM_NONE)
 		return g->broken ? g->broken : NPURT_ERR_INVALID;
 	b = &g->m.tensors[base];	/* the array may have moved */
@@ -331,10 +315,6 @@ static uint32_t base_of(const npurt_graph *g, uint32_t t)
 	return g->m.tensors[t].segment == NPUM_SEG_VIEW ? g->m.tensors[t].base : t;
 }
 
-/* Make stream s wait, if it has not already, for op `pos1` - 1 of stream t. */
-static npurt_status order_after(npurt_graph *g, uint32_t s, uint32_t t, uint32_t pos1,
-				const char *who);
-
 static npurt_status push_op(npurt_graph *g, uint32_t s, const struct npum_op *op, const char *who)
 {
 	size_t cap = g->ops_cap[s];
@@ -344,8 +324,8 @@ static npurt_status push_op(npurt_graph *g, uint32_t s, const struct npum_op *op
 		total += g->nops[k];
 	if (total >= NPUM_MAX_OPS)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: more than %d ops", who, NPUM_MAX_OPS);
-	if (!grow((void **)&g->ops[s], &cap, g->nops[s] + 1, sizeof(*op)))
-		return nomem(g, who);
+	if (!graph_grow((void **)&g->ops[s], &cap, g->nops[s] + 1, sizeof(*op)))
+		return graph_nomem(g, who);
 	g->ops_cap[s] = (uint32_t)cap;
 	g->ops[s][g->nops[s]++] = *op;
 	if (s + 1 > g->m.plan.streams)
@@ -353,7 +333,7 @@ static npurt_status push_op(npurt_graph *g, uint32_t s, const struct npum_op *op
 	return NPURT_OK;
 }
 
-static npurt_status order_after(npurt_graph *g, uint32_t s, uint32_t t, uint32_t pos1,
+npurt_status graph_order_after(npurt_graph *g, uint32_t s, uint32_t t, uint32_t pos1,
 				const char *who)
 {
 	struct npum_op sig = { .type = NPUM_OP_SIGNAL, .in = { NPUM_NONE, NPUM_NONE },
@@ -390,9 +370,9 @@ static npurt_status order_access(npurt_graph *g, uint32_t s, uint32_t x, bool wr
 	npurt_status st = NPURT_OK;
 
 	for (uint32_t t = 0; t < NPUM_MAX_STREAMS && !st; t++) {
-		st = order_after(g, s, t, a->write[t], who);
+		st = graph_order_after(g, s, t, a->write[t], who);
 		if (!st && write)
-			st = order_after(g, s, t, a->read[t], who);
+			st = graph_order_after(g, s, t, a->read[t], who);
 	}
 	return st;
 }
@@ -408,7 +388,7 @@ static void note_access(npurt_graph *g, uint32_t s, uint32_t x, bool write)
 }
 
 /* Add `op` on stream s: its waits first, then it, then what it touched. */
-static npurt_status add_op(npurt_graph *g, uint32_t s, struct npum_op *op, bool reads_out,
+npurt_status graph_op_add(npurt_graph *g, uint32_t s, struct npum_op *op, bool reads_out,
 			   const char *who)
 {
 	npurt_status st = NPURT_OK;
@@ -548,11 +528,11 @@ npurt_status npurt_graph_add(npurt_graph *g, const npurt_graph_node *node, uint3
 	if (node->beta != 0.0f)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: beta accumulates into the output: "
 				       "npurt_graph_add_into() an existing tensor", who);
-	t = new_tensor(g, NULL, dtype, ndim, shape, NPUM_SEG_FMAP, who);
+	t = graph_tensor_new(g, NULL, dtype, ndim, shape, NPUM_SEG_FMAP, who);
 	if (t == NPUM_NONE)
 		return g->broken ? g->broken : NPURT_ERR_INVALID;
 	op.out = t;
-	st = add_op(g, node->stream, &op, false, who);
+	st = graph_op_add(g, node->stream, &op, false, who);
 	if (st) {
 		g->m.ntensors--;
 		return st;
@@ -575,7 +555,7 @@ npurt_status npurt_graph_add_into(npurt_graph *g, const npurt_graph_node *node, 
 	if (st)
 		return st;
 	op.out = out;
-	return add_op(g, node->stream, &op, node->op == NPU_OP_GEMM && node->beta != 0.0f, who);
+	return graph_op_add(g, node->stream, &op, node->op == NPU_OP_GEMM && node->beta != 0.0f, who);
 }
 
 npurt_status npurt_graph_copy(npurt_graph *g, uint32_t stream, uint32_t src, uint32_t dst)
@@ -588,7 +568,7 @@ npurt_status npurt_graph_copy(npurt_graph *g, uint32_t stream, uint32_t src, uin
 		st = check_tensor_id(g, src, who, "source");
 	if (!st)
 		st = check_tensor_id(g, dst, who, "destination");
-	return st ? st : add_op(g, stream, &op, false, who);
+	return st ? st : graph_op_add(g, stream, &op, false, who);
 }
 
 npurt_status npurt_graph_fill(npurt_graph *g, uint32_t stream, uint32_t dst, uint32_t value)
@@ -600,7 +580,7 @@ npurt_status npurt_graph_fill(npurt_graph *g, uint32_t stream, uint32_t dst, uin
 
 	if (!st)
 		st = check_tensor_id(g, dst, who, "destination");
-	return st ? st : add_op(g, stream, &op, false, who);
+	return st ? st : graph_op_add(g, stream, &op, false, who);
 }
 
 npurt_status npurt_graph_output(npurt_graph *g, uint32_t tensor, const char *name)
@@ -632,11 +612,11 @@ npurt_status npurt_graph_output(npurt_graph *g, uint32_t tensor, const char *nam
 	if (g->m.plan.inputs + g->m.plan.outputs >= NPUM_MAX_IO)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: more than %d inputs and outputs", who,
 				       NPUM_MAX_IO);
-	nm = add_string(g, name);
+	nm = graph_string_add(g, name);
 	if (nm == NPUM_NONE ||
-	    !grow((void **)&g->m.io, &g->io_cap, g->m.plan.inputs + g->m.plan.outputs + 1,
+	    !graph_grow((void **)&g->m.io, &g->io_cap, g->m.plan.inputs + g->m.plan.outputs + 1,
 		  sizeof(*g->m.io)))
-		return nomem(g, who);
+		return graph_nomem(g, who);
 	t = &g->m.tensors[tensor];
 	t->name = nm;
 	t->segment = NPUM_SEG_IO;
@@ -672,7 +652,7 @@ static npurt_status finish(npurt_graph *g, struct mf_model *m, const char *who)
 	if (!m->ops || !m->streams) {
 		free(m->ops);
 		free(m->streams);
-		return nomem(g, who);
+		return graph_nomem(g, who);
 	}
 	for (uint32_t s = 0; s < m->plan.streams; s++) {
 		m->streams[s] = (struct npum_stream){ .first_op = at, .op_count = g->nops[s] };
@@ -690,7 +670,7 @@ static npurt_status finish(npurt_graph *g, struct mf_model *m, const char *who)
 		free(m->ops);
 		free(m->streams);
 		if (err == ENOMEM)
-			return nomem(g, who);
+			return graph_nomem(g, who);
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: %s", who, why);
 	}
 	return NPURT_OK;
@@ -714,7 +694,7 @@ npurt_status npurt_graph_serialize(npurt_graph *g, void **data, size_t *size,
 	if (st)
 		return st;
 	if (mf_serialize(&m, data, size))
-		st = nomem(g, who);
+		st = graph_nomem(g, who);
 	if (!st && info)
 		*info = (npurt_plan_info){ .size = sizeof(*info), .weights_bytes = m.plan.weights_bytes,
 					   .fmap_bytes = m.plan.fmap_bytes, .fmap_sum = m.plan.fmap_sum,
@@ -727,30 +707,44 @@ npurt_status npurt_graph_serialize(npurt_graph *g, void **data, size_t *size,
 	return st;
 }
 
+npurt_status graph_write_file(const char *path, const void *data, size_t size, const char *who)
+{
+	FILE *f = fopen(path, "wb");
+	bool written = false;
+	int err = errno;
+
+	if (f) {
+		errno = EIO;	/* for a short write that says nothing */
+		written = fwrite(data, 1, size, f) == size;
+		err = errno;
+		/* A close that fails loses what was buffered: the write failed. */
+		if (fclose(f) && written) {
+			written = false;
+			err = errno;
+		}
+		if (!written)
+			remove(path);
+	}
+	if (!written) {
+		return npurt_set_error(npurt_status_from_errno(err), "%s: %s: %s", who, path,
+				       strerror(err));
+	}
+	return NPURT_OK;
+}
+
 npurt_status npurt_graph_save(npurt_graph *g, const char *path, npurt_plan_info *info)
 {
 	static const char who[] = "npurt_graph_save";
 	void *data;
 	size_t size;
 	npurt_status st;
-	FILE *f;
 
 	if (!path)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL path", who);
 	st = npurt_graph_serialize(g, &data, &size, info);
 	if (st)
 		return st;
-	f = fopen(path, "wb");
-	if (!f || fwrite(data, 1, size, f) != size || fclose(f)) {
-		int err = errno;
-
-		if (f)
-			fclose(f);
-		free(data);
-		remove(path);
-		return npurt_set_error(npurt_status_from_errno(err), "%s: %s: %s", who, path,
-				       strerror(err));
-	}
+	st = graph_write_file(path, data, size, who);
 	free(data);
-	return NPURT_OK;
+	return st;
 }

@@ -20,6 +20,7 @@ struct npurt_event_pool;
 struct npurt_notify_ref;
 struct npurt_cb_pool;
 struct npurt_cb_stream;
+struct npurt_capture;
 
 /* Tasks a stream gathers into one batch at most (stream.c). */
 #define NPURT_BATCH_MAX		64
@@ -51,6 +52,10 @@ struct npurt_device {
 	pthread_mutex_t models_lock;
 	npurt_model *models;
 	_Atomic uint64_t model_clock;
+	/* capture.c: the captures under way, and everything of theirs. */
+	pthread_mutex_t capture_lock;
+	struct npurt_capture *captures;
+	uint64_t capture_ids;
 	/* failure.c: the exception callback, under lock. */
 	npurt_exception_fn exc_fn;
 	void *exc_user;
@@ -129,6 +134,9 @@ struct npurt_stream {
 	/* copy.c: pinned buffers staging pageable memory, made at first use. */
 	_Atomic(struct npurt_staging *) staging;
 	struct npurt_cb_stream *callbacks;	/* callback.c, from the first one */
+	/* capture.c: the capture it is in, and its stream number there. */
+	_Atomic(struct npurt_capture *) capture;
+	uint32_t cap_index;		/* under dev->capture_lock */
 };
 
 /* submit.c: the two paths behind one interface. */

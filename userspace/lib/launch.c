@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "error.h"
 #include "internal.h"
 #include "npu_oplib.h"
@@ -99,6 +100,8 @@ npurt_status npurt_launch(npurt_stream *s, const npurt_launch_desc *d)
 		st = tensor_to_block(&d->out, &a.out, "the output", who);
 	if (st)
 		return st;
+	if (npurt_capturing(s))
+		return npurt_capture_launch(s, d, op, who);
 	/* Threads sharing the stream take slots one at a time, in push order. */
 	pthread_mutex_lock(&s->arena_lock);
 	st = arena_slot(s, &slot, who);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <xf86drm.h>
 
+#include "capture.h"
 #include "error.h"
 #include "internal.h"
 #include "mem_cache.h"
@@ -419,6 +420,8 @@ npurt_status npurt_mem_alloc_async(npurt_stream *s, size_t size, uint32_t flags,
 
 	if (!s || !out)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
+	if (npurt_capturing(s))
+		return npurt_capture_refuse(s, who, "stream-ordered allocation is the host's");
 	return mem_alloc(s->dev, s, size, flags, out, who);
 }
 
@@ -510,6 +513,8 @@ npurt_status npurt_mem_free_async(npurt_mem *m, npurt_stream *s)
 	if (s->dev != m->dev)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: memory and stream are of different devices",
 				       who);
+	if (npurt_capturing(s))
+		return npurt_capture_refuse(s, who, "stream-ordered allocation is the host's");
 	mem_release(m, s);
 	return NPURT_OK;
 }

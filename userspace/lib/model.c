@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "graph.h"
 #include "model.h"
 #include "npu_oplib.h"
 
@@ -546,7 +547,9 @@ static npurt_status take_device(npurt_model *m, const npurt_model_desc *d, const
 						     (unsigned long long)m->work_bytes);
 			m->work = m->user_work;
 		} else {
-			st = alloc_evicting(m, m->work_bytes, &m->work, who, "work memory");
+			/* A model of copies and fills needs none, but has a place. */
+			st = alloc_evicting(m, m->work_bytes ? m->work_bytes : 64, &m->work, who,
+					    "work memory");
 		}
 	}
 	if (!st)
@@ -739,6 +742,26 @@ void npurt_models_close(npurt_device *dev)
 	while (dev->models)
 		npurt_model_unload(dev->models);
 	pthread_mutex_destroy(&dev->models_lock);
+}
+
+npurt_status npurt_model_save(npurt_model *m, const char *path)
+{
+	static const char who[] = "npurt_model_save";
+	npurt_status st;
+	void *data;
+	size_t len;
+
+	if (!m || !path)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
+	pthread_mutex_lock(&m->lock);
+	st = mf_serialize(&m->m, &data, &len) ?
+	     npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who) : NPURT_OK;
+	pthread_mutex_unlock(&m->lock);
+	if (st)
+		return st;
+	st = graph_write_file(path, data, len, who);
+	free(data);
+	return st;
 }
 
 npurt_status npurt_model_info_get(npurt_model *m, npurt_model_info *info)

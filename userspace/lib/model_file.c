@@ -168,11 +168,11 @@ static int check_tensor(const struct mf_model *m, uint32_t i, char *why, size_t 
 		b = &m->tensors[t->base];
 		if (b->segment == NPUM_SEG_VIEW)
 			return fail(why, len, "tensor %s: a view of a view", tname(m, i));
-		if (b->dtype != t->dtype)
-			return fail(why, len, "tensor %s: a %s view of a %s tensor", tname(m, i),
-				    t->dtype ? "16-bit" : "f32", b->dtype ? "16-bit" : "f32");
-		if (t->offset > b->bytes || t->bytes > b->bytes - t->offset ||
-		    t->offset % mf_dtype_size(t->dtype))
+		/* Its dtype may be another than its base's: the bytes are read as its. */
+		if (t->offset % mf_dtype_size(t->dtype))
+			return fail(why, len, "tensor %s: offset %llu is not a multiple of its element",
+				    tname(m, i), (unsigned long long)t->offset);
+		if (t->offset > b->bytes || t->bytes > b->bytes - t->offset)
 			return fail(why, len, "tensor %s: runs past %s", tname(m, i),
 				    tname(m, t->base));
 		break;

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "error.h"
 #include "model.h"
 
@@ -276,6 +277,8 @@ npurt_status npurt_model_execute_async(npurt_model *m, npurt_stream *stream)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	if (stream->dev != m->dev)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: the stream is another device's", who);
+	if (npurt_capturing(stream))
+		return npurt_capture_refuse(stream, who, "a model does not run inside a capture");
 	pthread_mutex_lock(&m->lock);
 	m->busy = true;
 	st = run(m, stream, true, who);

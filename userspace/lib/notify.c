@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "error.h"
 #include "internal.h"
 
@@ -174,6 +175,8 @@ static npurt_status notify_push(npurt_notify *n, npurt_stream *s, uint16_t type,
 	st = check_notify(n, s, who);
 	if (st)
 		return st;
+	if (npurt_capturing(s))
+		return npurt_capture_refuse(s, who, "notifies are not captured (events are)");
 	t.args[0] = n->id;
 	st = npurt_stream_push(s, &t, 1, NULL, who);
 	/*

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "error.h"
 #include "internal.h"
 
@@ -83,6 +84,9 @@ npurt_status npurt_stream_push(npurt_stream *s, const struct drm_npu_task *tasks
 	if (count > NPURT_BATCH_MAX)
 		return npurt_set_error(NPURT_ERR_INTERNAL, "%s: %u tasks in one operation", who,
 				       count);
+	/* Whatever did not ask npurt_capturing() first is not for a model. */
+	if (npurt_capturing(s))
+		return npurt_capture_refuse(s, who, "a model cannot replay it");
 	if (npurt_path_failed(s))
 		return npurt_set_error(NPURT_ERR_DEVICE,
 				       "%s: the stream failed earlier (npurt_stream_synchronize says how)",
@@ -280,6 +284,7 @@ static void stream_destroy(npurt_stream *s)
 {
 	struct drm_npu_queue_destroy destroy = { 0 };
 
+	npurt_capture_stream_gone(s);
 	/* Its callbacks may still add work to it. */
 	npurt_callbacks_drain(s);
 	/* Failed or not, nothing of it may be in flight when it goes. */
@@ -387,6 +392,8 @@ npurt_status npurt_stream_synchronize_timeout(npurt_stream *s, int timeout_ms)
 
 	if (!s)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL stream", who);
+	if (npurt_capturing(s))
+		return npurt_capture_refuse(s, who, "captured work runs when the model does");
 	pthread_mutex_lock(&s->plock);
 	st = flush_locked(s, who);
 	seq = s->issued;
@@ -460,6 +467,9 @@ npurt_status npurt_device_synchronize(npurt_device *dev)
 
 	if (!dev)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL device", who);
+	if (npurt_capture_any(dev))
+		return npurt_set_error(NPURT_ERR_CAPTURE, "%s: not allowed while a stream of the "
+				       "device captures", who);
 	/* A snapshot with references: streams may come and go meanwhile. */
 	all = npurt_streams_get(dev, &n);
 	if (!all)
@@ -481,6 +491,9 @@ npurt_status npurt_stream_query(npurt_stream *s)
 
 	if (!s)
 		return npurt_set_error(NPURT_ERR_INVALID, "npurt_stream_query: NULL stream");
+	if (npurt_capturing(s))
+		return npurt_capture_refuse(s, "npurt_stream_query",
+					    "captured work runs when the model does");
 	pthread_mutex_lock(&s->plock);
 	st = flush_locked(s, "npurt_stream_query");
 	seq = s->issued;
@@ -500,6 +513,8 @@ npurt_status npurt_memset_async(npurt_stream *s, uint64_t dst, uint32_t pattern,
 		return npurt_set_error(NPURT_ERR_INVALID,
 				       "%s(%#llx, %zu bytes): address and size must be non-zero multiples of 4",
 				       who, (unsigned long long)dst, size);
+	if (npurt_capturing(s))
+		return npurt_capture_fill(s, dst, pattern, size, who);
 	return stream_submit1(s, t, who);
 }
 
@@ -512,5 +527,7 @@ npurt_status npurt_memcpy_async(npurt_stream *s, uint64_t dst, uint64_t src, siz
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL stream", who);
 	if (!size)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: size is 0", who);
+	if (npurt_capturing(s))
+		return npurt_capture_copy(s, dst, size, src, size, size, 1, who);
 	return stream_submit1(s, t, who);
 }
