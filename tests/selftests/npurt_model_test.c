@@ -631,6 +631,131 @@ TEST_F(mod, a_run_loop_serves_requests_in_order)
 	npurt_model_unload(m);
 }
 
+/* ---- stopping a loop that pushers are feeding ---------------------------- */
+enum { PUSHERS = 3, PER_PUSHER = 40 };
+
+struct feed {
+	struct mlp *mlp;
+	npurt_runloop *loop;
+	float x[PUSHERS][PER_PUSHER][B * I];
+	pthread_mutex_t lock;
+	int accepted[PUSHERS], refused[PUSHERS], wrong_status[PUSHERS];
+	int seen[PUSHERS];		/* results handed over, per pusher */
+	int bad;			/* wrong result, out of order, or never pushed */
+};
+
+static void fed(void *user, uint64_t tag, npurt_status st, void *const *outputs)
+{
+	struct feed *f = user;
+	int p = (int)(tag / PER_PUSHER), i = (int)(tag % PER_PUSHER);
+	float want[B * O];
+
+	mlp_ref(f->mlp, f->x[p][i], want);
+	pthread_mutex_lock(&f->lock);
+	/* A pusher's requests come back in its order, each once, right. */
+	if (st || i != f->seen[p] || max_err(outputs[0], want, B * O) > 1e-5f)
+		f->bad++;
+	f->seen[p]++;
+	pthread_mutex_unlock(&f->lock);
+}
+
+struct pusher {
+	struct feed *f;
+	int id;
+};
+
+static void *pusher_main(void *arg)
+{
+	struct pusher *p = arg;
+	struct feed *f = p->f;
+
+	for (int i = 0; i < PER_PUSHER; i++) {
+		const void *in[1] = { f->x[p->id][i] };
+		npurt_status st = npurt_runloop_push(f->loop, in, (uint64_t)(p->id * PER_PUSHER + i));
+
+		pthread_mutex_lock(&f->lock);
+		if (!st)
+			f->accepted[p->id]++;
+		else if (st == NPURT_ERR_INVALID)
+			f->refused[p->id]++;
+		else
+			f->wrong_status[p->id]++;
+		pthread_mutex_unlock(&f->lock);
+		/* Once refused, the loop is stopping: every later push is refused. */
+		if (st)
+			break;
+	}
+	return NULL;
+}
+
+/*
+ * Three threads push while the loop is stopped under them: every request
+ * accepted is served, in each pusher's order, and right; every push after
+ * the stop began is refused; stop returns with the pushers still pushing
+ * (none touches the loop after). A new loop on the same model serves.
+ */
+TEST_F(mod, a_run_loop_stops_under_load_and_starts_again)
+{
+	static struct feed fd;
+	npurt_runloop_desc d = { .size = sizeof(d), .depth = 2, .done = fed, .user = &fd };
+	struct pusher ps[PUSHERS];
+	pthread_t th[PUSHERS];
+	npurt_model *m;
+	int accepted = 0, served = 0;
+
+	fd.mlp = &self->mlp;
+	pthread_mutex_init(&fd.lock, NULL);
+	for (int p = 0; p < PUSHERS; p++)
+		for (int i = 0; i < PER_PUSHER; i++)
+			fill_x(fd.x[p][i], 900 + (uint32_t)(p * PER_PUSHER + i));
+	ASSERT_EQ(NPURT_OK, npurt_model_load_buffer(self->dev, self->mlp.file, self->mlp.len, NULL,
+						    &m));
+	for (int round = 0; round < 2; round++) {
+		memset(fd.accepted, 0, sizeof(fd.accepted));
+		memset(fd.refused, 0, sizeof(fd.refused));
+		memset(fd.seen, 0, sizeof(fd.seen));
+		ASSERT_EQ(NPURT_OK, npurt_runloop_start(m, &d, &fd.loop)) TH_LOG("%s",
+										npurt_last_error());
+		for (int p = 0; p < PUSHERS; p++) {
+			ps[p] = (struct pusher){ &fd, p };
+			ASSERT_EQ(0, pthread_create(&th[p], NULL, pusher_main, &ps[p]));
+		}
+		/* Round 0 stops while they push; round 1 once they are done. */
+		if (round == 0) {
+			for (int i = 0; i < 500; i++) {
+				pthread_mutex_lock(&fd.lock);
+				served = fd.seen[0] + fd.seen[1] + fd.seen[2];
+				pthread_mutex_unlock(&fd.lock);
+				if (served >= 10)
+					break;
+				usleep(2000);
+			}
+			npurt_runloop_stop(fd.loop);
+		}
+		for (int p = 0; p < PUSHERS; p++)
+			pthread_join(th[p], NULL);
+		if (round == 1)
+			npurt_runloop_stop(fd.loop);
+		accepted = served = 0;
+		for (int p = 0; p < PUSHERS; p++) {
+			accepted += fd.accepted[p];
+			served += fd.seen[p];
+			EXPECT_EQ(fd.accepted[p], fd.seen[p]) TH_LOG("round %d pusher %d", round, p);
+			EXPECT_EQ(0, fd.wrong_status[p]);
+			if (round == 1)
+				EXPECT_EQ(PER_PUSHER, fd.accepted[p]);
+		}
+		EXPECT_EQ(accepted, served);
+		EXPECT_EQ(0, fd.bad);
+		if (round == 0) {
+			EXPECT_LE(10, served);
+			/* Stopped under them: some pushes were turned away. */
+			EXPECT_LT(accepted, PUSHERS * PER_PUSHER);
+		}
+	}
+	npurt_model_unload(m);
+}
+
 /* Two processes run one model file at the same time, with the same results. */
 TEST_F(mod, two_processes_run_the_same_model_file)
 {

@@ -6,12 +6,12 @@
  * A loop has `depth` buffer sets (pinned host memory for every input and
  * output of the model) cycling free -> filled (push copied the inputs in)
  * -> in flight (bound and queued on the loop's stream) -> free again once
- * the thread has handed the outputs to `done`. The thread keeps as many
- * runs in flight as it has filled sets, waiting for the oldest only when
- * nothing else is to be submitted, so the device always has the next run
- * queued behind the one it runs. A failed run gives its status to done;
- * the loop's stream is then replaced, and every run queued behind the
- * failure reports it too.
+ * the outputs went to `done`. Two threads: one queues each filled set as
+ * soon as it is filled, the other waits for the oldest run in flight and
+ * hands its outputs over; so the device has the next run queued behind
+ * the one it runs while the host waits. A failed run gives its status to
+ * done; the stream is then replaced once the runs queued on it are told
+ * (each reports the failure too).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,12 +21,13 @@
 
 #define LOOP_DEPTH_MAX	16
 
-enum set_state { SET_FREE, SET_FILLED, SET_FLIGHT };
+enum set_state { SET_FREE, SET_FILLED, SET_QUEUING, SET_FLIGHT };
 
 struct loop_set {
 	enum set_state state;
 	uint64_t tag, seq;
 	uint64_t order;			/* push order */
+	npurt_stream *stream;		/* the one it runs on */
 	npurt_mem **mem;		/* per input and output */
 	void **ptr;
 };
@@ -37,12 +38,14 @@ struct npurt_runloop {
 	void *user;
 	uint32_t depth;
 	npurt_stream *stream;
-	pthread_t thread;
+	pthread_t submitter, completer;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;		/* a set changed state, or stop */
 	bool stopping;
+	bool submitted_all;		/* the submitter has left */
 	bool failed;			/* a run failed: its stream takes no more */
 	uint32_t filling;		/* pushes copying their inputs */
+	uint32_t pushers;		/* threads inside npurt_runloop_push() */
 	uint64_t pushed, next_submit, next_done;	/* push order numbers */
 	struct loop_set sets[LOOP_DEPTH_MAX];
 };
@@ -70,19 +73,30 @@ static npurt_status submit(npurt_runloop *l, struct loop_set *s)
 	return st;
 }
 
-static void *loop_main(void *arg)
+/* Queue each filled set in push order; replace the stream after a failure. */
+static void *submitter(void *arg)
 {
 	npurt_runloop *l = arg;
 
 	pthread_mutex_lock(&l->lock);
 	for (;;) {
 		struct loop_set *s = set_by_order(l, l->next_submit, SET_FILLED);
-		bool drained = l->next_done == l->next_submit;
+		npurt_status st;
 
-		/* After a failure, a new stream once the old one's runs are told. */
-		if (s && l->failed && drained) {
+		if (!s) {
+			if (l->stopping && !l->filling && l->next_submit == l->pushed)
+				break;
+			pthread_cond_wait(&l->cond, &l->lock);
+			continue;
+		}
+		if (l->failed) {
 			npurt_stream *fresh;
 
+			/* The runs queued behind the failure are told first. */
+			if (l->next_done != l->next_submit) {
+				pthread_cond_wait(&l->cond, &l->lock);
+				continue;
+			}
 			pthread_mutex_unlock(&l->lock);
 			if (!npurt_stream_create(l->m->dev, NPURT_PRIORITY_NORMAL, &fresh)) {
 				npurt_stream_destroy(l->stream);
@@ -91,40 +105,52 @@ static void *loop_main(void *arg)
 			pthread_mutex_lock(&l->lock);
 			l->failed = false;
 		}
-		if (s && !l->failed) {
-			npurt_status st;
+		s->state = SET_QUEUING;
+		s->stream = l->stream;
+		l->next_submit++;
+		pthread_mutex_unlock(&l->lock);
+		st = submit(l, s);
+		pthread_mutex_lock(&l->lock);
+		if (st)
+			s->seq = 0;	/* failed: reported in order by the completer */
+		s->state = SET_FLIGHT;
+		pthread_cond_broadcast(&l->cond);
+	}
+	l->submitted_all = true;
+	pthread_cond_broadcast(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+	return NULL;
+}
 
-			s->state = SET_FLIGHT;
-			l->next_submit++;
-			pthread_mutex_unlock(&l->lock);
-			st = submit(l, s);
-			pthread_mutex_lock(&l->lock);
-			if (st)
-				s->seq = 0;	/* failed: reported in order below */
+/* Wait for the oldest run, hand its outputs to done, free its set. */
+static void *completer(void *arg)
+{
+	npurt_runloop *l = arg;
+	uint32_t first = l->m->m.plan.inputs;
+
+	pthread_mutex_lock(&l->lock);
+	for (;;) {
+		struct loop_set *s = set_by_order(l, l->next_done, SET_FLIGHT);
+		npurt_status st;
+		void *outs[NPUM_MAX_IO];
+
+		if (!s) {
+			if (l->submitted_all && l->next_done == l->next_submit)
+				break;
+			pthread_cond_wait(&l->cond, &l->lock);
 			continue;
 		}
-		s = set_by_order(l, l->next_done, SET_FLIGHT);
-		if (s) {
-			npurt_status st = s->seq ? NPURT_OK : NPURT_ERR_DEVICE;
-			void *outs[NPUM_MAX_IO];
-			uint32_t first = l->m->m.plan.inputs;
-
-			pthread_mutex_unlock(&l->lock);
-			if (s->seq)
-				st = npurt_stream_wait(l->stream, s->seq, "npurt_runloop");
-			for (uint32_t i = first; i < l->m->nio; i++)
-				outs[i - first] = s->ptr[i];
-			l->done(l->user, s->tag, st, outs);
-			pthread_mutex_lock(&l->lock);
-			l->failed |= st != NPURT_OK;
-			s->state = SET_FREE;
-			l->next_done++;
-			pthread_cond_broadcast(&l->cond);
-			continue;
-		}
-		if (l->stopping && !l->filling && l->next_done == l->pushed)
-			break;
-		pthread_cond_wait(&l->cond, &l->lock);
+		pthread_mutex_unlock(&l->lock);
+		st = s->seq ? npurt_stream_wait(s->stream, s->seq, "npurt_runloop") :
+		     NPURT_ERR_DEVICE;
+		for (uint32_t i = first; i < l->m->nio; i++)
+			outs[i - first] = s->ptr[i];
+		l->done(l->user, s->tag, st, outs);
+		pthread_mutex_lock(&l->lock);
+		l->failed |= st != NPURT_OK;
+		s->state = SET_FREE;
+		l->next_done++;
+		pthread_cond_broadcast(&l->cond);
 	}
 	pthread_mutex_unlock(&l->lock);
 	return NULL;
@@ -182,10 +208,20 @@ npurt_status npurt_runloop_start(npurt_model *m, const npurt_runloop_desc *d, np
 	if (!st) {
 		pthread_mutex_init(&l->lock, NULL);
 		pthread_cond_init(&l->cond, NULL);
-		if (pthread_create(&l->thread, NULL, loop_main, l)) {
+		if (pthread_create(&l->completer, NULL, completer, l)) {
+			st = npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: no thread", who);
+		} else if (pthread_create(&l->submitter, NULL, submitter, l)) {
+			/* The completer leaves at once: nothing will be submitted. */
+			pthread_mutex_lock(&l->lock);
+			l->submitted_all = true;
+			pthread_cond_broadcast(&l->cond);
+			pthread_mutex_unlock(&l->lock);
+			pthread_join(l->completer, NULL);
+			st = npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: no thread", who);
+		}
+		if (st) {
 			pthread_cond_destroy(&l->cond);
 			pthread_mutex_destroy(&l->lock);
-			st = npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: no thread", who);
 		}
 	}
 	if (st) {
@@ -196,6 +232,15 @@ npurt_status npurt_runloop_start(npurt_model *m, const npurt_runloop_desc *d, np
 	}
 	*out = l;
 	return NPURT_OK;
+}
+
+/* A push is done with the loop (its lock held, and released here). */
+static void push_leave(npurt_runloop *l)
+{
+	/* The last one out lets a stop that waits for it free the loop. */
+	if (!--l->pushers && l->stopping)
+		pthread_cond_broadcast(&l->cond);
+	pthread_mutex_unlock(&l->lock);
 }
 
 npurt_status npurt_runloop_push(npurt_runloop *l, const void *const *inputs, uint64_t tag)
@@ -209,6 +254,7 @@ npurt_status npurt_runloop_push(npurt_runloop *l, const void *const *inputs, uin
 		if (!inputs[i])
 			return npurt_set_error(NPURT_ERR_INVALID, "%s: input %u is NULL", who, i);
 	pthread_mutex_lock(&l->lock);
+	l->pushers++;
 	while (!l->stopping) {
 		for (uint32_t k = 0; k < l->depth && !s; k++)
 			if (l->sets[k].state == SET_FREE)
@@ -218,7 +264,7 @@ npurt_status npurt_runloop_push(npurt_runloop *l, const void *const *inputs, uin
 		pthread_cond_wait(&l->cond, &l->lock);
 	}
 	if (l->stopping) {
-		pthread_mutex_unlock(&l->lock);
+		push_leave(l);
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: the loop is stopping", who);
 	}
 	/* Taken: filled outside the lock, then handed over. */
@@ -233,7 +279,7 @@ npurt_status npurt_runloop_push(npurt_runloop *l, const void *const *inputs, uin
 	s->order = l->pushed++;
 	l->filling--;
 	pthread_cond_broadcast(&l->cond);
-	pthread_mutex_unlock(&l->lock);
+	push_leave(l);
 	return NPURT_OK;
 }
 
@@ -244,8 +290,12 @@ void npurt_runloop_stop(npurt_runloop *l)
 	pthread_mutex_lock(&l->lock);
 	l->stopping = true;
 	pthread_cond_broadcast(&l->cond);
+	/* Pushes under way (queued, or turned away) leave before the loop goes. */
+	while (l->pushers)
+		pthread_cond_wait(&l->cond, &l->lock);
 	pthread_mutex_unlock(&l->lock);
-	pthread_join(l->thread, NULL);
+	pthread_join(l->submitter, NULL);
+	pthread_join(l->completer, NULL);
 	npurt_stream_synchronize(l->stream);
 	npurt_stream_destroy(l->stream);
 	free_sets(l);
