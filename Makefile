@@ -40,15 +40,24 @@ FWSIM_CORE := firmware-sim/npu_dev.c firmware-sim/npu_engine.c firmware-sim/npu_
 	firmware-sim/ivshmem_server.c
 FWSIM_SRCS := $(FWSIM_CORE) firmware-sim/fwsim.c firmware-sim/main.c
 LIB_SRCS   := $(sort $(wildcard userspace/lib/*.c))
+# The ONNX importer reads models with protobuf-c, from C generated at build
+# time out of Debian's onnx.proto (libonnx-dev), never kept in the tree.
+ONNX_PROTO ?= /usr/include/onnx/onnx.proto
+ONNX_GEN   := $(O)/gen/onnx.pb-c.c
+PBC_CFLAGS := $(shell pkg-config --cflags libprotobuf-c 2>/dev/null)
+PBC_LIBS   := $(shell pkg-config --libs libprotobuf-c 2>/dev/null || echo -lprotobuf-c)
+LIB_OBJS    = $(call obj,$(LIB_SRCS)) $(O)/obj/gen/onnx.pb-c.o
+# What a program linking libnpurt statically links besides.
+LIB_DEPS    = $(DRM_LIBS) $(URING_LIBS) $(PBC_LIBS)
 TOOLS      := $(patsubst userspace/tools/%.c,$(O)/bin/%,$(wildcard userspace/tools/*.c))
 EXAMPLES   := $(patsubst Documentation/examples/%.c,$(O)/examples/%,$(wildcard Documentation/examples/*.c))
 UNIT       := $(patsubst tests/unit/%.c,$(O)/tests/unit/%,$(wildcard tests/unit/*.c))
 SELFTESTS  := $(patsubst tests/selftests/%.c,$(O)/tests/selftests/%,$(wildcard tests/selftests/*.c))
 BENCH      := $(patsubst tests/bench/%.c,$(O)/tests/bench/%,$(wildcard tests/bench/*.c))
 HOST_BENCH := $(patsubst tests/bench/host/%.c,$(O)/tests/bench-host/%,$(wildcard tests/bench/host/*.c))
-FUZZ_SRCS  := $(sort $(filter-out tests/fuzz/model_fuzz.c,$(wildcard tests/fuzz/*.c)))
+FUZZ_SRCS  := $(sort $(filter-out tests/fuzz/model_fuzz.c tests/fuzz/onnx_fuzz.c,$(wildcard tests/fuzz/*.c)))
 # The model file reader under libFuzzer (clang, with ASan and UBSan).
-MODEL_FUZZ := $(if $(shell command -v clang 2>/dev/null),$(O)/tests/fuzz/model_fuzz)
+MODEL_FUZZ := $(if $(shell command -v clang 2>/dev/null),$(O)/tests/fuzz/model_fuzz $(O)/tests/fuzz/onnx_fuzz)
 FUZZ       := $(if $(FUZZ_SRCS),$(O)/tests/fuzz/npu-fuzz)
 
 LIBSO      := $(O)/lib/libnpurt.so.$(NPURT_VERSION)
@@ -77,19 +86,29 @@ $(O)/bin/npu-fwsim: $(call obj,$(FWSIM_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -lpthread -lm -o $@
 
+$(ONNX_GEN): $(ONNX_PROTO)
+	@mkdir -p $(@D)
+	cd $(dir $(ONNX_PROTO)) && protoc-c --c_out=$(abspath $(@D)) $(notdir $(ONNX_PROTO))
+
+$(O)/obj/gen/onnx.pb-c.o: $(ONNX_GEN)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden $(PBC_CFLAGS) -I$(O)/gen -c $< -o $@
+
 # One set of PIC objects serves both the shared and the static library.
-$(O)/obj/userspace/lib/%.o: userspace/lib/%.c
+$(O)/obj/userspace/lib/%.o: userspace/lib/%.c | $(ONNX_GEN)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(DEPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden \
-		-Iuserspace/include -Iuapi -Ifirmware-sim $(DRM_CFLAGS) $(URING_CFLAGS) -c $< -o $@
+		-Iuserspace/include -Iuapi -Ifirmware-sim -I$(O)/gen $(PBC_CFLAGS) $(DRM_CFLAGS) \
+		$(URING_CFLAGS) -c $< -o $@
 
-$(LIBSO): $(call obj,$(LIB_SRCS))
+$(LIBSO): $(LIB_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libnpurt.so.$(NPURT_SOVER) $^ $(DRM_LIBS) $(URING_LIBS) -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libnpurt.so.$(NPURT_SOVER) $^ $(LIB_DEPS) \
+		-lm -o $@
 	ln -sf libnpurt.so.$(NPURT_VERSION) $(O)/lib/libnpurt.so.$(NPURT_SOVER)
 	ln -sf libnpurt.so.$(NPURT_SOVER) $(O)/lib/libnpurt.so
 
-$(LIBA): $(call obj,$(LIB_SRCS))
+$(LIBA): $(LIB_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@
 	$(AR) rcs $@ $^
@@ -110,14 +129,14 @@ $(O)/obj/userspace/tools/npurun.o: TOOL_CFLAGS := -Iuserspace/tools/npurun
 # Tools link libnpurt statically: they run from the build tree unchanged.
 $(O)/bin/%: $(O)/obj/userspace/tools/%.o $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) $(URING_LIBS) -lm -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) $(LIBA) $(LIB_DEPS) -lm -o $@
 
 # The documentation's examples build as an application would: the public
 # header and the library, nothing else. tests/selftests/run runs them.
 $(O)/examples/%: Documentation/examples/%.c $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iuserspace/include $< $(LIBA) \
-		$(DRM_LIBS) $(URING_LIBS) -lpthread -lm -o $@
+		$(LIB_DEPS) -lpthread -lm -o $@
 
 # ---- tests ---------------------------------------------------------------
 # kselftest_harness.h is extracted from Debian's linux-source, never copied in.
@@ -137,7 +156,7 @@ $(O)/obj/tests/%.o: tests/%.c $(KSFT)/kselftest_harness.h
 
 $(O)/tests/unit/%: $(O)/obj/tests/unit/%.o $(call obj,$(FWSIM_CORE)) $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) $(URING_LIBS) -lpthread -lm -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LIB_DEPS) -lpthread -lm -o $@
 
 # The caching allocator's and the range table's tests drive their logic
 # through the library's internal headers, and run once more under ASan
@@ -172,16 +191,16 @@ $(O)/tests/unit-san/npurt_model_file_test: tests/unit/npurt_model_file_test.c $(
 
 $(O)/tests/selftests/%: $(O)/obj/tests/selftests/%.o $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) $(URING_LIBS) -lpthread -lm -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LIB_DEPS) -lpthread -lm -o $@
 
 $(O)/tests/bench/%: $(O)/obj/tests/bench/%.o $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(DRM_LIBS) $(URING_LIBS) $(BLAS_LIBS) -lpthread -lm -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LIB_DEPS) $(BLAS_LIBS) -lpthread -lm -o $@
 
 # Benchmarks of the device core alone, run on the host.
 $(O)/tests/bench-host/%: $(O)/obj/tests/bench/host/%.o $(call obj,$(FWSIM_CORE))
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ -lpthread -lm -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(BLAS_LIBS) -lpthread -lm -o $@
 
 # The uapi fuzzer (run in the VM by tests/selftests/run): no harness, full warnings.
 $(O)/obj/tests/fuzz/%.o: tests/fuzz/%.c
@@ -196,11 +215,32 @@ $(O)/tests/fuzz/model_fuzz: tests/fuzz/model_fuzz.c userspace/lib/model_file.c u
 		-fno-sanitize-recover=all -Iuserspace/lib -Ifirmware-sim -Iuapi \
 		$(filter %.c,$^) -o $@
 
+# The ONNX importer with what it needs of the library: no device code.
+ONNX_FUZZ_SRCS := $(wildcard userspace/lib/onnx_*.c) $(MODEL_FILE_SRCS)
+$(O)/tests/fuzz/onnx_fuzz: tests/fuzz/onnx_fuzz.c $(ONNX_FUZZ_SRCS) $(ONNX_GEN) userspace/lib/onnx.h
+	@mkdir -p $(@D)
+	clang -std=gnu11 -D_GNU_SOURCE $(WARN) -O1 -g -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=all -Iuserspace/include -Iuserspace/lib -Ifirmware-sim -Iuapi \
+		-I$(O)/gen $(PBC_CFLAGS) $(DRM_CFLAGS) $(filter %.c,$^) $(LIB_DEPS) -lm -o $@
+
 $(O)/tests/fuzz/npu-fuzz: $(call obj,$(FUZZ_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(URING_LIBS) -o $@
 
-tests: $(UNIT) $(UNIT_SAN) $(SELFTESTS) $(BENCH) $(HOST_BENCH) $(FUZZ) $(MODEL_FUZZ) $(EXAMPLES)
+# The ONNX backend node tests on the device: run in the VM with the selftests.
+ONNX_CONF := $(O)/tests/selftests/onnx_conformance
+$(ONNX_CONF): tests/onnx/conformance.c $(LIBA) $(ONNX_GEN)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iuserspace/include -I$(O)/gen $(PBC_CFLAGS) \
+		$< $(LIBA) $(LIB_DEPS) -lpthread -lm -o $@
+
+# Real models as ONNX files (Debian's python3-onnx; the system python3).
+ONNX_MODELS := $(O)/onnx-models/mlp.onnx
+$(ONNX_MODELS): tests/onnx/make_models.py
+	/usr/bin/python3 $< $(@D)
+
+tests: $(UNIT) $(UNIT_SAN) $(SELFTESTS) $(BENCH) $(HOST_BENCH) $(FUZZ) $(MODEL_FUZZ) $(EXAMPLES) \
+	$(ONNX_CONF) $(ONNX_MODELS)
 
 # ---- entry points --------------------------------------------------------
 setup:

@@ -348,19 +348,24 @@ static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 	unsigned int n_in, i;
 	int ret = -1, g = free_group(dev);
 
+	size_t len = t->args[2] < sizeof(a) ? (size_t)t->args[2] : sizeof(a);
+
 	/*
 	 * args[2] is the block's size: never read past it. A block shorter
-	 * than the struct this op library knows is malformed; bytes past it
-	 * are a newer caller's, ignored.
+	 * than the first version's is malformed; fields a shorter block
+	 * leaves out read as zero (the ops that need them refuse that);
+	 * bytes past the struct this op library knows are a newer caller's,
+	 * ignored.
 	 */
-	if (t->args[2] < sizeof(a)) {
+	if (t->args[2] < NPU_OP_ARGS_V1_SIZE) {
 		f->code = NPU_FW_EKERNEL;
 		f->access = NPU_ACCESS_READ;
 		f->address = t->args[0];
 		return -1;
 	}
-	if (dma_host(dev, q, t->args[0], &a, sizeof(a), NPU_ACCESS_READ, f) ||
-	    npu_list_patch_block(dev, qid, q, &a, sizeof(a), t->args[2], f))
+	memset(&a, 0, sizeof(a));
+	if (dma_host(dev, q, t->args[0], &a, len, NPU_ACCESS_READ, f) ||
+	    npu_list_patch_block(dev, qid, q, &a, len, t->args[2], f))
 		return -1;
 	if (t->args[1] > NPU_DEV_CORES_MAX || npu_op_check(&a)) {
 		f->code = NPU_FW_EKERNEL;

@@ -8,10 +8,11 @@
  *
  * Userspace writes a struct npu_op_args to device memory and submits a
  * DRM_NPU_TASK_KERNEL task with args[0] its device VA and args[2] its
- * size in bytes (sizeof(struct npu_op_args) today). The firmware reads at
- * most that many bytes: a block shorter than the struct it knows fails
- * the launch (DRM_NPU_JOB_KERNEL_ERROR); bytes past it are ignored, so
- * the block can grow at its end. Documentation/firmware-interface.rst,
+ * size in bytes (NPU_OP_ARGS_SIZE today). The firmware reads at most that
+ * many bytes: a block shorter than NPU_OP_ARGS_V1_SIZE fails the launch
+ * (DRM_NPU_JOB_KERNEL_ERROR); fields past a shorter block's end read as
+ * zero (the ops that need them refuse it); bytes past the struct it knows
+ * are ignored, so the block can grow at its end. Documentation/firmware-interface.rst,
  * "Op library", describes each op.
  */
 #ifndef NPU_OPLIB_H
@@ -41,10 +42,29 @@ struct npu_op_tensor {
 };
 
 enum npu_op_id {
-	/* out = in0 (op) in1, elementwise; fp32; same shapes (0-strides broadcast) */
+	/*
+	 * out = in0 (op) in1, elementwise; fp32; same shapes (0-strides
+	 * broadcast). POW is powf(in0, in1).
+	 */
 	NPU_OP_ADD = 1, NPU_OP_SUB, NPU_OP_MUL, NPU_OP_DIV, NPU_OP_MAX, NPU_OP_MIN,
-	/* out = f(in0), elementwise; fp32 */
+	NPU_OP_POW,
+	NPU_OP_LAST_BINARY = NPU_OP_POW,
+	/*
+	 * out = f(in0), elementwise; fp32. GELU is the tanh approximation,
+	 * GELU_ERF the exact form. Parameters: LEAKY_RELU and ELU alpha; SELU
+	 * alpha and gamma in beta; HARD_SIGMOID max(0, min(1, alpha x + beta));
+	 * CLIP bounds [alpha, beta]; THRESHOLDED_RELU and CELU alpha; SHRINK
+	 * lambda in alpha, bias in beta. npu_opdefs.h defines each.
+	 */
 	NPU_OP_RELU = 16, NPU_OP_GELU, NPU_OP_SIGMOID, NPU_OP_TANH, NPU_OP_EXP,
+	NPU_OP_NEG = 112, NPU_OP_ABS, NPU_OP_SQRT, NPU_OP_LOG, NPU_OP_RECIPROCAL,
+	NPU_OP_FLOOR, NPU_OP_CEIL, NPU_OP_SIGN, NPU_OP_ERF, NPU_OP_SOFTPLUS,
+	NPU_OP_SOFTSIGN, NPU_OP_GELU_ERF, NPU_OP_LEAKY_RELU, NPU_OP_ELU, NPU_OP_SELU,
+	NPU_OP_HARD_SIGMOID, NPU_OP_HARD_SWISH, NPU_OP_CLIP, NPU_OP_SIN, NPU_OP_COS,
+	NPU_OP_ROUND, NPU_OP_TAN, NPU_OP_ASIN, NPU_OP_ACOS, NPU_OP_ATAN, NPU_OP_SINH,
+	NPU_OP_COSH, NPU_OP_ASINH, NPU_OP_ACOSH, NPU_OP_ATANH, NPU_OP_THRESHOLDED_RELU,
+	NPU_OP_SHRINK, NPU_OP_CELU,
+	NPU_OP_LAST_UNARY = NPU_OP_CELU,
 	/*
 	 * out[M,N] = alpha * op(in0)[M,K] x op(in1)[K,N] + beta * out; fp32,
 	 * 2-D. flags: NPU_OP_F_TRANS_A / NPU_OP_F_TRANS_B.
@@ -58,6 +78,28 @@ enum npu_op_id {
 	NPU_OP_TRANSPOSE = 80,
 	/* out = in0 converted to out's dtype (f32 <-> f16 / bf16) */
 	NPU_OP_CAST = 96,
+	/*
+	 * Windows over in0 [N, C, H, W] into out [N, O, Ho, Wo], fp32, with
+	 * args.win: window k covers rows ho * stride - pad_top + i * dilation
+	 * (i < kernel) and the same for columns; what falls outside the image
+	 * is padding. CONV2D: in1 the weights [O, C / group, kh, kw], padding
+	 * reads 0. MAXPOOL2D: the largest element of the window inside the
+	 * image. AVGPOOL2D: their mean, counting the padding too with
+	 * NPU_OP_W_COUNT_PAD. Needs a block of NPU_OP_ARGS_SIZE.
+	 */
+	NPU_OP_CONV2D = 192, NPU_OP_MAXPOOL2D, NPU_OP_AVGPOOL2D,
+};
+
+#define NPU_OP_W_COUNT_PAD	(1u << 0)
+
+/* The window of CONV2D and the pools: [0] rows, [1] columns. */
+struct npu_op_window {
+	__u32 kernel[2];		/* pools: the window (CONV2D: from in1) */
+	__u32 stride[2];		/* >= 1 */
+	__u32 dilation[2];		/* >= 1 */
+	__u32 pad[4];			/* top, left, bottom, right */
+	__u32 group;			/* CONV2D: C and O split in `group` */
+	__u32 flags;			/* NPU_OP_W_* */
 };
 
 #define NPU_OP_F_TRANS_A	(1u << 0)
@@ -68,9 +110,15 @@ struct npu_op_args {
 	__u32 flags;			/* NPU_OP_F_* */
 	__u32 axis;			/* REDUCE_* */
 	__u32 perm[NPU_MAX_DIMS];	/* TRANSPOSE */
-	float alpha, beta, eps;		/* GEMM, LAYERNORM */
+	float alpha, beta, eps;		/* GEMM, unary parameters, LAYERNORM */
 	struct npu_op_tensor in[2];
 	struct npu_op_tensor out;
+	/* Since firmware 0.4: a block ending before it reads as zeros here. */
+	struct npu_op_window win;
 };
+
+/* The first block's size: launches of the ops before windows may send it. */
+#define NPU_OP_ARGS_V1_SIZE	__builtin_offsetof(struct npu_op_args, win)
+#define NPU_OP_ARGS_SIZE	sizeof(struct npu_op_args)
 
 #endif /* NPU_OPLIB_H */

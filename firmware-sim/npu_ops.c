@@ -5,33 +5,13 @@
  * check accepts cannot make an op read or write outside its tensors.
  */
 #include "npu_ops.h"
+#include "npu_opdefs.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #define LIMIT_DIM	(1ull << 31)
-
-enum op_class { OPC_NONE, OPC_BINARY, OPC_UNARY, OPC_GEMM, OPC_ROW, OPC_REDUCE,
-		OPC_TRANSPOSE, OPC_CAST };
-
-static enum op_class op_class(uint32_t op)
-{
-	if (op >= NPU_OP_ADD && op <= NPU_OP_MIN)
-		return OPC_BINARY;
-	if (op >= NPU_OP_RELU && op <= NPU_OP_EXP)
-		return OPC_UNARY;
-	if (op == NPU_OP_GEMM)
-		return OPC_GEMM;
-	if (op == NPU_OP_SOFTMAX || op == NPU_OP_LAYERNORM)
-		return OPC_ROW;
-	if (op >= NPU_OP_REDUCE_SUM && op <= NPU_OP_REDUCE_MAX)
-		return OPC_REDUCE;
-	if (op == NPU_OP_TRANSPOSE)
-		return OPC_TRANSPOSE;
-	if (op == NPU_OP_CAST)
-		return OPC_CAST;
-	return OPC_NONE;
-}
 
 size_t npu_dtype_size(uint32_t dtype)
 {
@@ -99,9 +79,11 @@ static int all_f32(const struct npu_op_args *a, unsigned int n)
 
 unsigned int npu_op_inputs(const struct npu_op_args *a)
 {
-	enum op_class c = op_class(a->op);
+	enum npu_op_kind c = npu_op_kind(a->op);
 
-	return c == OPC_BINARY || c == OPC_GEMM ? 2 : c == OPC_NONE ? 0 : 1;
+	if (a->op == NPU_OP_CONV2D)
+		return 2;
+	return c == NPU_OPK_BINARY || c == NPU_OPK_GEMM ? 2 : c == NPU_OPK_NONE ? 0 : 1;
 }
 
 int npu_op_reads_output(const struct npu_op_args *a)
@@ -132,42 +114,47 @@ static const char *check_gemm(const struct npu_op_args *a)
 
 const char *npu_op_check(const struct npu_op_args *a)
 {
-	enum op_class c = op_class(a->op);
+	enum npu_op_kind c = npu_op_kind(a->op);
 	unsigned int n = npu_op_inputs(a);
 	const char *err;
 
-	if (c == OPC_NONE)
+	if (c == NPU_OPK_NONE)
 		return "unknown op";
-	if (c != OPC_GEMM && a->flags)
+	if (c != NPU_OPK_GEMM && c != NPU_OPK_WINDOW && a->flags)
 		return "unknown flags";
 	err = check_tensor(&a->out, 1);
 	for (unsigned int i = 0; !err && i < n; i++)
 		err = check_tensor(&a->in[i], 0);
 	if (err)
 		return err;
-	if (c != OPC_TRANSPOSE && c != OPC_CAST && !all_f32(a, n))
+	if (c != NPU_OPK_TRANSPOSE && c != NPU_OPK_CAST && !all_f32(a, n))
 		return "op takes fp32 tensors";
 
 	switch (c) {
-	case OPC_BINARY:
+	case NPU_OPK_BINARY:
 		return same_shape(&a->in[0], &a->out) && same_shape(&a->in[1], &a->out) ?
 		       NULL : "input and output shapes differ";
-	case OPC_UNARY:
-	case OPC_ROW:
-	case OPC_CAST:
-		if (c == OPC_ROW && a->op == NPU_OP_LAYERNORM && !(a->eps >= 0.0f && isfinite(a->eps)))
+	case NPU_OPK_UNARY:
+		if (isnan(a->alpha) || isnan(a->beta))
+			return "unary op parameters must not be nan";
+		return same_shape(&a->in[0], &a->out) ? NULL : "input and output shapes differ";
+	case NPU_OPK_ROW:
+	case NPU_OPK_CAST:
+		if (c == NPU_OPK_ROW && a->op == NPU_OP_LAYERNORM && !(a->eps >= 0.0f && isfinite(a->eps)))
 			return "layernorm eps must be finite and not negative";
 		return same_shape(&a->in[0], &a->out) ? NULL : "input and output shapes differ";
-	case OPC_GEMM:
+	case NPU_OPK_GEMM:
 		return check_gemm(a);
-	case OPC_REDUCE:
+	case NPU_OPK_REDUCE:
 		if (a->axis >= a->in[0].ndim || a->out.ndim != a->in[0].ndim)
 			return "reduce axis out of range";
 		for (uint32_t k = 0; k < a->out.ndim; k++)
 			if (a->out.shape[k] != (k == a->axis ? 1 : a->in[0].shape[k]))
 				return "reduce output must keep the input shape with the axis at 1";
 		return NULL;
-	case OPC_TRANSPOSE: {
+	case NPU_OPK_WINDOW:
+		return npu_window_check(a);
+	case NPU_OPK_TRANSPOSE: {
 		unsigned int seen = 0;
 
 		if (a->in[0].dtype != a->out.dtype || a->in[0].ndim != a->out.ndim)
@@ -181,7 +168,7 @@ const char *npu_op_check(const struct npu_op_args *a)
 		}
 		return NULL;
 	}
-	case OPC_NONE:
+	case NPU_OPK_NONE:
 		break;
 	}
 	return "unknown op";
@@ -189,11 +176,13 @@ const char *npu_op_check(const struct npu_op_args *a)
 
 uint64_t npu_op_units(const struct npu_op_args *a)
 {
-	switch (op_class(a->op)) {
-	case OPC_GEMM:
+	switch (npu_op_kind(a->op)) {
+	case NPU_OPK_GEMM:
 		return a->out.shape[0];
-	case OPC_ROW:
+	case NPU_OPK_ROW:
 		return elements(&a->out) / a->out.shape[a->out.ndim - 1];
+	case NPU_OPK_WINDOW:
+		return a->out.shape[0] * a->out.shape[1];	/* an output plane each */
 	default:
 		return elements(&a->out);
 	}
@@ -256,35 +245,11 @@ static int cancelled(const uint32_t *cancel)
 #define STOP_AT(j, cancel) \
 	(!((j) & (CHECK_EVERY_INNER - 1)) && cancelled(cancel))
 
-static float binary(uint32_t op, float x, float y)
-{
-	switch (op) {
-	case NPU_OP_ADD: return x + y;
-	case NPU_OP_SUB: return x - y;
-	case NPU_OP_MUL: return x * y;
-	case NPU_OP_DIV: return x / y;
-	case NPU_OP_MAX: return x > y ? x : y;
-	default: return x < y ? x : y;
-	}
-}
-
-static float unary(uint32_t op, float x)
-{
-	switch (op) {
-	case NPU_OP_RELU: return x > 0 ? x : 0;
-	/* The tanh approximation, as most NPU op libraries ship it. */
-	case NPU_OP_GELU: return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
-	case NPU_OP_SIGMOID: return 1.0f / (1.0f + expf(-x));
-	case NPU_OP_TANH: return tanhf(x);
-	default: return expf(x);
-	}
-}
-
 static int run_elementwise(const struct npu_op_args *a, const struct npu_view *in,
 			   const struct npu_view *out, uint64_t begin, uint64_t end,
 			   const uint32_t *cancel)
 {
-	enum op_class c = op_class(a->op);
+	enum npu_op_kind c = npu_op_kind(a->op);
 	uint64_t ix[NPU_MAX_DIMS], jx[NPU_MAX_DIMS];
 
 	for (uint64_t e = begin; e < end; e++) {
@@ -294,7 +259,7 @@ static int run_elementwise(const struct npu_op_args *a, const struct npu_view *i
 		if (!((e - begin) & (CHECK_EVERY - 1)) && cancelled(cancel))
 			return -1;
 		unravel(e, out, nd, ix);
-		if (c == OPC_TRANSPOSE) {
+		if (c == NPU_OPK_TRANSPOSE) {
 			size_t es = npu_dtype_size(out->dtype);
 
 			for (uint32_t k = 0; k < nd; k++)
@@ -304,10 +269,10 @@ static int run_elementwise(const struct npu_op_args *a, const struct npu_view *i
 			continue;
 		}
 		x = get(&in[0], offset(&in[0], ix, nd));
-		if (c == OPC_BINARY)
-			x = binary(a->op, x, get(&in[1], offset(&in[1], ix, nd)));
-		else if (c == OPC_UNARY)
-			x = unary(a->op, x);
+		if (c == NPU_OPK_BINARY)
+			x = npu_binary(a->op, x, get(&in[1], offset(&in[1], ix, nd)));
+		else if (c == NPU_OPK_UNARY)
+			x = npu_unary(a->op, x, a->alpha, a->beta);
 		put(out, offset(out, ix, nd), x);
 	}
 	return 0;
@@ -497,18 +462,145 @@ static int run_reduce(const struct npu_op_args *a, const struct npu_view *in,
 	return 0;
 }
 
+/*
+ * The output columns wo whose input column wo * stride - pad + j * dil
+ * lies in [0, width): [*lo, *hi).
+ */
+static void valid_cols(int64_t width, int64_t wo_n, int64_t stride, int64_t pad, int64_t off,
+		       int64_t *lo, int64_t *hi)
+{
+	/* wo * stride >= pad - off  and  wo * stride <= width - 1 + pad - off */
+	int64_t a = pad - off, b = width - 1 + pad - off;
+
+	*lo = a <= 0 ? 0 : (a + stride - 1) / stride;
+	*hi = b < 0 ? 0 : b / stride + 1;
+	*hi = *hi < wo_n ? *hi : wo_n;
+	*lo = *lo < *hi ? *lo : *hi;
+}
+
+/*
+ * One output plane (n, o) per unit. A weight is loaded once per input
+ * plane row pass and the inner loop runs over a contiguous stretch of
+ * output columns, so with unit strides it vectorizes.
+ */
+static int run_conv(const struct npu_op_args *a, const struct npu_view *in,
+		    const struct npu_view *out, uint64_t begin, uint64_t end,
+		    const uint32_t *cancel)
+{
+	const struct npu_op_window *w = &a->win;
+	const float *X = in[0].data, *F = in[1].data;
+	float *Y = out->data;
+	const uint64_t *xs = in[0].stride, *fs = in[1].stride, *ys = out->stride;
+	int64_t H = (int64_t)in[0].shape[2], W = (int64_t)in[0].shape[3];
+	int64_t Ho = (int64_t)out->shape[2], Wo = (int64_t)out->shape[3];
+	int64_t kh = (int64_t)in[1].shape[2], kw = (int64_t)in[1].shape[3];
+	int64_t sh = w->stride[0], sw = w->stride[1], dh = w->dilation[0], dw = w->dilation[1];
+	int64_t pt = w->pad[0], pl = w->pad[1];
+	uint64_t O = out->shape[1], cpg = in[0].shape[1] / w->group, opg = O / w->group;
+
+	for (uint64_t u = begin; u < end; u++) {
+		uint64_t n = u / O, o = u % O, g = o / opg;
+		float *y = Y + n * ys[0] + o * ys[1];
+
+		for (int64_t ho = 0; ho < Ho; ho++)
+			for (int64_t wo = 0; wo < Wo; wo++)
+				y[ho * ys[2] + wo * ys[3]] = 0.0f;
+		for (uint64_t c = 0; c < cpg; c++) {
+			const float *x = X + n * xs[0] + (g * cpg + c) * xs[1];
+			const float *f = F + o * fs[0] + c * fs[1];
+
+			if (cancelled(cancel))
+				return -1;
+			for (int64_t i = 0; i < kh; i++)
+				for (int64_t j = 0; j < kw; j++) {
+					float wt = f[i * fs[2] + j * fs[3]];
+					int64_t lo, hi;
+
+					valid_cols(W, Wo, sw, pl, j * dw, &lo, &hi);
+					for (int64_t ho = 0; ho < Ho; ho++) {
+						int64_t hi_ = ho * sh - pt + i * dh;
+						const float *xr;
+						float *yr;
+
+						if (hi_ < 0 || hi_ >= H)
+							continue;
+						xr = x + hi_ * xs[2] + (j * dw - pl) * (int64_t)xs[3];
+						yr = y + ho * ys[2];
+						for (int64_t wo = lo; wo < hi; wo++)
+							yr[wo * ys[3]] += wt * xr[wo * sw * xs[3]];
+					}
+				}
+		}
+	}
+	return 0;
+}
+
+static int run_pool(const struct npu_op_args *a, const struct npu_view *in,
+		    const struct npu_view *out, uint64_t begin, uint64_t end,
+		    const uint32_t *cancel)
+{
+	const struct npu_op_window *w = &a->win;
+	const uint64_t *xs = in[0].stride, *ys = out->stride;
+	int64_t H = (int64_t)in[0].shape[2], W = (int64_t)in[0].shape[3];
+	int64_t Ho = (int64_t)out->shape[2], Wo = (int64_t)out->shape[3];
+	int64_t kh = w->kernel[0], kw = w->kernel[1], sh = w->stride[0], sw = w->stride[1];
+	int64_t dh = w->dilation[0], dw = w->dilation[1], pt = w->pad[0], pl = w->pad[1];
+	int64_t hp = H + pt + w->pad[2], wp = W + pl + w->pad[3];
+	bool max = a->op == NPU_OP_MAXPOOL2D, count_pad = w->flags & NPU_OP_W_COUNT_PAD;
+	uint64_t C = out->shape[1];
+
+	for (uint64_t u = begin; u < end; u++) {
+		const float *x = (const float *)in[0].data + (u / C) * xs[0] + (u % C) * xs[1];
+		float *y = (float *)out->data + (u / C) * ys[0] + (u % C) * ys[1];
+
+		if (cancelled(cancel))
+			return -1;
+		for (int64_t ho = 0; ho < Ho; ho++)
+			for (int64_t wo = 0; wo < Wo; wo++) {
+				double acc = 0;
+				float m = -INFINITY;
+				int64_t cnt = 0, padded = 0;
+
+				for (int64_t i = 0; i < kh; i++) {
+					int64_t r = ho * sh - pt + i * dh;
+
+					for (int64_t j = 0; j < kw; j++) {
+						int64_t col = wo * sw - pl + j * dw;
+						float v;
+
+						/* padding counts; what ceil_mode adds past it does not */
+						if (r < hp - pt && col < wp - pl)
+							padded++;
+						if (r < 0 || r >= H || col < 0 || col >= W)
+							continue;
+						v = x[r * xs[2] + col * xs[3]];
+						m = v > m || isnan(v) ? v : m;
+						acc += v;
+						cnt++;
+					}
+				}
+				y[ho * ys[2] + wo * ys[3]] = max ? m :
+					(float)(acc / (double)(count_pad ? padded : cnt ? cnt : 1));
+			}
+	}
+	return 0;
+}
+
 int npu_op_run_cancellable(const struct npu_op_args *a, const struct npu_view *in,
 			   const struct npu_view *out, uint64_t begin, uint64_t end,
 			   const uint32_t *cancel)
 {
-	switch (op_class(a->op)) {
-	case OPC_GEMM:
+	switch (npu_op_kind(a->op)) {
+	case NPU_OPK_GEMM:
 		return run_gemm(a, in, out, begin, end, cancel);
-	case OPC_ROW:
+	case NPU_OPK_ROW:
 		return run_rows(a, in, out, begin, end, cancel);
-	case OPC_REDUCE:
+	case NPU_OPK_REDUCE:
 		return run_reduce(a, in, out, begin, end, cancel);
-	case OPC_NONE:
+	case NPU_OPK_WINDOW:
+		return a->op == NPU_OP_CONV2D ? run_conv(a, in, out, begin, end, cancel) :
+		       run_pool(a, in, out, begin, end, cancel);
+	case NPU_OPK_NONE:
 		return 0;
 	default:
 		return run_elementwise(a, in, out, begin, end, cancel);

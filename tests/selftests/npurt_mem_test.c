@@ -399,18 +399,27 @@ TEST_F(mem, another_stream_never_gets_memory_the_device_still_writes)
 TEST_F(mem, a_plain_free_waits_for_every_stream)
 {
 	npurt_mem *a, *b;
-	uint64_t addr;
+	uint64_t addr, b_addr;
 
 	ASSERT_EQ(NPURT_OK, npurt_mem_alloc(self->dev, 64 * KiB, &a));
 	addr = npurt_mem_device_addr(a);
 	ASSERT_EQ(0, keep_busy(self->s, self->busy));
 	npurt_mem_free(a);
 	ASSERT_EQ(NPURT_OK, npurt_mem_alloc_async(self->t, 64 * KiB, 0, &b));
-	EXPECT_NE(addr, npurt_mem_device_addr(b));
+	b_addr = npurt_mem_device_addr(b);
+	EXPECT_NE(addr, b_addr);
 	npurt_mem_free(b);
 	ASSERT_EQ(NPURT_OK, npurt_stream_synchronize(self->s));
+	/*
+	 * Both blocks are free once s is done (b's plain free waited for s
+	 * too): the cache hands back one of them, whichever it released
+	 * first (on a slow kernel the order varies), never new memory.
+	 */
 	ASSERT_EQ(NPURT_OK, npurt_mem_alloc(self->dev, 64 * KiB, &b));
-	EXPECT_EQ(addr, npurt_mem_device_addr(b));
+	EXPECT_TRUE(npurt_mem_device_addr(b) == addr || npurt_mem_device_addr(b) == b_addr)
+		TH_LOG("got %#llx, freed %#llx and %#llx",
+		       (unsigned long long)npurt_mem_device_addr(b), (unsigned long long)addr,
+		       (unsigned long long)b_addr);
 	npurt_mem_free(b);
 }
 

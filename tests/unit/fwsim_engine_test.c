@@ -462,12 +462,55 @@ TEST_F(engine, kernel_with_a_short_argument_block_fails_the_task)
 	k->in[0] = t2d(TEST_VA_BASE + 1024, 4, 4);
 	k->out = t2d(TEST_VA_BASE + 2048, 4, 4);
 	ASSERT_EQ(0, start_queue(self, 0, 1));
-	push(self, 0, NPU_FW_TASK_KERNEL, TEST_VA_BASE, 0, sizeof(*k) - 1);
+	push(self, 0, NPU_FW_TASK_KERNEL, TEST_VA_BASE, 0, NPU_OP_ARGS_V1_SIZE - 1);
 	push(self, 0, NPU_FW_TASK_FENCE, 1, 0, 0);
 	ring(self, 0);
 	EXPECT_EQ(NPU_QUEUE_FAULTED, q->state);
 	EXPECT_EQ(NPU_FW_EKERNEL, q->error);
 	EXPECT_EQ(TEST_VA_BASE, q->error_address);
+}
+
+/*
+ * A block of the first version (before the window) still runs the ops it
+ * had; the rest of the struct reads as zeros, so a window op sent in such
+ * a block has no window and fails, whatever the bytes after it hold.
+ */
+TEST_F(engine, a_first_version_block_runs_and_leaves_the_window_zero)
+{
+	struct npu_op_args *k = (struct npu_op_args *)(self->hbm + DATA);
+	struct npu_fw_queue *q = qslot(self, 0);
+	float *x = (float *)(self->hbm + DATA + 1024), *y = (float *)(self->hbm + DATA + 2048);
+
+	map(self, 1, TEST_VA_BASE, DATA, 1, NPU_PTE_WRITE);
+	memset(k, 0, sizeof(*k));
+	for (int i = 0; i < 16; i++)
+		x[i] = (float)i - 8;
+	k->op = NPU_OP_RELU;
+	k->in[0] = t2d(TEST_VA_BASE + 1024, 4, 4);
+	k->out = t2d(TEST_VA_BASE + 2048, 4, 4);
+	/* a window past the block's end, which the device must not read */
+	k->win = (struct npu_op_window){ .stride = { 1, 1 }, .dilation = { 1, 1 } };
+	ASSERT_EQ(0, start_queue(self, 0, 1));
+	push(self, 0, NPU_FW_TASK_KERNEL, TEST_VA_BASE, 0, NPU_OP_ARGS_V1_SIZE);
+	ring(self, 0);
+	ASSERT_EQ(NPU_QUEUE_RUNNING, q->state);
+	for (int i = 0; i < 16; i++)
+		EXPECT_EQ(i > 8 ? (float)i - 8 : 0.0f, y[i]);
+	k->op = NPU_OP_MAXPOOL2D;
+	k->in[0].ndim = k->out.ndim = 4;
+	k->in[0].shape[2] = k->in[0].shape[3] = k->out.shape[2] = k->out.shape[3] = 1;
+	k->in[0].shape[0] = k->out.shape[0] = k->in[0].shape[1] = k->out.shape[1] = 4;
+	k->in[0].stride[0] = k->out.stride[0] = 4;
+	k->in[0].stride[1] = k->out.stride[1] = 1;
+	k->in[0].stride[2] = k->out.stride[2] = k->in[0].stride[3] = k->out.stride[3] = 1;
+	k->win.kernel[0] = k->win.kernel[1] = 1;
+	push(self, 0, NPU_FW_TASK_KERNEL, TEST_VA_BASE, 0, NPU_OP_ARGS_SIZE);
+	ring(self, 0);
+	ASSERT_EQ(NPU_QUEUE_RUNNING, q->state) TH_LOG("error %u", q->error);
+	push(self, 0, NPU_FW_TASK_KERNEL, TEST_VA_BASE, 0, NPU_OP_ARGS_V1_SIZE);
+	ring(self, 0);
+	EXPECT_EQ(NPU_QUEUE_FAULTED, q->state);
+	EXPECT_EQ(NPU_FW_EKERNEL, q->error);
 }
 
 TEST_F(engine, kernel_on_unmapped_tensor_faults)

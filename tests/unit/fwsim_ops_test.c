@@ -132,6 +132,111 @@ TEST(unary_ops)
 	free(x), free(y);
 }
 
+/*
+ * The ONNX-named elementwise ops, in double from their ONNX definitions,
+ * on inputs in (-2, 2) (and a domain each where the op needs one).
+ */
+static double onnx_unary(uint32_t op, double x, double a, double b)
+{
+	switch (op) {
+	case NPU_OP_NEG: return -x;
+	case NPU_OP_ABS: return fabs(x);
+	case NPU_OP_SQRT: return sqrt(x);
+	case NPU_OP_LOG: return log(x);
+	case NPU_OP_RECIPROCAL: return 1 / x;
+	case NPU_OP_FLOOR: return floor(x);
+	case NPU_OP_CEIL: return ceil(x);
+	case NPU_OP_SIGN: return x > 0 ? 1 : x < 0 ? -1 : 0;
+	case NPU_OP_ERF: return erf(x);
+	case NPU_OP_SOFTPLUS: return log(1 + exp(x));
+	case NPU_OP_SOFTSIGN: return x / (1 + fabs(x));
+	case NPU_OP_GELU_ERF: return 0.5 * x * (1 + erf(x / sqrt(2)));
+	case NPU_OP_LEAKY_RELU: return x < 0 ? a * x : x;
+	case NPU_OP_ELU: return x < 0 ? a * (exp(x) - 1) : x;
+	case NPU_OP_SELU: return x <= 0 ? b * (a * exp(x) - a) : b * x;
+	case NPU_OP_HARD_SIGMOID: return fmax(0, fmin(1, a * x + b));
+	case NPU_OP_HARD_SWISH: return x * fmax(0, fmin(1, x / 6 + 0.5));
+	case NPU_OP_CLIP: return fmin(b, fmax(a, x));
+	case NPU_OP_SIN: return sin(x);
+	case NPU_OP_COS: return cos(x);
+	case NPU_OP_ROUND: return x - floor(x) == 0.5 ? 2 * round(x / 2) : round(x);
+	case NPU_OP_TAN: return tan(x);
+	case NPU_OP_ASIN: return asin(x);
+	case NPU_OP_ACOS: return acos(x);
+	case NPU_OP_ATAN: return atan(x);
+	case NPU_OP_SINH: return sinh(x);
+	case NPU_OP_COSH: return cosh(x);
+	case NPU_OP_ASINH: return asinh(x);
+	case NPU_OP_ACOSH: return acosh(x);
+	case NPU_OP_ATANH: return atanh(x);
+	case NPU_OP_THRESHOLDED_RELU: return x > a ? x : 0;
+	case NPU_OP_SHRINK: return x < -a ? x + b : x > a ? x - b : 0;
+	case NPU_OP_CELU: return fmax(0, x) + fmin(0, a * (exp(x / a) - 1));
+	default: return NAN;
+	}
+}
+
+TEST(onnx_unary_ops)
+{
+	static const struct { uint32_t op; float a, b, lo, hi; } ops[] = {
+		{ .op = NPU_OP_NEG }, { .op = NPU_OP_ABS },
+		{ .op = NPU_OP_SQRT, .a = 0, .b = 0, .lo = 0, .hi = 2 },
+		{ .op = NPU_OP_LOG, .a = 0, .b = 0, .lo = 0.01f, .hi = 2 },
+		{ .op = NPU_OP_RECIPROCAL, .a = 0, .b = 0, .lo = 0.1f, .hi = 2 },
+		{ .op = NPU_OP_FLOOR }, { .op = NPU_OP_CEIL }, { .op = NPU_OP_SIGN },
+		{ .op = NPU_OP_ERF }, { .op = NPU_OP_SOFTPLUS }, { .op = NPU_OP_SOFTSIGN },
+		{ .op = NPU_OP_GELU_ERF }, { .op = NPU_OP_LEAKY_RELU, .a = 0.1f },
+		{ .op = NPU_OP_ELU, .a = 0.7f },
+		{ .op = NPU_OP_SELU, .a = 1.6732632f, .b = 1.0507010f },
+		{ .op = NPU_OP_HARD_SIGMOID, .a = 0.2f, .b = 0.5f },
+		{ .op = NPU_OP_HARD_SWISH, .a = 0, .b = 0, .lo = -5, .hi = 5 },
+		{ .op = NPU_OP_CLIP, .a = -0.5f, .b = 1.0f }, { .op = NPU_OP_SIN },
+		{ .op = NPU_OP_COS }, { .op = NPU_OP_ROUND, .a = 0, .b = 0, .lo = -4, .hi = 4 },
+		{ .op = NPU_OP_TAN, .a = 0, .b = 0, .lo = -1, .hi = 1 },
+		{ .op = NPU_OP_ASIN, .a = 0, .b = 0, .lo = -0.99f, .hi = 0.99f },
+		{ .op = NPU_OP_ACOS, .a = 0, .b = 0, .lo = -0.99f, .hi = 0.99f },
+		{ .op = NPU_OP_ATAN }, { .op = NPU_OP_SINH }, { .op = NPU_OP_COSH },
+		{ .op = NPU_OP_ASINH }, { .op = NPU_OP_ACOSH, .a = 0, .b = 0, .lo = 1, .hi = 3 },
+		{ .op = NPU_OP_ATANH, .a = 0, .b = 0, .lo = -0.9f, .hi = 0.9f },
+		{ .op = NPU_OP_THRESHOLDED_RELU, .a = 0.5f },
+		{ .op = NPU_OP_SHRINK, .a = 0.5f, .b = 0.25f }, { .op = NPU_OP_CELU, .a = 0.8f },
+	};
+	uint64_t shape[1] = { 1000 };
+	float *x = calloc(1000, 4), *y = calloc(1000, 4);
+
+	for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
+		struct npu_op_args a = { .op = ops[o].op, .alpha = ops[o].a, .beta = ops[o].b };
+		float lo = ops[o].lo, hi = ops[o].hi;
+		struct npu_view in[2], out;
+
+		if (lo == 0 && hi == 0)
+			lo = -2, hi = 2;
+		for (int i = 0; i < 1000; i++)		/* half-way points for ROUND too */
+			x[i] = i % 10 == 0 ? lo + (hi - lo) * (float)(i / 10) / 100.0f :
+			       lo + (hi - lo) * (frand() + 2) / 4;
+		dense(&a.in[0], &in[0], x, NPU_DT_F32, 1, shape);
+		dense(&a.out, &out, y, NPU_DT_F32, 1, shape);
+		ASSERT_EQ(NULL, npu_op_check(&a)) TH_LOG("op %u", ops[o].op);
+		run_all(&a, in, &out);
+		for (int i = 0; i < 1000; i++) {
+			double want = onnx_unary(ops[o].op, x[i], ops[o].a, ops[o].b);
+
+			ASSERT_TRUE(close_to(want, y[i], 1e-5, 1e-6))
+				TH_LOG("op %u x %.9g got %.9g want %.9g", ops[o].op, x[i], y[i], want);
+		}
+	}
+	/* A NaN parameter fails the launch; POW is powf. */
+	{
+		struct npu_op_args a = { .op = NPU_OP_CLIP, .alpha = NAN };
+		struct npu_view in[2], out;
+
+		dense(&a.in[0], &in[0], x, NPU_DT_F32, 1, shape);
+		dense(&a.out, &out, y, NPU_DT_F32, 1, shape);
+		EXPECT_NE(NULL, npu_op_check(&a));
+	}
+	free(x), free(y);
+}
+
 static void gemm_case(struct __test_metadata *_metadata, uint64_t m, uint64_t n, uint64_t k,
 		      int ta, int tb, float alpha, float beta)
 {

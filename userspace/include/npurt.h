@@ -993,8 +993,25 @@ NPURT_API npurt_status npurt_graph_view(npurt_graph *graph, uint32_t base, uint6
  * NPURT_GRAPH_MAX_STREAMS - 1; stream 0 is the model's first, the one its
  * runs complete on); the other fields as in npurt_launch_desc (GEMM's
  * alpha is taken as given: set it to 1 for a plain product). Set `size`
- * to sizeof(npurt_graph_node).
+ * to sizeof(npurt_graph_node) (callers built before `win` set the size
+ * that ends before it, and make no window ops).
  */
+/*
+ * The window of "conv2d", "maxpool2d" and "avgpool2d" over [N, C, H, W]:
+ * [0] rows, [1] columns (Documentation/firmware-interface.rst, "Op
+ * library"). kernel is the pools' (conv2d takes it from its weights);
+ * strides and dilations at least 1; pads top, left, bottom, right; group
+ * splits conv2d's channels; flags NPURT_WINDOW_COUNT_PAD makes avgpool2d
+ * divide by the whole window. Every field fits 16 bits.
+ */
+typedef struct npurt_window {
+	uint32_t kernel[2], stride[2], dilation[2], pad[4];
+	uint32_t group;
+	uint32_t flags;
+} npurt_window;
+
+#define NPURT_WINDOW_COUNT_PAD	(1u << 0)
+
 typedef struct npurt_graph_node {
 	uint32_t size;
 	uint32_t op;
@@ -1002,10 +1019,12 @@ typedef struct npurt_graph_node {
 	uint32_t flags;			/* NPURT_LAUNCH_TRANS_A/B */
 	uint32_t axis;
 	uint32_t perm[NPURT_MAX_DIMS];
-	float alpha, beta, eps;
-	uint32_t block_dim;
+	float alpha, beta, eps;		/* eps: layernorm; alpha, beta: GEMM and */
+	uint32_t block_dim;		/* the parameters of some unary ops */
 	uint32_t in[2];			/* tensors; in[1] for two-input ops only */
 	npurt_dtype out_dtype;		/* CAST: what to */
+	npurt_window win;		/* window ops (since 0.4; a smaller size
+					 * leaves it out) */
 } npurt_graph_node;
 
 /*
@@ -1060,6 +1079,38 @@ NPURT_API npurt_status npurt_graph_serialize(npurt_graph *graph, void **data, si
 /* The same, into the file at `path` (errors of the file system mapped by errno). */
 NPURT_API npurt_status npurt_graph_save(npurt_graph *graph, const char *path,
 					npurt_plan_info *info);
+
+/* ---- models: importing ONNX ------------------------------------------ */
+
+/*
+ * An ONNX model (opsets 7 to 17) made into a graph of the device's op
+ * library (Documentation/onnx.rst): shapes are inferred from the graph's
+ * inputs, which must be static; constants fold on the host; reshapes,
+ * transposes, slices and broadcasts become views, costing no device op.
+ * The graph is then saved or serialized like any other
+ * (npurt_graph_save()); its inputs and outputs keep the ONNX names.
+ *
+ * NPURT_ERR_UNSUPPORTED: the model uses what the device cannot run (an
+ * op, an attribute, a dtype, a dynamic shape); the message names the node
+ * and its op type. NPURT_ERR_INVALID: the file is no ONNX model, or one
+ * that is wrong (the message says where). NPURT_ERR_NO_MEMORY. Nothing is
+ * left behind on failure. Set info->size to sizeof(npurt_onnx_info); info
+ * may be NULL.
+ */
+typedef struct npurt_onnx_info {
+	uint32_t size;
+	uint32_t opset;			/* of the default domain */
+	uint32_t nodes;			/* in the ONNX graph */
+	uint32_t folded;		/* nodes evaluated on the host */
+	uint32_t views;			/* nodes that became views of their input */
+	uint32_t device_ops;		/* ops of the graph made */
+	uint32_t fused;			/* node pairs made one (Conv + BatchNormalization) */
+} npurt_onnx_info;
+
+NPURT_API npurt_status npurt_onnx_import(const void *data, size_t size, npurt_graph **graph,
+					 npurt_onnx_info *info);
+NPURT_API npurt_status npurt_onnx_import_file(const char *path, npurt_graph **graph,
+					      npurt_onnx_info *info);
 
 /* ---- models: loading and running ----------------------------------- */
 

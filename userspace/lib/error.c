@@ -161,3 +161,8 @@ const char *npurt_status_name(npurt_status status)
 	}
 	return "NPURT_ERR_UNKNOWN";
 }
+
+npurt_status npurt_last_status(void)
+{
+	return last_record.status;
+}

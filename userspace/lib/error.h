@@ -22,6 +22,9 @@ npurt_status npurt_set_error_record(const npurt_error *rec, const char *fmt, ...
  */
 npurt_status npurt_error_copy(npurt_error *out, const npurt_error *rec, const char *who);
 
+/* The status of this thread's last failure (NPURT_OK: none recorded). */
+npurt_status npurt_last_status(void);
+
 /* Map an errno from the kernel to a status. */
 npurt_status npurt_status_from_errno(int err);
 

@@ -15,6 +15,7 @@
  * waits for it. Within a stream, order is program order.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,7 @@
 #include "error.h"
 #include "graph.h"
 #include "model_file.h"
-#include "npu_oplib.h"
+#include "npu_opdefs.h"
 #include "npurt.h"
 
 _Static_assert(NPURT_GRAPH_MAX_STREAMS == NPUM_MAX_STREAMS, "stream limits agree");
@@ -429,13 +430,9 @@ npurt_status graph_op_add(npurt_graph *g, uint32_t s, struct npum_op *op, bool r
 
 static int op_inputs(uint32_t op)
 {
-	switch (op) {
-	case NPU_OP_ADD: case NPU_OP_SUB: case NPU_OP_MUL:
-	case NPU_OP_DIV: case NPU_OP_MAX: case NPU_OP_MIN: case NPU_OP_GEMM:
-		return 2;
-	default:
-		return 1;
-	}
+	enum npu_op_kind k = npu_op_kind(op);
+
+	return k == NPU_OPK_BINARY || k == NPU_OPK_GEMM || op == NPU_OP_CONV2D ? 2 : 1;
 }
 
 static npurt_status node_op(npurt_graph *g, const npurt_graph_node *n, struct npum_op *op,
@@ -445,7 +442,7 @@ static npurt_status node_op(npurt_graph *g, const npurt_graph_node *n, struct np
 
 	if (!n)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL node", who);
-	if (n->size < sizeof(*n))
+	if (n->size < offsetof(npurt_graph_node, win))
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: node size %u, want %zu", who, n->size,
 				       sizeof(*n));
 	if (!npurt_op_name(n->op))
@@ -454,6 +451,24 @@ static npurt_status node_op(npurt_graph *g, const npurt_graph_node *n, struct np
 				.flags = n->flags, .in = { n->in[0], NPUM_NONE }, .axis = n->axis,
 				.alpha = n->alpha, .beta = n->beta, .eps = n->eps,
 				.block_dim = n->block_dim };
+	if (n->size >= sizeof(*n) && npu_op_kind(n->op) == NPU_OPK_WINDOW) {
+		const npurt_window *w = &n->win;
+		const uint32_t *f[5] = { w->kernel, w->stride, w->dilation, w->pad, w->pad + 2 };
+
+		for (int k = 0; k < 5; k++)
+			for (int j = 0; j < 2; j++) {
+				if (f[k][j] > 0xffff)
+					return npurt_set_error(NPURT_ERR_INVALID, "%s(%s): window "
+							       "field %u over 65535", who,
+							       npurt_op_name(n->op), f[k][j]);
+				op->window[2 * k + j] = (uint16_t)f[k][j];
+			}
+		op->value = w->group;
+		op->flags = w->flags;
+	} else if (npu_op_kind(n->op) == NPU_OPK_WINDOW) {
+		return npurt_set_error(NPURT_ERR_INVALID, "%s(%s): the node's size %u leaves out "
+				       "its window", who, npurt_op_name(n->op), n->size);
+	}
 	for (int k = 0; k < NPUM_MAX_DIMS; k++)
 		op->perm[k] = (uint8_t)(n->perm[k] < 256 ? n->perm[k] : 255);
 	if (op_inputs(n->op) == 2)
@@ -502,6 +517,27 @@ static npurt_status infer(const npurt_graph *g, const npurt_graph_node *n, uint3
 	case NPU_OP_CAST:
 		*dtype = (uint32_t)n->out_dtype;
 		break;
+	case NPU_OP_CONV2D:
+	case NPU_OP_MAXPOOL2D:
+	case NPU_OP_AVGPOOL2D: {
+		const struct npum_tensor *b = n->op == NPU_OP_CONV2D ? &g->m.tensors[n->in[1]] : NULL;
+		const npurt_window *w = &n->win;
+
+		if (a->ndim != 4 || (b && b->ndim != 4))
+			return npurt_set_error(NPURT_ERR_INVALID, "%s: %s takes [N, C, H, W]", who,
+					       npurt_op_name(n->op));
+		if (b)
+			shape[1] = b->shape[0];
+		for (int k = 0; k < 2; k++) {
+			shape[2 + k] = npu_window_out(a->shape[2 + k], w->pad[k], w->pad[k + 2],
+						      b ? b->shape[2 + k] : w->kernel[k],
+						      w->stride[k], w->dilation[k], 0);
+			if (!shape[2 + k])
+				return npurt_set_error(NPURT_ERR_INVALID, "%s: the %s window does "
+						       "not fit the input", who, npurt_op_name(n->op));
+		}
+		break;
+	}
 	default:
 		break;
 	}
@@ -525,7 +561,7 @@ npurt_status npurt_graph_add(npurt_graph *g, const npurt_graph_node *node, uint3
 		st = infer(g, node, &dtype, &ndim, shape, who);
 	if (st)
 		return st;
-	if (node->beta != 0.0f)
+	if (node->op == NPU_OP_GEMM && node->beta != 0.0f)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: beta accumulates into the output: "
 				       "npurt_graph_add_into() an existing tensor", who);
 	t = graph_tensor_new(g, NULL, dtype, ndim, shape, NPUM_SEG_FMAP, who);

@@ -38,7 +38,7 @@
 #include "error.h"
 #include "graph.h"
 #include "model.h"
-#include "npu_oplib.h"
+#include "npu_opdefs.h"
 
 _Static_assert(sizeof(struct npu_op_args) <= MODEL_ARG_SLOT, "argument blocks fit their slots");
 
@@ -254,6 +254,8 @@ static bool add_kernel(struct builder *b, const struct npum_op *op)
 
 	for (int k = 0; k < NPUM_MAX_DIMS; k++)
 		a.perm[k] = op->perm[k];
+	if (npu_op_kind(op->kernel) == NPU_OPK_WINDOW)
+		mf_window_args(op, &a);
 	op_tensor(m, op->in[0], &a.in[0], &slot[0], &off[0]);
 	if (op->in[1] != NPUM_NONE)
 		op_tensor(m, op->in[1], &a.in[1], &slot[1], &off[1]);

@@ -7,13 +7,14 @@
  * read out of bounds, and nothing of it reaches the device unchecked.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model_file.h"
-#include "npu_oplib.h"
+#include "npu_opdefs.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "model files are little-endian and read in place: a big-endian host needs swaps"
@@ -214,19 +215,23 @@ static int check_kernel(const struct npum_op *op,
 			const struct npum_tensor *a, const struct npum_tensor *b,
 			const struct npum_tensor *o, char *why, size_t len)
 {
-	switch (op->kernel) {
-	case NPU_OP_ADD: case NPU_OP_SUB: case NPU_OP_MUL:
-	case NPU_OP_DIV: case NPU_OP_MAX: case NPU_OP_MIN:
+	if (op->flags && npu_op_kind(op->kernel) != NPU_OPK_GEMM &&
+	    npu_op_kind(op->kernel) != NPU_OPK_WINDOW)
+		return fail(why, len, "flags %#x on an op that takes none", op->flags);
+	switch (npu_op_kind(op->kernel)) {
+	case NPU_OPK_BINARY:
 		if (!b || !same_shape(a, b) || !same_shape(a, o))
 			return fail(why, len, "elementwise op: inputs and output of one shape");
 		break;
-	case NPU_OP_RELU: case NPU_OP_GELU: case NPU_OP_SIGMOID:
-	case NPU_OP_TANH: case NPU_OP_EXP:
-	case NPU_OP_SOFTMAX: case NPU_OP_LAYERNORM:
+	case NPU_OPK_UNARY:
+		if (isnan(op->alpha) || isnan(op->beta))
+			return fail(why, len, "unary op: nan parameters");
+		/* fall through */
+	case NPU_OPK_ROW:
 		if (b || !same_shape(a, o))
 			return fail(why, len, "unary op: one input, the output of its shape");
 		break;
-	case NPU_OP_GEMM: {
+	case NPU_OPK_GEMM: {
 		uint64_t am, ak, bk, bn;
 
 		if (!b || a->ndim != 2 || b->ndim != 2 || o->ndim != 2)
@@ -244,7 +249,7 @@ static int check_kernel(const struct npum_op *op,
 			return fail(why, len, "gemm: unknown flags %#x", op->flags);
 		break;
 	}
-	case NPU_OP_REDUCE_SUM: case NPU_OP_REDUCE_MEAN: case NPU_OP_REDUCE_MAX:
+	case NPU_OPK_REDUCE:
 		if (b || op->axis >= a->ndim || o->ndim != a->ndim)
 			return fail(why, len, "reduction: one input, axis %u of %u, output of its rank",
 				    op->axis, a->ndim);
@@ -252,7 +257,7 @@ static int check_kernel(const struct npum_op *op,
 			if (o->shape[k] != (k == op->axis ? 1 : a->shape[k]))
 				return fail(why, len, "reduction: output dimension %u", k);
 		break;
-	case NPU_OP_TRANSPOSE: {
+	case NPU_OPK_TRANSPOSE: {
 		unsigned int seen = 0;
 
 		if (b || o->ndim != a->ndim || o->dtype != a->dtype)
@@ -265,11 +270,31 @@ static int check_kernel(const struct npum_op *op,
 		}
 		break;
 	}
-	case NPU_OP_CAST:
+	case NPU_OPK_CAST:
 		if (b || !same_shape(a, o))
 			return fail(why, len, "cast: one input, the output of its shape");
 		return 0;	/* any dtypes */
-	default:
+	case NPU_OPK_WINDOW: {
+		struct npu_op_args args = { .op = op->kernel };
+		const char *err;
+
+		if (!!b != (op->kernel == NPU_OP_CONV2D))
+			return fail(why, len, "window op: conv2d reads weights, pools do not");
+		mf_window_args(op, &args);
+		args.in[0].ndim = a->ndim;
+		memcpy(args.in[0].shape, a->shape, sizeof(args.in[0].shape));
+		if (b) {
+			args.in[1].ndim = b->ndim;
+			memcpy(args.in[1].shape, b->shape, sizeof(args.in[1].shape));
+		}
+		args.out.ndim = o->ndim;
+		memcpy(args.out.shape, o->shape, sizeof(args.out.shape));
+		err = npu_window_check(&args);
+		if (err)
+			return fail(why, len, "%s", err);
+		break;
+	}
+	case NPU_OPK_NONE:
 		return fail(why, len, "unknown op %u", op->kernel);
 	}
 	if (op->kernel != NPU_OP_TRANSPOSE &&
@@ -278,15 +303,29 @@ static int check_kernel(const struct npum_op *op,
 	return 0;
 }
 
+void mf_window_args(const struct npum_op *op, struct npu_op_args *a)
+{
+	for (int k = 0; k < 2; k++) {
+		a->win.kernel[k] = op->window[k];
+		a->win.stride[k] = op->window[2 + k];
+		a->win.dilation[k] = op->window[4 + k];
+	}
+	for (int k = 0; k < 4; k++)
+		a->win.pad[k] = op->window[6 + k];
+	a->win.group = op->kernel == NPU_OP_CONV2D ? op->value : 0;
+	a->win.flags = op->flags;
+}
+
 int mf_op_check(const struct mf_model *m, const struct npum_op *op, char *why, size_t len)
 {
 	const struct npum_tensor *a = op_tensor(m, op->in[0]);
 	const struct npum_tensor *b = op->in[1] == NPUM_NONE ? NULL : op_tensor(m, op->in[1]);
 	const struct npum_tensor *o = op_tensor(m, op->out);
 
-	for (unsigned int k = 0; k < sizeof(op->reserved) / sizeof(op->reserved[0]); k++)
-		if (op->reserved[k])
-			return fail(why, len, "reserved fields set");
+	if (op->type != NPUM_OP_KERNEL || npu_op_kind(op->kernel) != NPU_OPK_WINDOW)
+		for (unsigned int k = 0; k < sizeof(op->window) / sizeof(op->window[0]); k++)
+			if (op->window[k])
+				return fail(why, len, "window fields set on an op without a window");
 	switch (op->type) {
 	case NPUM_OP_SIGNAL:
 	case NPUM_OP_WAIT:

@@ -67,6 +67,10 @@ static inline const struct npum_tensor *mf_base(const struct mf_model *m,
  */
 int mf_op_check(const struct mf_model *m, const struct npum_op *op, char *why, size_t why_len);
 
+struct npu_op_args;
+/* A window op's npu_op_window (its group and flags included) into a. */
+void mf_window_args(const struct npum_op *op, struct npu_op_args *a);
+
 /* plan.c: the streams' order and the feature-map plan. */
 struct mf_order;
 /*

@@ -127,10 +127,14 @@ struct npum_op {
 	uint32_t event;			/* SIGNAL, WAIT */
 	uint32_t axis;			/* REDUCE_* */
 	uint8_t perm[NPUM_MAX_DIMS];	/* TRANSPOSE */
-	float alpha, beta, eps;		/* GEMM, LAYERNORM */
-	uint32_t value;			/* FILL */
+	float alpha, beta, eps;		/* GEMM, unary parameters, LAYERNORM */
+	uint32_t value;			/* FILL; CONV2D: group */
 	uint32_t block_dim;		/* KERNEL: cores, 0 all */
-	uint32_t reserved[5];		/* 0 */
+	/*
+	 * CONV2D and the pools (npu_op_window): kernel[2], stride[2],
+	 * dilation[2], pad[4]; 0 for every other op. flags holds NPU_OP_W_*.
+	 */
+	uint16_t window[10];
 };
 
 _Static_assert(sizeof(struct npum_header) == 64, "header layout");

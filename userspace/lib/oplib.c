@@ -3,6 +3,7 @@
  * The device's op library by name (npu_oplib.h), and dense tensors: what
  * launches and the graph builder share, with no device behind them.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "error.h"
@@ -16,13 +17,30 @@ static const struct {
 } ops[] = {
 	{ "add", NPU_OP_ADD, 2 }, { "sub", NPU_OP_SUB, 2 }, { "mul", NPU_OP_MUL, 2 },
 	{ "div", NPU_OP_DIV, 2 }, { "max", NPU_OP_MAX, 2 }, { "min", NPU_OP_MIN, 2 },
+	{ "pow", NPU_OP_POW, 2 },
 	{ "relu", NPU_OP_RELU, 1 }, { "gelu", NPU_OP_GELU, 1 },
 	{ "sigmoid", NPU_OP_SIGMOID, 1 }, { "tanh", NPU_OP_TANH, 1 }, { "exp", NPU_OP_EXP, 1 },
+	{ "neg", NPU_OP_NEG, 1 }, { "abs", NPU_OP_ABS, 1 }, { "sqrt", NPU_OP_SQRT, 1 },
+	{ "log", NPU_OP_LOG, 1 }, { "reciprocal", NPU_OP_RECIPROCAL, 1 },
+	{ "floor", NPU_OP_FLOOR, 1 }, { "ceil", NPU_OP_CEIL, 1 }, { "sign", NPU_OP_SIGN, 1 },
+	{ "erf", NPU_OP_ERF, 1 }, { "softplus", NPU_OP_SOFTPLUS, 1 },
+	{ "softsign", NPU_OP_SOFTSIGN, 1 }, { "gelu_erf", NPU_OP_GELU_ERF, 1 },
+	{ "leaky_relu", NPU_OP_LEAKY_RELU, 1 }, { "elu", NPU_OP_ELU, 1 },
+	{ "selu", NPU_OP_SELU, 1 }, { "hard_sigmoid", NPU_OP_HARD_SIGMOID, 1 },
+	{ "hard_swish", NPU_OP_HARD_SWISH, 1 }, { "clip", NPU_OP_CLIP, 1 },
+	{ "sin", NPU_OP_SIN, 1 }, { "cos", NPU_OP_COS, 1 }, { "round", NPU_OP_ROUND, 1 },
+	{ "tan", NPU_OP_TAN, 1 }, { "asin", NPU_OP_ASIN, 1 }, { "acos", NPU_OP_ACOS, 1 },
+	{ "atan", NPU_OP_ATAN, 1 }, { "sinh", NPU_OP_SINH, 1 }, { "cosh", NPU_OP_COSH, 1 },
+	{ "asinh", NPU_OP_ASINH, 1 }, { "acosh", NPU_OP_ACOSH, 1 }, { "atanh", NPU_OP_ATANH, 1 },
+	{ "thresholded_relu", NPU_OP_THRESHOLDED_RELU, 1 }, { "shrink", NPU_OP_SHRINK, 1 },
+	{ "celu", NPU_OP_CELU, 1 },
 	{ "gemm", NPU_OP_GEMM, 2 },
 	{ "softmax", NPU_OP_SOFTMAX, 1 }, { "layernorm", NPU_OP_LAYERNORM, 1 },
 	{ "reduce_sum", NPU_OP_REDUCE_SUM, 1 }, { "reduce_mean", NPU_OP_REDUCE_MEAN, 1 },
 	{ "reduce_max", NPU_OP_REDUCE_MAX, 1 },
 	{ "transpose", NPU_OP_TRANSPOSE, 1 }, { "cast", NPU_OP_CAST, 1 },
+	{ "conv2d", NPU_OP_CONV2D, 2 }, { "maxpool2d", NPU_OP_MAXPOOL2D, 1 },
+	{ "avgpool2d", NPU_OP_AVGPOOL2D, 1 },
 };
 
 #define N_OPS	(sizeof(ops) / sizeof(ops[0]))
@@ -47,10 +65,20 @@ npurt_status npurt_op_lookup(const char *name, uint32_t *op)
 			return NPURT_OK;
 		}
 	}
-	return npurt_set_error(NPURT_ERR_INVALID,
-			       "%s: no op \"%.32s\" (add sub mul div max min relu gelu sigmoid "
-			       "tanh exp gemm softmax layernorm reduce_sum reduce_mean reduce_max "
-			       "transpose cast)", who, name);
+	{
+		char list[400];
+		size_t at = 0;
+
+		/* Every name, as far as the message holds them. */
+		for (unsigned int i = 0; i < N_OPS && at + 1 < sizeof(list); i++) {
+			int n = snprintf(list + at, sizeof(list) - at, "%s%s", i ? " " : "",
+					 ops[i].name);
+
+			at += n > 0 ? (size_t)n : 0;
+		}
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: no op \"%.32s\" (%s)", who, name,
+				       list);
+	}
 }
 
 const char *npurt_op_name(uint32_t op)

@@ -23,6 +23,7 @@
 
 #include "npurt.h"
 #include "reference.h"
+#include "source.h"
 
 #define MAX_FILES	64
 
@@ -52,7 +53,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: npurun [OPTIONS] MODEL\n"
-		"  Load MODEL (a model file), run it and report.\n"
+		"  Load MODEL (a model file, or an ONNX model: MODEL.onnx, imported and\n"
+		"  cached in $NPU_CACHE_DIR or ~/.cache/npu), run it and report.\n"
 		"  -n, --runs N           runs to time (default 10, after one warm-up)\n"
 		"  -m, --mode MODE        sink (one submit per run, the default), host (the\n"
 		"                         tasks submitted from the host) or step (each task\n"
@@ -114,49 +116,21 @@ static void print_output(const npurt_io_info *io, const void *p)
 }
 
 /* Read the whole file (again): the reference takes the bytes. */
-static void *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	size_t cap = 1 << 20, n = 0, got;
-	uint8_t *p = malloc(cap);
-
-	while (f && p && (got = fread(p + n, 1, cap - n, f)) > 0) {
-		n += got;
-		if (n == cap) {
-			uint8_t *q = realloc(p, cap *= 2);
-
-			if (!q) {
-				free(p);
-				p = NULL;
-			}
-			p = q;
-		}
-	}
-	if (f)
-		fclose(f);
-	*len = n;
-	return p;
-}
-
 /*
  * The last run's outputs against the host's: the largest difference,
  * relative to the largest output value (1e-4 passes: f32 sums in another
  * order). 0 if every output passes.
  */
-static int check_outputs(const char *path, npurt_model *m, npurt_mem **mem,
+static int check_outputs(const struct source *src, npurt_model *m, npurt_mem **mem,
 			 const npurt_model_info *info)
 {
 	uint32_t nio = info->inputs + info->outputs;
 	void **io = calloc(nio, sizeof(*io));
 	char why[256] = "";
-	size_t len;
-	void *file = slurp(path, &len);
 	int bad = 0;
 
-	if (!io || !file) {
-		fprintf(stderr, "npurun: --check: cannot read %s\n", path);
-		free(io);
-		free(file);
+	if (!io) {
+		fprintf(stderr, "npurun: --check: out of memory\n");
 		return 1;
 	}
 	for (uint32_t i = 0; i < nio && !bad; i++) {
@@ -166,7 +140,7 @@ static int check_outputs(const char *path, npurt_model *m, npurt_mem **mem,
 		io[i] = x.output ? calloc(1, x.bytes) : npurt_mem_host_ptr(mem[i]);
 		bad = !io[i];
 	}
-	if (!bad && ref_run(file, len, io, why, sizeof(why))) {
+	if (!bad && ref_run(src->data, src->len, io, why, sizeof(why))) {
 		fprintf(stderr, "npurun: --check: %s\n", why);
 		bad = 1;
 	}
@@ -196,7 +170,6 @@ static int check_outputs(const char *path, npurt_model *m, npurt_mem **mem,
 	for (uint32_t i = info->inputs; i < nio; i++)
 		free(io[i]);
 	free(io);
-	free(file);
 	return bad;
 }
 
@@ -214,6 +187,7 @@ int main(int argc, char **argv)
 	};
 	npurt_dispatch mode = NPURT_DISPATCH_SINK;
 	npurt_model_info info = { .size = sizeof(info) };
+	struct source src = { 0 };
 	long runs = 10, timeout = -1, pipeline = 0, devno = 0;
 	unsigned long seed = 1;
 	int c, print = 0, check = 0, rc = 1;
@@ -254,7 +228,11 @@ int main(int argc, char **argv)
 
 	if (npurt_device_open((int)devno, &dev))
 		return fail("device");
-	if (npurt_model_load(dev, argv[optind], NULL, &m)) {
+	if (source_read(argv[optind], &src, false)) {
+		rc = 1;
+		goto out;
+	}
+	if (npurt_model_load_buffer(dev, src.data, src.len, NULL, &m)) {
 		rc = fail(argv[optind]);
 		goto out;
 	}
@@ -394,9 +372,10 @@ int main(int argc, char **argv)
 			}
 		}
 	}
-	rc = check ? check_outputs(argv[optind], m, mem, &info) : 0;
+	rc = check ? check_outputs(&src, m, mem, &info) : 0;
 out:
 	npurt_model_unload(m);
+	free(src.data);
 	for (uint32_t i = 0; mem && i < info.inputs + info.outputs; i++)
 		npurt_mem_free(mem[i]);
 	free(mem);

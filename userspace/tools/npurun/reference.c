@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "model_file.h"
-#include "npu_oplib.h"
+#include "npu_opdefs.h"
 #include "reference.h"
 
 struct ref {
@@ -147,28 +147,55 @@ static uint64_t count(const struct npum_tensor *t)
 	return n;
 }
 
-static float unary(uint32_t op, float x)
+/*
+ * Conv2d and the pools, one output element at a time, every window
+ * position tested against the image (not the firmware's loop order).
+ */
+static void window(const struct ref *r, const struct npum_op *op)
 {
-	switch (op) {
-	case NPU_OP_RELU: return x > 0 ? x : 0;
-	case NPU_OP_SIGMOID: return 1.0f / (1.0f + expf(-x));
-	case NPU_OP_TANH: return tanhf(x);
-	case NPU_OP_EXP: return expf(x);
-	case NPU_OP_GELU:
-		return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
-	default: return x;
-	}
-}
+	const struct npum_tensor *x = &r->m->tensors[op->in[0]], *y = &r->m->tensors[op->out];
+	const struct npum_tensor *w = op->kernel == NPU_OP_CONV2D ? &r->m->tensors[op->in[1]] : NULL;
+	struct npu_op_args a = { .op = op->kernel };
+	uint64_t C = x->shape[1], H = x->shape[2], W = x->shape[3];
+	uint64_t O = y->shape[1], Ho = y->shape[2], Wo = y->shape[3];
+	uint64_t kh, kw, cpg, opg;
 
-static float binary(uint32_t op, float a, float b)
-{
-	switch (op) {
-	case NPU_OP_ADD: return a + b;
-	case NPU_OP_SUB: return a - b;
-	case NPU_OP_MUL: return a * b;
-	case NPU_OP_DIV: return a / b;
-	case NPU_OP_MAX: return a > b ? a : b;
-	default: return a < b ? a : b;
+	mf_window_args(op, &a);
+	kh = w ? w->shape[2] : a.win.kernel[0];
+	kw = w ? w->shape[3] : a.win.kernel[1];
+	cpg = w ? C / a.win.group : 1;
+	opg = w ? O / a.win.group : 1;
+	for (uint64_t e = 0; e < y->shape[0] * O * Ho * Wo; e++) {
+		uint64_t wo = e % Wo, ho = e / Wo % Ho, o = e / (Wo * Ho) % O, n = e / (Wo * Ho * O);
+		double acc = 0, cnt = 0, all = 0;
+		float m = -INFINITY;
+
+		for (uint64_t c = 0; c < cpg; c++)
+			for (uint64_t i = 0; i < kh; i++)
+				for (uint64_t j = 0; j < kw; j++) {
+					int64_t hi = (int64_t)(ho * a.win.stride[0] + i * a.win.dilation[0]) -
+						     (int64_t)a.win.pad[0];
+					int64_t wi = (int64_t)(wo * a.win.stride[1] + j * a.win.dilation[1]) -
+						     (int64_t)a.win.pad[1];
+					uint64_t ic = w ? (o / opg) * cpg + c : o;
+					float v;
+
+					if (hi < (int64_t)(H + a.win.pad[2]) && wi < (int64_t)(W + a.win.pad[3]))
+						all++;
+					if (hi < 0 || wi < 0 || hi >= (int64_t)H || wi >= (int64_t)W)
+						continue;
+					v = get(r, op->in[0], ((n * C + ic) * H + (uint64_t)hi) * W + (uint64_t)wi);
+					cnt++;
+					if (w)
+						acc += (double)v * get(r, op->in[1],
+								       ((o * cpg + c) * kh + i) * kw + j);
+					else
+						acc += v;
+					m = v > m || isnan(v) ? v : m;
+				}
+		put(r, op->out, e, op->kernel == NPU_OP_MAXPOOL2D ? m :
+		    op->kernel == NPU_OP_CONV2D ? (float)acc :
+		    (float)(acc / (a.win.flags & NPU_OP_W_COUNT_PAD ? all : cnt ? cnt : 1)));
 	}
 }
 
@@ -307,19 +334,25 @@ static void run_op(const struct ref *r, const struct npum_op *op)
 	case NPU_OP_TRANSPOSE:
 		transpose(r, op);
 		break;
+	case NPU_OP_CONV2D:
+	case NPU_OP_MAXPOOL2D:
+	case NPU_OP_AVGPOOL2D:
+		window(r, op);
+		break;
 	case NPU_OP_CAST:
 		for (uint64_t i = 0; i < n; i++)
 			put(r, op->out, i, get(r, op->in[0], i));
 		break;
-	case NPU_OP_ADD: case NPU_OP_SUB: case NPU_OP_MUL:
-	case NPU_OP_DIV: case NPU_OP_MAX: case NPU_OP_MIN:
-		for (uint64_t i = 0; i < n; i++)
-			put(r, op->out, i, binary(op->kernel, get(r, op->in[0], i),
-						  get(r, op->in[1], i)));
-		break;
 	default:
+		if (npu_op_kind(op->kernel) == NPU_OPK_BINARY) {
+			for (uint64_t i = 0; i < n; i++)
+				put(r, op->out, i, npu_binary(op->kernel, get(r, op->in[0], i),
+							      get(r, op->in[1], i)));
+			break;
+		}
 		for (uint64_t i = 0; i < n; i++)
-			put(r, op->out, i, unary(op->kernel, get(r, op->in[0], i)));
+			put(r, op->out, i, npu_unary(op->kernel, get(r, op->in[0], i),
+						     op->alpha, op->beta));
 		break;
 	}
 }

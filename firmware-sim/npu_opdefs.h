@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npu_opdefs.h - what each op of the device's op library computes, for
+ * one element: the firmware runs these, and the host's references (the
+ * runtime's model checks, npurun --check, tests) ask them what the device
+ * should have computed. Header only, so every side takes the same
+ * definition without linking the firmware.
+ */
+#ifndef NPU_OPDEFS_H
+#define NPU_OPDEFS_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "npu_oplib.h"
+
+enum npu_op_kind {
+	NPU_OPK_NONE,
+	NPU_OPK_BINARY,		/* out = f(in0, in1) */
+	NPU_OPK_UNARY,		/* out = f(in0; alpha, beta) */
+	NPU_OPK_GEMM,
+	NPU_OPK_ROW,		/* softmax, layernorm: along the last dimension */
+	NPU_OPK_REDUCE,
+	NPU_OPK_TRANSPOSE,
+	NPU_OPK_CAST,
+	NPU_OPK_WINDOW,		/* conv2d, pools: over [N, C, H, W] */
+};
+
+/* The ranges npu_op_kind() tells apart must not meet. */
+_Static_assert(NPU_OP_LAST_BINARY < NPU_OP_RELU && NPU_OP_EXP < NPU_OP_GEMM &&
+	       NPU_OP_CAST < NPU_OP_NEG && NPU_OP_LAST_UNARY < NPU_OP_CONV2D,
+	       "op id ranges overlap");
+
+static inline enum npu_op_kind npu_op_kind(uint32_t op)
+{
+	if (op >= NPU_OP_ADD && op <= NPU_OP_LAST_BINARY)
+		return NPU_OPK_BINARY;
+	if ((op >= NPU_OP_RELU && op <= NPU_OP_EXP) ||
+	    (op >= NPU_OP_NEG && op <= NPU_OP_LAST_UNARY))
+		return NPU_OPK_UNARY;
+	if (op == NPU_OP_GEMM)
+		return NPU_OPK_GEMM;
+	if (op == NPU_OP_SOFTMAX || op == NPU_OP_LAYERNORM)
+		return NPU_OPK_ROW;
+	if (op >= NPU_OP_REDUCE_SUM && op <= NPU_OP_REDUCE_MAX)
+		return NPU_OPK_REDUCE;
+	if (op == NPU_OP_TRANSPOSE)
+		return NPU_OPK_TRANSPOSE;
+	if (op == NPU_OP_CAST)
+		return NPU_OPK_CAST;
+	if (op >= NPU_OP_CONV2D && op <= NPU_OP_AVGPOOL2D)
+		return NPU_OPK_WINDOW;
+	return NPU_OPK_NONE;
+}
+
+static inline float npu_binary(uint32_t op, float x, float y)
+{
+	switch (op) {
+	case NPU_OP_ADD: return x + y;
+	case NPU_OP_SUB: return x - y;
+	case NPU_OP_MUL: return x * y;
+	case NPU_OP_DIV: return x / y;
+	case NPU_OP_MAX: return x > y ? x : y;
+	case NPU_OP_MIN: return x < y ? x : y;
+	default: return powf(x, y);
+	}
+}
+
+static inline float npu_unary(uint32_t op, float x, float alpha, float beta)
+{
+	switch (op) {
+	case NPU_OP_RELU: return x > 0 ? x : 0;
+	/* The tanh approximation, as most NPU op libraries ship it. */
+	case NPU_OP_GELU: return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+	case NPU_OP_SIGMOID: return 1.0f / (1.0f + expf(-x));
+	case NPU_OP_TANH: return tanhf(x);
+	case NPU_OP_EXP: return expf(x);
+	case NPU_OP_NEG: return -x;
+	case NPU_OP_ABS: return fabsf(x);
+	case NPU_OP_SQRT: return sqrtf(x);
+	case NPU_OP_LOG: return logf(x);
+	case NPU_OP_RECIPROCAL: return 1.0f / x;
+	case NPU_OP_FLOOR: return floorf(x);
+	case NPU_OP_CEIL: return ceilf(x);
+	case NPU_OP_SIGN: return x > 0 ? 1.0f : x < 0 ? -1.0f : x;	/* nan stays nan */
+	case NPU_OP_ERF: return erff(x);
+	/* log(1 + e^x) without overflow for large x */
+	case NPU_OP_SOFTPLUS: return x > 0 ? x + log1pf(expf(-x)) : log1pf(expf(x));
+	case NPU_OP_SOFTSIGN: return x / (1.0f + fabsf(x));
+	case NPU_OP_GELU_ERF: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+	case NPU_OP_LEAKY_RELU: return x >= 0 ? x : alpha * x;
+	case NPU_OP_ELU: return x >= 0 ? x : alpha * expm1f(x);
+	case NPU_OP_SELU: return beta * (x > 0 ? x : alpha * expm1f(x));
+	case NPU_OP_HARD_SIGMOID: return fmaxf(0.0f, fminf(1.0f, alpha * x + beta));
+	case NPU_OP_HARD_SWISH: return x * fmaxf(0.0f, fminf(1.0f, x / 6.0f + 0.5f));
+	/* Clip keeps nan, as ONNX's does. */
+	case NPU_OP_CLIP: return x < alpha ? alpha : x > beta ? beta : x;
+	case NPU_OP_SIN: return sinf(x);
+	case NPU_OP_COS: return cosf(x);
+	case NPU_OP_ROUND: return nearbyintf(x);	/* to even, in the default mode */
+	case NPU_OP_TAN: return tanf(x);
+	case NPU_OP_ASIN: return asinf(x);
+	case NPU_OP_ACOS: return acosf(x);
+	case NPU_OP_ATAN: return atanf(x);
+	case NPU_OP_SINH: return sinhf(x);
+	case NPU_OP_COSH: return coshf(x);
+	case NPU_OP_ASINH: return asinhf(x);
+	case NPU_OP_ACOSH: return acoshf(x);
+	case NPU_OP_ATANH: return atanhf(x);
+	case NPU_OP_THRESHOLDED_RELU: return x > alpha ? x : 0.0f;
+	case NPU_OP_SHRINK: return x < -alpha ? x + beta : x > alpha ? x - beta : 0.0f;
+	case NPU_OP_CELU: return fmaxf(0.0f, x) + fminf(0.0f, alpha * expm1f(x / alpha));
+	default: return x;
+	}
+}
+
+/*
+ * Output rows (or columns) of a window op: floor, or ceil with ceil_mode
+ * (ONNX's pools), of (in + pads - dilation (kernel - 1) - 1) / stride + 1;
+ * 0 if the window does not fit.
+ */
+static inline uint64_t npu_window_out(uint64_t in, uint64_t pad0, uint64_t pad1, uint64_t kernel,
+				      uint64_t stride, uint64_t dilation, int ceil_mode)
+{
+	uint64_t span = dilation * (kernel - 1) + 1, padded = in + pad0 + pad1;
+
+	if (!kernel || !stride || !dilation || padded < span)
+		return 0;
+	return (padded - span + (ceil_mode ? stride - 1 : 0)) / stride + 1;
+}
+
+/*
+ * A window op's shapes and window, as the firmware checks a launch and
+ * the runtime a model: NULL, or what is wrong. Shapes and dtypes of the
+ * tensors otherwise are checked by the caller.
+ */
+/* Window fields fit 16 bits (the model file keeps them so). */
+#define NPU_LIMIT_WIN	0xffffu
+
+static inline const char *npu_window_check(const struct npu_op_args *a)
+{
+	const struct npu_op_window *w = &a->win;
+	const struct npu_op_tensor *x = &a->in[0], *y = &a->out;
+	uint64_t kh = w->kernel[0], kw = w->kernel[1], o = y->shape[1];
+
+	if (x->ndim != 4 || y->ndim != 4 || x->shape[0] != y->shape[0])
+		return "window ops take [N, C, H, W] into [N, O, Ho, Wo]";
+	if (w->flags & ~NPU_OP_W_COUNT_PAD || (w->flags && a->op != NPU_OP_AVGPOOL2D))
+		return "unknown window flags";
+	for (int k = 0; k < 2; k++)
+		if (!w->stride[k] || !w->dilation[k] || w->stride[k] > NPU_LIMIT_WIN ||
+		    w->dilation[k] > NPU_LIMIT_WIN || w->pad[k] > NPU_LIMIT_WIN ||
+		    w->pad[k + 2] > NPU_LIMIT_WIN)
+			return "window strides, dilations and pads: 1 (0 for pads) to 65535";
+	if (a->op == NPU_OP_CONV2D) {
+		const struct npu_op_tensor *f = &a->in[1];
+
+		if (f->ndim != 4 || !w->group || x->shape[1] % w->group || o % w->group ||
+		    f->shape[0] != o || f->shape[1] != x->shape[1] / w->group)
+			return "conv2d weights must be [O, C / group, kh, kw]";
+		if (w->kernel[0] || w->kernel[1])
+			return "conv2d takes its kernel from the weights";
+		kh = f->shape[2];
+		kw = f->shape[3];
+	} else {
+		if (w->group || o != x->shape[1])
+			return "pools keep the channels";
+		if (!kh || !kw || kh > NPU_LIMIT_WIN || kw > NPU_LIMIT_WIN)
+			return "pool window: 1 to 65535";
+	}
+	/* At most one row or column past the floor's count (a pool's ceil_mode). */
+	for (int k = 0; k < 2; k++) {
+		uint64_t most = npu_window_out(x->shape[2 + k], w->pad[k], w->pad[k + 2],
+					       k ? kw : kh, w->stride[k], w->dilation[k], 1);
+
+		if (!most || y->shape[2 + k] > most ||
+		    y->shape[2 + k] + 1 < npu_window_out(x->shape[2 + k], w->pad[k], w->pad[k + 2],
+						      k ? kw : kh, w->stride[k], w->dilation[k], 0))
+			return "window output shape does not match the window";
+	}
+	return NULL;
+}
+
+#endif /* NPU_OPDEFS_H */

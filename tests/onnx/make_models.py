@@ -1,0 +1,312 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Real ONNX models for the device tests, built with Debian's python3-onnx.
+
+    make_models.py OUTDIR
+    make_models.py --corpus DIR     (the ONNX fuzzer's seeds, kept in tests/fuzz)
+
+Writes, for each model NAME, OUTDIR/NAME.onnx, the input OUTDIR/NAME.in
+(float32, raw) and the output numpy computes from it in float64,
+OUTDIR/NAME.out (float32, raw). Weights and inputs come from
+numpy.random.RandomState(0) per model, so the files are the same on every
+machine.
+
+  mlp            [1,784]: Gemm 784x512 + Relu, Gemm 512x512 + Relu, Gemm 512x10,
+                 Softmax (weights [out, in], transB as PyTorch exports them)
+  transformer13  one encoder block, [1,128,256], 4 heads: Q/K/V MatMul + bias,
+                 heads by Reshape/Transpose, QK^T / 8, Softmax, x V, merge,
+                 projection, residual, LayerNorm decomposed (opset 13), FFN
+                 256->1024 with erf GELU, residual, LayerNorm
+  transformer17  the same with LayerNormalization (opset 17)
+  resnet_mini    [1,3,64,64]: Conv + BatchNorm + Relu blocks with residual Adds,
+                 a stride-2 downsample, GlobalAveragePool, Flatten, Gemm
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from math import erf
+
+
+class Builder:
+    def __init__(self, seed):
+        self.rng = np.random.RandomState(seed)
+        self.nodes, self.inits, self.n = [], [], 0
+
+    def name(self, base):
+        self.n += 1
+        return "%s_%d" % (base, self.n)
+
+    def const(self, value, base="c"):
+        nm = self.name(base)
+        self.inits.append(numpy_helper.from_array(np.asarray(value), nm))
+        return nm
+
+    def weight(self, *shape, scale=None):
+        fan_in = shape[-1] if len(shape) == 2 else int(np.prod(shape[1:]))
+        s = scale if scale is not None else 1.0 / np.sqrt(fan_in)
+        return (self.rng.standard_normal(shape) * s).astype(np.float32)
+
+    def node(self, op, inputs, n_out=1, **attrs):
+        outs = [self.name(op.lower()) for _ in range(n_out)]
+        self.nodes.append(helper.make_node(op, inputs, outs, name=outs[0], **attrs))
+        return outs[0] if n_out == 1 else outs
+
+    def model(self, name, x_name, x_shape, y, y_shape, opset):
+        g = helper.make_graph(
+            self.nodes, name,
+            [helper.make_tensor_value_info(x_name, TensorProto.FLOAT, x_shape)],
+            [helper.make_tensor_value_info(y, TensorProto.FLOAT, y_shape)],
+            self.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)],
+                              producer_name="npu tests/onnx/make_models.py")
+        m.ir_version = 8
+        onnx.checker.check_model(m, full_check=True)
+        return m
+
+
+def softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def layernorm(x, g, b, eps=1e-5):
+    m = x.mean(-1, keepdims=True)
+    v = ((x - m) ** 2).mean(-1, keepdims=True)
+    return (x - m) / np.sqrt(v + eps) * g + b
+
+
+def gelu(x):
+    return 0.5 * x * (1.0 + np.vectorize(erf)(x / np.sqrt(2.0)))
+
+
+def mlp():
+    b = Builder(0)
+    x = b.rng.standard_normal((1, 784)).astype(np.float32)
+    dims = [784, 512, 512, 10]
+    h, ref = "x", x.astype(np.float64)
+    for k in range(3):
+        w = b.weight(dims[k + 1], dims[k])
+        bias = (b.rng.standard_normal(dims[k + 1]) * 0.1).astype(np.float32)
+        h = b.node("Gemm", [h, b.const(w, "w"), b.const(bias, "b")], transB=1)
+        ref = ref @ w.T.astype(np.float64) + bias
+        if k < 2:
+            h = b.node("Relu", [h])
+            ref = np.maximum(ref, 0)
+    y = b.node("Softmax", [h], axis=-1)
+    ref = softmax(ref)
+    return b.model("mlp", "x", [1, 784], y, [1, 10], 13), x, ref
+
+
+def transformer(opset):
+    b = Builder(0)
+    s, d, heads, ff = 128, 256, 4, 1024
+    dh = d // heads
+    x = b.rng.standard_normal((1, s, d)).astype(np.float32)
+    xr = x.astype(np.float64)
+
+    def linear(inp, ref, n_in, n_out):
+        w = b.weight(n_in, n_out, scale=1.0 / np.sqrt(n_in))
+        bias = (b.rng.standard_normal(n_out) * 0.02).astype(np.float32)
+        out = b.node("Add", [b.node("MatMul", [inp, b.const(w, "w")]), b.const(bias, "b")])
+        return out, ref @ w.astype(np.float64) + bias
+
+    def norm(inp, ref):
+        g = (1 + 0.1 * b.rng.standard_normal(d)).astype(np.float32)
+        beta = (0.1 * b.rng.standard_normal(d)).astype(np.float32)
+        if opset >= 17:
+            out = b.node("LayerNormalization", [inp, b.const(g, "g"), b.const(beta, "beta")],
+                         axis=-1, epsilon=1e-5)
+        else:
+            mean = b.node("ReduceMean", [inp], axes=[-1])
+            dev = b.node("Sub", [inp, mean])
+            var = b.node("ReduceMean", [b.node("Pow", [dev, b.const(np.float32(2), "two")])],
+                         axes=[-1])
+            sd = b.node("Sqrt", [b.node("Add", [var, b.const(np.float32(1e-5), "eps")])])
+            out = b.node("Add", [b.node("Mul", [b.node("Div", [dev, sd]), b.const(g, "g")]),
+                                 b.const(beta, "beta")])
+        return out, layernorm(ref, g, beta)
+
+    def heads_of(t, transpose_k=False):
+        r = b.node("Reshape", [t, b.const(np.array([1, s, heads, dh], np.int64), "shape")])
+        return b.node("Transpose", [r], perm=[0, 2, 3, 1] if transpose_k else [0, 2, 1, 3])
+
+    q, qr = linear("x", xr, d, d)
+    k, kr = linear("x", xr, d, d)
+    v, vr = linear("x", xr, d, d)
+    sc = b.node("Div", [b.node("MatMul", [heads_of(q), heads_of(k, True)]),
+                        b.const(np.float32(np.sqrt(dh)), "scale")])
+    p = b.node("Softmax", [sc], axis=-1)
+    ctx = b.node("MatMul", [p, heads_of(v)])
+    ctx = b.node("Transpose", [ctx], perm=[0, 2, 1, 3])
+    ctx = b.node("Reshape", [ctx, b.const(np.array([1, s, d], np.int64), "shape")])
+    split = lambda t: t.reshape(1, s, heads, dh).transpose(0, 2, 1, 3)
+    pr = softmax(split(qr) @ split(kr).transpose(0, 1, 3, 2) / np.sqrt(dh))
+    ctxr = (pr @ split(vr)).transpose(0, 2, 1, 3).reshape(1, s, d)
+    o, orr = linear(ctx, ctxr, d, d)
+    h, hr = norm(b.node("Add", ["x", o]), xr + orr)
+    f, fr = linear(h, hr, d, ff)
+    # erf GELU as exporters write it: 0.5 x (1 + erf(x / sqrt 2))
+    e = b.node("Erf", [b.node("Div", [f, b.const(np.float32(np.sqrt(2.0)), "sqrt2")])])
+    g = b.node("Mul", [b.node("Mul", [f, b.node("Add", [e, b.const(np.float32(1), "one")])]),
+                       b.const(np.float32(0.5), "half")])
+    f2, f2r = linear(g, gelu(fr), ff, d)
+    y, yr = norm(b.node("Add", [h, f2]), hr + f2r)
+    return b.model("transformer%d" % opset, "x", [1, s, d], y, [1, s, d], opset), x, yr
+
+
+def conv2d(x, w, bias, stride, pad):
+    n, c, hh, ww = x.shape
+    o, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    ho, wo = (hh + 2 * pad - kh) // stride + 1, (ww + 2 * pad - kw) // stride + 1
+    out = np.zeros((n, o, ho, wo))
+    for i in range(kh):
+        for j in range(kw):
+            patch = xp[:, :, i:i + stride * ho:stride, j:j + stride * wo:stride]
+            out += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j])
+    return out + bias.reshape(1, -1, 1, 1)
+
+
+def resnet_mini():
+    b = Builder(0)
+    x = b.rng.standard_normal((1, 3, 64, 64)).astype(np.float32)
+
+    def conv_bn(inp, ref, cin, cout, k, stride, relu):
+        w = b.weight(cout, cin, k, k, scale=np.sqrt(2.0 / (cin * k * k)))
+        bias = np.zeros(cout, np.float32)
+        scale = (1 + 0.1 * b.rng.standard_normal(cout)).astype(np.float32)
+        shift = (0.1 * b.rng.standard_normal(cout)).astype(np.float32)
+        mean = (0.1 * b.rng.standard_normal(cout)).astype(np.float32)
+        var = (1 + 0.1 * np.abs(b.rng.standard_normal(cout))).astype(np.float32)
+        pad = k // 2
+        c = b.node("Conv", [inp, b.const(w, "w"), b.const(bias, "b")], kernel_shape=[k, k],
+                   strides=[stride, stride], pads=[pad] * 4)
+        out = b.node("BatchNormalization", [c, b.const(scale, "s"), b.const(shift, "sh"),
+                                            b.const(mean, "m"), b.const(var, "v")],
+                     epsilon=1e-5)
+        r = conv2d(ref, w.astype(np.float64), bias, stride, pad)
+        sh = lambda a: a.reshape(1, -1, 1, 1)
+        r = (r - sh(mean)) / np.sqrt(sh(var) + 1e-5) * sh(scale) + sh(shift)
+        if relu:
+            out, r = b.node("Relu", [out]), np.maximum(r, 0)
+        return out, r
+
+    h, hr = conv_bn("x", x.astype(np.float64), 3, 32, 3, 1, True)
+    for _ in range(3):
+        a, ar = conv_bn(h, hr, 32, 32, 3, 1, True)
+        a, ar = conv_bn(a, ar, 32, 32, 3, 1, False)
+        h, hr = b.node("Relu", [b.node("Add", [a, h])]), np.maximum(ar + hr, 0)
+    a, ar = conv_bn(h, hr, 32, 64, 3, 2, True)
+    a, ar = conv_bn(a, ar, 64, 64, 3, 1, False)
+    p, pr = conv_bn(h, hr, 32, 64, 1, 2, False)
+    h, hr = b.node("Relu", [b.node("Add", [a, p])]), np.maximum(ar + pr, 0)
+    g = b.node("Flatten", [b.node("GlobalAveragePool", [h])])
+    gr = hr.mean(axis=(2, 3))
+    w = b.weight(10, 64)
+    bias = (0.1 * b.rng.standard_normal(10)).astype(np.float32)
+    y = b.node("Gemm", [g, b.const(w, "w"), b.const(bias, "b")], transB=1)
+    return b.model("resnet_mini", "x", [1, 3, 64, 64], y, [1, 10], 13), x, gr @ w.T + bias
+
+
+def dynamic():
+    """A model whose input has a symbolic batch dimension: no static shape."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "dynamic",
+                          [x], [y])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
+def unsupported():
+    """A model with an op the device has no mapping for (TopK), after one it has."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])
+    v = helper.make_tensor_value_info("v", TensorProto.FLOAT, [2, 3])
+    i = helper.make_tensor_value_info("i", TensorProto.INT64, [2, 3])
+    k = numpy_helper.from_array(np.array([3], np.int64), "k")
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["r"], name="relu"),
+                           helper.make_node("TopK", ["r", "k"], ["v", "i"], name="top3")],
+                          "unsupported", [x], [v, i], [k])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    onnx.save(dynamic(), os.path.join(out, "dynamic.onnx"))
+    onnx.save(unsupported(), os.path.join(out, "unsupported.onnx"))
+    for name, make in (("mlp", mlp), ("transformer13", lambda: transformer(13)),
+                       ("transformer17", lambda: transformer(17)),
+                       ("resnet_mini", resnet_mini)):
+        model, x, ref = make()
+        onnx.save(model, os.path.join(out, name + ".onnx"))
+        x.astype(np.float32).tofile(os.path.join(out, name + ".in"))
+        np.asarray(ref, np.float32).tofile(os.path.join(out, name + ".out"))
+
+
+
+
+def corpus(out):
+    """Small models of the ops the importer maps: the ONNX fuzzer's seeds."""
+    os.makedirs(out, exist_ok=True)
+    rng = np.random.RandomState(1)
+    f = TensorProto.FLOAT
+
+    def one(name, nodes, ins, outs, inits=(), opset=13):
+        g = helper.make_graph(nodes, name,
+                              [helper.make_tensor_value_info(n, f, s) for n, s in ins],
+                              [helper.make_tensor_value_info(n, f, s) for n, s in outs],
+                              [numpy_helper.from_array(np.asarray(v), n) for n, v in inits])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+        m.ir_version = 8
+        onnx.checker.check_model(m, full_check=True)
+        onnx.save(m, os.path.join(out, name + ".onnx"))
+
+    w = lambda *s: rng.standard_normal(s).astype(np.float32)
+    n = helper.make_node
+    one("add_bcast", [n("Add", ["a", "b"], ["y"])], [("a", [2, 3, 4]), ("b", [4])], [("y", [2, 3, 4])])
+    one("gemm", [n("Gemm", ["a", "w", "c"], ["y"], transB=1, alpha=0.5, beta=2.0)],
+        [("a", [3, 5])], [("y", [3, 2])], [("w", w(2, 5)), ("c", w(2))])
+    one("matmul_batch", [n("MatMul", ["a", "b"], ["y"])], [("a", [2, 3, 4]), ("b", [4, 5])],
+        [("y", [2, 3, 5])])
+    one("softmax_axis", [n("Softmax", ["x"], ["y"], axis=1)], [("x", [2, 3, 4])], [("y", [2, 3, 4])])
+    one("reduce", [n("ReduceMax", ["x"], ["y"], axes=[0, 2], keepdims=0)], [("x", [2, 3, 4])],
+        [("y", [3])])
+    one("reshape_transpose", [n("Transpose", ["x"], ["t"], perm=[1, 0, 2]),
+                              n("Reshape", ["t", "s"], ["y"])],
+        [("x", [2, 3, 4])], [("y", [6, 4])], [("s", np.array([6, -1], np.int64))])
+    one("slice_concat", [n("Slice", ["x", "st", "en", "ax"], ["s"]),
+                         n("Concat", ["s", "x"], ["y"], axis=1)],
+        [("x", [2, 4])], [("y", [2, 6])],
+        [("st", np.array([1], np.int64)), ("en", np.array([3], np.int64)),
+         ("ax", np.array([1], np.int64))])
+    one("layernorm", [n("LayerNormalization", ["x", "g", "b"], ["y"], axis=-1)], [("x", [2, 8])],
+        [("y", [2, 8])], [("g", w(8)), ("b", w(8))], opset=17)
+    one("batchnorm", [n("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"])],
+        [("x", [1, 3, 2, 2])], [("y", [1, 3, 2, 2])],
+        [("s", w(3)), ("b", w(3)), ("m", w(3)), ("v", np.abs(w(3)) + 1)])
+    one("clip_pad", [n("Clip", ["x", "lo", "hi"], ["c"]), n("Pad", ["c", "p"], ["y"])],
+        [("x", [2, 2])], [("y", [4, 4])],
+        [("lo", np.float32(-0.5)), ("hi", np.float32(0.5)), ("p", np.array([1, 1, 1, 1], np.int64))])
+    one("shape_fold", [n("Shape", ["x"], ["s"]), n("Gather", ["s", "i"], ["d"]),
+                       n("Unsqueeze", ["d", "ax"], ["u"]),
+                       n("Concat", ["u", "m"], ["ns"], axis=0), n("Reshape", ["x", "ns"], ["y"])],
+        [("x", [2, 3, 4])], [("y", [2, 12])],
+        [("i", np.array(0, np.int64)), ("ax", np.array([0], np.int64)),
+         ("m", np.array([-1], np.int64))])
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--corpus"]:
+        corpus(sys.argv[2])
+    else:
+        main()

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ONNX models on the device: files written by tests/onnx/make_models.py
+ * (Debian's python3-onnx, fixed random weights) imported with
+ * npurt_onnx_import_file(), loaded, run sunk and from the host, and
+ * compared with the outputs numpy computed in float64: an MLP, a
+ * transformer encoder block (LayerNorm decomposed and whole), a small
+ * ResNet (convolutions, batch norm, residual adds, pooling). Imports that
+ * cannot be mapped say which node and op; broken files are refused; no
+ * import or failed load leaves device memory behind.
+ */
+#include <limits.h>
+#include <math.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "npu_selftest.h"
+#include "npurt.h"
+
+/* build/onnx-models, next to this test's build/tests/selftests. */
+static const char *models_dir(void)
+{
+	static char dir[PATH_MAX];
+	const char *env = getenv("NPU_ONNX_MODELS");
+	char exe[PATH_MAX - 32];
+	ssize_t n;
+
+	if (env)
+		return env;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return ".";
+	exe[n] = 0;
+	*strrchr(exe, '/') = 0;
+	snprintf(dir, sizeof(dir), "%s/../../onnx-models", exe);
+	return dir;
+}
+
+static void *read_all(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	void *p = NULL;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (!fseek(f, 0, SEEK_END) && (n = ftell(f)) > 0 && !fseek(f, 0, SEEK_SET)) {
+		p = malloc((size_t)n);
+		if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
+			free(p);
+			p = NULL;
+		}
+		*len = (size_t)n;
+	}
+	fclose(f);
+	return p;
+}
+
+FIXTURE(onnx) {
+	npurt_device *dev;
+	uint64_t hbm_before;
+};
+
+FIXTURE_SETUP(onnx)
+{
+	self->hbm_before = npu_hbm_buffers();
+	ASSERT_NE(~0ull, self->hbm_before);
+	ASSERT_EQ(NPURT_OK, npurt_device_open(0, &self->dev)) TH_LOG("%s", npurt_last_error());
+}
+
+FIXTURE_TEARDOWN(onnx)
+{
+	npurt_device_close(self->dev);
+	EXPECT_EQ(self->hbm_before, npu_hbm_buffers_settle(self->hbm_before));
+}
+
+/*
+ * Import NAME.onnx, run it on NAME.in and compare with NAME.out: within
+ * 1e-3 of the output's largest magnitude (float32 on the device against
+ * float64 in numpy, sums in another order).
+ */
+static void run_model(struct __test_metadata *_metadata, npurt_device *dev, const char *name,
+		      npurt_dispatch dispatch)
+{
+	npurt_onnx_info oi = { .size = sizeof(oi) };
+	npurt_graph *g = NULL;
+	npurt_model *m = NULL;
+	npurt_io_info in = { .size = sizeof(in) }, out = { .size = sizeof(out) };
+	char path[PATH_MAX];
+	size_t in_len = 0, want_len = 0, len;
+	float *x, *want, *got;
+	void *file;
+	double err = 0, big = 0;
+
+	snprintf(path, sizeof(path), "%s/%s.in", models_dir(), name);
+	x = read_all(path, &in_len);
+	snprintf(path, sizeof(path), "%s/%s.out", models_dir(), name);
+	want = read_all(path, &want_len);
+	ASSERT_TRUE(x && want) TH_LOG("no %s data in %s (make builds it)", name, models_dir());
+	snprintf(path, sizeof(path), "%s/%s.onnx", models_dir(), name);
+	ASSERT_EQ(NPURT_OK, npurt_onnx_import_file(path, &g, &oi)) TH_LOG("%s", npurt_last_error());
+	EXPECT_GT(oi.device_ops, 0);
+	ASSERT_EQ(NPURT_OK, npurt_graph_serialize(g, &file, &len, NULL));
+	npurt_graph_destroy(g);
+	ASSERT_EQ(NPURT_OK, npurt_model_load_buffer(dev, file, len, NULL, &m))
+		TH_LOG("%s", npurt_last_error());
+	free(file);
+	ASSERT_EQ(NPURT_OK, npurt_model_set_dispatch(m, dispatch));
+	ASSERT_EQ(NPURT_OK, npurt_model_io(m, 0, &in));
+	ASSERT_EQ(NPURT_OK, npurt_model_io(m, 1, &out));
+	ASSERT_FALSE(in.output);
+	ASSERT_TRUE(out.output);
+	ASSERT_EQ(in_len, in.bytes);
+	ASSERT_EQ(want_len, out.bytes);
+	got = calloc(1, out.bytes);
+	ASSERT_NE(NULL, got);
+	ASSERT_EQ(NPURT_OK, npurt_model_bind(m, 0, x, in.bytes));
+	ASSERT_EQ(NPURT_OK, npurt_model_bind(m, 1, got, out.bytes));
+	ASSERT_EQ(NPURT_OK, npurt_model_execute(m, 60000)) TH_LOG("%s", npurt_last_error());
+	for (size_t k = 0; k < out.bytes / 4; k++) {
+		double d = fabs((double)got[k] - want[k]);
+
+		err = d > err || isnan(d) ? d : err;
+		big = fabs(want[k]) > big ? fabs(want[k]) : big;
+	}
+	EXPECT_LE(err, 1e-3 * (big > 1 ? big : 1))
+		TH_LOG("%s: largest difference %.3g, values up to %.3g", name, err, big);
+	npurt_model_unload(m);
+	free(got);
+	free(x);
+	free(want);
+}
+
+TEST_F(onnx, an_mlp_of_gemms_matches_numpy)
+{
+	run_model(_metadata, self->dev, "mlp", NPURT_DISPATCH_SINK);
+}
+
+TEST_F(onnx, a_transformer_block_with_decomposed_layernorm_matches_numpy)
+{
+	run_model(_metadata, self->dev, "transformer13", NPURT_DISPATCH_SINK);
+}
+
+TEST_F(onnx, a_transformer_block_with_layernormalization_matches_numpy)
+{
+	run_model(_metadata, self->dev, "transformer17", NPURT_DISPATCH_SINK);
+}
+
+TEST_F(onnx, a_resnet_of_convolutions_and_pools_matches_numpy)
+{
+	run_model(_metadata, self->dev, "resnet_mini", NPURT_DISPATCH_SINK);
+}
+
+TEST_F(onnx, host_dispatch_runs_an_imported_model_the_same)
+{
+	run_model(_metadata, self->dev, "transformer17", NPURT_DISPATCH_HOST);
+}
+
+/* What the device cannot run is named: node, op type, reason. */
+TEST_F(onnx, an_unmapped_op_names_its_node_and_type)
+{
+	char path[PATH_MAX];
+	npurt_graph *g = (npurt_graph *)1;
+
+	snprintf(path, sizeof(path), "%s/unsupported.onnx", models_dir());
+	ASSERT_EQ(NPURT_ERR_UNSUPPORTED, npurt_onnx_import_file(path, &g, NULL));
+	EXPECT_EQ((npurt_graph *)1, g);
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "node 1 \"top3\" (TopK)"))
+		TH_LOG("%s", npurt_last_error());
+}
+
+TEST_F(onnx, a_dynamic_dimension_is_unsupported)
+{
+	char path[PATH_MAX];
+	npurt_graph *g = NULL;
+
+	snprintf(path, sizeof(path), "%s/dynamic.onnx", models_dir());
+	ASSERT_EQ(NPURT_ERR_UNSUPPORTED, npurt_onnx_import_file(path, &g, NULL));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "dynamic")) TH_LOG("%s", npurt_last_error());
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "\"N\"")) TH_LOG("%s", npurt_last_error());
+}
+
+/* Truncated and corrupted files: refused, whatever byte they end at. */
+TEST_F(onnx, broken_files_are_refused)
+{
+	char path[PATH_MAX];
+	size_t len = 0;
+	uint8_t *file;
+	npurt_graph *g;
+	unsigned int refused = 0, tried = 0;
+
+	snprintf(path, sizeof(path), "%s/mlp.onnx", models_dir());
+	file = read_all(path, &len);
+	ASSERT_NE(NULL, file);
+	ASSERT_EQ(NPURT_OK, npurt_onnx_import(file, len, &g, NULL)) TH_LOG("%s", npurt_last_error());
+	npurt_graph_destroy(g);
+	for (size_t cut = 0; cut < len; cut += len / 97 + 1) {
+		npurt_status st = npurt_onnx_import(file, cut, &g, NULL);
+
+		tried++;
+		if (st == NPURT_OK) {
+			npurt_graph_destroy(g);
+			continue;
+		}
+		EXPECT_TRUE(st == NPURT_ERR_INVALID || st == NPURT_ERR_UNSUPPORTED)
+			TH_LOG("cut at %zu: %s", cut, npurt_last_error());
+		refused++;
+	}
+	/* A protobuf cut between fields can parse; most cuts do not. */
+	EXPECT_GT(refused, tried * 9 / 10);
+	ASSERT_EQ(NPURT_ERR_INVALID, npurt_onnx_import("not a model", 11, &g, NULL));
+	free(file);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal: the ONNX importer (Documentation/onnx.rst). An ONNX graph is
+ * walked once in its (topological) node order; every value it names gets
+ * an ox_val: a constant the importer holds on the host and folds through
+ * shape arithmetic, or a layout over a tensor of the graph builder, so
+ * reshapes, transposes, slices and broadcasts cost no device op. Values
+ * become graph tensors (constants, views) only when a device op reads
+ * them.
+ */
+#ifndef NPURT_ONNX_H
+#define NPURT_ONNX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "npurt.h"
+#include "onnx.pb-c.h"
+
+#define OX_MAX_DIMS	8		/* constants; device values have NPURT_MAX_DIMS */
+#define OX_NONE		UINT32_MAX
+
+/* TensorProto.DataType */
+enum {
+	OX_FLOAT = 1, OX_UINT8 = 2, OX_INT8 = 3, OX_UINT16 = 4, OX_INT16 = 5, OX_INT32 = 6,
+	OX_INT64 = 7, OX_STRING = 8, OX_BOOL = 9, OX_FLOAT16 = 10, OX_DOUBLE = 11,
+	OX_UINT32 = 12, OX_UINT64 = 13, OX_BFLOAT16 = 16,
+};
+
+struct ox_val {
+	char *name;
+	int32_t type;			/* OX_* */
+	uint32_t ndim;
+	int64_t dims[OX_MAX_DIMS];
+	/* A constant: values as doubles (floats) or int64 (integers, bool). */
+	bool is_const;
+	double *f;
+	int64_t *i;
+	/* On the device: element (ix) is base's element off + sum(ix[k] * stride[k]). */
+	uint32_t base;			/* a graph tensor that is no view, or OX_NONE */
+	uint64_t off;
+	int64_t stride[OX_MAX_DIMS];
+	uint32_t tensor;		/* the graph tensor of this layout, once made */
+	bool computed;			/* base is a feature map an op writes */
+	bool output;			/* base is a graph output already */
+};
+
+struct ox_imp {
+	npurt_graph *g;
+	int64_t opset;
+	struct ox_val *vals;
+	size_t nvals, cap;
+	const Onnx__NodeProto *node;	/* being imported: errors name it */
+	size_t node_index;
+	uint32_t scratch;		/* names of intermediate values */
+	npurt_onnx_info info;
+};
+
+/* Record a failure of the node being imported (or of the model) and return st. */
+npurt_status ox_fail(struct ox_imp *im, npurt_status st, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+bool ox_is_float(int32_t type);
+const char *ox_type_name(int32_t type);
+uint64_t ox_count(const struct ox_val *v);
+struct ox_val *ox_find(struct ox_imp *im, const char *name);
+/* A new value called `name` (the node's output); NULL after ox_fail(). */
+struct ox_val *ox_new(struct ox_imp *im, const char *name, int32_t type, uint32_t ndim,
+		      const int64_t *dims);
+/* A constant value with room for its data (zeroed), laid out dense. */
+struct ox_val *ox_new_const(struct ox_imp *im, const char *name, int32_t type, uint32_t ndim,
+			    const int64_t *dims);
+double ox_getf(const struct ox_val *v, uint64_t idx);
+int64_t ox_geti(const struct ox_val *v, uint64_t idx);
+void ox_set(struct ox_val *v, uint64_t idx, double x);
+
+/* A TensorProto's contents as a constant called `name` (NULL: its own). */
+struct ox_val *ox_tensor_proto(struct ox_imp *im, const Onnx__TensorProto *t, const char *name);
+
+/* The graph tensor of a value, made on first use (a constant, a view). */
+npurt_status ox_device(struct ox_imp *im, struct ox_val *v, uint32_t *tensor);
+/* Give a value a new dense tensor of the graph as its home. */
+npurt_status ox_home(struct ox_imp *im, struct ox_val *v);
+
+/* ---- views (onnx_view.c) ---- */
+#define OX_MAX_OUTPUTS	64
+
+/* A value over x's elements with another layout: a view, or a gathered constant. */
+struct ox_val *ox_view(struct ox_imp *im, struct ox_val *x, const char *name, uint32_t ndim,
+		       const int64_t *dims, uint64_t off, const int64_t *stride);
+/* x if its layout is dense, else a dense copy of it (one device op). */
+struct ox_val *ox_dense(struct ox_imp *im, struct ox_val *x);
+/* x broadcast to dims (zero strides where it repeats). */
+struct ox_val *ox_expand_to(struct ox_imp *im, struct ox_val *x, const char *name, uint32_t ndim,
+			    const int64_t *dims);
+bool ox_broadcast(const int64_t *a, uint32_t na, const int64_t *b, uint32_t nb, int64_t *out,
+		  uint32_t *nout);
+/* An axis in [-rank, rank) made positive, or -1. */
+int ox_axis(int64_t axis, uint32_t rank);
+/*
+ * Integers from the ints attribute `attr` (if the node has it) or from
+ * constant input `input`: their count, or -1 when neither is there (or on
+ * failure, with *st set).
+ */
+int ox_ints(struct ox_imp *im, const Onnx__NodeProto *n, size_t input, const char *attr,
+	    int64_t *out, int max, npurt_status *st);
+/* Reshape and the other layout-only nodes; *done false if n is none of them. */
+npurt_status ox_view_node(struct ox_imp *im, const Onnx__NodeProto *n, bool *done);
+npurt_status ox_gather_copies(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x,
+			      int axis, struct ox_val *idx);
+
+/* Add a graph op writing tensor `out`, counted in the import's info. */
+npurt_status ox_add(struct ox_imp *im, const npurt_graph_node *node, uint32_t out);
+
+/* ---- device ops for nodes (onnx_ops.c, onnx_nn.c) ---- */
+
+/* NPURT_ERR_UNSUPPORTED unless v is float, the type the op library computes in. */
+npurt_status ox_need_float(struct ox_imp *im, const struct ox_val *v);
+/* A new value with a dense tensor of the graph as its home. */
+struct ox_val *ox_fresh(struct ox_imp *im, const char *name, int32_t type, uint32_t ndim,
+			const int64_t *dims);
+/* A name for an intermediate value (no ONNX name can be it), in buf. */
+const char *ox_tmp_name(struct ox_imp *im, char *buf, size_t len, const char *of);
+/* out = op(a, b), inputs broadcast to out's dims; NULL after ox_fail(). */
+struct ox_val *ox_binary(struct ox_imp *im, uint32_t op, struct ox_val *a, struct ox_val *b,
+			 const char *name);
+struct ox_val *ox_unary(struct ox_imp *im, uint32_t op, struct ox_val *x, float alpha,
+			float beta, const char *name);
+struct ox_val *ox_scalar(struct ox_imp *im, double x, const char *of);
+/* NPURT_OK for a value made, else the failure's status. */
+npurt_status ox_done(struct ox_val *v);
+
+npurt_status ox_op_global_pool(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x,
+			       uint32_t op);
+npurt_status ox_op_batchnorm(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
+npurt_status ox_op_instancenorm(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
+npurt_status ox_op_layernorm(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
+npurt_status ox_op_prelu(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
+npurt_status ox_op_window(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
+
+/* Import one node (onnx_ops.c). */
+npurt_status ox_node(struct ox_imp *im, const Onnx__NodeProto *n);
+/* Evaluate a node whose inputs are all constants on the host; false if it cannot. */
+bool ox_fold(struct ox_imp *im, const Onnx__NodeProto *n, npurt_status *st);
+
+/* Attributes of the node being imported. */
+const Onnx__AttributeProto *ox_attr(const Onnx__NodeProto *n, const char *name);
+int64_t ox_attr_i(const Onnx__NodeProto *n, const char *name, int64_t def);
+float ox_attr_f(const Onnx__NodeProto *n, const char *name, float def);
+/* The node's input k, NULL if absent or named "" (an optional left out). */
+struct ox_val *ox_in(struct ox_imp *im, const Onnx__NodeProto *n, size_t k);
+
+#endif /* NPURT_ONNX_H */

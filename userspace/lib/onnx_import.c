@@ -1,0 +1,914 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The ONNX importer's frame: the model read with protobuf-c, its values
+ * (constants on the host, layouts over graph tensors on the device), and
+ * the walk over its nodes. onnx_ops.c maps each node to device ops,
+ * onnx_fold.c evaluates nodes of constants.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "npu_oplib.h"
+#include "onnx.h"
+
+/* Far above any model of ours; a file claiming more is refused, not read. */
+#define OX_MAX_FILE	(1ull << 31)
+#define OX_MAX_CONST	(1ull << 25)	/* elements of one constant (256 MiB on the host) */
+#define OX_MAX_ELEMS	(1ull << 40)
+
+npurt_status ox_fail(struct ox_imp *im, npurt_status st, const char *fmt, ...)
+{
+	char msg[384];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (im && im->node)
+		return npurt_set_error(st, "onnx: node %zu \"%.64s\" (%.32s): %s", im->node_index,
+				       im->node->name ? im->node->name : "",
+				       im->node->op_type ? im->node->op_type : "?", msg);
+	return npurt_set_error(st, "onnx: %s", msg);
+}
+
+bool ox_is_float(int32_t type)
+{
+	return type == OX_FLOAT || type == OX_FLOAT16 || type == OX_BFLOAT16 || type == OX_DOUBLE;
+}
+
+const char *ox_type_name(int32_t type)
+{
+	static const char *const names[] = {
+		[OX_FLOAT] = "float", [OX_UINT8] = "uint8", [OX_INT8] = "int8",
+		[OX_UINT16] = "uint16", [OX_INT16] = "int16", [OX_INT32] = "int32",
+		[OX_INT64] = "int64", [OX_STRING] = "string", [OX_BOOL] = "bool",
+		[OX_FLOAT16] = "float16", [OX_DOUBLE] = "double", [OX_UINT32] = "uint32",
+		[OX_UINT64] = "uint64", [OX_BFLOAT16] = "bfloat16",
+	};
+
+	if (type > 0 && (size_t)type < sizeof(names) / sizeof(names[0]) && names[type])
+		return names[type];
+	return "an unknown dtype";
+}
+
+uint64_t ox_count(const struct ox_val *v)
+{
+	uint64_t n = 1;
+
+	for (uint32_t k = 0; k < v->ndim; k++)
+		n *= (uint64_t)v->dims[k];
+	return n;
+}
+
+struct ox_val *ox_find(struct ox_imp *im, const char *name)
+{
+	/* Newest first: a name is defined once, and read mostly soon after. */
+	for (size_t k = im->nvals; k-- > 0;)
+		if (!strcmp(im->vals[k].name, name))
+			return &im->vals[k];
+	return NULL;
+}
+
+struct ox_val *ox_in(struct ox_imp *im, const Onnx__NodeProto *n, size_t k)
+{
+	if (k >= n->n_input || !n->input[k][0])
+		return NULL;
+	return ox_find(im, n->input[k]);
+}
+
+struct ox_val *ox_new(struct ox_imp *im, const char *name, int32_t type, uint32_t ndim,
+		      const int64_t *dims)
+{
+	int64_t d[OX_MAX_DIMS];		/* dims may point into the table realloc moves */
+	struct ox_val *v;
+	uint64_t n = 1;
+
+	if (ndim > OX_MAX_DIMS) {
+		ox_fail(im, NPURT_ERR_UNSUPPORTED, "\"%.64s\" has %u dimensions, at most %d",
+			name, ndim, OX_MAX_DIMS);
+		return NULL;
+	}
+	if (ndim)
+		memcpy(d, dims, ndim * sizeof(dims[0]));
+	/* Each dimension, and the product of those not 0, at most 2^40. */
+	for (uint32_t k = 0; k < ndim; k++) {
+		if (d[k] < 0 || (uint64_t)d[k] > OX_MAX_ELEMS ||
+		    (d[k] && n > OX_MAX_ELEMS / (uint64_t)d[k])) {
+			ox_fail(im, NPURT_ERR_INVALID, "\"%.64s\": dimension %u is %lld", name, k,
+				(long long)d[k]);
+			return NULL;
+		}
+		n *= d[k] ? (uint64_t)d[k] : 1;
+	}
+	if (im->nvals == im->cap) {
+		size_t cap = im->cap ? 2 * im->cap : 64;
+		struct ox_val *p = realloc(im->vals, cap * sizeof(*p));
+
+		if (!p) {
+			ox_fail(im, NPURT_ERR_NO_MEMORY, "out of host memory");
+			return NULL;
+		}
+		im->vals = p;
+		im->cap = cap;
+	}
+	v = &im->vals[im->nvals];
+	*v = (struct ox_val){ .type = type, .ndim = ndim, .base = OX_NONE, .tensor = OX_NONE };
+	v->name = strdup(name);
+	if (!v->name) {
+		ox_fail(im, NPURT_ERR_NO_MEMORY, "out of host memory");
+		return NULL;
+	}
+	if (ndim)
+		memcpy(v->dims, d, ndim * sizeof(d[0]));
+	n = 1;
+	for (uint32_t k = ndim; k-- > 0;) {	/* dense until told otherwise */
+		v->stride[k] = (int64_t)n;
+		n *= (uint64_t)d[k];
+	}
+	im->nvals++;
+	return v;
+}
+
+struct ox_val *ox_new_const(struct ox_imp *im, const char *name, int32_t type, uint32_t ndim,
+			    const int64_t *dims)
+{
+	struct ox_val *v = ox_new(im, name, type, ndim, dims);
+	uint64_t n;
+
+	if (!v)
+		return NULL;
+	n = ox_count(v);
+	if (n > OX_MAX_CONST) {
+		ox_fail(im, NPURT_ERR_UNSUPPORTED, "constant \"%.64s\" of %llu elements", name,
+			(unsigned long long)n);
+		return NULL;
+	}
+	v->is_const = true;
+	if (ox_is_float(type))
+		v->f = calloc(n ? n : 1, sizeof(double));
+	else
+		v->i = calloc(n ? n : 1, sizeof(int64_t));
+	if (!v->f && !v->i) {
+		ox_fail(im, NPURT_ERR_NO_MEMORY, "out of host memory");
+		return NULL;
+	}
+	return v;
+}
+
+double ox_getf(const struct ox_val *v, uint64_t idx)
+{
+	return v->f ? v->f[idx] : (double)v->i[idx];
+}
+
+int64_t ox_geti(const struct ox_val *v, uint64_t idx)
+{
+	double x;
+
+	if (v->i)
+		return v->i[idx];
+	x = v->f[idx];
+	/* Saturate, as the shape arithmetic wants (INT64_MAX ends in Slice). */
+	if (!(x == x))
+		return 0;
+	if (x >= 9.2e18)
+		return INT64_MAX;
+	if (x <= -9.2e18)
+		return INT64_MIN;
+	return (int64_t)x;
+}
+
+void ox_set(struct ox_val *v, uint64_t idx, double x)
+{
+	if (v->f) {
+		v->f[idx] = v->type == OX_FLOAT ? (double)(float)x : x;
+		return;
+	}
+	if (v->type == OX_BOOL)
+		v->i[idx] = x != 0;
+	else if (!(x == x))
+		v->i[idx] = 0;
+	else
+		v->i[idx] = x >= 9.2e18 ? INT64_MAX : x <= -9.2e18 ? INT64_MIN : (int64_t)x;
+}
+
+/* ---- attributes --------------------------------------------------------- */
+
+const Onnx__AttributeProto *ox_attr(const Onnx__NodeProto *n, const char *name)
+{
+	for (size_t k = 0; k < n->n_attribute; k++)
+		if (n->attribute[k]->name && !strcmp(n->attribute[k]->name, name))
+			return n->attribute[k];
+	return NULL;
+}
+
+int64_t ox_attr_i(const Onnx__NodeProto *n, const char *name, int64_t def)
+{
+	const Onnx__AttributeProto *a = ox_attr(n, name);
+
+	return a && a->has_i ? a->i : def;
+}
+
+float ox_attr_f(const Onnx__NodeProto *n, const char *name, float def)
+{
+	const Onnx__AttributeProto *a = ox_attr(n, name);
+
+	return a && a->has_f ? a->f : def;
+}
+
+/* ---- tensors on the host --------------------------------------------------- */
+
+static float half_to_float(uint16_t h, bool bf16)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, x;
+	float f;
+
+	if (bf16) {
+		x = (uint32_t)h << 16;
+	} else if (exp == 0x1f) {
+		x = sign | 0x7f800000 | (man << 13);
+	} else if (exp) {
+		x = sign | ((exp + 112) << 23) | (man << 13);
+	} else {
+		f = (float)man * 0x1p-24f;
+		return sign ? -f : f;
+	}
+	memcpy(&f, &x, 4);
+	return f;
+}
+
+static size_t raw_size(int32_t type)
+{
+	switch (type) {
+	case OX_UINT8: case OX_INT8: case OX_BOOL: return 1;
+	case OX_UINT16: case OX_INT16: case OX_FLOAT16: case OX_BFLOAT16: return 2;
+	case OX_FLOAT: case OX_INT32: case OX_UINT32: return 4;
+	case OX_INT64: case OX_UINT64: case OX_DOUBLE: return 8;
+	default: return 0;
+	}
+}
+
+/* Element k of raw little-endian data. */
+static double raw_get(const uint8_t *p, int32_t type, uint64_t k, int64_t *iv)
+{
+	union { float f; double d; int32_t i32; uint32_t u32; int64_t i64; uint64_t u64;
+		int16_t i16; uint16_t u16; } u;
+	size_t es = raw_size(type);
+
+	memcpy(&u, p + k * es, es);
+	switch (type) {
+	case OX_FLOAT: return u.f;
+	case OX_DOUBLE: return u.d;
+	case OX_FLOAT16: return half_to_float(u.u16, false);
+	case OX_BFLOAT16: return half_to_float(u.u16, true);
+	case OX_UINT8: *iv = p[k]; break;
+	case OX_INT8: *iv = (int8_t)p[k]; break;
+	case OX_BOOL: *iv = p[k] != 0; break;
+	case OX_UINT16: *iv = u.u16; break;
+	case OX_INT16: *iv = u.i16; break;
+	case OX_INT32: *iv = u.i32; break;
+	case OX_UINT32: *iv = u.u32; break;
+	case OX_INT64: *iv = u.i64; break;
+	default: *iv = (int64_t)u.u64; break;
+	}
+	return (double)*iv;
+}
+
+struct ox_val *ox_tensor_proto(struct ox_imp *im, const Onnx__TensorProto *t, const char *name)
+{
+	const char *nm = name ? name : t->name ? t->name : "";
+	int32_t type = t->has_data_type ? t->data_type : 0;
+	int64_t dims[OX_MAX_DIMS];
+	struct ox_val *v;
+	uint64_t n, have;
+
+	if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+		ox_fail(im, NPURT_ERR_UNSUPPORTED, "tensor \"%.64s\" has external data", nm);
+		return NULL;
+	}
+	if (!raw_size(type)) {
+		ox_fail(im, NPURT_ERR_UNSUPPORTED, "tensor \"%.64s\" is of %s", nm, ox_type_name(type));
+		return NULL;
+	}
+	if (t->n_dims > OX_MAX_DIMS) {
+		ox_fail(im, NPURT_ERR_UNSUPPORTED, "tensor \"%.64s\" has %zu dimensions", nm, t->n_dims);
+		return NULL;
+	}
+	if (t->n_dims)
+		memcpy(dims, t->dims, t->n_dims * sizeof(dims[0]));
+	v = ox_new_const(im, nm, type, (uint32_t)t->n_dims, dims);
+	if (!v)
+		return NULL;
+	n = ox_count(v);
+	if (t->has_raw_data) {
+		if (t->raw_data.len != n * raw_size(type)) {
+			ox_fail(im, NPURT_ERR_INVALID, "tensor \"%.64s\": %zu bytes of data for %llu "
+				"elements", nm, t->raw_data.len, (unsigned long long)n);
+			return NULL;
+		}
+		for (uint64_t k = 0; k < n; k++) {
+			int64_t iv = 0;
+			double x = raw_get(t->raw_data.data, type, k, &iv);
+
+			if (v->f)
+				v->f[k] = x;
+			else
+				v->i[k] = iv;
+		}
+		return v;
+	}
+	/* Typed fields: which one holds the values depends on the type. */
+	switch (type) {
+	case OX_FLOAT: have = t->n_float_data; break;
+	case OX_DOUBLE: have = t->n_double_data; break;
+	case OX_INT64: have = t->n_int64_data; break;
+	case OX_UINT32: case OX_UINT64: have = t->n_uint64_data; break;
+	default: have = t->n_int32_data; break;
+	}
+	if (have != n) {
+		ox_fail(im, NPURT_ERR_INVALID, "tensor \"%.64s\": %llu values for %llu elements", nm,
+			(unsigned long long)have, (unsigned long long)n);
+		return NULL;
+	}
+	for (uint64_t k = 0; k < n; k++) {
+		switch (type) {
+		case OX_FLOAT: v->f[k] = t->float_data[k]; break;
+		case OX_DOUBLE: v->f[k] = t->double_data[k]; break;
+		case OX_INT64: v->i[k] = t->int64_data[k]; break;
+		case OX_UINT32: case OX_UINT64: v->i[k] = (int64_t)t->uint64_data[k]; break;
+		case OX_FLOAT16: case OX_BFLOAT16:
+			v->f[k] = half_to_float((uint16_t)t->int32_data[k], type == OX_BFLOAT16);
+			break;
+		case OX_BOOL: v->i[k] = t->int32_data[k] != 0; break;
+		default: v->i[k] = t->int32_data[k]; break;
+		}
+	}
+	return v;
+}
+
+/* ---- values on the device ----------------------------------------------- */
+
+static npurt_dtype device_dtype(int32_t type)
+{
+	return type == OX_FLOAT16 ? NPURT_F16 : type == OX_BFLOAT16 ? NPURT_BF16 : NPURT_F32;
+}
+
+static bool device_type(int32_t type)
+{
+	return type == OX_FLOAT || type == OX_FLOAT16 || type == OX_BFLOAT16;
+}
+
+static npurt_status device_shape(struct ox_imp *im, const struct ox_val *v, uint64_t *shape,
+				 uint32_t *ndim)
+{
+	if (!device_type(v->type))
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "\"%.64s\" is %s on the device, which "
+			       "computes in float, float16 and bfloat16", v->name, ox_type_name(v->type));
+	if (v->ndim > NPURT_MAX_DIMS)
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "\"%.64s\" has %u dimensions on the "
+			       "device, at most %d", v->name, v->ndim, NPURT_MAX_DIMS);
+	if (!ox_count(v))
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "\"%.64s\" is empty", v->name);
+	*ndim = v->ndim ? v->ndim : 1;		/* a scalar is one element */
+	shape[0] = 1;
+	for (uint32_t k = 0; k < v->ndim; k++)
+		shape[k] = (uint64_t)v->dims[k];
+	return NPURT_OK;
+}
+
+static void dense_strides(struct ox_val *v)
+{
+	int64_t s = 1;
+
+	for (uint32_t k = v->ndim; k-- > 0;) {
+		v->stride[k] = s;
+		s *= v->dims[k];
+	}
+}
+
+npurt_status ox_home(struct ox_imp *im, struct ox_val *v)
+{
+	uint64_t shape[NPURT_MAX_DIMS];
+	uint32_t ndim;
+	npurt_status st = device_shape(im, v, shape, &ndim);
+
+	if (st)
+		return st;
+	st = npurt_graph_tensor(im->g, NULL, device_dtype(v->type), ndim, shape, &v->base);
+	if (st)
+		return ox_fail(im, st, "%s", npurt_last_error());
+	v->off = 0;
+	v->computed = true;
+	dense_strides(v);
+	v->tensor = v->base;
+	return NPURT_OK;
+}
+
+static npurt_status make_constant(struct ox_imp *im, struct ox_val *v)
+{
+	uint64_t shape[NPURT_MAX_DIMS], n = ox_count(v);
+	uint32_t ndim;
+	npurt_status st = device_shape(im, v, shape, &ndim);
+	float *data;
+
+	if (st)
+		return st;
+	if (v->type != OX_FLOAT)
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "constant \"%.64s\" is %s; device "
+			       "constants are float", v->name, ox_type_name(v->type));
+	data = malloc(n * sizeof(*data));
+	if (!data)
+		return ox_fail(im, NPURT_ERR_NO_MEMORY, "out of host memory");
+	for (uint64_t k = 0; k < n; k++)
+		data[k] = (float)v->f[k];
+	st = npurt_graph_constant(im->g, NULL, NPURT_F32, ndim, shape, data, &v->base);
+	free(data);
+	if (st)
+		return ox_fail(im, st, "%s", npurt_last_error());
+	v->off = 0;
+	dense_strides(v);
+	v->tensor = v->base;
+	return NPURT_OK;
+}
+
+npurt_status ox_device(struct ox_imp *im, struct ox_val *v, uint32_t *tensor)
+{
+	uint64_t shape[NPURT_MAX_DIMS], stride[NPURT_MAX_DIMS];
+	uint32_t ndim;
+	npurt_status st;
+
+	if (v->tensor == OX_NONE && v->base == OX_NONE) {
+		if (!v->is_const)
+			return ox_fail(im, NPURT_ERR_INTERNAL, "\"%.64s\" has no home", v->name);
+		st = make_constant(im, v);
+		if (st)
+			return st;
+	}
+	if (v->tensor == OX_NONE) {
+		st = device_shape(im, v, shape, &ndim);
+		if (st)
+			return st;
+		stride[0] = 1;
+		for (uint32_t k = 0; k < v->ndim; k++)
+			stride[k] = (uint64_t)v->stride[k];
+		st = npurt_graph_view(im->g, v->base, v->off, ndim, shape, stride, &v->tensor);
+		if (st)
+			return ox_fail(im, st, "%s", npurt_last_error());
+	}
+	*tensor = v->tensor;
+	return NPURT_OK;
+}
+
+/* ---- the model ------------------------------------------------------------ */
+
+static npurt_status graph_input(struct ox_imp *im, const Onnx__ValueInfoProto *vi)
+{
+	const Onnx__TypeProto__Tensor *tt;
+	int64_t dims[OX_MAX_DIMS];
+	uint64_t shape[NPURT_MAX_DIMS];
+	struct ox_val *v;
+	uint32_t ndim;
+	npurt_status st;
+
+	if (!vi->name || !vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+	    !vi->type->tensor_type->has_elem_type)
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "input \"%.64s\" is no tensor",
+			       vi->name ? vi->name : "");
+	tt = vi->type->tensor_type;
+	if (!tt->shape)
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "input \"%.64s\" has no shape", vi->name);
+	if (tt->shape->n_dim > OX_MAX_DIMS)
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "input \"%.64s\" has %zu dimensions",
+			       vi->name, tt->shape->n_dim);
+	for (size_t k = 0; k < tt->shape->n_dim; k++) {
+		const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[k];
+
+		if (d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "input \"%.64s\" has a dynamic "
+				       "dimension %zu (\"%.32s\"): the device runs static shapes",
+				       vi->name, k, d->value_case ? d->dim_param : "");
+		dims[k] = d->dim_value;
+	}
+	v = ox_new(im, vi->name, tt->elem_type, (uint32_t)tt->shape->n_dim, dims);
+	if (!v)
+		return npurt_last_status();
+	st = device_shape(im, v, shape, &ndim);
+	if (st)
+		return st;
+	st = npurt_graph_input(im->g, vi->name, device_dtype(v->type), ndim, shape, &v->base);
+	if (st)
+		return ox_fail(im, st, "%s", npurt_last_error());
+	dense_strides(v);
+	v->tensor = v->base;
+	return NPURT_OK;
+}
+
+/*
+ * An output must be a tensor the graph computes, and its own: an input, a
+ * constant, a view or a tensor another output took is copied out.
+ */
+static npurt_status graph_output(struct ox_imp *im, const Onnx__ValueInfoProto *vi)
+{
+	struct ox_val *v = vi->name ? ox_find(im, vi->name) : NULL;
+	npurt_graph_node node = { .size = sizeof(node), .op = NPU_OP_TRANSPOSE };
+	struct ox_val copy;
+	uint32_t src;
+	npurt_status st;
+
+	if (!v)
+		return ox_fail(im, NPURT_ERR_INVALID, "output \"%.64s\" is not computed",
+			       vi->name ? vi->name : "");
+	st = ox_device(im, v, &src);
+	if (st)
+		return st;
+	if (v->computed && v->tensor == v->base && !v->output) {
+		v->output = true;
+		for (size_t k = 0; k < im->nvals; k++)
+			if (im->vals[k].base == v->base)
+				im->vals[k].output = true;
+		st = npurt_graph_output(im->g, src, vi->name);
+		return st ? ox_fail(im, st, "%s", npurt_last_error()) : NPURT_OK;
+	}
+	copy = *v;
+	st = ox_home(im, &copy);
+	if (st)
+		return st;
+	for (uint32_t k = 0; k < NPURT_MAX_DIMS; k++)
+		node.perm[k] = k;
+	node.in[0] = src;
+	st = npurt_graph_add_into(im->g, &node, copy.base);
+	if (!st)
+		st = npurt_graph_output(im->g, copy.base, vi->name);
+	if (st)
+		return ox_fail(im, st, "%s", npurt_last_error());
+	im->info.device_ops++;
+	return NPURT_OK;
+}
+
+/* Does any node after `from`, or a graph output, read `name`? */
+static bool read_later(const Onnx__GraphProto *g, size_t from, const char *name)
+{
+	for (size_t k = from; k < g->n_node; k++)
+		for (size_t i = 0; i < g->node[k]->n_input; i++)
+			if (!strcmp(g->node[k]->input[i], name))
+				return true;
+	for (size_t k = 0; k < g->n_output; k++)
+		if (g->output[k]->name && !strcmp(g->output[k]->name, name))
+			return true;
+	return false;
+}
+
+/*
+ * Conv followed by an inference BatchNormalization of its output alone,
+ * all constants: the normalization folds into the convolution's weights
+ * and bias (w' = w a, b' = b a + shift, a = scale / sqrt(var + eps)), as
+ * an NPU compiler does, and the two nodes import as one Conv. Returns
+ * true if it did (*st its status).
+ */
+static bool fold_conv_bn(struct ox_imp *im, const Onnx__GraphProto *g, size_t k,
+			 npurt_status *st)
+{
+	const Onnx__NodeProto *c = g->node[k], *bn = k + 1 < g->n_node ? g->node[k + 1] : NULL;
+	struct ox_val *w, *b, *p[4], *nw, *nb;
+	char wn[96], bname[96], *ins[3];
+	Onnx__NodeProto conv;
+	double eps;
+	int64_t o, per;
+
+	if (!bn || strcmp(c->op_type, "Conv") || !bn->op_type ||
+	    strcmp(bn->op_type, "BatchNormalization") || c->n_output != 1 || bn->n_output != 1 ||
+	    bn->n_input != 5 || c->n_input < 2 || strcmp(bn->input[0], c->output[0]) ||
+	    ox_attr_i(bn, "training_mode", 0) || read_later(g, k + 2, c->output[0]))
+		return false;
+	w = ox_find(im, c->input[1]);
+	b = c->n_input > 2 && c->input[2][0] ? ox_find(im, c->input[2]) : NULL;
+	if (!w || !w->is_const || !ox_is_float(w->type) || w->ndim < 3 || (b && !b->is_const) ||
+	    (c->n_input > 2 && c->input[2][0] && !b))
+		return false;
+	o = w->dims[0];
+	for (int i = 0; i < 4; i++) {
+		p[i] = ox_find(im, bn->input[i + 1]);
+		if (!p[i] || !p[i]->is_const || ox_count(p[i]) != (uint64_t)o)
+			return false;
+	}
+	if (b && ox_count(b) != (uint64_t)o)
+		return false;
+	eps = ox_attr_f(bn, "epsilon", 1e-5f);
+	per = (int64_t)(ox_count(w) / (uint64_t)o);
+	snprintf(wn, sizeof(wn), "\001%.64s:w%u", c->output[0], im->scratch++);
+	snprintf(bname, sizeof(bname), "\001%.64s:b%u", c->output[0], im->scratch++);
+	nw = ox_new_const(im, wn, OX_FLOAT, w->ndim, w->dims);
+	nb = nw ? ox_new_const(im, bname, OX_FLOAT, 1, &o) : NULL;
+	if (!nb) {
+		*st = npurt_last_status();
+		return true;
+	}
+	nw = ox_find(im, wn);
+	w = ox_find(im, c->input[1]);
+	b = b ? ox_find(im, c->input[2]) : NULL;
+	for (int i = 0; i < 4; i++)
+		p[i] = ox_find(im, bn->input[i + 1]);
+	for (int64_t j = 0; j < o; j++) {
+		double a = ox_getf(p[0], j) / sqrt(ox_getf(p[3], j) + eps);
+
+		for (int64_t e = 0; e < per; e++)
+			ox_set(nw, (uint64_t)(j * per + e), ox_getf(w, (uint64_t)(j * per + e)) * a);
+		ox_set(nb, (uint64_t)j, (b ? ox_getf(b, j) : 0.0) * a + ox_getf(p[1], j) -
+		       ox_getf(p[2], j) * a);
+	}
+	conv = *c;
+	ins[0] = c->input[0];
+	ins[1] = wn;
+	ins[2] = bname;
+	conv.input = ins;
+	conv.n_input = 3;
+	conv.output = bn->output;
+	*st = ox_node(im, &conv);
+	if (!*st)
+		im->info.fused++;
+	return true;
+}
+
+static npurt_status import_model(struct ox_imp *im, const Onnx__ModelProto *m)
+{
+	const Onnx__GraphProto *g = m->graph;
+	npurt_status st;
+
+	im->opset = -1;
+	for (size_t k = 0; k < m->n_opset_import; k++) {
+		const Onnx__OperatorSetIdProto *o = m->opset_import[k];
+
+		if (!o->domain || !o->domain[0] || !strcmp(o->domain, "ai.onnx"))
+			im->opset = o->has_version ? o->version : 1;
+	}
+	if (m->n_opset_import == 0)
+		im->opset = 1;		/* IR 1 and 2: no opset_import, version 1 */
+	if (im->opset < 0)
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "no opset of the default domain");
+	if (im->opset < 7 || im->opset > 17)
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "opset %lld, supported are 7 to 17",
+			       (long long)im->opset);
+	if (!g)
+		return ox_fail(im, NPURT_ERR_INVALID, "the model has no graph");
+	im->info.opset = (uint32_t)im->opset;
+	im->info.nodes = (uint32_t)g->n_node;
+	if (g->n_sparse_initializer)
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "sparse initializers");
+	for (size_t k = 0; k < g->n_initializer; k++) {
+		if (g->initializer[k]->name && ox_find(im, g->initializer[k]->name))
+			return ox_fail(im, NPURT_ERR_INVALID, "initializer \"%.64s\" twice",
+				       g->initializer[k]->name);
+		if (!ox_tensor_proto(im, g->initializer[k], NULL))
+			return npurt_last_status();
+	}
+	for (size_t k = 0; k < g->n_input; k++) {
+		/* Before IR 4 every initializer is listed among the inputs too. */
+		if (g->input[k]->name && ox_find(im, g->input[k]->name))
+			continue;
+		st = graph_input(im, g->input[k]);
+		if (st)
+			return st;
+	}
+	for (size_t k = 0; k < g->n_node; k++) {
+		const Onnx__NodeProto *n = g->node[k];
+
+		im->node = n;
+		im->node_index = k;
+		if (!n->op_type || !n->op_type[0])
+			return ox_fail(im, NPURT_ERR_INVALID, "a node without an op type");
+		if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx"))
+			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "domain \"%.32s\"", n->domain);
+		for (size_t i = 0; i < n->n_input; i++)
+			if (n->input[i][0] && !ox_find(im, n->input[i]))
+				return ox_fail(im, NPURT_ERR_INVALID, "input \"%.64s\" is defined "
+					       "by no earlier node", n->input[i]);
+		/* SSA: a name is defined once (views look their input up by name). */
+		for (size_t i = 0; i < n->n_output; i++)
+			if (n->output[i][0] && ox_find(im, n->output[i]))
+				return ox_fail(im, NPURT_ERR_INVALID, "output \"%.64s\" is defined "
+					       "already", n->output[i]);
+		if (fold_conv_bn(im, g, k, &st)) {
+			k++;		/* the BatchNormalization went into the Conv */
+		} else if (!ox_fold(im, n, &st)) {
+			st = ox_node(im, n);
+		} else if (!st) {
+			im->info.folded++;
+		}
+		if (st)
+			return st;
+	}
+	im->node = NULL;
+	if (!g->n_output)
+		return ox_fail(im, NPURT_ERR_INVALID, "the graph has no output");
+	for (size_t k = 0; k < g->n_output; k++) {
+		st = graph_output(im, g->output[k]);
+		if (st)
+			return st;
+	}
+	return NPURT_OK;
+}
+
+static void free_vals(struct ox_imp *im)
+{
+	for (size_t k = 0; k < im->nvals; k++) {
+		free(im->vals[k].name);
+		free(im->vals[k].f);
+		free(im->vals[k].i);
+	}
+	free(im->vals);
+}
+
+/*
+ * protobuf-c unpacks nested messages by recursion, with no limit: a file
+ * of graphs in attributes in nodes in graphs, a few thousand deep, runs
+ * the stack out. This walks the wire format first, without recursion,
+ * following only the fields of onnx.proto that hold messages which can
+ * nest, and refuses nesting past OX_MAX_NESTING.
+ */
+#define OX_MAX_NESTING	64
+
+enum pb_kind { PB_MODEL, PB_GRAPH, PB_NODE, PB_ATTR, PB_VALUE_INFO, PB_TYPE, PB_TYPE_ELEM,
+	       PB_TYPE_MAP, PB_TRAINING, PB_FUNCTION, PB_LEAF };
+
+static enum pb_kind pb_child(enum pb_kind k, uint64_t field)
+{
+	switch (k) {
+	case PB_MODEL:
+		return field == 7 ? PB_GRAPH : field == 20 ? PB_TRAINING :
+		       field == 25 ? PB_FUNCTION : PB_LEAF;
+	case PB_GRAPH:
+		return field == 1 ? PB_NODE : field >= 11 && field <= 13 ? PB_VALUE_INFO : PB_LEAF;
+	case PB_NODE:
+		return field == 5 ? PB_ATTR : PB_LEAF;
+	case PB_ATTR:
+		return field == 6 || field == 11 ? PB_GRAPH : field == 14 || field == 15 ? PB_TYPE :
+		       PB_LEAF;
+	case PB_VALUE_INFO:
+		return field == 2 ? PB_TYPE : PB_LEAF;
+	case PB_TYPE:		/* sequence, optional: elem_type 1; map: value_type 2 */
+		return field == 4 || field == 9 ? PB_TYPE_ELEM : field == 5 ? PB_TYPE_MAP : PB_LEAF;
+	case PB_TYPE_ELEM:
+		return field == 1 ? PB_TYPE : PB_LEAF;
+	case PB_TYPE_MAP:
+		return field == 2 ? PB_TYPE : PB_LEAF;
+	case PB_TRAINING:
+		return field == 1 || field == 2 ? PB_GRAPH : PB_LEAF;
+	case PB_FUNCTION:
+		return field == 7 ? PB_NODE : PB_LEAF;
+	default:
+		return PB_LEAF;
+	}
+}
+
+static bool pb_varint(const uint8_t *p, size_t end, size_t *pos, uint64_t *v)
+{
+	*v = 0;
+	for (int shift = 0; shift < 64 && *pos < end; shift += 7) {
+		uint8_t b = p[(*pos)++];
+
+		*v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return true;
+	}
+	return false;
+}
+
+/* false: malformed, or nested too deep. */
+static bool pb_nesting_ok(const uint8_t *p, size_t len)
+{
+	struct { size_t end; enum pb_kind kind; } st[OX_MAX_NESTING + 1];
+	size_t pos = 0;
+	int depth = 0;
+
+	st[0].end = len;
+	st[0].kind = PB_MODEL;
+	while (depth > 0 || pos < len) {
+		uint64_t tag, v;
+
+		if (pos == st[depth].end) {
+			depth--;
+			continue;
+		}
+		if (!pb_varint(p, st[depth].end, &pos, &tag))
+			return false;
+		switch (tag & 7) {
+		case 0:
+			if (!pb_varint(p, st[depth].end, &pos, &v))
+				return false;
+			break;
+		case 1:
+		case 5:
+			v = (tag & 7) == 1 ? 8 : 4;
+			if (v > st[depth].end - pos)
+				return false;
+			pos += v;
+			break;
+		case 2: {
+			enum pb_kind c;
+
+			if (!pb_varint(p, st[depth].end, &pos, &v) || v > st[depth].end - pos)
+				return false;
+			c = pb_child(st[depth].kind, tag >> 3);
+			if (c == PB_LEAF) {
+				pos += v;
+				break;
+			}
+			if (depth == OX_MAX_NESTING)
+				return false;
+			depth++;
+			st[depth].end = pos + v;
+			st[depth].kind = c;
+			break;
+		}
+		default:
+			return false;	/* groups: not in onnx.proto */
+		}
+	}
+	return true;
+}
+
+npurt_status npurt_onnx_import(const void *data, size_t size, npurt_graph **graph,
+			       npurt_onnx_info *info)
+{
+	struct ox_imp im = { .info = { .size = sizeof(npurt_onnx_info) } };
+	Onnx__ModelProto *m;
+	npurt_status st;
+
+	if (!data || !graph)
+		return npurt_set_error(NPURT_ERR_INVALID, "npurt_onnx_import: NULL argument");
+	if (info && info->size < sizeof(*info))
+		return npurt_set_error(NPURT_ERR_INVALID, "npurt_onnx_import: info->size %u, "
+				       "want %zu", info->size, sizeof(*info));
+	if (!pb_nesting_ok(data, size))
+		return npurt_set_error(NPURT_ERR_INVALID, "onnx: not an ONNX model (malformed, "
+				       "or messages nested over %d deep)", OX_MAX_NESTING);
+	m = onnx__model_proto__unpack(NULL, size, data);
+	if (!m)
+		return npurt_set_error(NPURT_ERR_INVALID, "onnx: not an ONNX model (the protobuf "
+				       "does not parse as a ModelProto)");
+	st = npurt_graph_create(&im.g);
+	if (!st)
+		st = import_model(&im, m);
+	free_vals(&im);
+	onnx__model_proto__free_unpacked(m, NULL);
+	if (st) {
+		npurt_graph_destroy(im.g);
+		return st;
+	}
+	if (info)
+		*info = im.info;
+	*graph = im.g;
+	return NPURT_OK;
+}
+
+npurt_status npurt_onnx_import_file(const char *path, npurt_graph **graph, npurt_onnx_info *info)
+{
+	static const char who[] = "npurt_onnx_import_file";
+	npurt_status st;
+	struct stat sb;
+	void *buf;
+	size_t got = 0;
+	int fd;
+
+	if (!path || !graph)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return npurt_set_error(npurt_status_from_errno(errno), "%s: %.200s: %s", who, path,
+				       strerror(errno));
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > OX_MAX_FILE) {
+		close(fd);
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: %.200s: not a regular file of at "
+				       "most 2 GiB", who, path);
+	}
+	buf = malloc(sb.st_size ? (size_t)sb.st_size : 1);
+	if (!buf) {
+		close(fd);
+		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of host memory", who);
+	}
+	while (got < (size_t)sb.st_size) {
+		ssize_t r = read(fd, (char *)buf + got, (size_t)sb.st_size - got);
+
+		if (r <= 0) {
+			if (r < 0 && errno == EINTR)
+				continue;
+			break;
+		}
+		got += (size_t)r;
+	}
+	close(fd);
+	if (got != (size_t)sb.st_size) {
+		free(buf);
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: %.200s: short read", who, path);
+	}
+	st = npurt_onnx_import(buf, got, graph, info);
+	free(buf);
+	return st;
+}

@@ -1,0 +1,458 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ONNX layers with more to them than an op: normalizations (BatchNorm
+ * folded to a scale and shift, InstanceNorm and LayerNormalization on the
+ * device's layernorm), whole-image pools, PRelu, and the windows (Conv,
+ * MaxPool, AveragePool in 1-D and 2-D) on the op library's CONV2D and
+ * pools.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "npu_opdefs.h"
+#include "onnx.h"
+
+/* Over every axis from 2 on: GlobalAveragePool, GlobalMaxPool. */
+npurt_status ox_op_global_pool(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x,
+				   uint32_t op)
+{
+	struct ox_val *y = x;
+	char name[96];
+
+	if (ox_need_float(im, x))
+		return npurt_last_status();
+	if (x->ndim < 3)
+		return ox_fail(im, NPURT_ERR_INVALID, "rank %u, at least 3", x->ndim);
+	for (uint32_t a = 2; a < x->ndim; a++) {
+		npurt_graph_node node = { .size = sizeof(node), .op = op, .axis = a };
+		int64_t dims[OX_MAX_DIMS];
+		const char *yn = y->name;
+		bool last = a + 1 == x->ndim;
+
+		if (ox_device(im, y, &node.in[0]))
+			return npurt_last_status();
+		y = ox_find(im, yn);
+		memcpy(dims, y->dims, sizeof(dims));
+		dims[a] = 1;
+		y = ox_fresh(im, last ? n->output[0] : ox_tmp_name(im, name, sizeof(name), n->output[0]),
+			  OX_FLOAT, y->ndim, dims);
+		if (!y || ox_add(im, &node, y->base))
+			return npurt_last_status();
+		x = ox_find(im, n->input[0]);
+	}
+	return NPURT_OK;
+}
+
+/* y = x * a + b with per-channel constants a, b (axis 1), two device ops. */
+static npurt_status scale_shift(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x,
+				const double *a, const double *b, int64_t c)
+{
+	int64_t dims[OX_MAX_DIMS];
+	struct ox_val *va, *vb, *y;
+	char an[96], bn[96], yn[96];
+	const char *xn = x->name;
+	uint32_t rank = x->ndim;
+
+	for (uint32_t k = 0; k + 1 < rank; k++)
+		dims[k] = k == 0 ? c : 1;
+	va = ox_new_const(im, ox_tmp_name(im, an, sizeof(an), n->output[0]), OX_FLOAT, rank - 1, dims);
+	vb = va ? ox_new_const(im, ox_tmp_name(im, bn, sizeof(bn), n->output[0]), OX_FLOAT, rank - 1,
+			       dims) : NULL;
+	if (!vb)
+		return npurt_last_status();
+	va = ox_find(im, an);
+	for (int64_t k = 0; k < c; k++) {
+		va->f[k] = a[k];
+		vb->f[k] = b[k];
+	}
+	y = ox_binary(im, NPU_OP_MUL, ox_find(im, xn), va, ox_tmp_name(im, yn, sizeof(yn), n->output[0]));
+	if (!y)
+		return npurt_last_status();
+	return ox_done(ox_binary(im, NPU_OP_ADD, y, ox_find(im, bn), n->output[0]));
+}
+
+npurt_status ox_op_batchnorm(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x)
+{
+	struct ox_val *p[4];
+	double eps = ox_attr_f(n, "epsilon", 1e-5f), *a, *b;
+	int64_t c;
+	npurt_status st;
+
+	if (n->n_output > 1 || ox_attr_i(n, "training_mode", 0))
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "training mode (running statistics out)");
+	if (x->ndim < 2)
+		return ox_fail(im, NPURT_ERR_INVALID, "rank %u, at least 2", x->ndim);
+	c = x->dims[1];
+	for (int k = 0; k < 4; k++) {
+		p[k] = ox_in(im, n, (size_t)k + 1);
+		if (!p[k] || !p[k]->is_const || ox_count(p[k]) != (uint64_t)c)
+			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "scale, bias, mean and variance "
+				       "must be constants of %lld", (long long)c);
+	}
+	a = malloc(2 * (size_t)c * sizeof(*a));
+	if (!a)
+		return ox_fail(im, NPURT_ERR_NO_MEMORY, "out of host memory");
+	b = a + c;
+	for (int64_t k = 0; k < c; k++) {
+		a[k] = ox_getf(p[0], k) / sqrt(ox_getf(p[3], k) + eps);
+		b[k] = ox_getf(p[1], k) - ox_getf(p[2], k) * a[k];
+	}
+	st = scale_shift(im, n, x, a, b, c);
+	free(a);
+	return st;
+}
+
+npurt_status ox_op_instancenorm(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x)
+{
+	/* Normalize each (n, c) over the rest: layernorm over a flattened view. */
+	struct ox_val *s = ox_in(im, n, 1), *b = ox_in(im, n, 2), *y;
+	npurt_graph_node node = { .size = sizeof(node), .op = NPU_OP_LAYERNORM,
+				  .eps = ox_attr_f(n, "epsilon", 1e-5f) };
+	int64_t dims[3], stride[3], ds[OX_MAX_DIMS], st_ = 1;
+	char xn[96], yn[96];
+	double *a, *sh;
+	int64_t c;
+	npurt_status st;
+
+	if (x->ndim < 3 || ox_need_float(im, x))
+		return x->ndim < 3 ? ox_fail(im, NPURT_ERR_INVALID, "rank %u", x->ndim) :
+		       npurt_last_status();
+	c = x->dims[1];
+	if (!ox_count(x))
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "an empty input");
+	if (!s || !b || !s->is_const || !b->is_const || ox_count(s) != (uint64_t)c ||
+	    ox_count(b) != (uint64_t)c)
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "scale and bias must be constants");
+	x = ox_dense(im, x);
+	if (!x)
+		return npurt_last_status();
+	dims[0] = x->dims[0], dims[1] = c, dims[2] = (int64_t)(ox_count(x) / (uint64_t)(c * x->dims[0]));
+	stride[2] = 1, stride[1] = dims[2], stride[0] = dims[1] * dims[2];
+	x = ox_view(im, x, ox_tmp_name(im, xn, sizeof(xn), n->output[0]), 3, dims, x->off, stride);
+	if (!x || ox_device(im, x, &node.in[0]))
+		return npurt_last_status();
+	y = ox_fresh(im, ox_tmp_name(im, yn, sizeof(yn), n->output[0]), OX_FLOAT, 3, dims);
+	if (!y || ox_add(im, &node, y->base))
+		return npurt_last_status();
+	a = malloc(2 * (size_t)c * sizeof(*a));
+	if (!a)
+		return ox_fail(im, NPURT_ERR_NO_MEMORY, "out of host memory");
+	sh = a + c;
+	s = ox_in(im, n, 1), b = ox_in(im, n, 2);
+	for (int64_t k = 0; k < c; k++) {
+		a[k] = ox_getf(s, k);
+		sh[k] = ox_getf(b, k);
+	}
+	/* back to x's dims, then per-channel scale and shift */
+	x = ox_find(im, n->input[0]);
+	for (uint32_t k = x->ndim; k-- > 0;) {
+		ds[k] = st_;
+		st_ *= x->dims[k];
+	}
+	y = ox_find(im, yn);
+	y = ox_view(im, y, ox_tmp_name(im, yn, sizeof(yn), n->output[0]), x->ndim, x->dims, 0, ds);
+	st = y ? scale_shift(im, n, y, a, sh, c) : npurt_last_status();
+	free(a);
+	return st;
+}
+
+/*
+ * LayerNormalization's optional outputs: Mean and InvStdDev of each row
+ * of x2 (x as [rows, normalized]), shaped as x with the normalized axes
+ * at 1. var = E[x^2] - E[x]^2, as the device's layernorm computes it.
+ */
+static npurt_status layernorm_stats(struct ox_imp *im, const Onnx__NodeProto *n,
+				    struct ox_val *x2, int axis, float eps)
+{
+	const char *x2n = x2->name;
+	npurt_graph_node red = { .size = sizeof(red), .op = NPU_OP_REDUCE_MEAN, .axis = 1 };
+	int64_t dims[2] = { x2->dims[0], 1 }, od[OX_MAX_DIMS], os[OX_MAX_DIMS], s = 1;
+	char mn[96], qn[96], tn[96];
+	struct ox_val *mean, *msq, *v, *x;
+
+	if (ox_device(im, x2, &red.in[0]))
+		return npurt_last_status();
+	mean = ox_fresh(im, ox_tmp_name(im, mn, sizeof(mn), n->output[0]), OX_FLOAT, 2, dims);
+	if (!mean || ox_add(im, &red, mean->base))
+		return npurt_last_status();
+	v = ox_binary(im, NPU_OP_MUL, ox_find(im, x2n), ox_find(im, x2n),
+		   ox_tmp_name(im, tn, sizeof(tn), n->output[0]));
+	if (!v || ox_device(im, v, &red.in[0]))
+		return npurt_last_status();
+	msq = ox_fresh(im, ox_tmp_name(im, qn, sizeof(qn), n->output[0]), OX_FLOAT, 2, dims);
+	if (!msq || ox_add(im, &red, msq->base))
+		return npurt_last_status();
+	v = ox_binary(im, NPU_OP_MUL, ox_find(im, mn), ox_find(im, mn),
+		   ox_tmp_name(im, tn, sizeof(tn), n->output[0]));
+	if (v)
+		v = ox_binary(im, NPU_OP_SUB, ox_find(im, qn), v, ox_tmp_name(im, tn, sizeof(tn), n->output[0]));
+	if (v) {
+		const char *vn = v->name;
+		struct ox_val *e = ox_scalar(im, eps, n->output[0]);
+
+		v = e ? ox_binary(im, NPU_OP_ADD, ox_find(im, vn), e, ox_tmp_name(im, tn, sizeof(tn),
+									    n->output[0])) : NULL;
+	}
+	if (v)
+		v = ox_unary(im, NPU_OP_SQRT, v, 0, 0, ox_tmp_name(im, tn, sizeof(tn), n->output[0]));
+	if (v)
+		v = ox_unary(im, NPU_OP_RECIPROCAL, v, 0, 0, ox_tmp_name(im, qn, sizeof(qn), n->output[0]));
+	if (!v)
+		return npurt_last_status();
+	/* x's dims with the normalized ones at 1; row-major over [rows]. */
+	x = ox_find(im, n->input[0]);
+	for (uint32_t k = 0; k < x->ndim; k++)
+		od[k] = (int)k < axis ? x->dims[k] : 1;
+	for (uint32_t k = x->ndim; k-- > 0;) {
+		os[k] = s;
+		s *= od[k];
+	}
+	for (size_t k = 1; k < 3 && k < n->n_output; k++) {
+		if (!n->output[k][0])
+			continue;
+		if (!ox_view(im, ox_find(im, k == 1 ? mn : qn), n->output[k], x->ndim, od, 0, os))
+			return npurt_last_status();
+		x = ox_find(im, n->input[0]);
+	}
+	return NPURT_OK;
+}
+
+/* LayerNormalization (opset 17): over the axes from `axis` on. */
+npurt_status ox_op_layernorm(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x)
+{
+	int a = ox_axis(ox_attr_i(n, "axis", -1), x->ndim);
+	npurt_graph_node node = { .size = sizeof(node), .op = NPU_OP_LAYERNORM,
+				  .eps = ox_attr_f(n, "epsilon", 1e-5f) };
+	int64_t dims[2] = { 1, 1 }, stride[2], ds[OX_MAX_DIMS], s = 1;
+	char xn[96], yn[96];
+	struct ox_val *y;
+
+	if (a < 0 || ox_need_float(im, x))
+		return a < 0 ? ox_fail(im, NPURT_ERR_INVALID, "axis") : npurt_last_status();
+	for (uint32_t k = 0; k < x->ndim; k++)
+		dims[k >= (uint32_t)a] *= x->dims[k];
+	x = ox_dense(im, x);
+	if (!x)
+		return npurt_last_status();
+	stride[0] = dims[1], stride[1] = 1;
+	x = ox_view(im, x, ox_tmp_name(im, xn, sizeof(xn), n->output[0]), 2, dims, x->off, stride);
+	if (!x || ox_device(im, x, &node.in[0]))
+		return npurt_last_status();
+	y = ox_fresh(im, ox_tmp_name(im, yn, sizeof(yn), n->output[0]), OX_FLOAT, 2, dims);
+	if (!y || ox_add(im, &node, y->base))
+		return npurt_last_status();
+	if (n->n_output > 1) {
+		npurt_status st = layernorm_stats(im, n, ox_find(im, xn), a, node.eps);
+
+		if (st)
+			return st;
+		y = ox_find(im, yn);
+	}
+	x = ox_find(im, n->input[0]);
+	for (uint32_t k = x->ndim; k-- > 0;) {
+		ds[k] = s;
+		s *= x->dims[k];
+	}
+	y = ox_view(im, y, ox_tmp_name(im, yn, sizeof(yn), n->output[0]), x->ndim, x->dims, 0, ds);
+	if (!y)
+		return npurt_last_status();
+	if (ox_in(im, n, 1)) {
+		bool bias = ox_in(im, n, 2) != NULL;
+
+		y = ox_binary(im, NPU_OP_MUL, y, ox_in(im, n, 1),
+			   bias ? ox_tmp_name(im, yn, sizeof(yn), n->output[0]) : n->output[0]);
+		if (y && bias)
+			y = ox_binary(im, NPU_OP_ADD, y, ox_in(im, n, 2), n->output[0]);
+		return ox_done(y);
+	}
+	return ox_done(ox_view(im, y, n->output[0], y->ndim, y->dims, y->off, y->stride));
+}
+
+npurt_status ox_op_prelu(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x)
+{
+	/* relu(x) + slope * min(x, 0) */
+	char pn[96], mn[96];
+	const char *sn = ox_in(im, n, 1) ? n->input[1] : NULL;
+	struct ox_val *pos, *neg, *zero;
+
+	if (!sn)
+		return ox_fail(im, NPURT_ERR_INVALID, "no slope");
+	pos = ox_unary(im, NPU_OP_RELU, x, 0, 0, ox_tmp_name(im, pn, sizeof(pn), n->output[0]));
+	zero = pos ? ox_scalar(im, 0.0, n->output[0]) : NULL;
+	if (!zero)
+		return npurt_last_status();
+	neg = ox_binary(im, NPU_OP_MIN, ox_find(im, n->input[0]), zero,
+		     ox_tmp_name(im, mn, sizeof(mn), n->output[0]));
+	if (neg)
+		neg = ox_binary(im, NPU_OP_MUL, neg, ox_find(im, sn), ox_tmp_name(im, mn, sizeof(mn),
+									      n->output[0]));
+	if (!neg)
+		return npurt_last_status();
+	return ox_done(ox_binary(im, NPU_OP_ADD, ox_find(im, pn), neg, n->output[0]));
+}
+
+/* x (rank 3 or 4) seen as [N, C, H, W]: a 1-D case has H = 1. */
+static struct ox_val *as_4d(struct ox_imp *im, struct ox_val *x, const char *of)
+{
+	int64_t dims[4], stride[4];
+	char name[96];
+
+	if (x->ndim == 4)
+		return x;
+	dims[0] = x->dims[0], dims[1] = x->dims[1], dims[2] = 1, dims[3] = x->dims[2];
+	stride[0] = x->stride[0], stride[1] = x->stride[1], stride[2] = 0;
+	stride[3] = x->stride[2];
+	return ox_view(im, x, ox_tmp_name(im, name, sizeof(name), of), 4, dims, x->off, stride);
+}
+
+/*
+ * Conv, MaxPool, AveragePool in 1-D or 2-D: one window op (and, for a
+ * bias, an ADD). Pads come from the attribute or auto_pad; a pool's
+ * ceil_mode adds the last partial window where it starts inside the
+ * padded image.
+ */
+npurt_status ox_op_window(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x)
+{
+	bool conv = !strcmp(n->op_type, "Conv"), max = !strcmp(n->op_type, "MaxPool");
+	npurt_graph_node node = { .size = sizeof(node), .op = conv ? NPU_OP_CONV2D :
+				  max ? NPU_OP_MAXPOOL2D : NPU_OP_AVGPOOL2D };
+	const Onnx__AttributeProto *ap = ox_attr(n, "auto_pad");
+	int64_t ks[2], st[2] = { 1, 1 }, dl[2] = { 1, 1 }, pads[4] = { 0 }, v[4], dims[4];
+	struct ox_val *w = conv ? ox_in(im, n, 1) : NULL, *y;
+	const char *xn = x->name, *wn = w ? w->name : NULL;
+	bool ceil_mode = !conv && ox_attr_i(n, "ceil_mode", 0);
+	npurt_window *win = &node.win;
+	uint32_t sp = x->ndim - 2;	/* spatial dimensions */
+	char yn[96];
+	npurt_status stt;
+	int cnt;
+
+	if ((x->ndim != 3 && x->ndim != 4) || (conv && (!w || w->ndim != x->ndim)))
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "%s-D windows; the device has 1-D and 2-D",
+			       x->ndim >= 2 ? (x->ndim == 5 ? "3" : "higher") : "0");
+	if (n->n_output > 1 && n->output[1][0])
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "the Indices output");
+	if (ox_need_float(im, x) || (w && ox_need_float(im, w)) ||
+	    (ox_attr_i(n, "storage_order", 0) && max))
+		return npurt_last_status() ? npurt_last_status() :
+		       ox_fail(im, NPURT_ERR_UNSUPPORTED, "storage_order 1");
+	for (uint32_t k = 0; k < sp; k++)
+		ks[k] = conv ? w->dims[2 + k] : 0;
+	cnt = ox_ints(im, n, SIZE_MAX, "kernel_shape", v, 4, &stt);
+	if (cnt >= 0 && cnt != (int)sp)
+		return ox_fail(im, NPURT_ERR_INVALID, "kernel_shape of %d for %u-D", cnt, sp);
+	for (int k = 0; k < cnt; k++) {
+		if (conv && v[k] != ks[k])
+			return ox_fail(im, NPURT_ERR_INVALID, "kernel_shape is not the weights'");
+		ks[k] = v[k];
+	}
+	if (!conv && cnt < 0)
+		return ox_fail(im, NPURT_ERR_INVALID, "no kernel_shape");
+	if ((cnt = ox_ints(im, n, SIZE_MAX, "strides", v, 4, &stt)) >= 0)
+		for (int k = 0; k < cnt && k < (int)sp; k++)
+			st[k] = v[k];
+	if ((cnt = ox_ints(im, n, SIZE_MAX, "dilations", v, 4, &stt)) >= 0)
+		for (int k = 0; k < cnt && k < (int)sp; k++)
+			dl[k] = v[k];
+	if ((cnt = ox_ints(im, n, SIZE_MAX, "pads", v, 4, &stt)) >= 0) {
+		if (cnt != 2 * (int)sp)
+			return ox_fail(im, NPURT_ERR_INVALID, "%d pads for %u-D", cnt, sp);
+		for (uint32_t k = 0; k < sp; k++) {
+			pads[k] = v[k];
+			pads[k + 2] = v[k + sp];
+		}
+	}
+	for (uint32_t k = 0; k < sp; k++) {
+		if (ks[k] < 1 || st[k] < 1 || dl[k] < 1 || pads[k] < 0 || pads[k + 2] < 0 ||
+		    ks[k] > 0xffff || st[k] > 0xffff || dl[k] > 0xffff || pads[k] > 0xffff ||
+		    pads[k + 2] > 0xffff)
+			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "window attributes out of range");
+		if (ap && ap->has_s && ap->s.len >= 4 && !memcmp(ap->s.data, "SAME", 4)) {
+			int64_t in = x->dims[2 + k], out = (in + st[k] - 1) / st[k];
+			int64_t total = (out - 1) * st[k] + dl[k] * (ks[k] - 1) + 1 - in;
+
+			total = total > 0 ? total : 0;
+			pads[k] = ap->s.len == 10 && !memcmp(ap->s.data, "SAME_LOWER", 10) ?
+				  total - total / 2 : total / 2;
+			pads[k + 2] = total - pads[k];
+		} else if (ap && ap->has_s && ap->s.len == 5 && !memcmp(ap->s.data, "VALID", 5)) {
+			pads[k] = pads[k + 2] = 0;
+		}
+	}
+	/* In 1-D the window's rows are the image's one row. */
+	for (uint32_t k = 0, j = 2 - sp; k < sp; k++, j++) {
+		win->stride[j] = (uint32_t)st[k];
+		win->dilation[j] = (uint32_t)dl[k];
+		win->pad[j] = (uint32_t)pads[k];
+		win->pad[j + 2] = (uint32_t)pads[k + 2];
+		win->kernel[j] = conv ? 0 : (uint32_t)ks[k];
+	}
+	if (sp == 1) {
+		win->stride[0] = win->dilation[0] = 1;
+		win->kernel[0] = conv ? 0 : 1;
+	}
+	win->group = conv ? (uint32_t)ox_attr_i(n, "group", 1) : 0;
+	win->flags = !conv && !max && ox_attr_i(n, "count_include_pad", 0) ?
+		     NPURT_WINDOW_COUNT_PAD : 0;
+	x = as_4d(im, ox_find(im, xn), n->output[0]);
+	if (!x || ox_device(im, x, &node.in[0]))
+		return npurt_last_status();
+	if (conv) {
+		w = as_4d(im, ox_find(im, wn), n->output[0]);
+		if (!w || ox_device(im, w, &node.in[1]))
+			return npurt_last_status();
+		x = ox_find(im, xn);
+		w = ox_find(im, wn);
+		if (win->group < 1 || x->dims[1] % win->group || w->dims[0] % win->group ||
+		    w->dims[1] * (int64_t)win->group != x->dims[1])
+			return ox_fail(im, NPURT_ERR_INVALID, "group %u does not split the channels",
+				       win->group);
+	}
+	x = ox_find(im, xn);
+	dims[0] = x->dims[0];
+	dims[1] = conv ? ox_find(im, wn)->dims[0] : x->dims[1];
+	for (uint32_t k = 0; k < 2; k++) {
+		uint64_t in = sp == 1 && k == 0 ? 1 : (uint64_t)x->dims[2 + k - (2 - sp)];
+		uint64_t kk = conv ? (sp == 1 && k == 0 ? 1 : (uint64_t)ks[k - (2 - sp)]) :
+			      win->kernel[k];
+		uint64_t o = npu_window_out(in, win->pad[k], win->pad[k + 2], kk, win->stride[k],
+					    win->dilation[k], ceil_mode);
+
+		/* A last window starting in the end padding is dropped. */
+		if (ceil_mode && o > 1 && (o - 1) * win->stride[k] >= in + win->pad[k])
+			o--;
+		if (!o)
+			return ox_fail(im, NPURT_ERR_INVALID, "the window does not fit the input");
+		dims[2 + k] = (int64_t)o;
+	}
+	y = ox_fresh(im, ox_tmp_name(im, yn, sizeof(yn), n->output[0]), OX_FLOAT, 4, dims);
+	if (!y || ox_add(im, &node, y->base))
+		return npurt_last_status();
+	if (conv && ox_in(im, n, 2)) {
+		struct ox_val *b = ox_in(im, n, 2);
+		int64_t bd[3] = { b->dims[0], 1, 1 }, bs[3] = { b->stride[0], 0, 0 };
+		char bn[96];
+
+		if (b->ndim != 1 || b->dims[0] != dims[1])
+			return ox_fail(im, NPURT_ERR_INVALID, "a bias of other than [O]");
+		b = ox_view(im, b, ox_tmp_name(im, bn, sizeof(bn), n->output[0]), 3, bd, b->off, bs);
+		if (!b)
+			return npurt_last_status();
+		y = ox_binary(im, NPU_OP_ADD, ox_find(im, yn), b, sp == 2 ? n->output[0] :
+			   ox_tmp_name(im, yn, sizeof(yn), n->output[0]));
+		if (!y)
+			return npurt_last_status();
+	}
+	if (sp == 1) {
+		int64_t d3[3] = { y->dims[0], y->dims[1], y->dims[3] };
+		int64_t s3[3] = { y->stride[0], y->stride[1], y->stride[3] };
+
+		return ox_done(ox_view(im, y, n->output[0], 3, d3, y->off, s3));
+	}
+	if (!(conv && ox_in(im, n, 2)))
+		return ox_done(ox_view(im, y, n->output[0], 4, y->dims, y->off, y->stride));
+	return NPURT_OK;
+}

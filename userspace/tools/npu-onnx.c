@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+/*
+ * npu-onnx: an ONNX model made into a model file for the NPU, through
+ * npurt_onnx_import() (Documentation/onnx.rst).
+ *
+ *   npu-onnx MODEL.onnx [-o OUT.npu] [-q]
+ *
+ * Prints what the import did (nodes folded on the host, nodes that became
+ * views, device ops) and the memory plan. Exit status: 0 written, 1 the
+ * model cannot be imported (the node and why), 2 usage.
+ */
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "npurt.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: npu-onnx [-o OUT.npu] [-q] MODEL.onnx\n"
+		   "  -o, --output FILE  the model file (default: MODEL with .npu for .onnx)\n"
+		   "  -q, --quiet        print nothing on success\n"
+		   "Exit status: 0 written, 1 the model cannot be imported, 2 usage.\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	npurt_onnx_info oi = { .size = sizeof(oi) };
+	npurt_plan_info pi = { .size = sizeof(pi) };
+	const char *out = NULL;
+	npurt_graph *g;
+	char *made = NULL;
+	bool quiet = false;
+	int c, rc = 0;
+
+	while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': out = optarg; break;
+		case 'q': quiet = true; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		usage(stderr);
+		return 2;
+	}
+	if (!out) {
+		const char *in = argv[optind];
+		size_t n = strlen(in);
+
+		made = malloc(n + 5);
+		if (!made)
+			return 1;
+		if (n > 5 && !strcmp(in + n - 5, ".onnx"))
+			n -= 5;
+		memcpy(made, in, n);
+		strcpy(made + n, ".npu");
+		out = made;
+	}
+	if (npurt_onnx_import_file(argv[optind], &g, &oi)) {
+		fprintf(stderr, "npu-onnx: %s: %s\n", argv[optind], npurt_last_error());
+		free(made);
+		return 1;
+	}
+	if (npurt_graph_save(g, out, &pi)) {
+		fprintf(stderr, "npu-onnx: %s\n", npurt_last_error());
+		rc = 1;
+	} else if (!quiet) {
+		printf("%s: opset %u, %u nodes: %u folded on the host, %u views, %u fused, "
+		       "%u device ops\n", argv[optind], oi.opset, oi.nodes, oi.folded, oi.views,
+		       oi.fused, oi.device_ops);
+		printf("%s: %u inputs, %u outputs, weights %llu bytes, feature maps %llu bytes "
+		       "(sum %llu, peak live %llu)\n", out, pi.inputs, pi.outputs,
+		       (unsigned long long)pi.weights_bytes, (unsigned long long)pi.fmap_bytes,
+		       (unsigned long long)pi.fmap_sum, (unsigned long long)pi.fmap_peak);
+	}
+	npurt_graph_destroy(g);
+	free(made);
+	return rc;
+}
