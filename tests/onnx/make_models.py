@@ -239,6 +239,31 @@ def unsupported():
     return m
 
 
+def trilu():
+    """Lower and upper triangles of a batch of float matrices (Trilu, opset 14)."""
+    b = Builder(0)
+    x = b.rng.standard_normal((2, 5, 4)).astype(np.float32)
+    lo = b.node("Trilu", ["x", b.const(np.array(-1, np.int64), "k")], upper=0)
+    up = b.node("Trilu", ["x", b.const(np.array(2, np.int64), "k")], upper=1)
+    y = b.node("Add", [lo, up])
+    ref = np.tril(x.astype(np.float64), -1) + np.triu(x.astype(np.float64), 2)
+    return b.model("trilu", "x", [2, 5, 4], y, [2, 5, 4], 14), x, ref
+
+
+def relu_bn():
+    """A BatchNormalization that follows no Conv: folded to a scale and shift."""
+    b = Builder(0)
+    x = b.rng.standard_normal((2, 3, 5, 5)).astype(np.float32)
+    s, sh = (1 + 0.1 * b.rng.standard_normal(3)), 0.1 * b.rng.standard_normal(3)
+    m, v = 0.1 * b.rng.standard_normal(3), 1 + 0.1 * np.abs(b.rng.standard_normal(3))
+    s, sh, m, v = (a.astype(np.float32) for a in (s, sh, m, v))
+    y = b.node("BatchNormalization", [b.node("Relu", ["x"]), b.const(s, "s"), b.const(sh, "sh"),
+                                      b.const(m, "m"), b.const(v, "v")], epsilon=0.5)
+    c = lambda a: a.astype(np.float64).reshape(1, -1, 1, 1)
+    ref = (np.maximum(x, 0) - c(m)) / np.sqrt(c(v) + 0.5) * c(s) + c(sh)
+    return b.model("relu_bn", "x", [2, 3, 5, 5], y, [2, 3, 5, 5], 13), x, ref
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -246,7 +271,8 @@ def main():
     onnx.save(unsupported(), os.path.join(out, "unsupported.onnx"))
     for name, make in (("mlp", mlp), ("transformer13", lambda: transformer(13)),
                        ("transformer17", lambda: transformer(17)),
-                       ("resnet_mini", resnet_mini)):
+                       ("resnet_mini", resnet_mini), ("trilu", trilu),
+                       ("relu_bn", relu_bn)):
         model, x, ref = make()
         onnx.save(model, os.path.join(out, name + ".onnx"))
         x.astype(np.float32).tofile(os.path.join(out, name + ".in"))
@@ -297,6 +323,13 @@ def corpus(out):
     one("clip_pad", [n("Clip", ["x", "lo", "hi"], ["c"]), n("Pad", ["c", "p"], ["y"])],
         [("x", [2, 2])], [("y", [4, 4])],
         [("lo", np.float32(-0.5)), ("hi", np.float32(0.5)), ("p", np.array([1, 1, 1, 1], np.int64))])
+    one("windows", [n("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], group=2),
+                    n("MaxPool", ["c"], ["p"], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1),
+                    n("DepthToSpace", ["p"], ["y"], blocksize=2, mode="CRD")],
+        [("x", [1, 4, 5, 5])], [("y", [1, 1, 6, 6])], [("w", w(4, 2, 3, 3)), ("b", w(4))])
+    one("tile_trilu", [n("Tile", ["x", "r"], ["t"]), n("Trilu", ["t", "k"], ["y"], upper=0)],
+        [("x", [2, 3])], [("y", [4, 3])],
+        [("r", np.array([2, 1], np.int64)), ("k", np.array(1, np.int64))], opset=14)
     one("shape_fold", [n("Shape", ["x"], ["s"]), n("Gather", ["s", "i"], ["d"]),
                        n("Unsqueeze", ["d", "ax"], ["u"]),
                        n("Concat", ["u", "m"], ["ns"], axis=0), n("Reshape", ["x", "ns"], ["y"])],

@@ -151,6 +151,16 @@ TEST_F(onnx, a_resnet_of_convolutions_and_pools_matches_numpy)
 	run_model(_metadata, self->dev, "resnet_mini", NPURT_DISPATCH_SINK);
 }
 
+TEST_F(onnx, triangles_of_a_batch_of_matrices_match_numpy)
+{
+	run_model(_metadata, self->dev, "trilu", NPURT_DISPATCH_SINK);
+}
+
+TEST_F(onnx, a_batch_norm_after_no_conv_matches_numpy)
+{
+	run_model(_metadata, self->dev, "relu_bn", NPURT_DISPATCH_SINK);
+}
+
 TEST_F(onnx, host_dispatch_runs_an_imported_model_the_same)
 {
 	run_model(_metadata, self->dev, "transformer17", NPURT_DISPATCH_HOST);

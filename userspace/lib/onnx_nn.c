@@ -74,6 +74,51 @@ static npurt_status scale_shift(struct ox_imp *im, const Onnx__NodeProto *n, str
 	return ox_done(ox_binary(im, NPU_OP_ADD, y, ox_find(im, bn), n->output[0]));
 }
 
+/*
+ * BatchNormalization with statistics known only at run time: the same
+ * scale and shift, computed on the device over the [C] inputs (five
+ * small ops), then applied as views of [C, 1, ...].
+ */
+static npurt_status batchnorm_computed(struct ox_imp *im, const Onnx__NodeProto *n,
+				       struct ox_val *x)
+{
+	const char *xn = x->name;
+	int64_t dims[OX_MAX_DIMS] = { x->dims[1] }, stride[OX_MAX_DIMS] = { 1 };
+	uint32_t rank = x->ndim - 1;
+	char an[96], bn[96], tn[96], vn[96];
+	struct ox_val *t, *a, *b;
+
+	for (uint32_t k = 1; k < rank; k++)
+		dims[k] = 1, stride[k] = 0;
+	/* a = scale / sqrt(var + eps); b = bias - mean a */
+	t = ox_scalar(im, ox_attr_f(n, "epsilon", 1e-5f), n->output[0]);
+	if (t)
+		t = ox_binary(im, NPU_OP_ADD, ox_in(im, n, 4), t, ox_tmp_name(im, tn, sizeof(tn),
+									    n->output[0]));
+	if (t)
+		t = ox_unary(im, NPU_OP_SQRT, t, 0, 0, ox_tmp_name(im, tn, sizeof(tn), n->output[0]));
+	a = t ? ox_binary(im, NPU_OP_DIV, ox_in(im, n, 1), t, ox_tmp_name(im, an, sizeof(an),
+									     n->output[0])) : NULL;
+	t = a ? ox_binary(im, NPU_OP_MUL, ox_in(im, n, 3), a, ox_tmp_name(im, tn, sizeof(tn),
+									     n->output[0])) : NULL;
+	b = t ? ox_binary(im, NPU_OP_SUB, ox_in(im, n, 2), t, ox_tmp_name(im, bn, sizeof(bn),
+									     n->output[0])) : NULL;
+	if (!b)
+		return npurt_last_status();
+	/* [C] as [C, 1, ...] against x [N, C, ...] */
+	/* (looked up before ox_tmp_name() rewrites the name buffers) */
+	a = ox_find(im, an);
+	a = ox_view(im, a, ox_tmp_name(im, an, sizeof(an), n->output[0]), rank, dims, 0, stride);
+	b = a ? ox_find(im, bn) : NULL;
+	b = b ? ox_view(im, b, ox_tmp_name(im, bn, sizeof(bn), n->output[0]), rank, dims, 0,
+			stride) : NULL;
+	if (!b)
+		return npurt_last_status();
+	t = ox_binary(im, NPU_OP_MUL, ox_find(im, xn), ox_find(im, an),
+		      ox_tmp_name(im, vn, sizeof(vn), n->output[0]));
+	return ox_done(t ? ox_binary(im, NPU_OP_ADD, t, ox_find(im, bn), n->output[0]) : NULL);
+}
+
 npurt_status ox_op_batchnorm(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x)
 {
 	struct ox_val *p[4];
@@ -88,10 +133,13 @@ npurt_status ox_op_batchnorm(struct ox_imp *im, const Onnx__NodeProto *n, struct
 	c = x->dims[1];
 	for (int k = 0; k < 4; k++) {
 		p[k] = ox_in(im, n, (size_t)k + 1);
-		if (!p[k] || !p[k]->is_const || ox_count(p[k]) != (uint64_t)c)
-			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "scale, bias, mean and variance "
-				       "must be constants of %lld", (long long)c);
+		if (!p[k] || p[k]->ndim != 1 || p[k]->dims[0] != c)
+			return ox_fail(im, NPURT_ERR_INVALID, "scale, bias, mean and variance "
+				       "must be [%lld]", (long long)c);
 	}
+	for (int k = 0; k < 4; k++)
+		if (!p[k]->is_const)
+			return batchnorm_computed(im, n, x);
 	a = malloc(2 * (size_t)c * sizeof(*a));
 	if (!a)
 		return ox_fail(im, NPURT_ERR_NO_MEMORY, "out of host memory");
@@ -441,8 +489,9 @@ npurt_status ox_op_window(struct ox_imp *im, const Onnx__NodeProto *n, struct ox
 		b = ox_view(im, b, ox_tmp_name(im, bn, sizeof(bn), n->output[0]), 3, bd, b->off, bs);
 		if (!b)
 			return npurt_last_status();
-		y = ox_binary(im, NPU_OP_ADD, ox_find(im, yn), b, sp == 2 ? n->output[0] :
-			   ox_tmp_name(im, yn, sizeof(yn), n->output[0]));
+		y = ox_find(im, yn);	/* before ox_tmp_name() reuses yn */
+		y = ox_binary(im, NPU_OP_ADD, y, b, sp == 2 ? n->output[0] :
+			      ox_tmp_name(im, yn, sizeof(yn), n->output[0]));
 		if (!y)
 			return npurt_last_status();
 	}
