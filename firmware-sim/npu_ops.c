@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define LIMIT_DIM	(1ull << 31)
@@ -354,9 +355,15 @@ static int run_gemm(const struct npu_op_args *a, const struct npu_view *in,
 		for (uint64_t j = 0; j < n; j++)	/* beta == 0 ignores C, as BLAS does */
 			c[j * cj] = a->beta == 0.0f ? 0.0f : a->beta * c[j * cj];
 	}
-	if (bj == 1 && cj == 1)
+	if (bj == 1 && cj == 1) {
+		int fast = npu_gemm_fast(A, ai, ap, B, bp, C, ci, n, k, a->alpha, begin, end,
+					 cancel);
+
+		if (fast <= 0)
+			return fast;
 		return gemm_contiguous(A, ai, ap, B, bp, C, ci, n, k, a->alpha, begin, end,
 				       cancel);
+	}
 	for (uint64_t i = begin; i < end; i++) {
 		float *c = C + i * ci;
 
@@ -479,6 +486,65 @@ static void valid_cols(int64_t width, int64_t wo_n, int64_t stride, int64_t pad,
 }
 
 /*
+ * Ungrouped, with dense weights and contiguous output planes: the units'
+ * planes of each image as one GEMM, Y[o][hw] = W[o][c kh kw] col[c kh
+ * kw][hw], over the image unrolled into columns (im2col) on the fast
+ * GEMM. 1 if the shapes or the host do not allow it.
+ */
+static int conv_as_gemm(const struct npu_op_args *a, const struct npu_view *in,
+			const struct npu_view *out, uint64_t begin, uint64_t end,
+			const uint32_t *cancel)
+{
+	const struct npu_op_window *w = &a->win;
+	const uint64_t *xs = in[0].stride, *fs = in[1].stride, *ys = out->stride;
+	uint64_t C = in[0].shape[1], H = in[0].shape[2], W = in[0].shape[3];
+	uint64_t O = out->shape[1], Ho = out->shape[2], Wo = out->shape[3];
+	uint64_t kh = in[1].shape[2], kw = in[1].shape[3], ck = C * kh * kw, hw = Ho * Wo;
+	float *col;
+	int ret = 0;
+
+	if (w->group != 1 || fs[3] != 1 || fs[2] != kw || fs[1] != kh * kw || ys[3] != 1 ||
+	    ys[2] != Wo || ck * hw > (1u << 26))
+		return 1;
+	col = malloc(ck * hw * sizeof(float));
+	if (!col)
+		return 1;
+	for (uint64_t u = begin; u < end && !ret;) {
+		uint64_t n = u / O, o0 = u % O, o1 = (n + 1) * O < end ? O : end - n * O;
+		const float *x = (const float *)in[0].data + n * xs[0];
+
+		for (uint64_t r = 0; r < ck; r++) {
+			uint64_t c = r / (kh * kw), i = r / kw % kh, j = r % kw;
+			float *row = col + r * hw;
+
+			for (uint64_t ho = 0; ho < Ho; ho++) {
+				int64_t hi = (int64_t)(ho * w->stride[0] + i * w->dilation[0]) -
+					     (int64_t)w->pad[0];
+
+				for (uint64_t wo = 0; wo < Wo; wo++) {
+					int64_t wi = (int64_t)(wo * w->stride[1] + j * w->dilation[1]) -
+						     (int64_t)w->pad[1];
+
+					row[ho * Wo + wo] = hi < 0 || wi < 0 || hi >= (int64_t)H ||
+							    wi >= (int64_t)W ? 0.0f :
+							    x[c * xs[1] + (uint64_t)hi * xs[2] +
+							      (uint64_t)wi * xs[3]];
+				}
+			}
+		}
+		/* the planes are zeroed: the GEMM adds into them */
+		for (uint64_t o = o0; o < o1; o++)
+			memset((float *)out->data + n * ys[0] + o * ys[1], 0, hw * sizeof(float));
+		ret = npu_gemm_fast(in[1].data, fs[0], 1, col, hw,
+				    (float *)out->data + n * ys[0], ys[1], hw, ck, 1.0f, o0, o1,
+				    cancel);
+		u = n * O + o1;
+	}
+	free(col);
+	return ret;
+}
+
+/*
  * One output plane (n, o) per unit. A weight is loaded once per input
  * plane row pass and the inner loop runs over a contiguous stretch of
  * output columns, so with unit strides it vectorizes.
@@ -497,7 +563,10 @@ static int run_conv(const struct npu_op_args *a, const struct npu_view *in,
 	int64_t sh = w->stride[0], sw = w->stride[1], dh = w->dilation[0], dw = w->dilation[1];
 	int64_t pt = w->pad[0], pl = w->pad[1];
 	uint64_t O = out->shape[1], cpg = in[0].shape[1] / w->group, opg = O / w->group;
+	int fast = conv_as_gemm(a, in, out, begin, end, cancel);
 
+	if (fast <= 0)
+		return fast;
 	for (uint64_t u = begin; u < end; u++) {
 		uint64_t n = u / O, o = u % O, g = o / opg;
 		float *y = Y + n * ys[0] + o * ys[1];

@@ -70,4 +70,14 @@ float npu_f16_to_f32(uint16_t h);
 uint16_t npu_f32_to_bf16(float f);
 float npu_bf16_to_f32(uint16_t b);
 
+/*
+ * C[i][j] += alpha * A[i][p] B[p][j] for rows [begin, end), B's and C's
+ * rows contiguous (npu_gemm.c): 0 done, -1 cancelled, 1 no fast path
+ * here (neither AVX-512 nor AVX2 and FMA, or NPU_FWSIM_ISA=portable): use
+ * the portable one.
+ */
+int npu_gemm_fast(const float *A, uint64_t ai, uint64_t ap, const float *B, uint64_t bp,
+		  float *C, uint64_t ci, uint64_t n, uint64_t k, float alpha, uint64_t begin,
+		  uint64_t end, const uint32_t *cancel);
+
 #endif /* NPU_OPS_H */
