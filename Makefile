@@ -284,7 +284,14 @@ bench: setup
 	@mkdir -p $(O)/vm
 	@for b in $(HOST_BENCH); do echo "== $$(basename $$b) (host)"; $(BENCH_ENV) $$b || exit 1; done
 	$(BENCH_ENV) $(O)/tests/bench/gemm_bench --blas-only >$(O)/vm/host-blas.txt
+	@: >$(O)/vm/host-ort.txt; if tests/setup ort $(O)/ort; then \
+		for m in mlp resnet_mini transformer17; do \
+			NODE_PATH=$(CURDIR)/$(O)/ort/node_modules node tests/bench/onnx/ort_bench.js \
+				$(O)/onnx-models/$$m.onnx $(O)/onnx-models/$$m.in 100 \
+				>>$(O)/vm/host-ort.txt || exit 1; \
+		done; fi
 	@rc=0; NPU_BENCH_HOST_BLAS=$(CURDIR)/$(O)/vm/host-blas.txt \
+		NPU_BENCH_HOST_ORT=$(CURDIR)/$(O)/vm/host-ort.txt \
 		tests/vm/run --quiet --cores 2 --out $(O)/vm/bench -- tests/bench/run $(O) || rc=$$?; \
 		cat $(O)/vm/bench/output.log; exit $$rc
 

@@ -246,12 +246,75 @@ static int cancelled(const uint32_t *cancel)
 #define STOP_AT(j, cancel) \
 	(!((j) & (CHECK_EVERY_INNER - 1)) && cancelled(cancel))
 
+/*
+ * fp32 binary and unary ops, by runs along the last dimension: the index
+ * is unravelled once a run, and the inner loop (one per op: the op is the
+ * loop's constant, so the compiler unswitches it and vectorizes what it
+ * can) strides through plain arrays. Same results as the general loop.
+ */
+#define ROW_LOOP(expr)								\
+	for (uint64_t j = 0; j < len; j++) {					\
+		float x0 = x[j * sx], x1 = y ? y[j * sy] : 0.0f;		\
+									\
+		(void)x1;							\
+		o[j * so] = (expr);						\
+	}
+
+static void elementwise_row(const struct npu_op_args *a, enum npu_op_kind c, const float *x,
+			    uint64_t sx, const float *y, uint64_t sy, float *o, uint64_t so,
+			    uint64_t len)
+{
+	float al = a->alpha, be = a->beta;
+
+	if (c == NPU_OPK_BINARY) {
+		switch (a->op) {
+		case NPU_OP_ADD: ROW_LOOP(x0 + x1) break;
+		case NPU_OP_SUB: ROW_LOOP(x0 - x1) break;
+		case NPU_OP_MUL: ROW_LOOP(x0 * x1) break;
+		case NPU_OP_DIV: ROW_LOOP(x0 / x1) break;
+		default: ROW_LOOP(npu_binary(a->op, x0, x1)) break;
+		}
+		return;
+	}
+	switch (a->op) {
+	case NPU_OP_RELU: ROW_LOOP(x0 > 0 ? x0 : 0) break;
+	default: ROW_LOOP(npu_unary(a->op, x0, al, be)) break;
+	}
+}
+
+static int elementwise_rows(const struct npu_op_args *a, enum npu_op_kind c,
+			    const struct npu_view *in, const struct npu_view *out, uint64_t begin,
+			    uint64_t end, const uint32_t *cancel)
+{
+	uint32_t nd = out->ndim, last = nd - 1;
+	uint64_t len = out->shape[last], ix[NPU_MAX_DIMS];
+
+	for (uint64_t e = begin; e < end;) {
+		uint64_t col = e % len, n = len - col < end - e ? len - col : end - e;
+		const float *y = NULL;
+
+		if (cancelled(cancel))
+			return -1;
+		unravel(e, out, nd, ix);
+		if (c == NPU_OPK_BINARY)
+			y = (const float *)in[1].data + offset(&in[1], ix, nd);
+		elementwise_row(a, c, (const float *)in[0].data + offset(&in[0], ix, nd),
+				in[0].stride[last], y, c == NPU_OPK_BINARY ? in[1].stride[last] : 0,
+				(float *)out->data + offset(out, ix, nd), out->stride[last], n);
+		e += n;
+	}
+	return 0;
+}
+
 static int run_elementwise(const struct npu_op_args *a, const struct npu_view *in,
 			   const struct npu_view *out, uint64_t begin, uint64_t end,
 			   const uint32_t *cancel)
 {
 	enum npu_op_kind c = npu_op_kind(a->op);
 	uint64_t ix[NPU_MAX_DIMS], jx[NPU_MAX_DIMS];
+
+	if ((c == NPU_OPK_BINARY || c == NPU_OPK_UNARY) && out->dtype == NPU_DT_F32)
+		return elementwise_rows(a, c, in, out, begin, end, cancel);
 
 	for (uint64_t e = begin; e < end; e++) {
 		uint32_t nd = out->ndim;

@@ -6,8 +6,8 @@
     make_models.py --corpus DIR     (the ONNX fuzzer's seeds, kept in tests/fuzz)
 
 Writes, for each model NAME, OUTDIR/NAME.onnx, the input OUTDIR/NAME.in
-(float32, raw) and the output numpy computes from it in float64,
-OUTDIR/NAME.out (float32, raw). Weights and inputs come from
+(float32, raw; its shape in OUTDIR/NAME.onnx.dims, JSON) and the output
+numpy computes from it in float64, OUTDIR/NAME.out (float32, raw). Weights and inputs come from
 numpy.random.RandomState(0) per model, so the files are the same on every
 machine.
 
@@ -276,6 +276,8 @@ def main():
         model, x, ref = make()
         onnx.save(model, os.path.join(out, name + ".onnx"))
         x.astype(np.float32).tofile(os.path.join(out, name + ".in"))
+        with open(os.path.join(out, name + ".onnx.dims"), "w") as f:
+            f.write("[%s]\n" % ", ".join(str(d) for d in x.shape))
         np.asarray(ref, np.float32).tofile(os.path.join(out, name + ".out"))
 
 

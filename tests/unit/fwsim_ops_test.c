@@ -132,6 +132,31 @@ TEST(unary_ops)
 	free(x), free(y);
 }
 
+/* A column broadcast along the last dimension (stride 0 there), and a strided output. */
+TEST(binary_ops_broadcast_along_rows)
+{
+	uint64_t shape[2] = { 6, 9 };
+	float *x = rand_buf(54), *col = rand_buf(6), *y = calloc(108, 4);
+	struct npu_op_args a = { .op = NPU_OP_SUB };
+	struct npu_view in[2], out;
+
+	dense(&a.in[0], &in[0], x, NPU_DT_F32, 2, shape);
+	dense(&a.in[1], &in[1], col, NPU_DT_F32, 2, shape);
+	a.in[1].stride[0] = in[1].stride[0] = 1;
+	a.in[1].stride[1] = in[1].stride[1] = 0;
+	dense(&a.out, &out, y, NPU_DT_F32, 2, shape);
+	a.out.stride[1] = out.stride[1] = 2;		/* every other float */
+	a.out.stride[0] = out.stride[0] = 18;
+	ASSERT_EQ(NULL, npu_op_check(&a));
+	run_all(&a, in, &out);
+	for (int i = 0; i < 54; i++) {
+		ASSERT_TRUE(close_to((double)x[i] - col[i / 9], y[2 * i], 1e-6, 1e-7))
+			TH_LOG("i %d", i);
+		ASSERT_EQ(0.0f, y[2 * i + 1]);
+	}
+	free(x), free(col), free(y);
+}
+
 /*
  * The ONNX-named elementwise ops, in double from their ONNX definitions,
  * on inputs in (-2, 2) (and a domain each where the op needs one).
