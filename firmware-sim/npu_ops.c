@@ -14,16 +14,6 @@
 
 #define LIMIT_DIM	(1ull << 31)
 
-size_t npu_dtype_size(uint32_t dtype)
-{
-	switch (dtype) {
-	case NPU_DT_F32: return 4;
-	case NPU_DT_F16:
-	case NPU_DT_BF16: return 2;
-	default: return 0;
-	}
-}
-
 uint64_t npu_tensor_extent(const struct npu_op_tensor *t)
 {
 	uint64_t last = 0;
@@ -743,80 +733,4 @@ void npu_op_run(const struct npu_op_args *a, const struct npu_view *in,
 		const struct npu_view *out, uint64_t begin, uint64_t end)
 {
 	npu_op_run_cancellable(a, in, out, begin, end, NULL);
-}
-
-/* ---- fp16 / bf16 ------------------------------------------------------ */
-
-uint16_t npu_f32_to_f16(float f)
-{
-	uint32_t x;
-	uint32_t sign, exp, man;
-
-	memcpy(&x, &f, 4);
-	sign = (x >> 16) & 0x8000;
-	exp = (x >> 23) & 0xff;
-	man = x & 0x7fffff;
-	if (exp == 0xff)				/* inf, nan (kept quiet) */
-		return (uint16_t)(sign | 0x7c00 | (man ? 0x200 | (man >> 13) : 0));
-	if (exp > 142)					/* overflow */
-		return (uint16_t)(sign | 0x7c00);
-	if (exp < 113) {				/* subnormal or zero */
-		uint32_t shift, half, rest;
-
-		if (exp < 102)
-			return (uint16_t)sign;
-		man |= 0x800000;
-		shift = 126 - exp;
-		half = man >> shift;
-		rest = man & ((1u << shift) - 1);
-		if (rest > (1u << (shift - 1)) || (rest == (1u << (shift - 1)) && (half & 1)))
-			half++;
-		return (uint16_t)(sign | half);
-	}
-	/* Normal: round the 13 dropped bits to nearest even; a carry may
-	 * bump the exponent, up to infinity, which is right. */
-	{
-		uint32_t h = ((exp - 112) << 10) | (man >> 13), rest = man & 0x1fff;
-
-		if (rest > 0x1000 || (rest == 0x1000 && (h & 1)))
-			h++;
-		return (uint16_t)(sign | h);
-	}
-}
-
-float npu_f16_to_f32(uint16_t h)
-{
-	uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, x;
-	float f;
-
-	if (exp == 0x1f) {
-		x = sign | 0x7f800000 | (man << 13);
-	} else if (exp) {
-		x = sign | ((exp + 112) << 23) | (man << 13);
-	} else {
-		f = (float)man * 0x1p-24f;		/* subnormal (or zero) */
-		return sign ? -f : f;
-	}
-	memcpy(&f, &x, 4);
-	return f;
-}
-
-uint16_t npu_f32_to_bf16(float f)
-{
-	uint32_t x;
-
-	memcpy(&x, &f, 4);
-	if ((x & 0x7fffffff) > 0x7f800000)		/* nan: keep it a quiet nan */
-		return (uint16_t)((x >> 16) | 0x40);
-	x += 0x7fff + ((x >> 16) & 1);
-	return (uint16_t)(x >> 16);
-}
-
-float npu_bf16_to_f32(uint16_t b)
-{
-	uint32_t x = (uint32_t)b << 16;
-	float f;
-
-	memcpy(&f, &x, 4);
-	return f;
 }

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "npu_fw_if.h"
-#include "npu_oplib.h"
+#include "npu_opdefs.h"
 
 /* A tensor in host memory: `data` is element 0, strides in elements. */
 struct npu_view {
@@ -44,7 +44,6 @@ int npu_op_reads_output(const struct npu_op_args *a);
 /* Bytes from element 0 to one past the last element of `t`. */
 uint64_t npu_tensor_extent(const struct npu_op_tensor *t);
 
-size_t npu_dtype_size(uint32_t dtype);
 
 /* Independent units of work, to split across cores. */
 uint64_t npu_op_units(const struct npu_op_args *a);
@@ -64,11 +63,7 @@ int npu_op_run_cancellable(const struct npu_op_args *a, const struct npu_view *i
 			   const struct npu_view *out, uint64_t begin, uint64_t end,
 			   const uint32_t *cancel);
 
-/* IEEE binary16 and bfloat16 conversions (round to nearest even). */
-uint16_t npu_f32_to_f16(float f);
-float npu_f16_to_f32(uint16_t h);
-uint16_t npu_f32_to_bf16(float f);
-float npu_bf16_to_f32(uint16_t b);
+/* npu_dtype_size() and the fp16 / bf16 conversions: npu_opdefs.h. */
 
 /*
  * C[i][j] += alpha * A[i][p] B[p][j] for rows [begin, end), B's and C's

@@ -20,10 +20,7 @@
 #error "model files are little-endian and read in place: a big-endian host needs swaps"
 #endif
 
-static int fail(char *why, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int fail(char *why, size_t len, const char *fmt, ...)
+int mf_fail(char *why, size_t len, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -61,14 +58,14 @@ uint32_t mf_crc32(const void *data, size_t len)
 
 /* ---- tensors ----------------------------------------------------------- */
 
+/* A model's dtypes are the op library's. */
+_Static_assert((int)NPUM_F32 == (int)NPU_DT_F32 && (int)NPUM_F16 == (int)NPU_DT_F16 &&
+	       (int)NPUM_BF16 == (int)NPU_DT_BF16,
+	       "model and op library dtypes");
+
 unsigned int mf_dtype_size(uint32_t dtype)
 {
-	switch (dtype) {
-	case NPUM_F32: return 4;
-	case NPUM_F16:
-	case NPUM_BF16: return 2;
-	default: return 0;
-	}
+	return (unsigned int)npu_dtype_size(dtype);
 }
 
 uint64_t mf_extent(const struct npum_tensor *t)
@@ -119,67 +116,67 @@ static int check_tensor(const struct mf_model *m, uint32_t i, char *why, size_t 
 	uint64_t ext;
 
 	if (t->name >= m->strings_len)
-		return fail(why, len, "tensor %u: name outside the strings", i);
+		return mf_fail(why, len, "tensor %u: name outside the strings", i);
 	if (t->flags || t->reserved)
-		return fail(why, len, "tensor %s: reserved fields set", tname(m, i));
+		return mf_fail(why, len, "tensor %s: reserved fields set", tname(m, i));
 	if (!mf_dtype_size(t->dtype))
-		return fail(why, len, "tensor %s: unknown dtype %u", tname(m, i), t->dtype);
+		return mf_fail(why, len, "tensor %s: unknown dtype %u", tname(m, i), t->dtype);
 	if (!t->ndim || t->ndim > NPUM_MAX_DIMS)
-		return fail(why, len, "tensor %s: %u dimensions (1 to %d)", tname(m, i), t->ndim,
+		return mf_fail(why, len, "tensor %s: %u dimensions (1 to %d)", tname(m, i), t->ndim,
 			    NPUM_MAX_DIMS);
 	for (unsigned int k = t->ndim; k < NPUM_MAX_DIMS; k++)
 		if (t->shape[k] || t->stride[k])
-			return fail(why, len, "tensor %s: dimension %u past ndim set", tname(m, i), k);
+			return mf_fail(why, len, "tensor %s: dimension %u past ndim set", tname(m, i), k);
 	ext = mf_extent(t);
 	if (!ext)
-		return fail(why, len, "tensor %s: a zero or oversized dimension (over %llu bytes)",
+		return mf_fail(why, len, "tensor %s: a zero or oversized dimension (over %llu bytes)",
 			    tname(m, i), (unsigned long long)NPUM_MAX_TENSOR_BYTES);
 	if (t->bytes != ext)
-		return fail(why, len, "tensor %s: %llu bytes, but its shape and strides span %llu",
+		return mf_fail(why, len, "tensor %s: %llu bytes, but its shape and strides span %llu",
 			    tname(m, i), (unsigned long long)t->bytes, (unsigned long long)ext);
 	switch (t->segment) {
 	case NPUM_SEG_WEIGHTS:
 		if (t->base || t->offset > m->plan.weights_bytes ||
 		    t->bytes > m->plan.weights_bytes - t->offset)
-			return fail(why, len, "tensor %s: outside the weights (%llu bytes)",
+			return mf_fail(why, len, "tensor %s: outside the weights (%llu bytes)",
 				    tname(m, i), (unsigned long long)m->plan.weights_bytes);
 		break;
 	case NPUM_SEG_FMAP:
 		if (t->base || t->offset % NPUM_ALIGN || t->offset > m->plan.fmap_bytes ||
 		    t->bytes > m->plan.fmap_bytes - t->offset)
-			return fail(why, len, "tensor %s: outside the feature-map plan (%llu bytes)",
+			return mf_fail(why, len, "tensor %s: outside the feature-map plan (%llu bytes)",
 				    tname(m, i), (unsigned long long)m->plan.fmap_bytes);
 		if (!mf_dense(t))
-			return fail(why, len, "tensor %s: a feature map must be dense", tname(m, i));
+			return mf_fail(why, len, "tensor %s: a feature map must be dense", tname(m, i));
 		break;
 	case NPUM_SEG_IO:
 		if (t->base >= m->plan.inputs + m->plan.outputs || m->io[t->base].tensor != i ||
 		    t->offset)
-			return fail(why, len, "tensor %s: I/O %u does not name it", tname(m, i),
+			return mf_fail(why, len, "tensor %s: I/O %u does not name it", tname(m, i),
 				    t->base);
 		if (!mf_dense(t))
-			return fail(why, len, "tensor %s: an input or output must be dense",
+			return mf_fail(why, len, "tensor %s: an input or output must be dense",
 				    tname(m, i));
 		break;
 	case NPUM_SEG_VIEW: {
 		const struct npum_tensor *b;
 
 		if (t->base >= i)
-			return fail(why, len, "tensor %s: a view of a later tensor", tname(m, i));
+			return mf_fail(why, len, "tensor %s: a view of a later tensor", tname(m, i));
 		b = &m->tensors[t->base];
 		if (b->segment == NPUM_SEG_VIEW)
-			return fail(why, len, "tensor %s: a view of a view", tname(m, i));
+			return mf_fail(why, len, "tensor %s: a view of a view", tname(m, i));
 		/* Its dtype may be another than its base's: the bytes are read as its. */
 		if (t->offset % mf_dtype_size(t->dtype))
-			return fail(why, len, "tensor %s: offset %llu is not a multiple of its element",
+			return mf_fail(why, len, "tensor %s: offset %llu is not a multiple of its element",
 				    tname(m, i), (unsigned long long)t->offset);
 		if (t->offset > b->bytes || t->bytes > b->bytes - t->offset)
-			return fail(why, len, "tensor %s: runs past %s", tname(m, i),
+			return mf_fail(why, len, "tensor %s: runs past %s", tname(m, i),
 				    tname(m, t->base));
 		break;
 	}
 	default:
-		return fail(why, len, "tensor %s: unknown segment %u", tname(m, i), t->segment);
+		return mf_fail(why, len, "tensor %s: unknown segment %u", tname(m, i), t->segment);
 	}
 	return 0;
 }
@@ -217,69 +214,69 @@ static int check_kernel(const struct npum_op *op,
 {
 	if (op->flags && npu_op_kind(op->kernel) != NPU_OPK_GEMM &&
 	    npu_op_kind(op->kernel) != NPU_OPK_WINDOW)
-		return fail(why, len, "flags %#x on an op that takes none", op->flags);
+		return mf_fail(why, len, "flags %#x on an op that takes none", op->flags);
 	switch (npu_op_kind(op->kernel)) {
 	case NPU_OPK_BINARY:
 		if (!b || !same_shape(a, b) || !same_shape(a, o))
-			return fail(why, len, "elementwise op: inputs and output of one shape");
+			return mf_fail(why, len, "elementwise op: inputs and output of one shape");
 		break;
 	case NPU_OPK_UNARY:
 		if (isnan(op->alpha) || isnan(op->beta))
-			return fail(why, len, "unary op: nan parameters");
+			return mf_fail(why, len, "unary op: nan parameters");
 		/* fall through */
 	case NPU_OPK_ROW:
 		if (b || !same_shape(a, o))
-			return fail(why, len, "unary op: one input, the output of its shape");
+			return mf_fail(why, len, "unary op: one input, the output of its shape");
 		break;
 	case NPU_OPK_GEMM: {
 		uint64_t am, ak, bk, bn;
 
 		if (!b || a->ndim != 2 || b->ndim != 2 || o->ndim != 2)
-			return fail(why, len, "gemm: two 2-D inputs and a 2-D output");
+			return mf_fail(why, len, "gemm: two 2-D inputs and a 2-D output");
 		am = op->flags & NPU_OP_F_TRANS_A ? a->shape[1] : a->shape[0];
 		ak = op->flags & NPU_OP_F_TRANS_A ? a->shape[0] : a->shape[1];
 		bk = op->flags & NPU_OP_F_TRANS_B ? b->shape[1] : b->shape[0];
 		bn = op->flags & NPU_OP_F_TRANS_B ? b->shape[0] : b->shape[1];
 		if (ak != bk || o->shape[0] != am || o->shape[1] != bn)
-			return fail(why, len, "gemm: [%llu x %llu] x [%llu x %llu] into [%llu x %llu]",
+			return mf_fail(why, len, "gemm: [%llu x %llu] x [%llu x %llu] into [%llu x %llu]",
 				    (unsigned long long)am, (unsigned long long)ak,
 				    (unsigned long long)bk, (unsigned long long)bn,
 				    (unsigned long long)o->shape[0], (unsigned long long)o->shape[1]);
 		if (op->flags & ~(uint32_t)(NPU_OP_F_TRANS_A | NPU_OP_F_TRANS_B))
-			return fail(why, len, "gemm: unknown flags %#x", op->flags);
+			return mf_fail(why, len, "gemm: unknown flags %#x", op->flags);
 		break;
 	}
 	case NPU_OPK_REDUCE:
 		if (b || op->axis >= a->ndim || o->ndim != a->ndim)
-			return fail(why, len, "reduction: one input, axis %u of %u, output of its rank",
+			return mf_fail(why, len, "reduction: one input, axis %u of %u, output of its rank",
 				    op->axis, a->ndim);
 		for (unsigned int k = 0; k < a->ndim; k++)
 			if (o->shape[k] != (k == op->axis ? 1 : a->shape[k]))
-				return fail(why, len, "reduction: output dimension %u", k);
+				return mf_fail(why, len, "reduction: output dimension %u", k);
 		break;
 	case NPU_OPK_TRANSPOSE: {
 		unsigned int seen = 0;
 
 		if (b || o->ndim != a->ndim || o->dtype != a->dtype)
-			return fail(why, len, "transpose: one input, the output of its rank and dtype");
+			return mf_fail(why, len, "transpose: one input, the output of its rank and dtype");
 		for (unsigned int k = 0; k < a->ndim; k++) {
 			if (op->perm[k] >= a->ndim || seen >> op->perm[k] & 1 ||
 			    o->shape[k] != a->shape[op->perm[k]])
-				return fail(why, len, "transpose: a bad permutation");
+				return mf_fail(why, len, "transpose: a bad permutation");
 			seen |= 1u << op->perm[k];
 		}
 		break;
 	}
 	case NPU_OPK_CAST:
 		if (b || !same_shape(a, o))
-			return fail(why, len, "cast: one input, the output of its shape");
+			return mf_fail(why, len, "cast: one input, the output of its shape");
 		return 0;	/* any dtypes */
 	case NPU_OPK_WINDOW: {
 		struct npu_op_args args = { .op = op->kernel };
 		const char *err;
 
 		if (!!b != (op->kernel == NPU_OP_CONV2D))
-			return fail(why, len, "window op: conv2d reads weights, pools do not");
+			return mf_fail(why, len, "window op: conv2d reads weights, pools do not");
 		mf_window_args(op, &args);
 		args.in[0].ndim = a->ndim;
 		memcpy(args.in[0].shape, a->shape, sizeof(args.in[0].shape));
@@ -291,15 +288,15 @@ static int check_kernel(const struct npum_op *op,
 		memcpy(args.out.shape, o->shape, sizeof(args.out.shape));
 		err = npu_window_check(&args);
 		if (err)
-			return fail(why, len, "%s", err);
+			return mf_fail(why, len, "%s", err);
 		break;
 	}
 	case NPU_OPK_NONE:
-		return fail(why, len, "unknown op %u", op->kernel);
+		return mf_fail(why, len, "unknown op %u", op->kernel);
 	}
 	if (op->kernel != NPU_OP_TRANSPOSE &&
 	    (a->dtype != NPUM_F32 || o->dtype != NPUM_F32 || (b && b->dtype != NPUM_F32)))
-		return fail(why, len, "this op computes in f32 only");
+		return mf_fail(why, len, "this op computes in f32 only");
 	return 0;
 }
 
@@ -325,38 +322,38 @@ int mf_op_check(const struct mf_model *m, const struct npum_op *op, char *why, s
 	if (op->type != NPUM_OP_KERNEL || npu_op_kind(op->kernel) != NPU_OPK_WINDOW)
 		for (unsigned int k = 0; k < sizeof(op->window) / sizeof(op->window[0]); k++)
 			if (op->window[k])
-				return fail(why, len, "window fields set on an op without a window");
+				return mf_fail(why, len, "window fields set on an op without a window");
 	switch (op->type) {
 	case NPUM_OP_SIGNAL:
 	case NPUM_OP_WAIT:
 		if (op->event >= m->plan.events)
-			return fail(why, len, "event %u of %u", op->event, m->plan.events);
+			return mf_fail(why, len, "event %u of %u", op->event, m->plan.events);
 		return 0;
 	case NPUM_OP_FILL:
 		if (!o || op->in[0] != NPUM_NONE || op->in[1] != NPUM_NONE)
-			return fail(why, len, "fill: an output and no input");
+			return mf_fail(why, len, "fill: an output and no input");
 		if (!mf_dense(o) || o->bytes % 4)
-			return fail(why, len, "fill: a dense output of whole 32-bit words");
+			return mf_fail(why, len, "fill: a dense output of whole 32-bit words");
 		break;
 	case NPUM_OP_COPY:
 		if (!a || !o || op->in[1] != NPUM_NONE)
-			return fail(why, len, "copy: one input and an output");
+			return mf_fail(why, len, "copy: one input and an output");
 		if (!mf_dense(a) || !mf_dense(o) || a->bytes != o->bytes)
-			return fail(why, len, "copy: dense tensors of the same size");
+			return mf_fail(why, len, "copy: dense tensors of the same size");
 		break;
 	case NPUM_OP_KERNEL:
 		if (!a || !o || (op->in[1] != NPUM_NONE && !b))
-			return fail(why, len, "kernel: tensor index out of range");
+			return mf_fail(why, len, "kernel: tensor index out of range");
 		if (op->block_dim > 64)
-			return fail(why, len, "kernel: block_dim %u over 64", op->block_dim);
+			return mf_fail(why, len, "kernel: block_dim %u over 64", op->block_dim);
 		if (check_kernel(op, a, b, o, why, len))
 			return EINVAL;
 		break;
 	default:
-		return fail(why, len, "unknown op type %u", op->type);
+		return mf_fail(why, len, "unknown op type %u", op->type);
 	}
 	if (!writable(m, o))
-		return fail(why, len, "writes %s, which is %s", tname(m, op->out),
+		return mf_fail(why, len, "writes %s, which is %s", tname(m, op->out),
 			    mf_base(m, o)->segment == NPUM_SEG_WEIGHTS ? "a weight" : "an input");
 	return 0;
 }
@@ -373,15 +370,15 @@ static int check_io(const struct mf_model *m, char *why, size_t len)
 
 		if (io->tensor >= m->ntensors || m->tensors[io->tensor].segment != NPUM_SEG_IO ||
 		    m->tensors[io->tensor].base != i)
-			return fail(why, len, "I/O %u: its tensor %u is not it", i, io->tensor);
+			return mf_fail(why, len, "I/O %u: its tensor %u is not it", i, io->tensor);
 		if (io->flags != (out ? NPUM_IO_OUTPUT : 0))
-			return fail(why, len, "I/O %u: %s, among the %s", i,
+			return mf_fail(why, len, "I/O %u: %s, among the %s", i,
 				    io->flags & NPUM_IO_OUTPUT ? "an output" : "an input",
 				    out ? "outputs" : "inputs");
 		for (uint32_t k = 0; k < i; k++)
 			if (!strcmp(m->strings + m->tensors[m->io[k].tensor].name,
 				    m->strings + m->tensors[io->tensor].name))
-				return fail(why, len, "I/O %u and %u are both called \"%s\"", k, i,
+				return mf_fail(why, len, "I/O %u and %u are both called \"%s\"", k, i,
 					    m->strings + m->tensors[io->tensor].name);
 	}
 	return 0;
@@ -413,17 +410,17 @@ static int check_events(const struct mf_model *m, char *why, size_t len)
 			if (!slot)
 				continue;
 			if (slot[op->event] >= 0)
-				ret = fail(why, len, "event %u %s twice", op->event,
+				ret = mf_fail(why, len, "event %u %s twice", op->event,
 					   slot == sig ? "signalled" : "waited for");
 			slot[op->event] = (int32_t)s;
 		}
 	}
 	for (uint32_t e = 0; e < ne && !ret; e++) {
 		if (sig[e] < 0 || wait[e] < 0)
-			ret = fail(why, len, "event %u is never %s", e, sig[e] < 0 ? "signalled" :
+			ret = mf_fail(why, len, "event %u is never %s", e, sig[e] < 0 ? "signalled" :
 				   "waited for");
 		else if (sig[e] == wait[e])
-			ret = fail(why, len, "event %u is signalled and waited for on stream %d", e,
+			ret = mf_fail(why, len, "event %u is signalled and waited for on stream %d", e,
 				   sig[e]);
 	}
 	free(sig);
@@ -439,21 +436,21 @@ int mf_check(const struct mf_model *m, char *why, size_t len)
 	int ret;
 
 	if (p->flags || p->reserved[0] || p->reserved[1] || p->reserved[2])
-		return fail(why, len, "plan: reserved fields set");
+		return mf_fail(why, len, "plan: reserved fields set");
 	if (!p->streams || p->streams > NPUM_MAX_STREAMS)
-		return fail(why, len, "plan: %u streams (1 to %d)", p->streams, NPUM_MAX_STREAMS);
+		return mf_fail(why, len, "plan: %u streams (1 to %d)", p->streams, NPUM_MAX_STREAMS);
 	if (p->inputs + (uint64_t)p->outputs > NPUM_MAX_IO || !p->outputs)
-		return fail(why, len, "plan: %u inputs and %u outputs (at least one output, %d in all)",
+		return mf_fail(why, len, "plan: %u inputs and %u outputs (at least one output, %d in all)",
 			    p->inputs, p->outputs, NPUM_MAX_IO);
 	if (p->weights_bytes > NPUM_MAX_SEGMENT || p->fmap_bytes > NPUM_MAX_SEGMENT ||
 	    p->fmap_sum > (NPUM_MAX_SEGMENT << 8) || p->fmap_peak > p->fmap_sum)
-		return fail(why, len, "plan: sizes out of range");
+		return mf_fail(why, len, "plan: sizes out of range");
 	if (p->events > NPUM_MAX_OPS)
-		return fail(why, len, "plan: %u events", p->events);
+		return mf_fail(why, len, "plan: %u events", p->events);
 	if (!m->strings_len || m->strings[0] || m->strings[m->strings_len - 1])
-		return fail(why, len, "strings: must start and end with a NUL");
+		return mf_fail(why, len, "strings: must start and end with a NUL");
 	if (!m->ntensors || m->ntensors > NPUM_MAX_TENSORS || !m->nops || m->nops > NPUM_MAX_OPS)
-		return fail(why, len, "%u tensors and %u ops (1 to %d of each)", m->ntensors, m->nops,
+		return mf_fail(why, len, "%u tensors and %u ops (1 to %d of each)", m->ntensors, m->nops,
 			    NPUM_MAX_OPS);
 	ret = check_io(m, why, len);
 	for (uint32_t i = 0; i < m->ntensors && !ret; i++)
@@ -463,16 +460,16 @@ int mf_check(const struct mf_model *m, char *why, size_t len)
 
 		if (st->flags || st->reserved || st->first_op != next || !st->op_count ||
 		    st->op_count > m->nops - next)
-			ret = fail(why, len, "stream %u: its ops must follow the previous stream's", s);
+			ret = mf_fail(why, len, "stream %u: its ops must follow the previous stream's", s);
 		next += st->op_count;
 	}
 	if (!ret && next != m->nops)
-		ret = fail(why, len, "%u ops belong to no stream", m->nops - next);
+		ret = mf_fail(why, len, "%u ops belong to no stream", m->nops - next);
 	for (uint32_t i = 0; i < m->nops && !ret; i++) {
 		char r[160];
 
 		if (mf_op_check(m, &m->ops[i], r, sizeof(r)))
-			ret = fail(why, len, "op %u: %s", i, r);
+			ret = mf_fail(why, len, "op %u: %s", i, r);
 	}
 	if (!ret)
 		ret = check_events(m, why, len);
@@ -536,7 +533,7 @@ static int check_gaps(const uint8_t *p, size_t len, const struct npum_header *h,
 			next = h->section_offset;
 		for (; at < next; at++)
 			if (p[at])
-				return fail(why, why_len, "byte %zu, between sections, is not zero", at);
+				return mf_fail(why, why_len, "byte %zu, between sections, is not zero", at);
 	}
 	return 0;
 }
@@ -571,36 +568,36 @@ int mf_parse(const void *data, size_t len, struct mf_model *m, char *why, size_t
 
 	memset(m, 0, sizeof(*m));
 	if (!data || len < sizeof(h))
-		return fail(why, why_len, "%zu bytes: shorter than a header", len);
+		return mf_fail(why, why_len, "%zu bytes: shorter than a header", len);
 	memcpy(&h, p, sizeof(h));
 	if (memcmp(h.magic, NPUM_MAGIC, sizeof(h.magic)))
-		return fail(why, why_len, "not a model file (bad magic)");
+		return mf_fail(why, why_len, "not a model file (bad magic)");
 	if (h.major != NPUM_MAJOR)
-		return fail(why, why_len, "format version %u.%u; this reader takes %d.x", h.major,
+		return mf_fail(why, why_len, "format version %u.%u; this reader takes %d.x", h.major,
 			    h.minor, NPUM_MAJOR);
 	if (h.header_size != sizeof(h) || h.section_size != sizeof(struct npum_section))
-		return fail(why, why_len, "header or section size %u/%u; expected %zu/%zu",
+		return mf_fail(why, why_len, "header or section size %u/%u; expected %zu/%zu",
 			    h.header_size, h.section_size, sizeof(h), sizeof(struct npum_section));
 	if (h.file_size != len)
-		return fail(why, why_len, "the file says %llu bytes, it has %zu (truncated?)",
+		return mf_fail(why, why_len, "the file says %llu bytes, it has %zu (truncated?)",
 			    (unsigned long long)h.file_size, len);
 	{
 		uint32_t crc = h.header_crc;
 
 		h.header_crc = 0;
 		if (mf_crc32(&h, sizeof(h)) != crc)
-			return fail(why, why_len, "header checksum mismatch");
+			return mf_fail(why, why_len, "header checksum mismatch");
 	}
 	if (h.flags)
-		return fail(why, why_len, "header flags %#x unknown", h.flags);
+		return mf_fail(why, why_len, "header flags %#x unknown", h.flags);
 	for (unsigned int i = 0; i < sizeof(h.reserved); i++)
 		if (h.reserved[i])
-			return fail(why, why_len, "header: reserved bytes set");
+			return mf_fail(why, why_len, "header: reserved bytes set");
 	if (!h.section_count || h.section_count > 64 || h.section_offset < sizeof(h) ||
 	    h.section_offset > len || (uint64_t)h.section_count * sizeof(*tab) > len - h.section_offset)
-		return fail(why, why_len, "section table out of the file");
+		return mf_fail(why, why_len, "section table out of the file");
 	if (mf_crc32(p + h.section_offset, h.section_count * sizeof(*tab)) != h.table_crc)
-		return fail(why, why_len, "section table checksum mismatch");
+		return mf_fail(why, why_len, "section table checksum mismatch");
 	tab = (struct npum_section *)malloc(h.section_count * sizeof(*tab));
 	if (!tab)
 		return ENOMEM;
@@ -611,52 +608,52 @@ int mf_parse(const void *data, size_t len, struct mf_model *m, char *why, size_t
 		unsigned int k;
 
 		if (s->offset < sizeof(h) || s->offset > len || s->size > len - s->offset)
-			ret = fail(why, why_len, "section %u: outside the file", i);
+			ret = mf_fail(why, why_len, "section %u: outside the file", i);
 		else if (s->offset < h.section_offset + h.section_count * sizeof(*tab) &&
 			 h.section_offset < s->offset + s->size)
-			ret = fail(why, why_len, "section %u: overlaps the section table", i);
+			ret = mf_fail(why, why_len, "section %u: overlaps the section table", i);
 		for (uint32_t j = 0; j < i && !ret; j++)
 			if (s->offset < tab[j].offset + tab[j].size &&
 			    tab[j].offset < s->offset + s->size && s->size && tab[j].size)
-				ret = fail(why, why_len, "sections %u and %u overlap", j, i);
+				ret = mf_fail(why, why_len, "sections %u and %u overlap", j, i);
 		if (ret)
 			break;
 		for (k = 0; k < N_SECS && specs[k].type != s->type; k++)
 			;
 		if (k == N_SECS) {
 			if (!(s->flags & NPUM_SECF_OPTIONAL))
-				ret = fail(why, why_len, "section %u: unknown type %u", i, s->type);
+				ret = mf_fail(why, why_len, "section %u: unknown type %u", i, s->type);
 			continue;
 		}
 		if (s->flags & ~NPUM_SECF_OPTIONAL)
-			ret = fail(why, why_len, "%s section: unknown flags", specs[k].name);
+			ret = mf_fail(why, why_len, "%s section: unknown flags", specs[k].name);
 		else if (found[k])
-			ret = fail(why, why_len, "two %s sections", specs[k].name);
+			ret = mf_fail(why, why_len, "two %s sections", specs[k].name);
 		else if (s->size % specs[k].rec ||
 			 s->count != (specs[k].rec > 1 ? s->size / specs[k].rec : 0))
-			ret = fail(why, why_len, "%s section: %llu bytes for %u records",
+			ret = mf_fail(why, why_len, "%s section: %llu bytes for %u records",
 				   specs[k].name, (unsigned long long)s->size, s->count);
 		else if (mf_crc32(p + s->offset, s->size) != s->crc)
-			ret = fail(why, why_len, "%s section: checksum mismatch (corrupted)",
+			ret = mf_fail(why, why_len, "%s section: checksum mismatch (corrupted)",
 				   specs[k].name);
 		found[k] = s;
 	}
 	for (unsigned int k = 0; k < N_SECS && !ret; k++)
 		if (!found[k])
-			ret = fail(why, why_len, "no %s section", specs[k].name);
+			ret = mf_fail(why, why_len, "no %s section", specs[k].name);
 	if (!ret)
 		ret = check_gaps(p, len, &h, tab, why, why_len);
 	if (ret)
 		goto out;
 	if (found[1]->count != 1) {
-		ret = fail(why, why_len, "plan section: %u plans", found[1]->count);
+		ret = mf_fail(why, why_len, "plan section: %u plans", found[1]->count);
 		goto out;
 	}
 	memcpy(&m->plan, p + found[1]->offset, sizeof(m->plan));
 	if (found[4]->count != m->plan.streams ||
 	    found[3]->count != m->plan.inputs + (uint64_t)m->plan.outputs ||
 	    found[6]->size != m->plan.weights_bytes) {
-		ret = fail(why, why_len, "the plan's counts (%u streams, %u I/O, %llu weight bytes) "
+		ret = mf_fail(why, why_len, "the plan's counts (%u streams, %u I/O, %llu weight bytes) "
 			   "disagree with its sections", m->plan.streams,
 			   m->plan.inputs + m->plan.outputs, (unsigned long long)m->plan.weights_bytes);
 		goto out;

@@ -90,4 +90,7 @@ int mf_plan_make(struct mf_model *m, const struct mf_order *o);
 
 uint32_t mf_crc32(const void *data, size_t len);
 
+/* The reason into why (len bytes, may be 0): returns EINVAL, for `return mf_fail(...)`. */
+int mf_fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #endif /* NPURT_MODEL_FILE_H */

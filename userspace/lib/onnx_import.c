@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "error.h"
-#include "npu_oplib.h"
+#include "npu_opdefs.h"
 #include "onnx.h"
 
 /* Far above any model of ours; a file claiming more is refused, not read. */
@@ -225,25 +225,6 @@ float ox_attr_f(const Onnx__NodeProto *n, const char *name, float def)
 
 /* ---- tensors on the host --------------------------------------------------- */
 
-static float half_to_float(uint16_t h, bool bf16)
-{
-	uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, x;
-	float f;
-
-	if (bf16) {
-		x = (uint32_t)h << 16;
-	} else if (exp == 0x1f) {
-		x = sign | 0x7f800000 | (man << 13);
-	} else if (exp) {
-		x = sign | ((exp + 112) << 23) | (man << 13);
-	} else {
-		f = (float)man * 0x1p-24f;
-		return sign ? -f : f;
-	}
-	memcpy(&f, &x, 4);
-	return f;
-}
-
 static size_t raw_size(int32_t type)
 {
 	switch (type) {
@@ -266,8 +247,8 @@ static double raw_get(const uint8_t *p, int32_t type, uint64_t k, int64_t *iv)
 	switch (type) {
 	case OX_FLOAT: return u.f;
 	case OX_DOUBLE: return u.d;
-	case OX_FLOAT16: return half_to_float(u.u16, false);
-	case OX_BFLOAT16: return half_to_float(u.u16, true);
+	case OX_FLOAT16: return npu_f16_to_f32(u.u16);
+	case OX_BFLOAT16: return npu_bf16_to_f32(u.u16);
 	case OX_UINT8: *iv = p[k]; break;
 	case OX_INT8: *iv = (int8_t)p[k]; break;
 	case OX_BOOL: *iv = p[k] != 0; break;
@@ -344,7 +325,8 @@ struct ox_val *ox_tensor_proto(struct ox_imp *im, const Onnx__TensorProto *t, co
 		case OX_INT64: v->i[k] = t->int64_data[k]; break;
 		case OX_UINT32: case OX_UINT64: v->i[k] = (int64_t)t->uint64_data[k]; break;
 		case OX_FLOAT16: case OX_BFLOAT16:
-			v->f[k] = half_to_float((uint16_t)t->int32_data[k], type == OX_BFLOAT16);
+			v->f[k] = type == OX_BFLOAT16 ? npu_bf16_to_f32((uint16_t)t->int32_data[k]) :
+				  npu_f16_to_f32((uint16_t)t->int32_data[k]);
 			break;
 		case OX_BOOL: v->i[k] = t->int32_data[k] != 0; break;
 		default: v->i[k] = t->int32_data[k]; break;

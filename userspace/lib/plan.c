@@ -17,8 +17,6 @@
  * that shares bytes and asks the same question.
  */
 #include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,21 +31,6 @@ struct mf_order {
 	uint32_t *clock;		/* per op, `streams` each: ops of s before it */
 	uint32_t *topo;			/* the ops in an order that respects it */
 };
-
-static int fail(char *why, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int fail(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why && len) {
-		va_start(ap, fmt);
-		vsnprintf(why, len, fmt, ap);
-		va_end(ap);
-	}
-	return EINVAL;
-}
 
 const uint32_t *mf_order_topo(const struct mf_order *o)
 {
@@ -128,12 +111,12 @@ int mf_order_make(const struct mf_model *m, struct mf_order **out, char *why, si
 	if (done < n) {
 		for (uint32_t i = 0; i < n; i++) {
 			if (indeg[i] && m->ops[i].type == NPUM_OP_WAIT) {
-				ret = fail(why, len, "the streams wait for each other for ever: a cycle "
+				ret = mf_fail(why, len, "the streams wait for each other for ever: a cycle "
 					   "through event %u", m->ops[i].event);
 				goto out;
 			}
 		}
-		ret = fail(why, len, "the streams wait for each other for ever");
+		ret = mf_fail(why, len, "the streams wait for each other for ever");
 		goto out;
 	}
 	*out = o;
@@ -294,7 +277,7 @@ int mf_plan_verify(const struct mf_model *m, const struct mf_order *o, char *why
 				const char *a = m->strings + m->tensors[sorted[i]->tensor].name;
 				const char *b = m->strings + m->tensors[sorted[j]->tensor].name;
 
-				ret = fail(why, len, "the plan puts feature maps %u (%s) and %u (%s) in "
+				ret = mf_fail(why, len, "the plan puts feature maps %u (%s) and %u (%s) in "
 					   "the same bytes while both may be live",
 					   sorted[i]->tensor, a, sorted[j]->tensor, b);
 			}
