@@ -232,8 +232,8 @@ $(O)/tests/fuzz/npu-fuzz: $(call obj,$(FUZZ_SRCS))
 ONNX_CONF := $(O)/tests/selftests/onnx_conformance
 $(ONNX_CONF): tests/onnx/conformance.c $(LIBA) $(ONNX_GEN)
 	@mkdir -p $(@D)
-	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iuserspace/include -I$(O)/gen $(PBC_CFLAGS) \
-		$< $(LIBA) $(LIB_DEPS) -lpthread -lm -o $@
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iuserspace/include -Ifirmware-sim -I$(O)/gen \
+		$(PBC_CFLAGS) $< $(LIBA) $(LIB_DEPS) -lpthread -lm -o $@
 
 # Real models as ONNX files (Debian's python3-onnx; the system python3).
 ONNX_MODELS := $(O)/onnx-models/mlp.onnx

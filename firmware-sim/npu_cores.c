@@ -156,17 +156,3 @@ bool npu_cores_idle(struct npu_cores *c, uint64_t *finished_ns)
 	return idle;
 }
 
-void npu_cores_run(struct npu_cores *c, const struct npu_op_args *a,
-		   const struct npu_view *in, const struct npu_view *out,
-		   unsigned int parts)
-{
-	if (!c->n) {
-		npu_op_run(a, in, out, 0, npu_op_units(a));
-		return;
-	}
-	npu_cores_launch(c, a, in, out, parts);
-	pthread_mutex_lock(&c->lock);
-	while (c->pending)
-		pthread_cond_wait(&c->done, &c->lock);
-	pthread_mutex_unlock(&c->lock);
-}

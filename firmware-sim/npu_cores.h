@@ -46,11 +46,6 @@ void npu_cores_init(struct npu_cores *c);
 int npu_cores_start(struct npu_cores *c, unsigned int n);
 void npu_cores_stop(struct npu_cores *c);
 
-/* Run the op on up to `parts` cores (0: all) and wait for it. */
-void npu_cores_run(struct npu_cores *c, const struct npu_op_args *a,
-		   const struct npu_view *in, const struct npu_view *out,
-		   unsigned int parts);
-
 /*
  * Start the op on up to `parts` cores (0: all) and return at once. The
  * pool must have started workers and be idle; the arguments and views

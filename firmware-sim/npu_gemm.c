@@ -107,16 +107,30 @@ static void kernel_6x32(int64_t kc, const float *a, const float *b, float *c, in
 			c[i * ldc + j] += tmp[i * NR512 + j];
 }
 
-/* B[kb.., jb..] (kc x nc) into strips of nr columns, zero past n. */
-static void pack_b(const float *B, int64_t bp, int64_t kc, int64_t nc, int64_t nr, float *out)
+/*
+ * B[kb.., jb..] (kc x nc, element (p, j) at B[p * bp + j * bj]) into
+ * strips of nr columns, zero past n. A transposed B (bp 1) is read down
+ * its rows, the way it lies in memory.
+ */
+static void pack_b(const float *B, int64_t bp, int64_t bj, int64_t kc, int64_t nc, int64_t nr,
+		   float *out)
 {
-	for (int64_t js = 0; js < nc; js += nr) {
+	for (int64_t js = 0; js < nc; js += nr, out += kc * nr) {
 		int64_t w = nc - js < nr ? nc - js : nr;
 
-		for (int64_t p = 0; p < kc; p++, out += nr) {
-			memcpy(out, B + p * bp + js, (size_t)w * sizeof(float));
-			if (w < nr)
-				memset(out + w, 0, (size_t)(nr - w) * sizeof(float));
+		if (bj == 1) {
+			for (int64_t p = 0; p < kc; p++) {
+				memcpy(out + p * nr, B + p * bp + js, (size_t)w * sizeof(float));
+				if (w < nr)
+					memset(out + p * nr + w, 0, (size_t)(nr - w) * sizeof(float));
+			}
+			continue;
+		}
+		for (int64_t j = 0; j < nr; j++) {
+			const float *col = B + (js + j) * bj;
+
+			for (int64_t p = 0; p < kc; p++)
+				out[p * nr + j] = j < w ? col[p * bp] : 0.0f;
 		}
 	}
 }
@@ -145,8 +159,8 @@ static enum isa host_isa(void)
 }
 
 int npu_gemm_fast(const float *A, uint64_t ai, uint64_t ap, const float *B, uint64_t bp,
-		  float *C, uint64_t ci, uint64_t n, uint64_t k, float alpha, uint64_t begin,
-		  uint64_t end, const uint32_t *cancel)
+		  uint64_t bj, float *C, uint64_t ci, uint64_t n, uint64_t k, float alpha,
+		  uint64_t begin, uint64_t end, const uint32_t *cancel)
 {
 	enum isa isa = host_isa();
 	const char *force = getenv("NPU_FWSIM_ISA");	/* "portable", "avx2": for benches */
@@ -171,7 +185,7 @@ int npu_gemm_fast(const float *A, uint64_t ai, uint64_t ap, const float *B, uint
 		for (uint64_t jb = 0; jb < n; jb += NC) {
 			int64_t nc = (int64_t)(n - jb < NC ? n - jb : NC);
 
-			pack_b(B + kb * bp + jb, (int64_t)bp, kc, nc, nr, bpack);
+			pack_b(B + kb * bp + jb * bj, (int64_t)bp, (int64_t)bj, kc, nc, nr, bpack);
 			for (uint64_t i = begin; i < end; i += MR) {
 				int64_t mr = (int64_t)(end - i < MR ? end - i : MR);
 
@@ -204,10 +218,10 @@ int npu_gemm_fast(const float *A, uint64_t ai, uint64_t ap, const float *B, uint
 #else
 
 int npu_gemm_fast(const float *A, uint64_t ai, uint64_t ap, const float *B, uint64_t bp,
-		  float *C, uint64_t ci, uint64_t n, uint64_t k, float alpha, uint64_t begin,
-		  uint64_t end, const uint32_t *cancel)
+		  uint64_t bj, float *C, uint64_t ci, uint64_t n, uint64_t k, float alpha,
+		  uint64_t begin, uint64_t end, const uint32_t *cancel)
 {
-	(void)A, (void)ai, (void)ap, (void)B, (void)bp, (void)C, (void)ci, (void)n, (void)k;
+	(void)A, (void)ai, (void)ap, (void)B, (void)bp, (void)bj, (void)C, (void)ci, (void)n, (void)k;
 	(void)alpha, (void)begin, (void)end, (void)cancel;
 	return 1;		/* no fast path on this host: the portable loop */
 }

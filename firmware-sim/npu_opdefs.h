@@ -10,6 +10,7 @@
 #define NPU_OPDEFS_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -20,9 +21,10 @@
 static inline size_t npu_dtype_size(uint32_t dtype)
 {
 	switch (dtype) {
-	case NPU_DT_F32: return 4;
-	case NPU_DT_F16:
-	case NPU_DT_BF16: return 2;
+	case NPU_DT_I8: case NPU_DT_U8: case NPU_DT_BOOL: return 1;
+	case NPU_DT_F16: case NPU_DT_BF16: case NPU_DT_I16: case NPU_DT_U16: return 2;
+	case NPU_DT_F32: case NPU_DT_I32: case NPU_DT_U32: return 4;
+	case NPU_DT_F64: case NPU_DT_I64: case NPU_DT_U64: return 8;
 	default: return 0;
 	}
 }
@@ -113,25 +115,30 @@ enum npu_op_kind {
 	NPU_OPK_TRANSPOSE,
 	NPU_OPK_CAST,
 	NPU_OPK_WINDOW,		/* conv2d, pools: over [N, C, H, W] */
+	NPU_OPK_GATHER,		/* gather_elements */
 };
 
 /* The ranges npu_op_kind() tells apart must not meet. */
 _Static_assert(NPU_OP_LAST_BINARY < NPU_OP_RELU && NPU_OP_EXP < NPU_OP_GEMM &&
-	       NPU_OP_CAST < NPU_OP_NEG && NPU_OP_LAST_UNARY < NPU_OP_CONV2D,
+	       NPU_OP_LAST_REDUCE < NPU_OP_TRANSPOSE && NPU_OP_CAST < NPU_OP_NEG &&
+	       NPU_OP_LAST_UNARY < NPU_OP_MOD && NPU_OP_LAST_BINARY2 < NPU_OP_NOT &&
+	       NPU_OP_LAST_UNARY2 < NPU_OP_CONV2D && NPU_OP_AVGPOOL2D < NPU_OP_GATHER_ELEMENTS,
 	       "op id ranges overlap");
 
 static inline enum npu_op_kind npu_op_kind(uint32_t op)
 {
-	if (op >= NPU_OP_ADD && op <= NPU_OP_LAST_BINARY)
+	if ((op >= NPU_OP_ADD && op <= NPU_OP_LAST_BINARY) ||
+	    (op >= NPU_OP_MOD && op <= NPU_OP_LAST_BINARY2))
 		return NPU_OPK_BINARY;
 	if ((op >= NPU_OP_RELU && op <= NPU_OP_EXP) ||
-	    (op >= NPU_OP_NEG && op <= NPU_OP_LAST_UNARY))
+	    (op >= NPU_OP_NEG && op <= NPU_OP_LAST_UNARY) ||
+	    (op >= NPU_OP_NOT && op <= NPU_OP_LAST_UNARY2))
 		return NPU_OPK_UNARY;
 	if (op == NPU_OP_GEMM)
 		return NPU_OPK_GEMM;
 	if (op == NPU_OP_SOFTMAX || op == NPU_OP_LAYERNORM)
 		return NPU_OPK_ROW;
-	if (op >= NPU_OP_REDUCE_SUM && op <= NPU_OP_REDUCE_MAX)
+	if (op >= NPU_OP_REDUCE_SUM && op <= NPU_OP_LAST_REDUCE)
 		return NPU_OPK_REDUCE;
 	if (op == NPU_OP_TRANSPOSE)
 		return NPU_OPK_TRANSPOSE;
@@ -139,7 +146,15 @@ static inline enum npu_op_kind npu_op_kind(uint32_t op)
 		return NPU_OPK_CAST;
 	if (op >= NPU_OP_CONV2D && op <= NPU_OP_AVGPOOL2D)
 		return NPU_OPK_WINDOW;
+	if (op == NPU_OP_GATHER_ELEMENTS)
+		return NPU_OPK_GATHER;
 	return NPU_OPK_NONE;
+}
+
+/* Whether the op reads its output before writing it (GEMM with beta, SELECT). */
+static inline bool npu_op_reads_out(uint32_t op, float beta)
+{
+	return (op == NPU_OP_GEMM && beta != 0.0f) || op == NPU_OP_SELECT;
 }
 
 static inline float npu_binary(uint32_t op, float x, float y)
@@ -201,6 +216,14 @@ static inline float npu_unary(uint32_t op, float x, float alpha, float beta)
 	case NPU_OP_CELU: return fmaxf(0.0f, x) + fminf(0.0f, alpha * expm1f(x / alpha));
 	default: return x;
 	}
+}
+
+/* The fp32 elementwise ops of the first op library (the fast row loops). */
+static inline bool npu_op_is_f32_classic(uint32_t op)
+{
+	return (op >= NPU_OP_ADD && op <= NPU_OP_LAST_BINARY) ||
+	       (op >= NPU_OP_RELU && op <= NPU_OP_EXP) ||
+	       (op >= NPU_OP_NEG && op <= NPU_OP_LAST_UNARY);
 }
 
 /*
@@ -269,5 +292,7 @@ static inline const char *npu_window_check(const struct npu_op_args *a)
 	}
 	return NULL;
 }
+
+#include "npu_opdtypes.h"
 
 #endif /* NPU_OPDEFS_H */

@@ -24,6 +24,18 @@ enum npu_op_dtype {
 	NPU_DT_F32 = 0,
 	NPU_DT_F16 = 1,
 	NPU_DT_BF16 = 2,
+	/* Since firmware 0.4 (npu_opdtypes.h says what each op takes) */
+	NPU_DT_F64 = 3,
+	NPU_DT_I8 = 4,
+	NPU_DT_U8 = 5,
+	NPU_DT_I16 = 6,
+	NPU_DT_U16 = 7,
+	NPU_DT_I32 = 8,
+	NPU_DT_U32 = 9,
+	NPU_DT_I64 = 10,
+	NPU_DT_U64 = 11,
+	NPU_DT_BOOL = 12,		/* a byte, 0 or 1 */
+	NPU_DT_COUNT,
 };
 
 #define NPU_MAX_DIMS		4
@@ -43,12 +55,36 @@ struct npu_op_tensor {
 
 enum npu_op_id {
 	/*
-	 * out = in0 (op) in1, elementwise; fp32; same shapes (0-strides
-	 * broadcast). POW is powf(in0, in1).
+	 * out = in0 (op) in1, elementwise; same shapes (0-strides
+	 * broadcast). POW is powf(in0, in1). Dtypes: npu_opdtypes.h (fp32
+	 * only before firmware 0.4).
 	 */
 	NPU_OP_ADD = 1, NPU_OP_SUB, NPU_OP_MUL, NPU_OP_DIV, NPU_OP_MAX, NPU_OP_MIN,
 	NPU_OP_POW,
 	NPU_OP_LAST_BINARY = NPU_OP_POW,
+	/*
+	 * More binary ops, since firmware 0.4. MOD takes the divisor's sign
+	 * (Python's %), FMOD the dividend's (C's fmod); both give 0 for a
+	 * zero integer divisor. The comparisons write BOOL. AND, OR and XOR
+	 * take BOOL; SHL and SHR unsigned integers (shifts past the width
+	 * give 0).
+	 */
+	NPU_OP_MOD = 160, NPU_OP_FMOD, NPU_OP_EQUAL, NPU_OP_LESS, NPU_OP_LESS_EQUAL,
+	NPU_OP_GREATER, NPU_OP_GREATER_EQUAL, NPU_OP_AND, NPU_OP_OR, NPU_OP_XOR,
+	NPU_OP_SHL, NPU_OP_SHR,
+	/*
+	 * out = in0 ? in1 : out, in0 BOOL and in1 of out's dtype: it reads
+	 * its output (ONNX's Where is a copy of the "else" tensor, then this).
+	 */
+	NPU_OP_SELECT,
+	NPU_OP_LAST_BINARY2 = NPU_OP_SELECT,
+	/*
+	 * More unary ops, since firmware 0.4: NOT of BOOL; ISNAN and ISINF
+	 * of a float into BOOL (ISINF: +inf counts unless alpha is 0, -inf
+	 * unless beta is 0).
+	 */
+	NPU_OP_NOT = 176, NPU_OP_ISNAN, NPU_OP_ISINF,
+	NPU_OP_LAST_UNARY2 = NPU_OP_ISINF,
 	/*
 	 * out = f(in0), elementwise; fp32. GELU is the tanh approximation,
 	 * GELU_ERF the exact form. Parameters: LEAKY_RELU and ELU alpha; SELU
@@ -72,11 +108,23 @@ enum npu_op_id {
 	NPU_OP_GEMM = 32,
 	/* Along the last dimension; fp32. LAYERNORM uses eps, no affine part. */
 	NPU_OP_SOFTMAX = 48, NPU_OP_LAYERNORM,
-	/* Over dimension `axis` of in0; out has that dimension of size 1; fp32 */
-	NPU_OP_REDUCE_SUM = 64, NPU_OP_REDUCE_MEAN, NPU_OP_REDUCE_MAX,
+	/*
+	 * Over dimension `axis` of in0; out has that dimension of size 1.
+	 * Sums accumulate in double. Since firmware 0.4 also MIN and PROD,
+	 * and ARGMAX / ARGMIN: the index (I64) of the first largest or
+	 * smallest element, the last with NPU_OP_F_LAST_INDEX; a nan wins.
+	 */
+	NPU_OP_REDUCE_SUM = 64, NPU_OP_REDUCE_MEAN, NPU_OP_REDUCE_MAX, NPU_OP_REDUCE_MIN,
+	NPU_OP_REDUCE_PROD, NPU_OP_ARGMAX, NPU_OP_ARGMIN,
+	NPU_OP_LAST_REDUCE = NPU_OP_ARGMIN,
 	/* out = in0 with dimensions swapped: perm[k] gives in0's dim for out's k */
 	NPU_OP_TRANSPOSE = 80,
-	/* out = in0 converted to out's dtype (f32 <-> f16 / bf16) */
+	/*
+	 * out = in0 converted to out's dtype: floats round to nearest even;
+	 * a float into an integer truncates toward zero and saturates (nan
+	 * gives 0); integers wrap as two's complement; anything not 0 into
+	 * BOOL is 1. Before firmware 0.4: f32 <-> f16 / bf16 only.
+	 */
 	NPU_OP_CAST = 96,
 	/*
 	 * Windows over in0 [N, C, H, W] into out [N, O, Ho, Wo], fp32, with
@@ -88,6 +136,14 @@ enum npu_op_id {
 	 * NPU_OP_W_COUNT_PAD. Needs a block of NPU_OP_ARGS_SIZE.
 	 */
 	NPU_OP_CONV2D = 192, NPU_OP_MAXPOOL2D, NPU_OP_AVGPOOL2D,
+	/*
+	 * Since firmware 0.4: out[i] = in0[i with dimension `axis` replaced
+	 * by in1[i]] (ONNX's GatherElements). in1 I32 or I64, of out's
+	 * shape; in0 of out's dtype and shape but along `axis` (a view may
+	 * broadcast it). A negative index counts from the end; one outside
+	 * [-n, n) reads as 0.
+	 */
+	NPU_OP_GATHER_ELEMENTS = 208,
 };
 
 #define NPU_OP_W_COUNT_PAD	(1u << 0)
@@ -104,6 +160,7 @@ struct npu_op_window {
 
 #define NPU_OP_F_TRANS_A	(1u << 0)
 #define NPU_OP_F_TRANS_B	(1u << 1)
+#define NPU_OP_F_LAST_INDEX	(1u << 2)	/* ARGMAX, ARGMIN */
 
 struct npu_op_args {
 	__u32 op;			/* enum npu_op_id */

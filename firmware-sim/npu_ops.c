@@ -60,26 +60,18 @@ static int same_shape(const struct npu_op_tensor *a, const struct npu_op_tensor 
 	       !memcmp(a->shape, b->shape, sizeof(a->shape[0]) * a->ndim);
 }
 
-static int all_f32(const struct npu_op_args *a, unsigned int n)
-{
-	for (unsigned int i = 0; i < n; i++)
-		if (a->in[i].dtype != NPU_DT_F32)
-			return 0;
-	return a->out.dtype == NPU_DT_F32;
-}
-
 unsigned int npu_op_inputs(const struct npu_op_args *a)
 {
 	enum npu_op_kind c = npu_op_kind(a->op);
 
-	if (a->op == NPU_OP_CONV2D)
+	if (a->op == NPU_OP_CONV2D || c == NPU_OPK_GATHER)
 		return 2;
 	return c == NPU_OPK_BINARY || c == NPU_OPK_GEMM ? 2 : c == NPU_OPK_NONE ? 0 : 1;
 }
 
 int npu_op_reads_output(const struct npu_op_args *a)
 {
-	return a->op == NPU_OP_GEMM && a->beta != 0.0f;
+	return npu_op_reads_out(a->op, a->beta);
 }
 
 static const char *check_gemm(const struct npu_op_args *a)
@@ -111,15 +103,19 @@ const char *npu_op_check(const struct npu_op_args *a)
 
 	if (c == NPU_OPK_NONE)
 		return "unknown op";
-	if (c != NPU_OPK_GEMM && c != NPU_OPK_WINDOW && a->flags)
+	if (c != NPU_OPK_GEMM && c != NPU_OPK_WINDOW && a->flags &&
+	    !((a->op == NPU_OP_ARGMAX || a->op == NPU_OP_ARGMIN) &&
+	      a->flags == NPU_OP_F_LAST_INDEX))
 		return "unknown flags";
 	err = check_tensor(&a->out, 1);
 	for (unsigned int i = 0; !err && i < n; i++)
 		err = check_tensor(&a->in[i], 0);
 	if (err)
 		return err;
-	if (c != NPU_OPK_TRANSPOSE && c != NPU_OPK_CAST && !all_f32(a, n))
-		return "op takes fp32 tensors";
+	err = npu_op_dtypes(a->op, a->in[0].dtype, n == 2 ? a->in[1].dtype : NPU_DT_COUNT,
+			    a->out.dtype);
+	if (err)
+		return err;
 
 	switch (c) {
 	case NPU_OPK_BINARY:
@@ -145,10 +141,18 @@ const char *npu_op_check(const struct npu_op_args *a)
 		return NULL;
 	case NPU_OPK_WINDOW:
 		return npu_window_check(a);
+	case NPU_OPK_GATHER:
+		if (a->in[0].ndim != a->out.ndim || !same_shape(&a->in[1], &a->out) ||
+		    a->axis >= a->out.ndim)
+			return "gather_elements: indices of out's shape, data of its rank, an axis";
+		for (uint32_t k = 0; k < a->out.ndim; k++)
+			if (k != a->axis && a->in[0].shape[k] != a->out.shape[k])
+				return "gather_elements: data of out's shape but along the axis";
+		return NULL;
 	case NPU_OPK_TRANSPOSE: {
 		unsigned int seen = 0;
 
-		if (a->in[0].dtype != a->out.dtype || a->in[0].ndim != a->out.ndim)
+		if (a->in[0].ndim != a->out.ndim)
 			return "transpose keeps dtype and rank";
 		for (uint32_t k = 0; k < a->out.ndim; k++) {
 			if (a->perm[k] >= a->out.ndim || seen & (1u << a->perm[k]))
@@ -179,6 +183,29 @@ uint64_t npu_op_units(const struct npu_op_args *a)
 	}
 }
 
+uint64_t npu_op_cost(const struct npu_op_args *a)
+{
+	uint64_t out = elements(&a->out);
+
+	switch (npu_op_kind(a->op)) {
+	case NPU_OPK_GEMM:
+		return out * (a->flags & NPU_OP_F_TRANS_A ? a->in[0].shape[0] : a->in[0].shape[1]);
+	case NPU_OPK_WINDOW: {
+		uint64_t per = a->op == NPU_OP_CONV2D ?
+			       a->in[1].shape[1] * a->in[1].shape[2] * a->in[1].shape[3] :
+			       (uint64_t)a->win.kernel[0] * a->win.kernel[1];
+
+		return out * per;
+	}
+	case NPU_OPK_REDUCE:
+		return elements(&a->in[0]);
+	case NPU_OPK_ROW:
+		return 3 * out;
+	default:
+		return out;
+	}
+}
+
 /* ---- element access ------------------------------------------------ */
 
 static void unravel(uint64_t idx, const struct npu_view *v, uint32_t ndim, uint64_t *ix)
@@ -196,24 +223,6 @@ static uint64_t offset(const struct npu_view *v, const uint64_t *ix, uint32_t nd
 	for (uint32_t k = 0; k < ndim; k++)
 		off += ix[k] * v->stride[k];
 	return off;
-}
-
-static float get(const struct npu_view *v, uint64_t off)
-{
-	switch (v->dtype) {
-	case NPU_DT_F16: return npu_f16_to_f32(((const uint16_t *)v->data)[off]);
-	case NPU_DT_BF16: return npu_bf16_to_f32(((const uint16_t *)v->data)[off]);
-	default: return ((const float *)v->data)[off];
-	}
-}
-
-static void put(const struct npu_view *v, uint64_t off, float x)
-{
-	switch (v->dtype) {
-	case NPU_DT_F16: ((uint16_t *)v->data)[off] = npu_f32_to_f16(x); break;
-	case NPU_DT_BF16: ((uint16_t *)v->data)[off] = npu_f32_to_bf16(x); break;
-	default: ((float *)v->data)[off] = x; break;
-	}
 }
 
 /* ---- ops ------------------------------------------------------------ */
@@ -296,38 +305,56 @@ static int elementwise_rows(const struct npu_op_args *a, enum npu_op_kind c,
 	return 0;
 }
 
+static bool all_f32(const struct npu_view *in, unsigned int n, const struct npu_view *out)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (in[i].dtype != NPU_DT_F32)
+			return false;
+	return out->dtype == NPU_DT_F32;
+}
+
+/* Any dtypes, an element at a time (npu_opdtypes.h says what each does). */
 static int run_elementwise(const struct npu_op_args *a, const struct npu_view *in,
 			   const struct npu_view *out, uint64_t begin, uint64_t end,
 			   const uint32_t *cancel)
 {
 	enum npu_op_kind c = npu_op_kind(a->op);
 	uint64_t ix[NPU_MAX_DIMS], jx[NPU_MAX_DIMS];
+	uint32_t nd = out->ndim, d0 = in[0].dtype;
+	size_t es = npu_dtype_size(out->dtype);
 
-	if ((c == NPU_OPK_BINARY || c == NPU_OPK_UNARY) && out->dtype == NPU_DT_F32)
+	if ((c == NPU_OPK_BINARY || c == NPU_OPK_UNARY) && npu_op_is_f32_classic(a->op) &&
+	    all_f32(in, c == NPU_OPK_BINARY ? 2 : 1, out))
 		return elementwise_rows(a, c, in, out, begin, end, cancel);
 
 	for (uint64_t e = begin; e < end; e++) {
-		uint32_t nd = out->ndim;
-		float x;
+		enum npu_dom dom = npu_dtype_dom(d0);
+		union npu_num x;
 
 		if (!((e - begin) & (CHECK_EVERY - 1)) && cancelled(cancel))
 			return -1;
 		unravel(e, out, nd, ix);
 		if (c == NPU_OPK_TRANSPOSE) {
-			size_t es = npu_dtype_size(out->dtype);
-
 			for (uint32_t k = 0; k < nd; k++)
 				jx[a->perm[k]] = ix[k];
 			memcpy((char *)out->data + offset(out, ix, nd) * es,
 			       (const char *)in[0].data + offset(&in[0], jx, nd) * es, es);
 			continue;
 		}
-		x = get(&in[0], offset(&in[0], ix, nd));
+		if (a->op == NPU_OP_SELECT) {
+			if (*((const uint8_t *)in[0].data + offset(&in[0], ix, nd)))
+				memcpy((char *)out->data + offset(out, ix, nd) * es,
+				       (const char *)in[1].data + offset(&in[1], ix, nd) * es, es);
+			continue;
+		}
+		x = npu_load(in[0].data, offset(&in[0], ix, nd), d0);
 		if (c == NPU_OPK_BINARY)
-			x = npu_binary(a->op, x, get(&in[1], offset(&in[1], ix, nd)));
+			x = npu_eval_binary(a->op, d0, in[1].dtype, x,
+					    npu_load(in[1].data, offset(&in[1], ix, nd), in[1].dtype),
+					    &dom);
 		else if (c == NPU_OPK_UNARY)
-			x = npu_unary(a->op, x, a->alpha, a->beta);
-		put(out, offset(out, ix, nd), x);
+			x = npu_eval_unary(a->op, d0, x, a->alpha, a->beta, &dom);
+		npu_store(out->data, offset(out, ix, nd), out->dtype, x, dom);
 	}
 	return 0;
 }
@@ -408,14 +435,15 @@ static int run_gemm(const struct npu_op_args *a, const struct npu_view *in,
 		for (uint64_t j = 0; j < n; j++)	/* beta == 0 ignores C, as BLAS does */
 			c[j * cj] = a->beta == 0.0f ? 0.0f : a->beta * c[j * cj];
 	}
-	if (bj == 1 && cj == 1) {
-		int fast = npu_gemm_fast(A, ai, ap, B, bp, C, ci, n, k, a->alpha, begin, end,
+	if ((bj == 1 || bp == 1) && cj == 1) {
+		int fast = npu_gemm_fast(A, ai, ap, B, bp, bj, C, ci, n, k, a->alpha, begin, end,
 					 cancel);
 
 		if (fast <= 0)
 			return fast;
-		return gemm_contiguous(A, ai, ap, B, bp, C, ci, n, k, a->alpha, begin, end,
-				       cancel);
+		if (bj == 1)
+			return gemm_contiguous(A, ai, ap, B, bp, C, ci, n, k, a->alpha, begin, end,
+					       cancel);
 	}
 	for (uint64_t i = begin; i < end; i++) {
 		float *c = C + i * ci;
@@ -493,31 +521,113 @@ static int run_rows(const struct npu_op_args *a, const struct npu_view *in,
 	return 0;
 }
 
-static int run_reduce(const struct npu_op_args *a, const struct npu_view *in,
+/* An index outside [-n, n) reads as 0: a launch cannot fail an element. */
+static int run_gather(const struct npu_op_args *a, const struct npu_view *in,
 		      const struct npu_view *out, uint64_t begin, uint64_t end,
 		      const uint32_t *cancel)
 {
 	uint32_t nd = out->ndim, ax = a->axis;
-	uint64_t ix[NPU_MAX_DIMS], n = in[0].shape[ax];
+	int64_t n = (int64_t)in[0].shape[ax];
+	size_t es = npu_dtype_size(out->dtype);
+	uint64_t ix[NPU_MAX_DIMS];
 
 	for (uint64_t e = begin; e < end; e++) {
-		const float *x;
-		double acc = 0;
-		float m;
+		char *dst;
+		int64_t i;
+
+		if (!((e - begin) & (CHECK_EVERY - 1)) && cancelled(cancel))
+			return -1;
+		unravel(e, out, nd, ix);
+		i = npu_load(in[1].data, offset(&in[1], ix, nd), in[1].dtype).i;
+		dst = (char *)out->data + offset(out, ix, nd) * es;
+		i += i < 0 ? n : 0;
+		if (i < 0 || i >= n) {
+			memset(dst, 0, es);
+			continue;
+		}
+		ix[ax] = (uint64_t)i;
+		memcpy(dst, (const char *)in[0].data + offset(&in[0], ix, nd) * es, es);
+	}
+	return 0;
+}
+
+/* ARGMAX / ARGMIN: does v (at a later index) take best's place? */
+static bool arg_better(const struct npu_op_args *a, enum npu_dom dom, union npu_num v,
+		       union npu_num best)
+{
+	bool last = a->flags & NPU_OP_F_LAST_INDEX, max = a->op == NPU_OP_ARGMAX;
+
+	if (dom == NPU_DOM_FLOAT) {
+		if (isnan(best.f))
+			return last && isnan(v.f);
+		if (isnan(v.f))
+			return true;
+		return max ? (last ? v.f >= best.f : v.f > best.f) :
+		       (last ? v.f <= best.f : v.f < best.f);
+	}
+	if (dom == NPU_DOM_INT)
+		return max ? (last ? v.i >= best.i : v.i > best.i) :
+		       (last ? v.i <= best.i : v.i < best.i);
+	return max ? (last ? v.u >= best.u : v.u > best.u) :
+	       (last ? v.u <= best.u : v.u < best.u);
+}
+
+/*
+ * Sums and products accumulate in double; max and min keep a nan they
+ * meet (as numpy's do). fp32 input reads through a float pointer, others
+ * through npu_load().
+ */
+static int run_reduce(const struct npu_op_args *a, const struct npu_view *in,
+		      const struct npu_view *out, uint64_t begin, uint64_t end,
+		      const uint32_t *cancel)
+{
+	uint32_t nd = out->ndim, ax = a->axis, dt = in[0].dtype;
+	uint64_t ix[NPU_MAX_DIMS], n = in[0].shape[ax], st = in[0].stride[ax];
+	enum npu_dom dom = npu_dtype_dom(dt);
+	bool arg = a->op == NPU_OP_ARGMAX || a->op == NPU_OP_ARGMIN;
+
+	for (uint64_t e = begin; e < end; e++) {
+		uint64_t base, at = 0;
+		union npu_num r, best;
+		double acc = a->op == NPU_OP_REDUCE_PROD ? 1 : 0, m;
 
 		unravel(e, out, nd, ix);
-		x = (const float *)in[0].data + offset(&in[0], ix, nd);
-		m = x[0];
+		base = offset(&in[0], ix, nd);
+		best = npu_load(in[0].data, base, dt);
+		m = best.f;
 		for (uint64_t j = 0; j < n; j++) {
-			float v = x[j * in[0].stride[ax]];
+			union npu_num v;
 
 			if (STOP_AT(j, cancel))
 				return -1;
-			acc += v;
-			m = v > m ? v : m;
+			if (dt == NPU_DT_F32)
+				v.f = ((const float *)in[0].data)[base + j * st];
+			else
+				v = npu_load(in[0].data, base + j * st, dt);
+			if (arg) {
+				if (j && arg_better(a, dom, v, best)) {
+					best = v;
+					at = j;
+				}
+				continue;
+			}
+			if (a->op == NPU_OP_REDUCE_PROD)
+				acc *= v.f;
+			else
+				acc += v.f;
+			if (!isnan(m) && (isnan(v.f) || (a->op == NPU_OP_REDUCE_MIN ? v.f < m : v.f > m)))
+				m = v.f;
 		}
-		put(out, offset(out, ix, nd), a->op == NPU_OP_REDUCE_MAX ? m :
-		    a->op == NPU_OP_REDUCE_MEAN ? (float)(acc / n) : (float)acc);
+		if (arg) {
+			r.i = (int64_t)at;
+			npu_store(out->data, offset(out, ix, nd), out->dtype, r, NPU_DOM_INT);
+			continue;
+		}
+		r.f = a->op == NPU_OP_REDUCE_MAX || a->op == NPU_OP_REDUCE_MIN ? m :
+		      a->op == NPU_OP_REDUCE_MEAN ? acc / (double)n : acc;
+		if (dt != NPU_DT_F64)
+			r.f = (float)r.f;	/* as fp32 ops round their result */
+		npu_store(out->data, offset(out, ix, nd), out->dtype, r, NPU_DOM_FLOAT);
 	}
 	return 0;
 }
@@ -588,7 +698,7 @@ static int conv_as_gemm(const struct npu_op_args *a, const struct npu_view *in,
 		/* the planes are zeroed: the GEMM adds into them */
 		for (uint64_t o = o0; o < o1; o++)
 			memset((float *)out->data + n * ys[0] + o * ys[1], 0, hw * sizeof(float));
-		ret = npu_gemm_fast(in[1].data, fs[0], 1, col, hw,
+		ret = npu_gemm_fast(in[1].data, fs[0], 1, col, hw, 1,
 				    (float *)out->data + n * ys[0], ys[1], hw, ck, 1.0f, o0, o1,
 				    cancel);
 		u = n * O + o1;
@@ -722,6 +832,8 @@ int npu_op_run_cancellable(const struct npu_op_args *a, const struct npu_view *i
 	case NPU_OPK_WINDOW:
 		return a->op == NPU_OP_CONV2D ? run_conv(a, in, out, begin, end, cancel) :
 		       run_pool(a, in, out, begin, end, cancel);
+	case NPU_OPK_GATHER:
+		return run_gather(a, in, out, begin, end, cancel);
 	case NPU_OPK_NONE:
 		return 0;
 	default:

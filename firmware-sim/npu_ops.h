@@ -45,6 +45,13 @@ int npu_op_reads_output(const struct npu_op_args *a);
 uint64_t npu_tensor_extent(const struct npu_op_tensor *t);
 
 
+/*
+ * About how many multiply-adds (or element steps) the launch takes: what
+ * the firmware weighs to run a small one at once instead of handing it to
+ * a core group. Only valid after npu_op_check().
+ */
+uint64_t npu_op_cost(const struct npu_op_args *a);
+
 /* Independent units of work, to split across cores. */
 uint64_t npu_op_units(const struct npu_op_args *a);
 
@@ -66,13 +73,14 @@ int npu_op_run_cancellable(const struct npu_op_args *a, const struct npu_view *i
 /* npu_dtype_size() and the fp16 / bf16 conversions: npu_opdefs.h. */
 
 /*
- * C[i][j] += alpha * A[i][p] B[p][j] for rows [begin, end), B's and C's
- * rows contiguous (npu_gemm.c): 0 done, -1 cancelled, 1 no fast path
- * here (neither AVX-512 nor AVX2 and FMA, or NPU_FWSIM_ISA=portable): use
- * the portable one.
+ * C[i][j] += alpha * A[i][p] B[p][j] for rows [begin, end), B[p][j] at
+ * B[p * bp + j * bj] (rows or columns contiguous: packing reads either)
+ * and C's rows contiguous (npu_gemm.c): 0 done, -1 cancelled, 1 no fast
+ * path here (neither AVX-512 nor AVX2 and FMA, or
+ * NPU_FWSIM_ISA=portable): use the portable one.
  */
 int npu_gemm_fast(const float *A, uint64_t ai, uint64_t ap, const float *B, uint64_t bp,
-		  float *C, uint64_t ci, uint64_t n, uint64_t k, float alpha, uint64_t begin,
-		  uint64_t end, const uint32_t *cancel);
+		  uint64_t bj, float *C, uint64_t ci, uint64_t n, uint64_t k, float alpha,
+		  uint64_t begin, uint64_t end, const uint32_t *cancel);
 
 #endif /* NPU_OPS_H */

@@ -607,24 +607,31 @@ TEST_F(l, a_multi_queue_run_completes_as_one)
  */
 TEST_F(l, a_failed_batch_stops_its_partners)
 {
-	struct drm_npu_task a[2], b[2];
+	struct drm_npu_task a[3], b[3];
 	struct drm_npu_submit_entry e[2];
 	struct drm_npu_wait w;
 	uint64_t seqs[DRM_NPU_SUBMIT_MULTI_MAX], t0;
-	uint32_t n, ha, hb, q1, q2, so;
+	uint32_t n, in, ha, hb, q1, q2, so;
 	struct sync_file_info info = { 0 };
 	struct drm_npu_task ra, rb;
 	int sf;
 
 	ASSERT_EQ(0, npu_sync_create(self->fd, DRM_NPU_SYNC_NOTIFY, &n));
+	ASSERT_EQ(0, npu_sync_create(self->fd, DRM_NPU_SYNC_NOTIFY, &in));
 	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q1));
 	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q2));
-	a[0] = npu_task_fill(DRM_NPU_VA_END - 4096, 4096, 1);	/* faults */
-	a[1] = (struct drm_npu_task){ .type = DRM_NPU_TASK_NOTIFY_RECORD, .args = { n } };
-	b[0] = (struct drm_npu_task){ .type = DRM_NPU_TASK_NOTIFY_WAIT, .args = { n } };
-	b[1] = npu_task_fill(self->va, 4096, 2);
-	ASSERT_EQ(0, list_create(self->fd, &(struct list_desc){ .tasks = a, .count = 2 }, &ha));
-	ASSERT_EQ(0, list_create(self->fd, &(struct list_desc){ .tasks = b, .count = 2 }, &hb));
+	/*
+	 * a faults only once b is inside its list (b records `in` first), so
+	 * b is stopped at task 1, waiting for the notify a never records.
+	 */
+	a[0] = (struct drm_npu_task){ .type = DRM_NPU_TASK_NOTIFY_WAIT, .args = { in } };
+	a[1] = npu_task_fill(DRM_NPU_VA_END - 4096, 4096, 1);	/* faults */
+	a[2] = (struct drm_npu_task){ .type = DRM_NPU_TASK_NOTIFY_RECORD, .args = { n } };
+	b[0] = (struct drm_npu_task){ .type = DRM_NPU_TASK_NOTIFY_RECORD, .args = { in } };
+	b[1] = (struct drm_npu_task){ .type = DRM_NPU_TASK_NOTIFY_WAIT, .args = { n } };
+	b[2] = npu_task_fill(self->va, 4096, 2);
+	ASSERT_EQ(0, list_create(self->fd, &(struct list_desc){ .tasks = a, .count = 3 }, &ha));
+	ASSERT_EQ(0, list_create(self->fd, &(struct list_desc){ .tasks = b, .count = 3 }, &hb));
 	ASSERT_EQ(0, drmSyncobjCreate(self->fd, 0, &so));
 	ra = run_task(ha, NULL, 0);
 	rb = run_task(hb, NULL, 0);
@@ -637,10 +644,10 @@ TEST_F(l, a_failed_batch_stops_its_partners)
 	EXPECT_GT(5000, npu_now_ms() - t0);
 	EXPECT_EQ(-EIO, npu_wait_on(self->fd, q1, seqs[1], 0, &w));
 	EXPECT_EQ(DRM_NPU_JOB_FAULT, w.status);
-	EXPECT_EQ(0, w.error_list_task);
+	EXPECT_EQ(1, w.error_list_task);
 	EXPECT_EQ(-EIO, npu_wait_on(self->fd, q2, seqs[0], 0, &w));
 	EXPECT_EQ(DRM_NPU_JOB_ABORTED, w.status);
-	EXPECT_EQ(0, w.error_list_task);	/* stopped waiting for the notify */
+	EXPECT_EQ(1, w.error_list_task);	/* stopped waiting for the notify */
 	EXPECT_EQ(0, self->map[0]);
 	/* The run's fence carries the failure. */
 	ASSERT_EQ(0, drmSyncobjExportSyncFile(self->fd, so, &sf));

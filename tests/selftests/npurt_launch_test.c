@@ -283,7 +283,7 @@ TEST_F(launch, bad_descriptors_are_refused_before_the_device)
 	EXPECT_EQ(NPURT_ERR_INVALID, npurt_launch(self->s, &d));
 	EXPECT_NE(NULL, strstr(npurt_last_error(), "input 1"));
 	d.in[1].ndim = 1;
-	d.out.dtype = (npurt_dtype)9;
+	d.out.dtype = NPURT_DTYPE_COUNT;
 	EXPECT_EQ(NPURT_ERR_INVALID, npurt_launch(self->s, &d));
 	EXPECT_NE(NULL, strstr(npurt_last_error(), "output"));
 

@@ -424,12 +424,75 @@ static void gemm_through_device(FIXTURE_DATA(engine) *self,
 		npu_dev_stop_engine(&self->dev);
 }
 
+/*
+ * out = x + y over n floats of device memory, through the engine (its
+ * threads started when `threaded`): x's pages are swapped in HBM, so x
+ * is contiguous in VA only and must be gathered, y is read where it
+ * lies. n large enough goes to the core threads, small runs inline.
+ */
+static void add_through_device(FIXTURE_DATA(engine) *self, struct __test_metadata *_metadata,
+			       uint64_t n, int threaded)
+{
+	uint64_t va = TEST_VA_BASE, bytes = n * 4, pages = (bytes + 4095) / 4096;
+	uint64_t x_hbm = DATA, y_hbm = DATA + pages * 4096, o_hbm = y_hbm + pages * 4096;
+	uint64_t k_hbm = o_hbm + pages * 4096;
+	struct npu_op_args *k = (struct npu_op_args *)(self->hbm + k_hbm);
+	struct npu_fw_queue *q = qslot(self, 0);
+	float *y = (float *)(self->hbm + y_hbm), *o = (float *)(self->hbm + o_hbm);
+
+	ASSERT_LE(2, pages);
+	/* x: VA page i is HBM page pages - 1 - i */
+	for (uint64_t i = 0; i < pages; i++) {
+		float *page = (float *)(self->hbm + x_hbm + (pages - 1 - i) * 4096);
+
+		pt_map(&self->pool, self->root[1], va + i * 4096, x_hbm + (pages - 1 - i) * 4096,
+		       4096, NPU_PTE_WRITE);
+		for (int j = 0; j < 1024; j++)
+			page[j] = (float)(i * 1024 + j);
+	}
+	map(self, 1, va + pages * 4096, y_hbm, (int)(2 * pages + 1), NPU_PTE_WRITE);
+	for (uint64_t i = 0; i < n; i++)
+		y[i] = (float)(i % 13);
+	memset(k, 0, sizeof(*k));
+	k->op = NPU_OP_ADD;
+	k->in[0] = (struct npu_op_tensor){ .va = va, .dtype = NPU_DT_F32, .ndim = 1,
+					   .shape = { n }, .stride = { 1 } };
+	k->in[1] = k->in[0];
+	k->in[1].va = va + pages * 4096;
+	k->out = k->in[0];
+	k->out.va = va + 2 * pages * 4096;
+	if (threaded)
+		ASSERT_EQ(0, npu_dev_start_engine(&self->dev));
+	ASSERT_EQ(0, start_queue(self, 0, 1));
+	push(self, 0, NPU_FW_TASK_KERNEL, va + 3 * pages * 4096, 0, sizeof(struct npu_op_args));
+	push(self, 0, NPU_FW_TASK_FENCE, 1, 0, 0);
+	ring(self, 0);
+	for (int i = 0; i < 5000 && __atomic_load_n(&q->done_seq, __ATOMIC_ACQUIRE) != 1; i++)
+		usleep(1000);
+	ASSERT_EQ(1, q->done_seq) TH_LOG("state %u error %u", q->state, q->error);
+	for (uint64_t i = 0; i < n; i++) {
+		ASSERT_EQ((float)i + (float)(i % 13), o[i]) TH_LOG("element %lu", i);
+	}
+	if (threaded)
+		npu_dev_stop_engine(&self->dev);
+}
+
+TEST_F(engine, kernel_reads_inputs_on_pages_that_are_not_contiguous)
+{
+	add_through_device(self, _metadata, 3000, 0);
+}
+
+TEST_F(engine, kernel_large_enough_runs_on_the_core_threads)
+{
+	add_through_device(self, _metadata, 1 << 17, 1);
+}
+
 TEST_F(engine, kernel_gemm_inline)
 {
 	gemm_through_device(self, _metadata, 0);
 }
 
-TEST_F(engine, kernel_gemm_on_core_threads)
+TEST_F(engine, kernel_gemm_with_the_threads_started)
 {
 	gemm_through_device(self, _metadata, 1);
 }

@@ -295,7 +295,7 @@ TEST(inconsistent_models_are_refused)
 			m.ops[m.streams[1].first_op].event = 1;
 			break;
 		case 7: m.streams[1].op_count = 0; break;
-		case 8: m.tensors[x].dtype = 9; break;
+		case 8: m.tensors[x].dtype = 99; break;
 		case 9: m.tensors[a].name = (uint32_t)m.strings_len; break;
 		case 10: m.tensors[x].shape[0] = 1ull << 40; break;
 		case 11: break;

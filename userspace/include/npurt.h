@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 #define NPURT_VERSION_MAJOR 0
-#define NPURT_VERSION_MINOR 3
+#define NPURT_VERSION_MINOR 4
 #define NPURT_VERSION_PATCH 0
 
 typedef enum npurt_status {
@@ -667,11 +667,32 @@ NPURT_API npurt_status npurt_fill_d32_async(npurt_stream *stream, void *dst, uin
  * on tensors in device memory, in stream order.
  */
 
+/*
+ * Element types. The float ops compute in f32 (f16 and bf16 convert on the
+ * way); since runtime 0.4 (firmware 0.4) tensors also take f64, the
+ * integers and bool (a byte, 0 or 1), for the elementwise ops, the
+ * comparisons and logic, reductions, arg max / min, transpose and cast
+ * (Documentation/firmware-interface.rst says which op takes which).
+ */
 typedef enum npurt_dtype {
 	NPURT_F32 = 0,
 	NPURT_F16 = 1,
 	NPURT_BF16 = 2,
+	NPURT_F64 = 3,
+	NPURT_I8 = 4,
+	NPURT_U8 = 5,
+	NPURT_I16 = 6,
+	NPURT_U16 = 7,
+	NPURT_I32 = 8,
+	NPURT_U32 = 9,
+	NPURT_I64 = 10,
+	NPURT_U64 = 11,
+	NPURT_BOOL = 12,
+	NPURT_DTYPE_COUNT
 } npurt_dtype;
+
+/* Bytes of an element of `dtype`; 0 for none. */
+NPURT_API size_t npurt_dtype_size(npurt_dtype dtype);
 
 #define NPURT_MAX_DIMS 4
 
@@ -700,6 +721,8 @@ NPURT_API npurt_status npurt_tensor_init(npurt_tensor *t, uint64_t addr, npurt_d
 /* GEMM flags: use the transpose of input 0 / input 1. */
 #define NPURT_LAUNCH_TRANS_A	(1u << 0)
 #define NPURT_LAUNCH_TRANS_B	(1u << 1)
+/* "argmax", "argmin": the last index of the extreme value, not the first. */
+#define NPURT_ARG_LAST_INDEX	(1u << 2)
 
 /*
  * One launch. Set `size` to sizeof(npurt_launch_desc): the struct may grow

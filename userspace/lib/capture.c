@@ -37,6 +37,7 @@
 #include "event.h"
 #include "graph.h"
 #include "model.h"
+#include "npu_opdefs.h"
 #include "npu_oplib.h"
 
 /* One allocation the capture met. */
@@ -221,7 +222,7 @@ static npurt_status view(struct npurt_capture *c, npurt_device *dev, uint64_t ad
 static npurt_status tensor_view(struct npurt_capture *c, npurt_device *dev, const npurt_tensor *t,
 				uint32_t *tensor, uint32_t *buf, const char *who, const char *what)
 {
-	if (!t->ndim || t->ndim > NPURT_MAX_DIMS || (unsigned int)t->dtype > NPURT_BF16)
+	if (!t->ndim || t->ndim > NPURT_MAX_DIMS || (unsigned int)t->dtype >= NPURT_DTYPE_COUNT)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: %s has ndim %u, dtype %u", who, what,
 				       t->ndim, (unsigned int)t->dtype);
 	return view(c, dev, t->addr, (uint32_t)t->dtype, t->ndim, t->shape, t->stride, tensor, buf,
@@ -235,7 +236,7 @@ static npurt_status tensor_view(struct npurt_capture *c, npurt_device *dev, cons
 static npurt_status add(struct npurt_capture *c, npurt_stream *s, npurt_status st,
 			struct npum_op *op, uint32_t out_buf, const struct mark *mk, const char *who)
 {
-	bool reads_out = op->type == NPUM_OP_KERNEL && op->kernel == NPU_OP_GEMM && op->beta != 0.0f;
+	bool reads_out = op->type == NPUM_OP_KERNEL && npu_op_reads_out(op->kernel, op->beta);
 
 	if (!st)
 		st = graph_op_add(c->g, s->cap_index, op, reads_out, who);

@@ -22,6 +22,7 @@
 
 #include "error.h"
 #include "graph.h"
+#include "internal.h"
 #include "model_file.h"
 #include "npu_opdefs.h"
 #include "npurt.h"
@@ -428,13 +429,6 @@ npurt_status graph_op_add(npurt_graph *g, uint32_t s, struct npum_op *op, bool r
 	return NPURT_OK;
 }
 
-static int op_inputs(uint32_t op)
-{
-	enum npu_op_kind k = npu_op_kind(op);
-
-	return k == NPU_OPK_BINARY || k == NPU_OPK_GEMM || op == NPU_OP_CONV2D ? 2 : 1;
-}
-
 static npurt_status node_op(npurt_graph *g, const npurt_graph_node *n, struct npum_op *op,
 			    const char *who)
 {
@@ -471,9 +465,9 @@ static npurt_status node_op(npurt_graph *g, const npurt_graph_node *n, struct np
 	}
 	for (int k = 0; k < NPUM_MAX_DIMS; k++)
 		op->perm[k] = (uint8_t)(n->perm[k] < 256 ? n->perm[k] : 255);
-	if (op_inputs(n->op) == 2)
+	if (npurt_op_inputs(n->op) == 2)
 		op->in[1] = n->in[1];
-	for (int k = 0; k < op_inputs(n->op); k++) {
+	for (int k = 0; k < npurt_op_inputs(n->op); k++) {
 		st = check_tensor_id(g, op->in[k], who, "input");
 		if (st)
 			return st;
@@ -487,7 +481,7 @@ static npurt_status infer(const npurt_graph *g, const npurt_graph_node *n, uint3
 {
 	const struct npum_tensor *a = &g->m.tensors[n->in[0]];
 
-	*dtype = a->dtype;
+	*dtype = npu_op_out_dtype(n->op, a->dtype, (uint32_t)n->out_dtype);
 	*ndim = a->ndim;
 	memcpy(shape, a->shape, sizeof(a->shape));
 	switch (n->op) {
@@ -501,6 +495,7 @@ static npurt_status infer(const npurt_graph *g, const npurt_graph_node *n, uint3
 		break;
 	}
 	case NPU_OP_REDUCE_SUM: case NPU_OP_REDUCE_MEAN: case NPU_OP_REDUCE_MAX:
+	case NPU_OP_REDUCE_MIN: case NPU_OP_REDUCE_PROD: case NPU_OP_ARGMAX: case NPU_OP_ARGMIN:
 		if (n->axis >= a->ndim)
 			return npurt_set_error(NPURT_ERR_INVALID, "%s: axis %u of %u dimensions", who,
 					       n->axis, a->ndim);
@@ -514,8 +509,8 @@ static npurt_status infer(const npurt_graph *g, const npurt_graph_node *n, uint3
 			shape[k] = a->shape[n->perm[k]];
 		}
 		break;
-	case NPU_OP_CAST:
-		*dtype = (uint32_t)n->out_dtype;
+	case NPU_OP_GATHER_ELEMENTS:
+		memcpy(shape, g->m.tensors[n->in[1]].shape, sizeof(a->shape));
 		break;
 	case NPU_OP_CONV2D:
 	case NPU_OP_MAXPOOL2D:
@@ -561,9 +556,10 @@ npurt_status npurt_graph_add(npurt_graph *g, const npurt_graph_node *node, uint3
 		st = infer(g, node, &dtype, &ndim, shape, who);
 	if (st)
 		return st;
-	if (node->op == NPU_OP_GEMM && node->beta != 0.0f)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: beta accumulates into the output: "
-				       "npurt_graph_add_into() an existing tensor", who);
+	if (npu_op_reads_out(node->op, node->beta))
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: %s reads its output: "
+				       "npurt_graph_add_into() an existing tensor", who,
+				       node->op == NPU_OP_GEMM ? "gemm with beta" : npurt_op_name(node->op));
 	t = graph_tensor_new(g, NULL, dtype, ndim, shape, NPUM_SEG_FMAP, who);
 	if (t == NPUM_NONE)
 		return g->broken ? g->broken : NPURT_ERR_INVALID;
@@ -591,7 +587,7 @@ npurt_status npurt_graph_add_into(npurt_graph *g, const npurt_graph_node *node, 
 	if (st)
 		return st;
 	op.out = out;
-	return graph_op_add(g, node->stream, &op, node->op == NPU_OP_GEMM && node->beta != 0.0f, who);
+	return graph_op_add(g, node->stream, &op, npu_op_reads_out(node->op, node->beta), who);
 }
 
 npurt_status npurt_graph_copy(npurt_graph *g, uint32_t stream, uint32_t src, uint32_t dst)

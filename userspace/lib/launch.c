@@ -26,7 +26,7 @@ _Static_assert(NPURT_MAX_DIMS == NPU_MAX_DIMS, "dimension limits agree");
 static npurt_status tensor_to_block(const npurt_tensor *t, struct npu_op_tensor *o,
 				    const char *what, const char *who)
 {
-	if (!t->ndim || t->ndim > NPURT_MAX_DIMS || (unsigned int)t->dtype > NPURT_BF16)
+	if (!t->ndim || t->ndim > NPURT_MAX_DIMS || (unsigned int)t->dtype >= NPURT_DTYPE_COUNT)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: %s has %s %u", who, what,
 				       t->ndim && t->ndim <= NPURT_MAX_DIMS ? "dtype" : "ndim",
 				       t->ndim && t->ndim <= NPURT_MAX_DIMS ?

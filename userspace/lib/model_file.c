@@ -60,7 +60,9 @@ uint32_t mf_crc32(const void *data, size_t len)
 
 /* A model's dtypes are the op library's. */
 _Static_assert((int)NPUM_F32 == (int)NPU_DT_F32 && (int)NPUM_F16 == (int)NPU_DT_F16 &&
-	       (int)NPUM_BF16 == (int)NPU_DT_BF16,
+	       (int)NPUM_BF16 == (int)NPU_DT_BF16 && (int)NPUM_F64 == (int)NPU_DT_F64 &&
+	       (int)NPUM_I8 == (int)NPU_DT_I8 && (int)NPUM_I64 == (int)NPU_DT_I64 &&
+	       (int)NPUM_BOOL == (int)NPU_DT_BOOL && NPUM_BOOL + 1 == NPU_DT_COUNT,
 	       "model and op library dtypes");
 
 unsigned int mf_dtype_size(uint32_t dtype)
@@ -212,8 +214,12 @@ static int check_kernel(const struct npum_op *op,
 			const struct npum_tensor *a, const struct npum_tensor *b,
 			const struct npum_tensor *o, char *why, size_t len)
 {
+	const char *err;
+
 	if (op->flags && npu_op_kind(op->kernel) != NPU_OPK_GEMM &&
-	    npu_op_kind(op->kernel) != NPU_OPK_WINDOW)
+	    npu_op_kind(op->kernel) != NPU_OPK_WINDOW &&
+	    !((op->kernel == NPU_OP_ARGMAX || op->kernel == NPU_OP_ARGMIN) &&
+	      op->flags == NPU_OP_F_LAST_INDEX))
 		return mf_fail(why, len, "flags %#x on an op that takes none", op->flags);
 	switch (npu_op_kind(op->kernel)) {
 	case NPU_OPK_BINARY:
@@ -270,10 +276,9 @@ static int check_kernel(const struct npum_op *op,
 	case NPU_OPK_CAST:
 		if (b || !same_shape(a, o))
 			return mf_fail(why, len, "cast: one input, the output of its shape");
-		return 0;	/* any dtypes */
+		break;
 	case NPU_OPK_WINDOW: {
 		struct npu_op_args args = { .op = op->kernel };
-		const char *err;
 
 		if (!!b != (op->kernel == NPU_OP_CONV2D))
 			return mf_fail(why, len, "window op: conv2d reads weights, pools do not");
@@ -291,13 +296,19 @@ static int check_kernel(const struct npum_op *op,
 			return mf_fail(why, len, "%s", err);
 		break;
 	}
+	case NPU_OPK_GATHER:
+		if (!b || a->ndim != o->ndim || !same_shape(b, o) || op->axis >= o->ndim)
+			return mf_fail(why, len, "gather_elements: indices of the output's shape, "
+				       "data of its rank, axis %u", op->axis);
+		for (unsigned int k = 0; k < o->ndim; k++)
+			if (k != op->axis && a->shape[k] != o->shape[k])
+				return mf_fail(why, len, "gather_elements: data dimension %u", k);
+		break;
 	case NPU_OPK_NONE:
 		return mf_fail(why, len, "unknown op %u", op->kernel);
 	}
-	if (op->kernel != NPU_OP_TRANSPOSE &&
-	    (a->dtype != NPUM_F32 || o->dtype != NPUM_F32 || (b && b->dtype != NPUM_F32)))
-		return mf_fail(why, len, "this op computes in f32 only");
-	return 0;
+	err = npu_op_dtypes(op->kernel, a->dtype, b ? b->dtype : NPU_DT_COUNT, o->dtype);
+	return err ? mf_fail(why, len, "%s", err) : 0;
 }
 
 void mf_window_args(const struct npum_op *op, struct npu_op_args *a)

@@ -80,7 +80,12 @@ enum npum_segment {
 	NPUM_SEG_VIEW = 4,		/* a strided view of tensor `base` at byte `offset` */
 };
 
-enum npum_dtype { NPUM_F32 = 0, NPUM_F16 = 1, NPUM_BF16 = 2 };
+/* The op library's dtypes (enum npu_op_dtype); a reader refuses one it does not know. */
+enum npum_dtype {
+	NPUM_F32 = 0, NPUM_F16 = 1, NPUM_BF16 = 2, NPUM_F64 = 3, NPUM_I8 = 4, NPUM_U8 = 5,
+	NPUM_I16 = 6, NPUM_U16 = 7, NPUM_I32 = 8, NPUM_U32 = 9, NPUM_I64 = 10, NPUM_U64 = 11,
+	NPUM_BOOL = 12,
+};
 
 struct npum_tensor {
 	uint32_t name;			/* in STRINGS */

@@ -61,6 +61,9 @@ npurt_status ox_fail(struct ox_imp *im, npurt_status st, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 bool ox_is_float(int32_t type);
+/* The device dtype of an ONNX type (NPURT_DTYPE_COUNT: none), and back (0: none). */
+npurt_dtype ox_dtype(int32_t type);
+int32_t ox_type(npurt_dtype d);
 const char *ox_type_name(int32_t type);
 uint64_t ox_count(const struct ox_val *v);
 struct ox_val *ox_find(struct ox_imp *im, const char *name);
@@ -121,6 +124,9 @@ struct ox_val *ox_fresh(struct ox_imp *im, const char *name, int32_t type, uint3
 			const int64_t *dims);
 /* A name for an intermediate value (no ONNX name can be it), in buf. */
 const char *ox_tmp_name(struct ox_imp *im, char *buf, size_t len, const char *of);
+/* The device tensor of value `name` broadcast to dims (zero strides where it repeats). */
+npurt_status ox_bcast_tensor(struct ox_imp *im, const char *name, uint32_t nd,
+			     const int64_t *dims, uint32_t *t);
 /* out = op(a, b), inputs broadcast to out's dims; NULL after ox_fail(). */
 struct ox_val *ox_binary(struct ox_imp *im, uint32_t op, struct ox_val *a, struct ox_val *b,
 			 const char *name);
@@ -137,6 +143,23 @@ npurt_status ox_op_instancenorm(struct ox_imp *im, const Onnx__NodeProto *n, str
 npurt_status ox_op_layernorm(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
 npurt_status ox_op_prelu(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
 npurt_status ox_op_window(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
+
+/* ---- copies (onnx_copy.c) ---- */
+npurt_status ox_op_trilu(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
+npurt_status ox_op_tile(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
+npurt_status ox_op_eye_like(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
+npurt_status ox_op_depth_space(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
+npurt_status ox_op_concat(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
+npurt_status ox_op_pad(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
+
+/* ---- integers, bool, comparisons, logic, arg max / min, Cast (onnx_int.c) ---- */
+npurt_status ox_op_cast(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
+/* Gather along `axis` with indices the device reads (GATHER_ELEMENTS). */
+npurt_status ox_gather_device(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x,
+			      int axis, struct ox_val *idx);
+/* *done false if n is none of the nodes onnx_int.c maps. */
+npurt_status ox_int_node(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x,
+			 bool *done);
 
 /* Import one node (onnx_ops.c). */
 npurt_status ox_node(struct ox_imp *im, const Onnx__NodeProto *n);

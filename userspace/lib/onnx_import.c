@@ -337,22 +337,45 @@ struct ox_val *ox_tensor_proto(struct ox_imp *im, const Onnx__TensorProto *t, co
 
 /* ---- values on the device ----------------------------------------------- */
 
-static npurt_dtype device_dtype(int32_t type)
+npurt_dtype ox_dtype(int32_t type)
 {
-	return type == OX_FLOAT16 ? NPURT_F16 : type == OX_BFLOAT16 ? NPURT_BF16 : NPURT_F32;
+	switch (type) {
+	case OX_FLOAT: return NPURT_F32;
+	case OX_FLOAT16: return NPURT_F16;
+	case OX_BFLOAT16: return NPURT_BF16;
+	case OX_DOUBLE: return NPURT_F64;
+	case OX_INT8: return NPURT_I8;
+	case OX_UINT8: return NPURT_U8;
+	case OX_INT16: return NPURT_I16;
+	case OX_UINT16: return NPURT_U16;
+	case OX_INT32: return NPURT_I32;
+	case OX_UINT32: return NPURT_U32;
+	case OX_INT64: return NPURT_I64;
+	case OX_UINT64: return NPURT_U64;
+	case OX_BOOL: return NPURT_BOOL;
+	default: return NPURT_DTYPE_COUNT;
+	}
 }
 
-static bool device_type(int32_t type)
+int32_t ox_type(npurt_dtype d)
 {
-	return type == OX_FLOAT || type == OX_FLOAT16 || type == OX_BFLOAT16;
+	static const int32_t types[NPURT_DTYPE_COUNT] = {
+		[NPURT_F32] = OX_FLOAT, [NPURT_F16] = OX_FLOAT16, [NPURT_BF16] = OX_BFLOAT16,
+		[NPURT_F64] = OX_DOUBLE, [NPURT_I8] = OX_INT8, [NPURT_U8] = OX_UINT8,
+		[NPURT_I16] = OX_INT16, [NPURT_U16] = OX_UINT16, [NPURT_I32] = OX_INT32,
+		[NPURT_U32] = OX_UINT32, [NPURT_I64] = OX_INT64, [NPURT_U64] = OX_UINT64,
+		[NPURT_BOOL] = OX_BOOL,
+	};
+
+	return (unsigned int)d < NPURT_DTYPE_COUNT ? types[d] : 0;
 }
 
 static npurt_status device_shape(struct ox_imp *im, const struct ox_val *v, uint64_t *shape,
 				 uint32_t *ndim)
 {
-	if (!device_type(v->type))
-		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "\"%.64s\" is %s on the device, which "
-			       "computes in float, float16 and bfloat16", v->name, ox_type_name(v->type));
+	if (ox_dtype(v->type) == NPURT_DTYPE_COUNT)
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "\"%.64s\" is %s, which the device does "
+			       "not have", v->name, ox_type_name(v->type));
 	if (v->ndim > NPURT_MAX_DIMS)
 		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "\"%.64s\" has %u dimensions on the "
 			       "device, at most %d", v->name, v->ndim, NPURT_MAX_DIMS);
@@ -383,7 +406,7 @@ npurt_status ox_home(struct ox_imp *im, struct ox_val *v)
 
 	if (st)
 		return st;
-	st = npurt_graph_tensor(im->g, NULL, device_dtype(v->type), ndim, shape, &v->base);
+	st = npurt_graph_tensor(im->g, NULL, ox_dtype(v->type), ndim, shape, &v->base);
 	if (st)
 		return ox_fail(im, st, "%s", npurt_last_error());
 	v->off = 0;
@@ -398,19 +421,24 @@ static npurt_status make_constant(struct ox_imp *im, struct ox_val *v)
 	uint64_t shape[NPURT_MAX_DIMS], n = ox_count(v);
 	uint32_t ndim;
 	npurt_status st = device_shape(im, v, shape, &ndim);
-	float *data;
+	uint32_t dt = (uint32_t)ox_dtype(v->type);
+	void *data;
 
 	if (st)
 		return st;
-	if (v->type != OX_FLOAT)
-		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "constant \"%.64s\" is %s; device "
-			       "constants are float", v->name, ox_type_name(v->type));
-	data = malloc(n * sizeof(*data));
+	data = malloc(n * npu_dtype_size(dt));
 	if (!data)
 		return ox_fail(im, NPURT_ERR_NO_MEMORY, "out of host memory");
-	for (uint64_t k = 0; k < n; k++)
-		data[k] = (float)v->f[k];
-	st = npurt_graph_constant(im->g, NULL, NPURT_F32, ndim, shape, data, &v->base);
+	for (uint64_t k = 0; k < n; k++) {
+		union npu_num x;
+
+		if (v->f)
+			x.f = v->f[k];
+		else
+			x.i = v->i[k];
+		npu_store(data, k, dt, x, v->f ? NPU_DOM_FLOAT : NPU_DOM_INT);
+	}
+	st = npurt_graph_constant(im->g, NULL, (npurt_dtype)dt, ndim, shape, data, &v->base);
 	free(data);
 	if (st)
 		return ox_fail(im, st, "%s", npurt_last_error());
@@ -484,7 +512,7 @@ static npurt_status graph_input(struct ox_imp *im, const Onnx__ValueInfoProto *v
 	st = device_shape(im, v, shape, &ndim);
 	if (st)
 		return st;
-	st = npurt_graph_input(im->g, vi->name, device_dtype(v->type), ndim, shape, &v->base);
+	st = npurt_graph_input(im->g, vi->name, ox_dtype(v->type), ndim, shape, &v->base);
 	if (st)
 		return ox_fail(im, st, "%s", npurt_last_error());
 	dense_strides(v);

@@ -35,6 +35,31 @@ npurt_status ox_need_float(struct ox_imp *im, const struct ox_val *v)
 	return NPURT_OK;
 }
 
+/*
+ * NPURT_ERR_UNSUPPORTED, naming the values, unless device op `op` takes
+ * a's (and b's) dtype; else *type is the type of its output.
+ */
+static npurt_status op_types(struct ox_imp *im, uint32_t op, const struct ox_val *a,
+			     const struct ox_val *b, int32_t *type)
+{
+	npurt_dtype da = ox_dtype(a->type), db = b ? ox_dtype(b->type) : NPURT_DTYPE_COUNT;
+	const char *err;
+	uint32_t out;
+
+	if (da == NPURT_DTYPE_COUNT || (b && db == NPURT_DTYPE_COUNT))
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "\"%.64s\" is %s, which the device does "
+			       "not have", da == NPURT_DTYPE_COUNT ? a->name : b->name,
+			       ox_type_name(da == NPURT_DTYPE_COUNT ? a->type : b->type));
+	out = npu_op_out_dtype(op, (uint32_t)da, 0);
+	err = npu_op_dtypes(op, (uint32_t)da, b ? (uint32_t)db : NPU_DT_COUNT, out);
+	if (err)
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "%s of %s%s%s: %s", npurt_op_name(op),
+			       ox_type_name(a->type), b ? " and " : "", b ? ox_type_name(b->type) : "",
+			       err);
+	*type = ox_type((npurt_dtype)out);
+	return NPURT_OK;
+}
+
 /* A device value called `name` of x's type and these dims, dense and new. */
 struct ox_val *ox_fresh(struct ox_imp *im, const char *name, int32_t type, uint32_t ndim,
 			    const int64_t *dims)
@@ -59,8 +84,8 @@ const char *ox_tmp_name(struct ox_imp *im, char *buf, size_t len, const char *of
  * them: zero strides where it repeats). Constants go up once, at their
  * own size, however far they are broadcast.
  */
-static npurt_status bcast_tensor(struct ox_imp *im, const char *name, uint32_t nd,
-				 const int64_t *dims, uint32_t *t)
+npurt_status ox_bcast_tensor(struct ox_imp *im, const char *name, uint32_t nd,
+			     const int64_t *dims, uint32_t *t)
 {
 	struct ox_val *x = ox_find(im, name), v;
 	uint32_t own;
@@ -91,13 +116,14 @@ struct ox_val *ox_binary(struct ox_imp *im, uint32_t op, struct ox_val *a, struc
 	npurt_graph_node node = { .size = sizeof(node), .op = op };
 	const char *a_name, *b_name;	/* names stay put; values move with the table */
 	struct ox_val *v;
+	int32_t type;
 	uint32_t nd;
 
 	if (!a || !b) {
 		ox_fail(im, NPURT_ERR_INVALID, "an input is missing");
 		return NULL;
 	}
-	if (ox_need_float(im, a) || ox_need_float(im, b))
+	if (op_types(im, op, a, b, &type))
 		return NULL;
 	if (!ox_broadcast(a->dims, a->ndim, b->dims, b->ndim, dims, &nd)) {
 		ox_fail(im, NPURT_ERR_INVALID, "shapes of \"%.64s\" and \"%.64s\" do not broadcast",
@@ -106,10 +132,10 @@ struct ox_val *ox_binary(struct ox_imp *im, uint32_t op, struct ox_val *a, struc
 	}
 	a_name = a->name;
 	b_name = b->name;
-	if (bcast_tensor(im, a_name, nd, dims, &node.in[0]) ||
-	    bcast_tensor(im, b_name, nd, dims, &node.in[1]))
+	if (ox_bcast_tensor(im, a_name, nd, dims, &node.in[0]) ||
+	    ox_bcast_tensor(im, b_name, nd, dims, &node.in[1]))
 		return NULL;
-	v = ox_fresh(im, name, OX_FLOAT, nd, dims);
+	v = ox_fresh(im, name, type, nd, dims);
 	if (!v || ox_add(im, &node, v->base))
 		return NULL;
 	return v;
@@ -121,10 +147,11 @@ struct ox_val *ox_unary(struct ox_imp *im, uint32_t op, struct ox_val *x, float 
 	npurt_graph_node node = { .size = sizeof(node), .op = op, .alpha = alpha, .beta = beta };
 	const char *xn = x->name;	/* names stay put; values move with the table */
 	struct ox_val *v;
+	int32_t type;
 
-	if (ox_need_float(im, x) || ox_device(im, x, &node.in[0]))
+	if (op_types(im, op, x, NULL, &type) || ox_device(im, x, &node.in[0]))
 		return NULL;
-	v = ox_fresh(im, name, OX_FLOAT, ox_find(im, xn)->ndim, ox_find(im, xn)->dims);
+	v = ox_fresh(im, name, type, ox_find(im, xn)->ndim, ox_find(im, xn)->dims);
 	if (!v || ox_add(im, &node, v->base))
 		return NULL;
 	return v;
@@ -294,7 +321,7 @@ static npurt_status op_gemm(struct ox_imp *im, const Onnx__NodeProto *n)
 					  .perm = { 0, 1, 2, 3 } };
 		uint32_t out = ox_find(im, n->output[0])->base;
 
-		if (bcast_tensor(im, cn, 2, dims, &copy.in[0]) || ox_add(im, &copy, out))
+		if (ox_bcast_tensor(im, cn, 2, dims, &copy.in[0]) || ox_add(im, &copy, out))
 			return npurt_last_status();
 		node.beta = beta;
 		return ox_add(im, &node, out);
@@ -489,6 +516,7 @@ static npurt_status op_reduce(struct ox_imp *im, const Onnx__NodeProto *n, struc
 	bool in_input = !strcmp(t, "Sum") && im->opset >= 13;
 	uint32_t op, pre = 0, post = 0, nd = 0, rank;
 	struct ox_val *y = x;
+	int32_t type;
 	char name[96];
 	npurt_status st;
 	int cnt;
@@ -498,8 +526,12 @@ static npurt_status op_reduce(struct ox_imp *im, const Onnx__NodeProto *n, struc
 		op = NPU_OP_REDUCE_SUM;
 	else if (!strcmp(t, "Mean"))
 		op = NPU_OP_REDUCE_MEAN;
-	else if (!strcmp(t, "Max") || !strcmp(t, "Min"))
+	else if (!strcmp(t, "Max"))
 		op = NPU_OP_REDUCE_MAX;
+	else if (!strcmp(t, "Min"))
+		op = NPU_OP_REDUCE_MIN;
+	else if (!strcmp(t, "Prod"))
+		op = NPU_OP_REDUCE_PROD;
 	else
 		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "no device reduction for it");
 	if (!strcmp(t, "SumSquare") || !strcmp(t, "L2"))
@@ -508,11 +540,9 @@ static npurt_status op_reduce(struct ox_imp *im, const Onnx__NodeProto *n, struc
 		pre = NPU_OP_ABS;
 	else if (!strcmp(t, "LogSumExp"))
 		pre = NPU_OP_EXP;
-	else if (!strcmp(t, "Min"))
-		pre = NPU_OP_NEG;		/* min = -max(-x) */
-	post = !strcmp(t, "L2") ? NPU_OP_SQRT : !strcmp(t, "Min") ? NPU_OP_NEG :
+	post = !strcmp(t, "L2") ? NPU_OP_SQRT :
 	       !strcmp(t, "LogSum") || !strcmp(t, "LogSumExp") ? NPU_OP_LOG : 0;
-	if (ox_need_float(im, x))
+	if (op_types(im, op, x, NULL, &type))
 		return npurt_last_status();
 	rank = x->ndim;
 	cnt = ox_ints(im, n, 1, in_input ? NULL : "axes", axes, OX_MAX_DIMS, &st);
@@ -549,7 +579,8 @@ static npurt_status op_reduce(struct ox_imp *im, const Onnx__NodeProto *n, struc
 		y = ox_find(im, yn);
 		memcpy(dims, y->dims, sizeof(dims));
 		dims[a] = 1;
-		y = ox_fresh(im, ox_tmp_name(im, name, sizeof(name), n->output[0]), OX_FLOAT, y->ndim, dims);
+		y = ox_fresh(im, ox_tmp_name(im, name, sizeof(name), n->output[0]), type, y->ndim,
+			     dims);
 		if (!y || ox_add(im, &node, y->base))
 			return npurt_last_status();
 	}
@@ -565,350 +596,6 @@ static npurt_status op_reduce(struct ox_imp *im, const Onnx__NodeProto *n, struc
 		stride[nd++] = y->stride[k];
 	}
 	return ox_done(ox_view(im, y, n->output[0], nd, dims, y->off, stride));
-}
-
-/* One device op copying layout src to layout dst (values not in the table). */
-static npurt_status copy_layout(struct ox_imp *im, struct ox_val *src, struct ox_val *dst)
-{
-	npurt_graph_node node = { .size = sizeof(node), .op = NPU_OP_TRANSPOSE,
-				  .perm = { 0, 1, 2, 3 } };
-	uint32_t t;
-
-	if (ox_device(im, src, &node.in[0]) || ox_device(im, dst, &t))
-		return npurt_last_status();
-	return ox_add(im, &node, t);
-}
-
-/* Copy x into the view of `out` at element offset `off` with out's strides. */
-static npurt_status copy_into(struct ox_imp *im, struct ox_val *x, const struct ox_val *out,
-			      uint64_t off)
-{
-	struct ox_val dst = *out;
-
-	dst.ndim = x->ndim;
-	memcpy(dst.dims, x->dims, sizeof(dst.dims));
-	dst.off = off;
-	dst.tensor = OX_NONE;
-	return copy_layout(im, x, &dst);
-}
-
-/* Trilu: zeros, then the kept stretch of each row copied, every batch at once. */
-#define OX_MAX_ROWS	256
-
-static npurt_status op_trilu(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x)
-{
-	struct ox_val *kv = ox_in(im, n, 1), *y;
-	bool upper = ox_attr_i(n, "upper", 1);
-	const char *xn = x->name;
-	uint32_t r = x->ndim;
-	int64_t k = 0, rows, cols;
-	npurt_status st;
-
-	if (kv && !kv->is_const)
-		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "a computed k");
-	if (kv)
-		k = ox_geti(kv, 0);
-	if (ox_need_float(im, x))
-		return npurt_last_status();
-	if (r < 2)
-		return ox_fail(im, NPURT_ERR_INVALID, "rank %u, at least 2", r);
-	rows = x->dims[r - 2];
-	cols = x->dims[r - 1];
-	if (rows > OX_MAX_ROWS)
-		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "%lld rows, at most %d", (long long)rows,
-			       OX_MAX_ROWS);
-	y = ox_fresh(im, n->output[0], OX_FLOAT, r, x->dims);
-	if (!y)
-		return npurt_last_status();
-	st = npurt_graph_fill(im->g, 0, y->base, 0);
-	if (st)
-		return ox_fail(im, st, "%s", npurt_last_error());
-	im->info.device_ops++;
-	/* Clamped so that huge k saturates instead of overflowing. */
-	k = k > cols ? cols : k < -rows ? -rows : k;
-	for (int64_t i = 0; i < rows; i++) {
-		int64_t lo = upper ? i + k : 0, hi = upper ? cols : i + k + 1;
-		struct ox_val src, dst;
-
-		lo = lo < 0 ? 0 : lo;
-		hi = hi > cols ? cols : hi;
-		if (lo >= hi)
-			continue;
-		src = *ox_find(im, xn);
-		dst = *ox_find(im, n->output[0]);
-		src.tensor = dst.tensor = OX_NONE;
-		src.dims[r - 2] = dst.dims[r - 2] = 1;
-		src.dims[r - 1] = dst.dims[r - 1] = hi - lo;
-		src.off += (uint64_t)(i * src.stride[r - 2] + lo * src.stride[r - 1]);
-		dst.off += (uint64_t)(i * dst.stride[r - 2] + lo * dst.stride[r - 1]);
-		st = copy_layout(im, &src, &dst);
-		if (st)
-			return st;
-	}
-	return NPURT_OK;
-}
-
-/* Tile: a copy of x into each of the repeats' places in the output. */
-#define OX_MAX_TILES	64
-
-static npurt_status op_tile(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x)
-{
-	int64_t rep[OX_MAX_DIMS], dims[OX_MAX_DIMS], count = 1;
-	const char *xn = x->name;
-	npurt_status st;
-	int cnt = ox_ints(im, n, 1, NULL, rep, OX_MAX_DIMS, &st);
-
-	if (st)
-		return st;
-	if (cnt != (int)x->ndim)
-		return ox_fail(im, NPURT_ERR_INVALID, "%d repeats for rank %u", cnt, x->ndim);
-	for (int k = 0; k < cnt; k++) {
-		if (rep[k] < 1 || rep[k] > OX_MAX_TILES || count * rep[k] > OX_MAX_TILES)
-			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "repeats past %d copies",
-				       OX_MAX_TILES);
-		count *= rep[k];
-		dims[k] = x->dims[k] * rep[k];
-	}
-	if (!ox_fresh(im, n->output[0], x->type, x->ndim, dims))
-		return npurt_last_status();
-	for (int64_t e = 0; e < count; e++) {
-		struct ox_val *y = ox_find(im, n->output[0]);
-		uint64_t off = 0;
-		int64_t rest = e;
-
-		x = ox_find(im, xn);
-		for (int k = cnt; k-- > 0;) {
-			off += (uint64_t)(rest % rep[k] * x->dims[k] * y->stride[k]);
-			rest /= rep[k];
-		}
-		st = copy_into(im, x, y, off);
-		if (st)
-			return st;
-	}
-	return NPURT_OK;
-}
-
-/* EyeLike: ones on diagonal k, whatever x holds: a constant of x's shape. */
-static npurt_status op_eye_like(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x)
-{
-	int64_t k = ox_attr_i(n, "k", 0), type = ox_attr_i(n, "dtype", x->type), r, c;
-	struct ox_val *v;
-
-	if (x->ndim != 2)
-		return ox_fail(im, NPURT_ERR_INVALID, "rank %u, not 2", x->ndim);
-	r = x->dims[0];
-	c = x->dims[1];
-	v = ox_new_const(im, n->output[0], (int32_t)type, 2, ox_find(im, n->input[0])->dims);
-	if (!v)
-		return npurt_last_status();
-	for (int64_t i = 0; i < r; i++)
-		if (i + k >= 0 && i + k < c)
-			ox_set(v, (uint64_t)(i * c + i + k), 1);
-	im->info.folded++;
-	return NPURT_OK;
-}
-
-/*
- * DepthToSpace and SpaceToDepth: blocksize^2 copies of [N, C', H, W]
- * layouts, each channel block to (or from) its place in the blocks of
- * the image.
- */
-static npurt_status op_depth_space(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x)
-{
-	bool to_space = !strcmp(n->op_type, "DepthToSpace");
-	const Onnx__AttributeProto *mode = ox_attr(n, "mode");
-	bool crd = mode && mode->has_s && mode->s.len == 3 && !memcmp(mode->s.data, "CRD", 3);
-	int64_t b = ox_attr_i(n, "blocksize", 0), dims[4], c;
-	const char *xn = x->name;
-	struct ox_val *y;
-
-	if (x->ndim != 4 || b < 1 || b > 16)
-		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "rank %u, blocksize %lld", x->ndim,
-			       (long long)b);
-	if (ox_need_float(im, x))
-		return npurt_last_status();
-	if (to_space ? x->dims[1] % (b * b) : x->dims[2] % b || x->dims[3] % b)
-		return ox_fail(im, NPURT_ERR_INVALID, "the blocks do not divide the input");
-	c = to_space ? x->dims[1] / (b * b) : x->dims[1];
-	dims[0] = x->dims[0];
-	dims[1] = to_space ? c : c * b * b;
-	dims[2] = to_space ? x->dims[2] * b : x->dims[2] / b;
-	dims[3] = to_space ? x->dims[3] * b : x->dims[3] / b;
-	y = ox_fresh(im, n->output[0], OX_FLOAT, 4, dims);
-	if (!y)
-		return npurt_last_status();
-	for (int64_t i = 0; i < b; i++)
-		for (int64_t j = 0; j < b; j++) {
-			struct ox_val deep = *ox_find(im, to_space ? xn : n->output[0]);
-			struct ox_val flat = *ox_find(im, to_space ? n->output[0] : xn);
-			const int64_t h = to_space ? x->dims[2] : dims[2];
-			const int64_t w = to_space ? x->dims[3] : dims[3];
-			npurt_status st;
-
-			/* deep: the channels of block (i, j); flat: its pixels */
-			deep.tensor = flat.tensor = OX_NONE;
-			if (crd && to_space) {
-				deep.off += (uint64_t)((i * b + j) * deep.stride[1]);
-				deep.stride[1] *= b * b;
-			} else {
-				deep.off += (uint64_t)((i * b + j) * c * deep.stride[1]);
-			}
-			deep.dims[1] = c;
-			flat.off += (uint64_t)(i * flat.stride[2] + j * flat.stride[3]);
-			flat.stride[2] *= b;
-			flat.stride[3] *= b;
-			deep.dims[2] = flat.dims[2] = h;
-			deep.dims[3] = flat.dims[3] = w;
-			flat.dims[1] = c;
-			st = to_space ? copy_layout(im, &deep, &flat) : copy_layout(im, &flat, &deep);
-			if (st)
-				return st;
-			x = ox_find(im, xn);
-		}
-	return NPURT_OK;
-}
-
-static npurt_status op_concat(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x)
-{
-	int a = ox_axis(ox_attr_i(n, "axis", 0), x->ndim);
-	int64_t dims[OX_MAX_DIMS], at = 0;
-	struct ox_val *y;
-
-	if (a < 0)
-		return ox_fail(im, NPURT_ERR_INVALID, "axis");
-	memcpy(dims, x->dims, sizeof(dims));
-	dims[a] = 0;
-	for (size_t k = 0; k < n->n_input; k++) {
-		struct ox_val *v = ox_in(im, n, k);
-
-		if (!v || v->ndim != x->ndim || v->type != x->type)
-			return ox_fail(im, NPURT_ERR_INVALID, "inputs of other ranks or types");
-		for (uint32_t j = 0; j < x->ndim; j++)
-			if (j != (uint32_t)a && v->dims[j] != x->dims[j])
-				return ox_fail(im, NPURT_ERR_INVALID, "inputs of other shapes");
-		dims[a] += v->dims[a];
-	}
-	y = ox_fresh(im, n->output[0], x->type, x->ndim, dims);
-	if (!y)
-		return npurt_last_status();
-	for (size_t k = 0; k < n->n_input; k++) {
-		struct ox_val *v = ox_in(im, n, k);
-		npurt_status st;
-
-		if (!ox_count(v))
-			continue;
-		y = ox_find(im, n->output[0]);
-		st = copy_into(im, v, y, (uint64_t)(at * y->stride[a]));
-		if (st)
-			return st;
-		at += ox_find(im, n->input[k])->dims[a];
-	}
-	return NPURT_OK;
-}
-
-static npurt_status op_pad(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x)
-{
-	const Onnx__AttributeProto *mode = ox_attr(n, "mode");
-	int64_t pads[2 * OX_MAX_DIMS], dims[OX_MAX_DIMS];
-	float value = ox_attr_f(n, "value", 0.0f);
-	struct ox_val *y, *cv;
-	uint64_t off = 0;
-	npurt_status st;
-	uint32_t bits;
-	int cnt;
-
-	if (mode && mode->has_s && (mode->s.len != 8 || memcmp(mode->s.data, "constant", 8)))
-		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "mode \"%.*s\": constant pads only",
-			       (int)(mode->s.len < 16 ? mode->s.len : 16), (const char *)mode->s.data);
-	cnt = ox_ints(im, n, 1, im->opset < 11 ? "pads" : NULL, pads, 2 * OX_MAX_DIMS, &st);
-	if (st)
-		return st;
-	if (cnt != 2 * (int)x->ndim)
-		return ox_fail(im, NPURT_ERR_INVALID, "%d pads for rank %u", cnt, x->ndim);
-	cv = im->opset >= 11 ? ox_in(im, n, 2) : NULL;
-	if (cv) {
-		if (!cv->is_const)
-			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "a computed pad value");
-		value = (float)ox_getf(cv, 0);
-	}
-	if (ox_need_float(im, x))
-		return npurt_last_status();
-	for (uint32_t k = 0; k < x->ndim; k++) {
-		if (pads[k] < 0 || pads[k + x->ndim] < 0)
-			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "negative pads (crops)");
-		if (pads[k] > (1 << 30) || pads[k + x->ndim] > (1 << 30))
-			return ox_fail(im, NPURT_ERR_INVALID, "pads of %lld", (long long)pads[k]);
-		dims[k] = x->dims[k] + pads[k] + pads[k + x->ndim];
-	}
-	y = ox_fresh(im, n->output[0], OX_FLOAT, x->ndim, dims);
-	if (!y)
-		return npurt_last_status();
-	memcpy(&bits, &value, 4);
-	st = npurt_graph_fill(im->g, 0, y->base, bits);
-	if (st)
-		return ox_fail(im, st, "%s", npurt_last_error());
-	im->info.device_ops++;
-	for (uint32_t k = 0; k < y->ndim; k++)
-		off += (uint64_t)(pads[k] * y->stride[k]);
-	return copy_into(im, ox_find(im, n->input[0]), ox_find(im, n->output[0]), off);
-}
-
-static npurt_status op_cast(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x)
-{
-	int64_t to = ox_in(im, n, 1) ? ox_in(im, n, 1)->type : ox_attr_i(n, "to", 0);
-	npurt_graph_node node = { .size = sizeof(node), .op = NPU_OP_CAST };
-	bool dev = to == OX_FLOAT || to == OX_FLOAT16 || to == OX_BFLOAT16;
-	const char *xn = x->name;
-	struct ox_val *y;
-
-	if (to == x->type)
-		return ox_done(ox_view(im, x, n->output[0], x->ndim, x->dims, x->off, x->stride));
-	if (!dev || !(x->type == OX_FLOAT || x->type == OX_FLOAT16 || x->type == OX_BFLOAT16))
-		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "cast from %s to %s", ox_type_name(x->type),
-			       ox_type_name((int32_t)to));
-	if (ox_device(im, x, &node.in[0]))
-		return npurt_last_status();
-	x = ox_find(im, xn);
-	node.out_dtype = to == OX_FLOAT16 ? NPURT_F16 : to == OX_BFLOAT16 ? NPURT_BF16 : NPURT_F32;
-	y = ox_fresh(im, n->output[0], (int32_t)to, x->ndim, x->dims);
-	if (!y)
-		return npurt_last_status();
-	return ox_add(im, &node, y->base);
-}
-
-npurt_status ox_gather_copies(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x,
-			      int axis, struct ox_val *idx)
-{
-	int64_t dims[OX_MAX_DIMS];
-	uint64_t cnt = ox_count(idx);
-	struct ox_val *y;
-
-	if (cnt > 64)
-		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "%llu indices into a computed tensor",
-			       (unsigned long long)cnt);
-	memcpy(dims, x->dims, sizeof(dims));
-	dims[axis] = (int64_t)cnt;
-	y = ox_fresh(im, n->output[0], x->type, x->ndim, dims);
-	if (!y)
-		return npurt_last_status();
-	for (uint64_t j = 0; j < cnt; j++) {
-		struct ox_val src;
-		int64_t i;
-		npurt_status st;
-
-		x = ox_find(im, n->input[0]);
-		i = ox_geti(ox_find(im, n->input[1]), j);
-		i += i < 0 ? x->dims[axis] : 0;
-		src = *x;
-		src.dims[axis] = 1;
-		src.off += (uint64_t)(i * x->stride[axis]);
-		src.tensor = OX_NONE;
-		y = ox_find(im, n->output[0]);
-		st = copy_into(im, &src, y, j * (uint64_t)y->stride[axis]);
-		if (st)
-			return st;
-	}
-	return NPURT_OK;
 }
 
 npurt_status ox_node(struct ox_imp *im, const Onnx__NodeProto *n)
@@ -927,7 +614,7 @@ npurt_status ox_node(struct ox_imp *im, const Onnx__NodeProto *n)
 	if (handled)
 		return st ? st : (im->info.views++, NPURT_OK);
 	if (n->n_output > 1 && strcmp(t, "Split") && strcmp(t, "LayerNormalization") &&
-	    strcmp(t, "MaxPool"))
+	    strcmp(t, "MaxPool") && strcmp(t, "SoftmaxCrossEntropyLoss"))
 		for (size_t k = 1; k < n->n_output; k++)
 			if (n->output[k][0])
 				return ox_fail(im, NPURT_ERR_UNSUPPORTED, "output %zu (\"%.64s\")", k,
@@ -967,20 +654,30 @@ npurt_status ox_node(struct ox_imp *im, const Onnx__NodeProto *n)
 	if (!strcmp(t, "PRelu"))
 		return ox_op_prelu(im, n, x);
 	if (!strcmp(t, "Concat"))
-		return op_concat(im, n, x);
+		return ox_op_concat(im, n, x);
+	if (!strcmp(t, "Trilu") || !strcmp(t, "Tile") || !strcmp(t, "DepthToSpace") ||
+	    !strcmp(t, "SpaceToDepth")) {
+		uint32_t home;
+
+		/* They copy pieces of views of x: a constant goes up whole first. */
+		if (ox_device(im, x, &home))
+			return npurt_last_status();
+		x = ox_in(im, n, 0);
+	}
 	if (!strcmp(t, "Trilu"))
-		return op_trilu(im, n, x);
+		return ox_op_trilu(im, n, x);
 	if (!strcmp(t, "Tile"))
-		return op_tile(im, n, x);
+		return ox_op_tile(im, n, x);
 	if (!strcmp(t, "EyeLike"))
-		return op_eye_like(im, n, x);
+		return ox_op_eye_like(im, n, x);
 	if (!strcmp(t, "DepthToSpace") || !strcmp(t, "SpaceToDepth"))
-		return op_depth_space(im, n, x);
+		return ox_op_depth_space(im, n, x);
 	if (!strcmp(t, "Conv") || !strcmp(t, "MaxPool") || !strcmp(t, "AveragePool"))
 		return ox_op_window(im, n, x);
 	if (!strcmp(t, "Pad"))
-		return op_pad(im, n, x);
-	if (!strcmp(t, "Cast") || !strcmp(t, "CastLike"))
-		return op_cast(im, n, x);
+		return ox_op_pad(im, n, x);
+	st = ox_int_node(im, n, x, &handled);
+	if (handled)
+		return st;
 	return ox_fail(im, NPURT_ERR_UNSUPPORTED, "no mapping to the device's op library");
 }

@@ -463,8 +463,10 @@ static npurt_status op_gather(struct ox_imp *im, const Onnx__NodeProto *n, struc
 
 	if (a < 0)
 		return bad_axis(im, ox_attr_i(n, "axis", 0), x->ndim);
-	if (!idx || !idx->is_const)
-		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "computed indices");
+	if (!idx)
+		return ox_fail(im, NPURT_ERR_INVALID, "no indices");
+	if (!idx->is_const || (idx->ndim > 1 && !x->is_const))
+		return ox_gather_device(im, n, x, a, idx);
 	cnt = ox_count(idx);
 	if (idx->ndim > 1 || x->ndim + idx->ndim - 1 > OX_MAX_DIMS)
 		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "indices of rank %u", idx->ndim);
@@ -520,7 +522,7 @@ static npurt_status op_gather(struct ox_imp *im, const Onnx__NodeProto *n, struc
 			       npurt_last_status();
 		}
 	}
-	return ox_gather_copies(im, n, x, a, idx);
+	return cnt > 64 ? ox_gather_device(im, n, x, a, idx) : ox_gather_copies(im, n, x, a, idx);
 }
 
 npurt_status ox_view_node(struct ox_imp *im, const Onnx__NodeProto *n, bool *done)

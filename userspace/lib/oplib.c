@@ -8,7 +8,7 @@
 
 #include "error.h"
 #include "internal.h"
-#include "npu_oplib.h"
+#include "npu_opdefs.h"
 
 static const struct {
 	const char *name;
@@ -41,9 +41,23 @@ static const struct {
 	{ "transpose", NPU_OP_TRANSPOSE, 1 }, { "cast", NPU_OP_CAST, 1 },
 	{ "conv2d", NPU_OP_CONV2D, 2 }, { "maxpool2d", NPU_OP_MAXPOOL2D, 1 },
 	{ "avgpool2d", NPU_OP_AVGPOOL2D, 1 },
+	{ "reduce_min", NPU_OP_REDUCE_MIN, 1 }, { "reduce_prod", NPU_OP_REDUCE_PROD, 1 },
+	{ "argmax", NPU_OP_ARGMAX, 1 }, { "argmin", NPU_OP_ARGMIN, 1 },
+	{ "mod", NPU_OP_MOD, 2 }, { "fmod", NPU_OP_FMOD, 2 }, { "equal", NPU_OP_EQUAL, 2 },
+	{ "less", NPU_OP_LESS, 2 }, { "less_equal", NPU_OP_LESS_EQUAL, 2 },
+	{ "greater", NPU_OP_GREATER, 2 }, { "greater_equal", NPU_OP_GREATER_EQUAL, 2 },
+	{ "and", NPU_OP_AND, 2 }, { "or", NPU_OP_OR, 2 }, { "xor", NPU_OP_XOR, 2 },
+	{ "shl", NPU_OP_SHL, 2 }, { "shr", NPU_OP_SHR, 2 },
+	{ "select", NPU_OP_SELECT, 2 }, { "gather_elements", NPU_OP_GATHER_ELEMENTS, 2 },
+	{ "not", NPU_OP_NOT, 1 }, { "isnan", NPU_OP_ISNAN, 1 }, { "isinf", NPU_OP_ISINF, 1 },
 };
 
 #define N_OPS	(sizeof(ops) / sizeof(ops[0]))
+
+_Static_assert(NPURT_LAUNCH_TRANS_A == NPU_OP_F_TRANS_A && NPURT_LAUNCH_TRANS_B ==
+	       NPU_OP_F_TRANS_B && NPURT_ARG_LAST_INDEX == NPU_OP_F_LAST_INDEX &&
+	       (int)NPURT_BOOL == (int)NPU_DT_BOOL && (int)NPURT_DTYPE_COUNT == (int)NPU_DT_COUNT,
+	       "runtime and op library flags and dtypes");
 
 static int op_index(uint32_t id)
 {
@@ -97,7 +111,7 @@ npurt_status npurt_tensor_init(npurt_tensor *t, uint64_t addr, npurt_dtype dtype
 
 	if (!t || !shape)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
-	if (!ndim || ndim > NPURT_MAX_DIMS || (unsigned int)dtype > NPURT_BF16)
+	if (!ndim || ndim > NPURT_MAX_DIMS || (unsigned int)dtype >= NPURT_DTYPE_COUNT)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: %s %u", who,
 				       ndim && ndim <= NPURT_MAX_DIMS ? "unknown dtype" : "ndim",
 				       ndim && ndim <= NPURT_MAX_DIMS ? (unsigned int)dtype : ndim);
@@ -110,6 +124,11 @@ npurt_status npurt_tensor_init(npurt_tensor *t, uint64_t addr, npurt_dtype dtype
 	}
 	*t = out;
 	return NPURT_OK;
+}
+
+size_t npurt_dtype_size(npurt_dtype dtype)
+{
+	return npu_dtype_size((uint32_t)dtype);
 }
 
 int npurt_op_inputs(uint32_t op)

@@ -250,6 +250,62 @@ static void rows(const struct ref *r, const struct npum_op *op)
 	}
 }
 
+/* Any dtype, in its domain (npu_opdtypes.h). */
+static union npu_num load(const struct ref *r, uint32_t t, uint64_t idx)
+{
+	return npu_load(at(r, t, idx), 0, r->m->tensors[t].dtype);
+}
+
+static void store(const struct ref *r, uint32_t t, uint64_t idx, union npu_num v,
+		  enum npu_dom dom)
+{
+	npu_store(at(r, t, idx), 0, r->m->tensors[t].dtype, v, dom);
+}
+
+static bool is_float16_32(uint32_t dt)
+{
+	return dt == NPUM_F32 || dt == NPUM_F16 || dt == NPUM_BF16;
+}
+
+/* Element v at a later index replaces best for ARGMAX (max) or ARGMIN. */
+static bool arg_takes(enum npu_dom dom, union npu_num v, union npu_num best, bool max, bool last)
+{
+	int c;
+
+	if (dom == NPU_DOM_FLOAT) {
+		if (isnan(best.f) || isnan(v.f))
+			return isnan(v.f) && (!isnan(best.f) || last);
+		c = v.f > best.f ? 1 : v.f < best.f ? -1 : 0;
+	} else if (dom == NPU_DOM_INT) {
+		c = v.i > best.i ? 1 : v.i < best.i ? -1 : 0;
+	} else {
+		c = v.u > best.u ? 1 : v.u < best.u ? -1 : 0;
+	}
+	return (max ? c > 0 : c < 0) || (last && !c);
+}
+
+static void arg_reduce(const struct ref *r, const struct npum_op *op, uint64_t outer,
+		       uint64_t n, uint64_t inner)
+{
+	uint32_t dt = r->m->tensors[op->in[0]].dtype;
+
+	for (uint64_t o = 0; o < outer; o++)
+		for (uint64_t i = 0; i < inner; i++) {
+			union npu_num best = load(r, op->in[0], o * n * inner + i), at_ = { .i = 0 };
+
+			for (uint64_t j = 1; j < n; j++) {
+				union npu_num v = load(r, op->in[0], (o * n + j) * inner + i);
+
+				if (arg_takes(npu_dtype_dom(dt), v, best, op->kernel == NPU_OP_ARGMAX,
+					      op->flags & NPU_OP_F_LAST_INDEX)) {
+					best = v;
+					at_.i = (int64_t)j;
+				}
+			}
+			store(r, op->out, o * inner + i, at_, NPU_DOM_INT);
+		}
+}
+
 static void reduce(const struct ref *r, const struct npum_op *op)
 {
 	const struct npum_tensor *t = &r->m->tensors[op->in[0]];
@@ -259,19 +315,84 @@ static void reduce(const struct ref *r, const struct npum_op *op)
 		inner *= t->shape[k];
 	for (unsigned int k = 0; k < op->axis; k++)
 		outer *= t->shape[k];
+	if (op->kernel == NPU_OP_ARGMAX || op->kernel == NPU_OP_ARGMIN) {
+		arg_reduce(r, op, outer, n, inner);
+		return;
+	}
 	for (uint64_t o = 0; o < outer; o++)
 		for (uint64_t i = 0; i < inner; i++) {
-			double acc = op->kernel == NPU_OP_REDUCE_MAX ? -INFINITY : 0;
+			bool max = op->kernel == NPU_OP_REDUCE_MAX, min = op->kernel == NPU_OP_REDUCE_MIN;
+			double acc = max ? -INFINITY : min ? INFINITY :
+				     op->kernel == NPU_OP_REDUCE_PROD ? 1 : 0;
+			union npu_num res;
 
 			for (uint64_t j = 0; j < n; j++) {
-				double v = get(r, op->in[0], (o * n + j) * inner + i);
+				double v = load(r, op->in[0], (o * n + j) * inner + i).f;
 
-				acc = op->kernel == NPU_OP_REDUCE_MAX ? (v > acc ? v : acc) : acc + v;
+				if (max || min)		/* a nan met stays */
+					acc = isnan(acc) || isnan(v) ? NAN : max ? fmax(acc, v) : fmin(acc, v);
+				else if (op->kernel == NPU_OP_REDUCE_PROD)
+					acc *= v;
+				else
+					acc += v;
 			}
 			if (op->kernel == NPU_OP_REDUCE_MEAN)
 				acc /= (double)n;
-			put(r, op->out, o * inner + i, (float)acc);
+			res.f = t->dtype == NPUM_F64 ? acc : (float)acc;
+			store(r, op->out, o * inner + i, res, NPU_DOM_FLOAT);
 		}
+}
+
+/* Elementwise ops on dtypes past f32, f16 and bf16, or the ops added with them. */
+static void elementwise_any(const struct ref *r, const struct npum_op *op, uint64_t n)
+{
+	uint32_t d0 = r->m->tensors[op->in[0]].dtype;
+	bool two = npu_op_kind(op->kernel) == NPU_OPK_BINARY;
+	uint32_t d1 = two ? r->m->tensors[op->in[1]].dtype : d0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		enum npu_dom dom = npu_dtype_dom(d0);
+		union npu_num x = load(r, op->in[0], i);
+
+		if (op->kernel == NPU_OP_SELECT) {
+			if (x.u)
+				memcpy(at(r, op->out, i), at(r, op->in[1], i), mf_dtype_size(d1));
+			continue;
+		}
+		if (op->kernel == NPU_OP_CAST)
+			;
+		else if (two)
+			x = npu_eval_binary(op->kernel, d0, d1, x, load(r, op->in[1], i), &dom);
+		else
+			x = npu_eval_unary(op->kernel, d0, x, op->alpha, op->beta, &dom);
+		store(r, op->out, i, x, dom);
+	}
+}
+
+/* out[i] = in0[i, its `axis` index from in1] (0 outside the range). */
+static void gather_elements(const struct ref *r, const struct npum_op *op)
+{
+	const struct npum_tensor *o = &r->m->tensors[op->out], *d = &r->m->tensors[op->in[0]];
+	size_t es = mf_dtype_size(o->dtype);
+
+	for (uint64_t idx = 0; idx < count(o); idx++) {
+		uint64_t ci[NPUM_MAX_DIMS], rest = idx, src = 0;
+		int64_t j = load(r, op->in[1], idx).i, n = (int64_t)d->shape[op->axis];
+
+		for (int k = (int)o->ndim - 1; k >= 0; k--) {
+			ci[k] = rest % o->shape[k];
+			rest /= o->shape[k];
+		}
+		j += j < 0 ? n : 0;
+		if (j < 0 || j >= n) {
+			memset(at(r, op->out, idx), 0, es);
+			continue;
+		}
+		ci[op->axis] = (uint64_t)j;
+		for (unsigned int k = 0; k < d->ndim; k++)
+			src = src * d->shape[k] + ci[k];
+		memcpy(at(r, op->out, idx), at(r, op->in[0], src), es);
+	}
 }
 
 static void transpose(const struct ref *r, const struct npum_op *op)
@@ -326,13 +447,15 @@ static void run_op(const struct ref *r, const struct npum_op *op)
 	case NPU_OP_LAYERNORM:
 		rows(r, op);
 		break;
-	case NPU_OP_REDUCE_SUM:
-	case NPU_OP_REDUCE_MEAN:
-	case NPU_OP_REDUCE_MAX:
+	case NPU_OP_REDUCE_SUM: case NPU_OP_REDUCE_MEAN: case NPU_OP_REDUCE_MAX:
+	case NPU_OP_REDUCE_MIN: case NPU_OP_REDUCE_PROD: case NPU_OP_ARGMAX: case NPU_OP_ARGMIN:
 		reduce(r, op);
 		break;
 	case NPU_OP_TRANSPOSE:
 		transpose(r, op);
+		break;
+	case NPU_OP_GATHER_ELEMENTS:
+		gather_elements(r, op);
 		break;
 	case NPU_OP_CONV2D:
 	case NPU_OP_MAXPOOL2D:
@@ -340,10 +463,21 @@ static void run_op(const struct ref *r, const struct npum_op *op)
 		window(r, op);
 		break;
 	case NPU_OP_CAST:
+		if (!is_float16_32(r->m->tensors[op->in[0]].dtype) || !is_float16_32(o->dtype)) {
+			elementwise_any(r, op, n);
+			break;
+		}
 		for (uint64_t i = 0; i < n; i++)
 			put(r, op->out, i, get(r, op->in[0], i));
 		break;
 	default:
+		if (!npu_op_is_f32_classic(op->kernel) ||
+		    !is_float16_32(r->m->tensors[op->in[0]].dtype) || !is_float16_32(o->dtype) ||
+		    (npu_op_kind(op->kernel) == NPU_OPK_BINARY &&
+		     !is_float16_32(r->m->tensors[op->in[1]].dtype))) {
+			elementwise_any(r, op, n);
+			break;
+		}
 		if (npu_op_kind(op->kernel) == NPU_OPK_BINARY) {
 			for (uint64_t i = 0; i < n; i++)
 				put(r, op->out, i, npu_binary(op->kernel, get(r, op->in[0], i),

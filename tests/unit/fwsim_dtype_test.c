@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The op library's dtypes past fp32 (firmware 0.4): integer arithmetic,
+ * comparisons and logic, casts, reductions and arg max / min, checked
+ * against values written out here (what C, numpy and ONNX say), not
+ * against npu_opdtypes.h itself. And the dtype rules the check enforces.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kselftest_harness.h"
+#include "npu_ops.h"
+
+/* A 1-D tensor of n elements of dtype dt over data (stride 0: broadcast). */
+static void vec(struct npu_op_tensor *t, struct npu_view *v, void *data, uint32_t dt, uint64_t n,
+		uint64_t stride)
+{
+	memset(t, 0, sizeof(*t));
+	t->dtype = dt;
+	t->ndim = 1;
+	t->shape[0] = n;
+	t->stride[0] = stride;
+	v->data = data;
+	v->dtype = dt;
+	v->ndim = 1;
+	memcpy(v->shape, t->shape, sizeof(v->shape));
+	memcpy(v->stride, t->stride, sizeof(v->stride));
+}
+
+/* out = op(x, y) over n elements, checked and run in two parts. */
+static const char *binary(uint32_t op, uint32_t dt, const void *x, const void *y, uint32_t odt,
+			  void *out, uint64_t n)
+{
+	struct npu_op_args a = { .op = op };
+	struct npu_view in[2], o;
+	const char *err;
+
+	vec(&a.in[0], &in[0], (void *)x, dt, n, 1);
+	vec(&a.in[1], &in[1], (void *)y, dt, n, 1);
+	vec(&a.out, &o, out, odt, n, 1);
+	err = npu_op_check(&a);
+	if (!err) {
+		npu_op_run(&a, in, &o, 0, n / 2);
+		npu_op_run(&a, in, &o, n / 2, n);
+	}
+	return err;
+}
+
+static const char *unary(uint32_t op, uint32_t dt, const void *x, uint32_t odt, void *out,
+			 uint64_t n, float alpha, float beta)
+{
+	struct npu_op_args a = { .op = op, .alpha = alpha, .beta = beta };
+	struct npu_view in[2], o;
+	const char *err;
+
+	vec(&a.in[0], &in[0], (void *)x, dt, n, 1);
+	vec(&a.out, &o, out, odt, n, 1);
+	err = npu_op_check(&a);
+	if (!err)
+		npu_op_run(&a, in, &o, 0, n);
+	return err;
+}
+
+TEST(int8_arithmetic_wraps_and_divides_toward_zero)
+{
+	int8_t x[6] = { 127, -128, 7, -7, 100, -128 }, y[6] = { 1, -1, 2, 2, 0, -1 }, z[6];
+	static const int8_t add[6] = { -128, 127, 9, -5, 100, 127 };
+	static const int8_t divs[6] = { 127, -128, 3, -3, 0, -128 };	/* 0 for / 0; wraps */
+
+	ASSERT_EQ(NULL, binary(NPU_OP_ADD, NPU_DT_I8, x, y, NPU_DT_I8, z, 6));
+	EXPECT_EQ(0, memcmp(add, z, 6));
+	ASSERT_EQ(NULL, binary(NPU_OP_DIV, NPU_DT_I8, x, y, NPU_DT_I8, z, 6));
+	EXPECT_EQ(0, memcmp(divs, z, 6));
+	ASSERT_EQ(NULL, binary(NPU_OP_MUL, NPU_DT_I8, x, y, NPU_DT_I8, z, 6));
+	EXPECT_EQ(127, z[0]);
+	EXPECT_EQ(-128, z[1]);			/* -128 * -1 wraps */
+	EXPECT_EQ(14, z[2]);
+}
+
+TEST(mod_takes_the_divisors_sign_and_fmod_the_dividends)
+{
+	int32_t x[5] = { -7, 7, -7, 7, 5 }, y[5] = { 3, -3, -3, 3, 0 }, z[5];
+	static const int32_t mod[5] = { 2, -2, -1, 1, 0 }, fmod_[5] = { -1, 1, -1, 1, 0 };
+	float fx[3] = { -7.5f, 7.5f, 5 }, fy[3] = { 2, -2, 0 }, fz[3];
+
+	ASSERT_EQ(NULL, binary(NPU_OP_MOD, NPU_DT_I32, x, y, NPU_DT_I32, z, 5));
+	EXPECT_EQ(0, memcmp(mod, z, sizeof(z)));
+	ASSERT_EQ(NULL, binary(NPU_OP_FMOD, NPU_DT_I32, x, y, NPU_DT_I32, z, 5));
+	EXPECT_EQ(0, memcmp(fmod_, z, sizeof(z)));
+	ASSERT_EQ(NULL, binary(NPU_OP_FMOD, NPU_DT_F32, fx, fy, NPU_DT_F32, fz, 3));
+	EXPECT_EQ(-1.5f, fz[0]);
+	EXPECT_EQ(1.5f, fz[1]);
+	EXPECT_TRUE(isnan(fz[2]));
+	ASSERT_EQ(NULL, binary(NPU_OP_MOD, NPU_DT_F32, fx, fy, NPU_DT_F32, fz, 2));
+	EXPECT_EQ(0.5f, fz[0]);
+	EXPECT_EQ(-0.5f, fz[1]);
+}
+
+TEST(unsigned_ops_compare_and_shift_as_unsigned)
+{
+	uint64_t x[4] = { 1ull << 63, 1, 16, 3 }, y[4] = { 1, 2, 2, 64 }, z[4];
+	uint8_t b[4], u8x[2] = { 200, 16 }, u8y[2] = { 100, 4 }, u8z[2];
+
+	ASSERT_EQ(NULL, binary(NPU_OP_GREATER, NPU_DT_U64, x, y, NPU_DT_BOOL, b, 4));
+	EXPECT_EQ(1, b[0]);			/* 2^63 > 1, unsigned */
+	EXPECT_EQ(0, b[1]);
+	ASSERT_EQ(NULL, binary(NPU_OP_SHR, NPU_DT_U64, x, y, NPU_DT_U64, z, 4));
+	EXPECT_EQ(1ull << 62, z[0]);
+	EXPECT_EQ(4u, z[2]);
+	EXPECT_EQ(0u, z[3]);			/* past the width */
+	ASSERT_EQ(NULL, binary(NPU_OP_SHL, NPU_DT_U8, u8x, u8y, NPU_DT_U8, u8z, 2));
+	EXPECT_EQ(0, u8z[0]);			/* 200 << 100: gone */
+	EXPECT_EQ(0, u8z[1]);			/* 16 << 4 = 256 keeps the low 8 bits */
+	ASSERT_EQ(NULL, binary(NPU_OP_SUB, NPU_DT_U8, u8y, u8x, NPU_DT_U8, u8z, 2));
+	EXPECT_EQ(156, u8z[0]);			/* 100 - 200 wraps */
+}
+
+TEST(comparisons_write_bool_and_nan_compares_false)
+{
+	float x[4] = { 1, NAN, 2, -0.0f }, y[4] = { 2, NAN, 2, 0.0f };
+	uint8_t b[4];
+	static const uint8_t lt[4] = { 1, 0, 0, 0 }, le[4] = { 1, 0, 1, 1 }, eq[4] = { 0, 0, 1, 1 };
+
+	ASSERT_EQ(NULL, binary(NPU_OP_LESS, NPU_DT_F32, x, y, NPU_DT_BOOL, b, 4));
+	EXPECT_EQ(0, memcmp(lt, b, 4));
+	ASSERT_EQ(NULL, binary(NPU_OP_LESS_EQUAL, NPU_DT_F32, x, y, NPU_DT_BOOL, b, 4));
+	EXPECT_EQ(0, memcmp(le, b, 4));
+	ASSERT_EQ(NULL, binary(NPU_OP_EQUAL, NPU_DT_F32, x, y, NPU_DT_BOOL, b, 4));
+	EXPECT_EQ(0, memcmp(eq, b, 4));
+	ASSERT_EQ(NULL, binary(NPU_OP_GREATER_EQUAL, NPU_DT_F32, x, y, NPU_DT_BOOL, b, 4));
+	EXPECT_EQ(0, b[0]);
+	EXPECT_EQ(0, b[1]);
+	EXPECT_EQ(1, b[2]);
+}
+
+TEST(logic_on_bool)
+{
+	uint8_t x[4] = { 0, 0, 1, 1 }, y[4] = { 0, 1, 0, 1 }, z[4];
+	static const uint8_t and_[4] = { 0, 0, 0, 1 }, or_[4] = { 0, 1, 1, 1 },
+			     xor_[4] = { 0, 1, 1, 0 }, not_[4] = { 1, 1, 0, 0 };
+
+	ASSERT_EQ(NULL, binary(NPU_OP_AND, NPU_DT_BOOL, x, y, NPU_DT_BOOL, z, 4));
+	EXPECT_EQ(0, memcmp(and_, z, 4));
+	ASSERT_EQ(NULL, binary(NPU_OP_OR, NPU_DT_BOOL, x, y, NPU_DT_BOOL, z, 4));
+	EXPECT_EQ(0, memcmp(or_, z, 4));
+	ASSERT_EQ(NULL, binary(NPU_OP_XOR, NPU_DT_BOOL, x, y, NPU_DT_BOOL, z, 4));
+	EXPECT_EQ(0, memcmp(xor_, z, 4));
+	ASSERT_EQ(NULL, unary(NPU_OP_NOT, NPU_DT_BOOL, x, NPU_DT_BOOL, z, 4, 0, 0));
+	EXPECT_EQ(0, memcmp(not_, z, 4));
+}
+
+TEST(casts_truncate_saturate_and_round)
+{
+	float f[6] = { 2.9f, -2.9f, NAN, 1e30f, -1e30f, 0.5f };
+	int64_t i64[6];
+	int8_t i8[6];
+	uint8_t b[6];
+	int32_t big[2] = { 300, -1 };
+	uint8_t u8[2];
+	double d[2] = { 1.0 + 0x1p-30, 65520.0 };
+	uint16_t h[2];
+
+	ASSERT_EQ(NULL, unary(NPU_OP_CAST, NPU_DT_F32, f, NPU_DT_I64, i64, 6, 0, 0));
+	EXPECT_EQ(2, i64[0]);
+	EXPECT_EQ(-2, i64[1]);
+	EXPECT_EQ(0, i64[2]);			/* nan */
+	EXPECT_EQ(INT64_MAX, i64[3]);
+	EXPECT_EQ(INT64_MIN, i64[4]);
+	ASSERT_EQ(NULL, unary(NPU_OP_CAST, NPU_DT_F32, f, NPU_DT_I8, i8, 2, 0, 0));
+	EXPECT_EQ(2, i8[0]);
+	EXPECT_EQ(-2, i8[1]);
+	ASSERT_EQ(NULL, unary(NPU_OP_CAST, NPU_DT_F32, f, NPU_DT_BOOL, b, 6, 0, 0));
+	for (int k = 0; k < 6; k++)
+		EXPECT_EQ(1, b[k]);		/* every one is not 0, nan too */
+	ASSERT_EQ(NULL, unary(NPU_OP_CAST, NPU_DT_I32, big, NPU_DT_U8, u8, 2, 0, 0));
+	EXPECT_EQ(44, u8[0]);			/* 300 keeps its low byte */
+	EXPECT_EQ(255, u8[1]);
+	ASSERT_EQ(NULL, unary(NPU_OP_CAST, NPU_DT_F64, d, NPU_DT_F16, h, 2, 0, 0));
+	EXPECT_EQ(0x3c00, h[0]);		/* 1 + 2^-30 rounds to 1 */
+	EXPECT_EQ(0x7c00, h[1]);		/* 65520 rounds up to infinity */
+}
+
+TEST(integer_unary_ops)
+{
+	int16_t x[4] = { -5, 3, 0, -32768 }, z[4];
+	static const int16_t relu[4] = { 0, 3, 0, 0 }, absv[4] = { 5, 3, 0, -32768 };
+	static const int16_t sign[4] = { -1, 1, 0, -1 }, clip[4] = { -2, 2, 0, -2 };
+
+	ASSERT_EQ(NULL, unary(NPU_OP_RELU, NPU_DT_I16, x, NPU_DT_I16, z, 4, 0, 0));
+	EXPECT_EQ(0, memcmp(relu, z, sizeof(z)));
+	ASSERT_EQ(NULL, unary(NPU_OP_ABS, NPU_DT_I16, x, NPU_DT_I16, z, 4, 0, 0));
+	EXPECT_EQ(0, memcmp(absv, z, sizeof(z)));	/* abs(-32768) wraps */
+	ASSERT_EQ(NULL, unary(NPU_OP_SIGN, NPU_DT_I16, x, NPU_DT_I16, z, 4, 0, 0));
+	EXPECT_EQ(0, memcmp(sign, z, sizeof(z)));
+	ASSERT_EQ(NULL, unary(NPU_OP_CLIP, NPU_DT_I16, x, NPU_DT_I16, z, 4, -2.5f, 2.5f));
+	EXPECT_EQ(0, memcmp(clip, z, sizeof(z)));
+	EXPECT_NE(NULL, unary(NPU_OP_EXP, NPU_DT_I16, x, NPU_DT_I16, z, 4, 0, 0));
+}
+
+TEST(isnan_and_isinf_by_sign)
+{
+	float x[4] = { INFINITY, -INFINITY, NAN, 1 };
+	uint8_t b[4];
+
+	ASSERT_EQ(NULL, unary(NPU_OP_ISNAN, NPU_DT_F32, x, NPU_DT_BOOL, b, 4, 0, 0));
+	EXPECT_EQ(0, b[0] | b[1] | b[3]);
+	EXPECT_EQ(1, b[2]);
+	ASSERT_EQ(NULL, unary(NPU_OP_ISINF, NPU_DT_F32, x, NPU_DT_BOOL, b, 4, 1, 0));
+	EXPECT_EQ(1, b[0]);
+	EXPECT_EQ(0, b[1]);
+	ASSERT_EQ(NULL, unary(NPU_OP_ISINF, NPU_DT_F32, x, NPU_DT_BOOL, b, 4, 0, 1));
+	EXPECT_EQ(0, b[0]);
+	EXPECT_EQ(1, b[1]);
+	EXPECT_EQ(0, b[2] | b[3]);
+}
+
+/* Reduce a [2, 4] tensor along axis 1 into [2, 1]. */
+static const char *reduce(uint32_t op, uint32_t flags, uint32_t dt, const void *x, uint32_t odt,
+			  void *out)
+{
+	struct npu_op_args a = { .op = op, .flags = flags, .axis = 1 };
+	struct npu_view in[2], o;
+	const char *err;
+
+	memset(&a.in[0], 0, sizeof(a.in[0]));
+	a.in[0] = (struct npu_op_tensor){ .dtype = dt, .ndim = 2, .shape = { 2, 4 },
+					  .stride = { 4, 1 } };
+	a.out = (struct npu_op_tensor){ .dtype = odt, .ndim = 2, .shape = { 2, 1 },
+					.stride = { 1, 1 } };
+	in[0] = (struct npu_view){ .data = (void *)x, .dtype = dt, .ndim = 2, .shape = { 2, 4 },
+				   .stride = { 4, 1 } };
+	o = (struct npu_view){ .data = out, .dtype = odt, .ndim = 2, .shape = { 2, 1 },
+			       .stride = { 1, 1 } };
+	err = npu_op_check(&a);
+	if (!err)
+		npu_op_run(&a, in, &o, 0, 2);
+	return err;
+}
+
+TEST(argmax_argmin_first_last_and_nan)
+{
+	float x[8] = { 1, 3, 3, 0, 2, NAN, 5, NAN };
+	int32_t ix[8] = { -1, 4, -9, 4, 7, 7, 7, 7 };
+	int64_t r[2];
+
+	ASSERT_EQ(NULL, reduce(NPU_OP_ARGMAX, 0, NPU_DT_F32, x, NPU_DT_I64, r));
+	EXPECT_EQ(1, r[0]);
+	EXPECT_EQ(1, r[1]);			/* the first nan */
+	ASSERT_EQ(NULL, reduce(NPU_OP_ARGMAX, NPU_OP_F_LAST_INDEX, NPU_DT_F32, x, NPU_DT_I64, r));
+	EXPECT_EQ(2, r[0]);
+	EXPECT_EQ(3, r[1]);			/* the last nan */
+	ASSERT_EQ(NULL, reduce(NPU_OP_ARGMIN, 0, NPU_DT_I32, ix, NPU_DT_I64, r));
+	EXPECT_EQ(2, r[0]);
+	EXPECT_EQ(0, r[1]);
+	ASSERT_EQ(NULL, reduce(NPU_OP_ARGMIN, NPU_OP_F_LAST_INDEX, NPU_DT_I32, ix, NPU_DT_I64, r));
+	EXPECT_EQ(3, r[1]);
+	EXPECT_NE(NULL, reduce(NPU_OP_ARGMAX, 0, NPU_DT_F32, x, NPU_DT_I32, r));
+	EXPECT_NE(NULL, reduce(NPU_OP_REDUCE_MAX, NPU_OP_F_LAST_INDEX, NPU_DT_F32, x, NPU_DT_F32,
+			       r));
+}
+
+TEST(min_prod_and_double_reductions)
+{
+	float x[8] = { 3, -1, 2, 4, 1, NAN, 0, 2 }, r[2];
+	double d[8] = { 1e300, 1e300, -1e300, 1, 0.5, 0.25, 2, 8 }, rd[2];
+
+	ASSERT_EQ(NULL, reduce(NPU_OP_REDUCE_MIN, 0, NPU_DT_F32, x, NPU_DT_F32, r));
+	EXPECT_EQ(-1.0f, r[0]);
+	EXPECT_TRUE(isnan(r[1]));		/* a nan it meets stays */
+	ASSERT_EQ(NULL, reduce(NPU_OP_REDUCE_PROD, 0, NPU_DT_F32, x, NPU_DT_F32, r));
+	EXPECT_EQ(-24.0f, r[0]);
+	ASSERT_EQ(NULL, reduce(NPU_OP_REDUCE_SUM, 0, NPU_DT_F64, d, NPU_DT_F64, rd));
+	EXPECT_EQ(1e300, rd[0]);		/* beyond float's range */
+	ASSERT_EQ(NULL, reduce(NPU_OP_REDUCE_PROD, 0, NPU_DT_F64, d, NPU_DT_F64, rd));
+	EXPECT_EQ(2.0, rd[1]);
+	EXPECT_NE(NULL, reduce(NPU_OP_REDUCE_SUM, 0, NPU_DT_I32, x, NPU_DT_I32, r));
+}
+
+TEST(broadcast_and_strides_in_the_general_path)
+{
+	/* [2, 3] int64 + a row broadcast down: the element loop's unravel. */
+	int64_t x[6] = { 1, 2, 3, 4, 5, 6 }, row[3] = { 10, 20, 30 }, z[6];
+	static const int64_t want[6] = { 11, 22, 33, 14, 25, 36 };
+	struct npu_op_args a = { .op = NPU_OP_ADD };
+	struct npu_view in[2], o;
+
+	a.in[0] = (struct npu_op_tensor){ .dtype = NPU_DT_I64, .ndim = 2, .shape = { 2, 3 },
+					  .stride = { 3, 1 } };
+	a.in[1] = (struct npu_op_tensor){ .dtype = NPU_DT_I64, .ndim = 2, .shape = { 2, 3 },
+					  .stride = { 0, 1 } };
+	a.out = a.in[0];
+	in[0] = (struct npu_view){ .data = x, .dtype = NPU_DT_I64, .ndim = 2, .shape = { 2, 3 },
+				   .stride = { 3, 1 } };
+	in[1] = in[0];
+	in[1].data = row;
+	in[1].stride[0] = 0;
+	o = in[0];
+	o.data = z;
+	ASSERT_EQ(NULL, npu_op_check(&a));
+	npu_op_run(&a, in, &o, 0, 6);
+	EXPECT_EQ(0, memcmp(want, z, sizeof(z)));
+}
+
+TEST(select_takes_in1_where_the_condition_holds_and_keeps_the_output_elsewhere)
+{
+	uint8_t c[4] = { 1, 0, 0, 1 };
+	int64_t x[4] = { 1, 2, 3, 4 }, out[4] = { -1, -2, -3, -4 };
+	static const int64_t want[4] = { 1, -2, -3, 4 };
+	struct npu_op_args a = { .op = NPU_OP_SELECT };
+	struct npu_view in[2], o;
+
+	vec(&a.in[0], &in[0], c, NPU_DT_BOOL, 4, 1);
+	vec(&a.in[1], &in[1], x, NPU_DT_I64, 4, 1);
+	vec(&a.out, &o, out, NPU_DT_I64, 4, 1);
+	ASSERT_EQ(NULL, npu_op_check(&a));
+	EXPECT_TRUE(npu_op_reads_output(&a));
+	npu_op_run(&a, in, &o, 0, 4);
+	EXPECT_EQ(0, memcmp(want, out, sizeof(out)));
+	a.in[0].dtype = NPU_DT_U8;
+	EXPECT_NE(NULL, npu_op_check(&a));
+}
+
+/* [2, 3] data gathered along axis 1 by [2, 3] indices of dtype idt. */
+static const char *gather(const float *data, const void *idx, uint32_t idt, float *out,
+			  uint64_t data_stride0)
+{
+	struct npu_op_args a = { .op = NPU_OP_GATHER_ELEMENTS, .axis = 1 };
+	struct npu_view in[2], o;
+	const char *err;
+
+	a.in[0] = (struct npu_op_tensor){ .dtype = NPU_DT_F32, .ndim = 2, .shape = { 2, 3 },
+					  .stride = { data_stride0, 1 } };
+	a.in[1] = (struct npu_op_tensor){ .dtype = idt, .ndim = 2, .shape = { 2, 3 },
+					  .stride = { 3, 1 } };
+	a.out = (struct npu_op_tensor){ .dtype = NPU_DT_F32, .ndim = 2, .shape = { 2, 3 },
+					.stride = { 3, 1 } };
+	in[0] = (struct npu_view){ .data = (void *)data, .dtype = NPU_DT_F32, .ndim = 2,
+				   .shape = { 2, 3 }, .stride = { data_stride0, 1 } };
+	in[1] = (struct npu_view){ .data = (void *)idx, .dtype = idt, .ndim = 2,
+				   .shape = { 2, 3 }, .stride = { 3, 1 } };
+	o = (struct npu_view){ .data = out, .dtype = NPU_DT_F32, .ndim = 2, .shape = { 2, 3 },
+			       .stride = { 3, 1 } };
+	err = npu_op_check(&a);
+	if (!err) {
+		npu_op_run(&a, in, &o, 0, 2);
+		npu_op_run(&a, in, &o, 2, 6);
+	}
+	return err;
+}
+
+TEST(gather_elements_counts_negative_indices_from_the_end)
+{
+	float data[6] = { 10, 11, 12, 20, 21, 22 }, out[6];
+	int64_t i64[6] = { 2, 0, -1, -3, 1, 3 };	/* 3 is past the end: 0 */
+	int32_t i32[6] = { 1, 1, 1, 0, 2, -4 };
+	static const float want64[6] = { 12, 10, 12, 20, 21, 0 };
+	static const float want32[6] = { 11, 11, 11, 10, 12, 0 };	/* data row 0 twice */
+
+	ASSERT_EQ(NULL, gather(data, i64, NPU_DT_I64, out, 3));
+	EXPECT_EQ(0, memcmp(want64, out, sizeof(out)));
+	ASSERT_EQ(NULL, gather(data, i32, NPU_DT_I32, out, 0));	/* broadcast rows */
+	EXPECT_EQ(0, memcmp(want32, out, sizeof(out)));
+	EXPECT_NE(NULL, gather(data, data, NPU_DT_F32, out, 3));	/* float indices */
+}
+
+TEST(dtype_rules_refuse_what_an_op_does_not_take)
+{
+	float f[2] = { 0 }, fz[2];
+	int32_t i[2] = { 0 }, iz[2];
+	uint8_t b[2] = { 0 }, bz[2];
+	struct npu_op_args a = { .op = NPU_OP_GEMM };
+
+	EXPECT_NE(NULL, binary(NPU_OP_AND, NPU_DT_F32, f, f, NPU_DT_BOOL, bz, 2));
+	EXPECT_NE(NULL, binary(NPU_OP_SHL, NPU_DT_I32, i, i, NPU_DT_I32, iz, 2));
+	EXPECT_NE(NULL, binary(NPU_OP_ADD, NPU_DT_BOOL, b, b, NPU_DT_BOOL, bz, 2));
+	EXPECT_NE(NULL, binary(NPU_OP_ADD, NPU_DT_I32, i, i, NPU_DT_F32, fz, 2));
+	EXPECT_NE(NULL, binary(NPU_OP_LESS, NPU_DT_F32, f, f, NPU_DT_F32, fz, 2));
+	EXPECT_NE(NULL, unary(NPU_OP_NOT, NPU_DT_I32, i, NPU_DT_I32, iz, 2, 0, 0));
+	EXPECT_NE(NULL, unary(NPU_OP_ISNAN, NPU_DT_I32, i, NPU_DT_BOOL, bz, 2, 0, 0));
+	EXPECT_NE(NULL, unary(NPU_OP_TANH, NPU_DT_F64, f, NPU_DT_F64, fz, 1, 0, 0));
+	a.in[0] = (struct npu_op_tensor){ .dtype = NPU_DT_I32, .ndim = 2, .shape = { 1, 1 },
+					  .stride = { 1, 1 } };
+	a.in[1] = a.in[0];
+	a.out = a.in[0];
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "fp32"));
+}
+
+TEST_HARNESS_MAIN
