@@ -36,7 +36,8 @@ BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas
 obj = $(patsubst %.c,$(O)/obj/%.o,$(1))
 
 FWSIM_CORE := firmware-sim/npu_dev.c firmware-sim/npu_engine.c firmware-sim/npu_dma.c firmware-sim/npu_mmu.c \
-	firmware-sim/npu_ops.c firmware-sim/npu_gemm.c firmware-sim/npu_cores.c firmware-sim/npu_list.c \
+	firmware-sim/npu_ops.c firmware-sim/npu_window.c firmware-sim/npu_gemm.c firmware-sim/npu_cores.c \
+	firmware-sim/npu_list.c \
 	firmware-sim/ivshmem_server.c
 FWSIM_SRCS := $(FWSIM_CORE) firmware-sim/fwsim.c firmware-sim/main.c
 LIB_SRCS   := $(sort $(wildcard userspace/lib/*.c))
@@ -77,6 +78,7 @@ userspace: $(O)/bin/npu-fwsim $(LIBSO) $(LIBA) $(TOOLS)
 # so results do not depend on it).
 FWSIM_OPT_npu_ops := -O3
 FWSIM_OPT_npu_gemm := -O3
+FWSIM_OPT_npu_window := -O3
 
 $(O)/obj/firmware-sim/%.o: firmware-sim/%.c
 	@mkdir -p $(@D)

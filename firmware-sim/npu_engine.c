@@ -303,40 +303,12 @@ static int dma_host(struct npu_dev *dev, struct npu_fw_queue *q, uint64_t va,
 	return 0;
 }
 
-static void free_views(struct npu_view *v, uint8_t borrowed)
+static void free_views(struct npu_view *v)
 {
 	for (unsigned int i = 0; i < 3; i++) {
-		if (!(borrowed >> i & 1))
-			free(v[i].data);
+		free(v[i].data);
 		v[i].data = NULL;
 	}
-}
-
-/*
- * Where [va, va + size) lies in the device's memory as one run of host
- * addresses (each page's translation continuing the last), that run;
- * else NULL, and the copying path reports any fault.
- */
-static uint8_t *contiguous(struct npu_dev *dev, struct npu_fw_queue *q, uint64_t va,
-			   uint64_t size)
-{
-	uint8_t *start = NULL, *next = NULL;
-	struct fault f;
-
-	while (size) {
-		uint8_t *d;
-		uint64_t avail, n;
-
-		if (npu_engine_xlate(dev, q, va, NPU_ACCESS_READ, &d, &avail, &f) ||
-		    (start && d != next))
-			return NULL;
-		start = start ? start : d;
-		n = size < avail ? size : avail;
-		next = d + n;
-		va += n;
-		size -= n;
-	}
-	return start;
 }
 
 /* Write a launch's output back to device memory. */
@@ -363,29 +335,25 @@ static int free_group(struct npu_dev *dev)
  * and scatter the output back. An output with gaps between its elements
  * is gathered first, so the gaps are written back unchanged.
  *
- * An input that lies contiguous in device memory is read where it is,
- * not gathered: reading cannot harm, even after the queue stops and its
- * memory goes to someone else, since a discarded launch's result is
- * never written. The output is always private until the scatter, so a
- * launch cancelled mid-way writes nothing, and an output that overlaps
- * an input does not change it under the op.
+ * Inputs are gathered even where they lie contiguous in device memory:
+ * read in place, a launch would go on reading pages the host unmapped,
+ * invalidated and gave to someone else while it computed (or guest RAM
+ * gone with its guest), where a snapshot keeps what the launch was given.
  *
  * With the cores' workers started the compute is handed to a free group
  * and the task stays at head (returns 1) until npu_engine_poll() sees it
  * done; without, it runs here and now (returns 0). -1: the task failed.
  * A small launch runs here and now too (INLINE_COST): handing it to the
- * workers and back costs two thread wake-ups, more than its compute, and
- * it holds the scheduler (and the mailbox) for well under 0.1 ms. One of
- * a single unit can use only one core anyway, so it may be larger.
+ * workers and back costs two thread wake-ups, more than its compute. Its
+ * cost is weighted by the path it takes (the element-at-a-time one of
+ * dtypes past fp32 is some 16 times slower than the fp32 loops), so one
+ * holds the scheduler, and the mailbox, for some tens of microseconds.
  */
-#define INLINE_COST		(1ull << 16)
-#define INLINE_COST_ONE_UNIT	(1ull << 20)
+#define INLINE_COST		(1ull << 15)
 
 static bool run_inline(const struct npu_op_args *a)
 {
-	uint64_t cost = npu_op_cost(a);
-
-	return cost <= INLINE_COST || (npu_op_units(a) <= 1 && cost <= INLINE_COST_ONE_UNIT);
+	return npu_op_cost(a) <= INLINE_COST;
 }
 
 static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
@@ -394,7 +362,6 @@ static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 	struct npu_op_args a;
 	struct npu_view v[3] = { 0 };	/* in[0], in[1], out */
 	const struct npu_op_tensor *ts[3];
-	uint8_t borrowed = 0;
 	unsigned int n_in, i;
 	int ret = -1, g = free_group(dev);
 
@@ -443,12 +410,6 @@ static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 		v[i].ndim = tt->ndim;
 		memcpy(v[i].shape, tt->shape, sizeof(v[i].shape));
 		memcpy(v[i].stride, tt->stride, sizeof(v[i].stride));
-		/* Borrowed only where the element type's alignment holds too. */
-		if (i < 2 && (v[i].data = contiguous(dev, q, tt->va, extent)) &&
-		    !((uintptr_t)v[i].data % npu_dtype_size(tt->dtype))) {
-			borrowed |= 1u << i;
-			continue;
-		}
 		v[i].data = malloc(extent);
 		if (!v[i].data) {
 			f->code = NPU_FW_EKERNEL;
@@ -468,7 +429,6 @@ static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 		l->counted_ns = npu_dev_clock_ns();
 		l->args = a;
 		memcpy(l->v, v, sizeof(v));
-		l->borrowed = borrowed;
 		dev->eng.q[qid].busy = true;
 		npu_cores_launch(&dev->groups[g], &l->args, l->v, &l->v[2],
 				 (unsigned int)t->args[1]);
@@ -477,7 +437,7 @@ static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 	npu_op_run(&a, v, &v[2], 0, npu_op_units(&a));
 	ret = scatter(dev, q, &a, &v[2], f);
 out:
-	free_views(v, borrowed);
+	free_views(v);
 	return ret;
 }
 
@@ -689,7 +649,7 @@ static void complete_launch(struct npu_dev *dev, unsigned int g, uint64_t finish
 		else
 			npu_engine_advance(dev, l->qid, q);
 	}
-	free_views(l->v, l->borrowed);
+	free_views(l->v);
 	l->active = false;
 	dev->eng.q[l->qid].busy = false;
 }

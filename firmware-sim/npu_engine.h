@@ -42,8 +42,7 @@ struct npu_launch {
 	uint64_t cursor;		/* the task's place: npu_engine_cursor() */
 	uint64_t counted_ns;		/* exec time counted up to here */
 	struct npu_op_args args;
-	struct npu_view v[3];		/* in[0], in[1], out */
-	uint8_t borrowed;		/* bit i: v[i] points into device memory */
+	struct npu_view v[3];		/* in[0], in[1], out: private buffers */
 };
 
 /* A copy engine and the COPY or FILL it runs. */

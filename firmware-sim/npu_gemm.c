@@ -127,10 +127,10 @@ static void pack_b(const float *B, int64_t bp, int64_t bj, int64_t kc, int64_t n
 			continue;
 		}
 		for (int64_t j = 0; j < nr; j++) {
-			const float *col = B + (js + j) * bj;
+			const float *col = j < w ? B + (js + j) * bj : NULL;
 
 			for (int64_t p = 0; p < kc; p++)
-				out[p * nr + j] = j < w ? col[p * bp] : 0.0f;
+				out[p * nr + j] = col ? col[p * bp] : 0.0f;
 		}
 	}
 }

@@ -92,6 +92,26 @@ static inline union npu_num npu_convert(union npu_num x, enum npu_dom from, enum
 	return r;
 }
 
+/*
+ * d in float rounded to odd: truncated toward zero, its last bit set when
+ * that was inexact. Rounding this to fp16 or bf16 (far fewer bits) gives
+ * what rounding d itself to nearest even would: no double rounding.
+ */
+static inline float npu_f64_to_f32_odd(double d)
+{
+	float f = (float)d;
+	uint32_t u;
+
+	if (isnan(d) || (double)f == d)
+		return f;
+	if (fabs((double)f) > fabs(d))
+		f = nextafterf(f, 0.0f);
+	memcpy(&u, &f, 4);
+	u |= 1;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
 /* Store x (of domain `dom`) as dtype `dt` at element `off`. */
 static inline void npu_store(void *data, uint64_t off, uint32_t dt, union npu_num x,
 			     enum npu_dom dom)
@@ -106,8 +126,8 @@ static inline void npu_store(void *data, uint64_t off, uint32_t dt, union npu_nu
 	v = npu_convert(x, dom, npu_dtype_dom(dt));
 	switch (dt) {
 	case NPU_DT_F32: { float f = (float)v.f; memcpy(p, &f, 4); break; }
-	case NPU_DT_F16: { uint16_t h = npu_f32_to_f16((float)v.f); memcpy(p, &h, 2); break; }
-	case NPU_DT_BF16: { uint16_t h = npu_f32_to_bf16((float)v.f); memcpy(p, &h, 2); break; }
+	case NPU_DT_F16: { uint16_t h = npu_f32_to_f16(npu_f64_to_f32_odd(v.f)); memcpy(p, &h, 2); break; }
+	case NPU_DT_BF16: { uint16_t h = npu_f32_to_bf16(npu_f64_to_f32_odd(v.f)); memcpy(p, &h, 2); break; }
 	case NPU_DT_F64: memcpy(p, &v.f, 8); break;
 	case NPU_DT_I8: case NPU_DT_U8: *(uint8_t *)p = (uint8_t)v.u; break;
 	case NPU_DT_I16: case NPU_DT_U16: { uint16_t w = (uint16_t)v.u; memcpy(p, &w, 2); break; }

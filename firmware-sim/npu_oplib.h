@@ -121,9 +121,10 @@ enum npu_op_id {
 	NPU_OP_TRANSPOSE = 80,
 	/*
 	 * out = in0 converted to out's dtype: floats round to nearest even;
-	 * a float into an integer truncates toward zero and saturates (nan
-	 * gives 0); integers wrap as two's complement; anything not 0 into
-	 * BOOL is 1. Before firmware 0.4: f32 <-> f16 / bf16 only.
+	 * a float into an integer truncates toward zero into 64 bits,
+	 * saturating there (nan gives 0), and keeps the low bits of out's
+	 * width, as integers into narrower ones do; anything not 0 into BOOL
+	 * is 1. Before firmware 0.4: f32 <-> f16 / bf16 only.
 	 */
 	NPU_OP_CAST = 96,
 	/*

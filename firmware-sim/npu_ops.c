@@ -5,6 +5,7 @@
  * check accepts cannot make an op read or write outside its tensors.
  */
 #include "npu_ops.h"
+#include "npu_ops_int.h"
 #include "npu_opdefs.h"
 
 #include <math.h>
@@ -183,11 +184,15 @@ uint64_t npu_op_units(const struct npu_op_args *a)
 	}
 }
 
+/* The element-at-a-time loop against the fp32 row loops, per element. */
+#define ELEMENT_PATH_WEIGHT	16
+
 uint64_t npu_op_cost(const struct npu_op_args *a)
 {
 	uint64_t out = elements(&a->out);
+	enum npu_op_kind c = npu_op_kind(a->op);
 
-	switch (npu_op_kind(a->op)) {
+	switch (c) {
 	case NPU_OPK_GEMM:
 		return out * (a->flags & NPU_OP_F_TRANS_A ? a->in[0].shape[0] : a->in[0].shape[1]);
 	case NPU_OPK_WINDOW: {
@@ -198,11 +203,15 @@ uint64_t npu_op_cost(const struct npu_op_args *a)
 		return out * per;
 	}
 	case NPU_OPK_REDUCE:
-		return elements(&a->in[0]);
+		return elements(&a->in[0]) * (a->in[0].dtype == NPU_DT_F32 ? 1 : ELEMENT_PATH_WEIGHT);
 	case NPU_OPK_ROW:
 		return 3 * out;
 	default:
-		return out;
+		if ((c == NPU_OPK_BINARY || c == NPU_OPK_UNARY) && npu_op_is_f32_classic(a->op) &&
+		    a->in[0].dtype == NPU_DT_F32 && a->out.dtype == NPU_DT_F32 &&
+		    (c == NPU_OPK_UNARY || a->in[1].dtype == NPU_DT_F32))
+			return out;
+		return out * ELEMENT_PATH_WEIGHT;
 	}
 }
 
@@ -226,24 +235,6 @@ static uint64_t offset(const struct npu_view *v, const uint64_t *ix, uint32_t nd
 }
 
 /* ---- ops ------------------------------------------------------------ */
-
-/*
- * Cancellation points. Elementwise loops look every CHECK_EVERY elements
- * and long inner loops every CHECK_EVERY_INNER iterations, so the flag's
- * load (a cache hit until someone writes it) costs nothing measurable and
- * a cancelled op stops within well under a millisecond of work per core.
- */
-#define CHECK_EVERY		4096
-#define CHECK_EVERY_INNER	65536
-
-static int cancelled(const uint32_t *cancel)
-{
-	return cancel && __atomic_load_n(cancel, __ATOMIC_RELAXED);
-}
-
-/* At iteration j of a long loop: time to look, and cancelled? */
-#define STOP_AT(j, cancel) \
-	(!((j) & (CHECK_EVERY_INNER - 1)) && cancelled(cancel))
 
 /*
  * fp32 binary and unary ops, by runs along the last dimension: the index
@@ -292,7 +283,7 @@ static int elementwise_rows(const struct npu_op_args *a, enum npu_op_kind c,
 		uint64_t col = e % len, n = len - col < end - e ? len - col : end - e;
 		const float *y = NULL;
 
-		if (cancelled(cancel))
+		if (npu_cancelled(cancel))
 			return -1;
 		unravel(e, out, nd, ix);
 		if (c == NPU_OPK_BINARY)
@@ -331,7 +322,7 @@ static int run_elementwise(const struct npu_op_args *a, const struct npu_view *i
 		enum npu_dom dom = npu_dtype_dom(d0);
 		union npu_num x;
 
-		if (!((e - begin) & (CHECK_EVERY - 1)) && cancelled(cancel))
+		if (!((e - begin) & (CHECK_EVERY - 1)) && npu_cancelled(cancel))
 			return -1;
 		unravel(e, out, nd, ix);
 		if (c == NPU_OPK_TRANSPOSE) {
@@ -380,7 +371,7 @@ static int gemm_contiguous(const float *A, uint64_t ai, uint64_t ap, const float
 			float *restrict c0 = C + i * ci, *restrict c1 = c0 + ci;
 			float *restrict c2 = c1 + ci, *restrict c3 = c2 + ci;
 
-			if (cancelled(cancel))
+			if (npu_cancelled(cancel))
 				return -1;
 			for (uint64_t p = kb; p < ke; p++) {
 				const float *restrict b = B + p * bp;
@@ -402,7 +393,7 @@ static int gemm_contiguous(const float *A, uint64_t ai, uint64_t ap, const float
 		for (; i < end; i++) {
 			float *restrict c = C + i * ci;
 
-			if (cancelled(cancel))
+			if (npu_cancelled(cancel))
 				return -1;
 			for (uint64_t p = kb; p < ke; p++) {
 				const float *restrict b = B + p * bp;
@@ -415,6 +406,42 @@ static int gemm_contiguous(const float *A, uint64_t ai, uint64_t ap, const float
 	}
 	return 0;
 }
+
+/*
+ * A transposed B with few rows of A (a GEMV, as a Gemm with transB=1 on
+ * one sample is): each C element a dot product of two contiguous runs,
+ * in eight partial sums so the loop vectorizes.
+ */
+static int gemm_dots(const float *A, uint64_t ai, uint64_t ap, const float *B, uint64_t bj,
+		     float *C, uint64_t ci, uint64_t n, uint64_t k, float alpha, uint64_t begin,
+		     uint64_t end, const uint32_t *cancel)
+{
+	for (uint64_t i = begin; i < end; i++) {
+		const float *x = A + i * ai;
+
+		for (uint64_t j = 0; j < n; j++) {
+			const float *y = B + j * bj;
+			float part[8] = { 0 }, sum = 0;
+			uint64_t p = 0;
+
+			if (!(j & 63) && npu_cancelled(cancel))
+				return -1;
+			if (ap == 1)
+				for (; p + 8 <= k; p += 8)
+					for (int l = 0; l < 8; l++)
+						part[l] += x[p + l] * y[p + l];
+			for (; p < k; p++)
+				sum += x[p * ap] * y[p];
+			for (int l = 0; l < 8; l++)
+				sum += part[l];
+			C[i * ci + j] += alpha * sum;
+		}
+	}
+	return 0;
+}
+
+/* Fewer rows than this: packing B for the fast kernels costs more than it saves. */
+#define GEMM_FEW_ROWS	4
 
 static int run_gemm(const struct npu_op_args *a, const struct npu_view *in,
 		    const struct npu_view *out, uint64_t begin, uint64_t end,
@@ -435,6 +462,10 @@ static int run_gemm(const struct npu_op_args *a, const struct npu_view *in,
 		for (uint64_t j = 0; j < n; j++)	/* beta == 0 ignores C, as BLAS does */
 			c[j * cj] = a->beta == 0.0f ? 0.0f : a->beta * c[j * cj];
 	}
+	if (end - begin < GEMM_FEW_ROWS && cj == 1 && (bj == 1 || bp == 1))
+		return bj == 1 ? gemm_contiguous(A, ai, ap, B, bp, C, ci, n, k, a->alpha, begin, end,
+						 cancel) :
+		       gemm_dots(A, ai, ap, B, bj, C, ci, n, k, a->alpha, begin, end, cancel);
 	if ((bj == 1 || bp == 1) && cj == 1) {
 		int fast = npu_gemm_fast(A, ai, ap, B, bp, bj, C, ci, n, k, a->alpha, begin, end,
 					 cancel);
@@ -452,7 +483,7 @@ static int run_gemm(const struct npu_op_args *a, const struct npu_view *in,
 			float s = a->alpha * A[i * ai + p * ap];
 			const float *b = B + p * bp;
 
-			if (!(p & (GEMM_KC - 1)) && cancelled(cancel))
+			if (!(p & (GEMM_KC - 1)) && npu_cancelled(cancel))
 				return -1;
 			for (uint64_t j = 0; j < n; j++)
 				c[j * cj] += s * b[j * bj];
@@ -535,7 +566,7 @@ static int run_gather(const struct npu_op_args *a, const struct npu_view *in,
 		char *dst;
 		int64_t i;
 
-		if (!((e - begin) & (CHECK_EVERY - 1)) && cancelled(cancel))
+		if (!((e - begin) & (CHECK_EVERY - 1)) && npu_cancelled(cancel))
 			return -1;
 		unravel(e, out, nd, ix);
 		i = npu_load(in[1].data, offset(&in[1], ix, nd), in[1].dtype).i;
@@ -632,192 +663,6 @@ static int run_reduce(const struct npu_op_args *a, const struct npu_view *in,
 	return 0;
 }
 
-/*
- * The output columns wo whose input column wo * stride - pad + j * dil
- * lies in [0, width): [*lo, *hi).
- */
-static void valid_cols(int64_t width, int64_t wo_n, int64_t stride, int64_t pad, int64_t off,
-		       int64_t *lo, int64_t *hi)
-{
-	/* wo * stride >= pad - off  and  wo * stride <= width - 1 + pad - off */
-	int64_t a = pad - off, b = width - 1 + pad - off;
-
-	*lo = a <= 0 ? 0 : (a + stride - 1) / stride;
-	*hi = b < 0 ? 0 : b / stride + 1;
-	*hi = *hi < wo_n ? *hi : wo_n;
-	*lo = *lo < *hi ? *lo : *hi;
-}
-
-/*
- * Ungrouped, with dense weights and contiguous output planes: the units'
- * planes of each image as one GEMM, Y[o][hw] = W[o][c kh kw] col[c kh
- * kw][hw], over the image unrolled into columns (im2col) on the fast
- * GEMM. 1 if the shapes or the host do not allow it.
- */
-static int conv_as_gemm(const struct npu_op_args *a, const struct npu_view *in,
-			const struct npu_view *out, uint64_t begin, uint64_t end,
-			const uint32_t *cancel)
-{
-	const struct npu_op_window *w = &a->win;
-	const uint64_t *xs = in[0].stride, *fs = in[1].stride, *ys = out->stride;
-	uint64_t C = in[0].shape[1], H = in[0].shape[2], W = in[0].shape[3];
-	uint64_t O = out->shape[1], Ho = out->shape[2], Wo = out->shape[3];
-	uint64_t kh = in[1].shape[2], kw = in[1].shape[3], ck = C * kh * kw, hw = Ho * Wo;
-	float *col;
-	int ret = 0;
-
-	if (w->group != 1 || fs[3] != 1 || fs[2] != kw || fs[1] != kh * kw || ys[3] != 1 ||
-	    ys[2] != Wo || ck * hw > (1u << 26))
-		return 1;
-	col = malloc(ck * hw * sizeof(float));
-	if (!col)
-		return 1;
-	for (uint64_t u = begin; u < end && !ret;) {
-		uint64_t n = u / O, o0 = u % O, o1 = (n + 1) * O < end ? O : end - n * O;
-		const float *x = (const float *)in[0].data + n * xs[0];
-
-		for (uint64_t r = 0; r < ck; r++) {
-			uint64_t c = r / (kh * kw), i = r / kw % kh, j = r % kw;
-			float *row = col + r * hw;
-
-			for (uint64_t ho = 0; ho < Ho; ho++) {
-				int64_t hi = (int64_t)(ho * w->stride[0] + i * w->dilation[0]) -
-					     (int64_t)w->pad[0];
-
-				for (uint64_t wo = 0; wo < Wo; wo++) {
-					int64_t wi = (int64_t)(wo * w->stride[1] + j * w->dilation[1]) -
-						     (int64_t)w->pad[1];
-
-					row[ho * Wo + wo] = hi < 0 || wi < 0 || hi >= (int64_t)H ||
-							    wi >= (int64_t)W ? 0.0f :
-							    x[c * xs[1] + (uint64_t)hi * xs[2] +
-							      (uint64_t)wi * xs[3]];
-				}
-			}
-		}
-		/* the planes are zeroed: the GEMM adds into them */
-		for (uint64_t o = o0; o < o1; o++)
-			memset((float *)out->data + n * ys[0] + o * ys[1], 0, hw * sizeof(float));
-		ret = npu_gemm_fast(in[1].data, fs[0], 1, col, hw, 1,
-				    (float *)out->data + n * ys[0], ys[1], hw, ck, 1.0f, o0, o1,
-				    cancel);
-		u = n * O + o1;
-	}
-	free(col);
-	return ret;
-}
-
-/*
- * One output plane (n, o) per unit. A weight is loaded once per input
- * plane row pass and the inner loop runs over a contiguous stretch of
- * output columns, so with unit strides it vectorizes.
- */
-static int run_conv(const struct npu_op_args *a, const struct npu_view *in,
-		    const struct npu_view *out, uint64_t begin, uint64_t end,
-		    const uint32_t *cancel)
-{
-	const struct npu_op_window *w = &a->win;
-	const float *X = in[0].data, *F = in[1].data;
-	float *Y = out->data;
-	const uint64_t *xs = in[0].stride, *fs = in[1].stride, *ys = out->stride;
-	int64_t H = (int64_t)in[0].shape[2], W = (int64_t)in[0].shape[3];
-	int64_t Ho = (int64_t)out->shape[2], Wo = (int64_t)out->shape[3];
-	int64_t kh = (int64_t)in[1].shape[2], kw = (int64_t)in[1].shape[3];
-	int64_t sh = w->stride[0], sw = w->stride[1], dh = w->dilation[0], dw = w->dilation[1];
-	int64_t pt = w->pad[0], pl = w->pad[1];
-	uint64_t O = out->shape[1], cpg = in[0].shape[1] / w->group, opg = O / w->group;
-	int fast = conv_as_gemm(a, in, out, begin, end, cancel);
-
-	if (fast <= 0)
-		return fast;
-	for (uint64_t u = begin; u < end; u++) {
-		uint64_t n = u / O, o = u % O, g = o / opg;
-		float *y = Y + n * ys[0] + o * ys[1];
-
-		for (int64_t ho = 0; ho < Ho; ho++)
-			for (int64_t wo = 0; wo < Wo; wo++)
-				y[ho * ys[2] + wo * ys[3]] = 0.0f;
-		for (uint64_t c = 0; c < cpg; c++) {
-			const float *x = X + n * xs[0] + (g * cpg + c) * xs[1];
-			const float *f = F + o * fs[0] + c * fs[1];
-
-			if (cancelled(cancel))
-				return -1;
-			for (int64_t i = 0; i < kh; i++)
-				for (int64_t j = 0; j < kw; j++) {
-					float wt = f[i * fs[2] + j * fs[3]];
-					int64_t lo, hi;
-
-					valid_cols(W, Wo, sw, pl, j * dw, &lo, &hi);
-					for (int64_t ho = 0; ho < Ho; ho++) {
-						int64_t hi_ = ho * sh - pt + i * dh;
-						const float *xr;
-						float *yr;
-
-						if (hi_ < 0 || hi_ >= H)
-							continue;
-						xr = x + hi_ * xs[2] + (j * dw - pl) * (int64_t)xs[3];
-						yr = y + ho * ys[2];
-						for (int64_t wo = lo; wo < hi; wo++)
-							yr[wo * ys[3]] += wt * xr[wo * sw * xs[3]];
-					}
-				}
-		}
-	}
-	return 0;
-}
-
-static int run_pool(const struct npu_op_args *a, const struct npu_view *in,
-		    const struct npu_view *out, uint64_t begin, uint64_t end,
-		    const uint32_t *cancel)
-{
-	const struct npu_op_window *w = &a->win;
-	const uint64_t *xs = in[0].stride, *ys = out->stride;
-	int64_t H = (int64_t)in[0].shape[2], W = (int64_t)in[0].shape[3];
-	int64_t Ho = (int64_t)out->shape[2], Wo = (int64_t)out->shape[3];
-	int64_t kh = w->kernel[0], kw = w->kernel[1], sh = w->stride[0], sw = w->stride[1];
-	int64_t dh = w->dilation[0], dw = w->dilation[1], pt = w->pad[0], pl = w->pad[1];
-	int64_t hp = H + pt + w->pad[2], wp = W + pl + w->pad[3];
-	bool max = a->op == NPU_OP_MAXPOOL2D, count_pad = w->flags & NPU_OP_W_COUNT_PAD;
-	uint64_t C = out->shape[1];
-
-	for (uint64_t u = begin; u < end; u++) {
-		const float *x = (const float *)in[0].data + (u / C) * xs[0] + (u % C) * xs[1];
-		float *y = (float *)out->data + (u / C) * ys[0] + (u % C) * ys[1];
-
-		if (cancelled(cancel))
-			return -1;
-		for (int64_t ho = 0; ho < Ho; ho++)
-			for (int64_t wo = 0; wo < Wo; wo++) {
-				double acc = 0;
-				float m = -INFINITY;
-				int64_t cnt = 0, padded = 0;
-
-				for (int64_t i = 0; i < kh; i++) {
-					int64_t r = ho * sh - pt + i * dh;
-
-					for (int64_t j = 0; j < kw; j++) {
-						int64_t col = wo * sw - pl + j * dw;
-						float v;
-
-						/* padding counts; what ceil_mode adds past it does not */
-						if (r < hp - pt && col < wp - pl)
-							padded++;
-						if (r < 0 || r >= H || col < 0 || col >= W)
-							continue;
-						v = x[r * xs[2] + col * xs[3]];
-						m = v > m || isnan(v) ? v : m;
-						acc += v;
-						cnt++;
-					}
-				}
-				y[ho * ys[2] + wo * ys[3]] = max ? m :
-					(float)(acc / (double)(count_pad ? padded : cnt ? cnt : 1));
-			}
-	}
-	return 0;
-}
-
 int npu_op_run_cancellable(const struct npu_op_args *a, const struct npu_view *in,
 			   const struct npu_view *out, uint64_t begin, uint64_t end,
 			   const uint32_t *cancel)
@@ -830,8 +675,7 @@ int npu_op_run_cancellable(const struct npu_op_args *a, const struct npu_view *i
 	case NPU_OPK_REDUCE:
 		return run_reduce(a, in, out, begin, end, cancel);
 	case NPU_OPK_WINDOW:
-		return a->op == NPU_OP_CONV2D ? run_conv(a, in, out, begin, end, cancel) :
-		       run_pool(a, in, out, begin, end, cancel);
+		return npu_window_run(a, in, out, begin, end, cancel);
 	case NPU_OPK_GATHER:
 		return run_gather(a, in, out, begin, end, cancel);
 	case NPU_OPK_NONE:

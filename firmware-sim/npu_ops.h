@@ -38,7 +38,7 @@ const char *npu_op_check(const struct npu_op_args *a);
 /* How many inputs the op reads (0..2); only valid after npu_op_check(). */
 unsigned int npu_op_inputs(const struct npu_op_args *a);
 
-/* Whether the op reads its output before writing it (GEMM with beta). */
+/* Whether the op reads its output before writing it (GEMM with beta, SELECT). */
 int npu_op_reads_output(const struct npu_op_args *a);
 
 /* Bytes from element 0 to one past the last element of `t`. */

@@ -20,6 +20,7 @@ machine.
   transformer17  the same with LayerNormalization (opset 17)
   resnet_mini    [1,3,64,64]: Conv + BatchNorm + Relu blocks with residual Adds,
                  a stride-2 downsample, GlobalAveragePool, Flatten, Gemm
+  picked_column  [4,6]: ArgMax into a scalar index, Where, Gather of that column
 """
 import os
 import sys
@@ -264,6 +265,22 @@ def relu_bn():
     return b.model("relu_bn", "x", [2, 3, 5, 5], y, [2, 3, 5, 5], 13), x, ref
 
 
+def picked_column():
+    """Computed indices: the column whose sum is largest (ReduceSum, ArgMax into a
+    scalar int64), gathered (Gather of a computed scalar index) from |x| made by
+    Greater, Neg and Where (bool and int64 tensors on the device)."""
+    b = Builder(0)
+    x = b.rng.standard_normal((4, 6)).astype(np.float32)
+    s = b.node("ReduceSum", ["x", b.const(np.array([0], np.int64), "axes")], keepdims=0)
+    i = b.node("ArgMax", [s], axis=0, keepdims=0)
+    zero = b.const(np.array(0, np.float32), "zero")
+    a = b.node("Where", [b.node("Greater", ["x", zero]), "x", b.node("Neg", ["x"])])
+    y = b.node("Gather", [a, i], axis=1)
+    xd = x.astype(np.float64)
+    ref = np.abs(xd)[:, int(np.argmax(x.sum(axis=0)))]
+    return b.model("picked_column", "x", [4, 6], y, [4], 13), x, ref
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -272,7 +289,7 @@ def main():
     for name, make in (("mlp", mlp), ("transformer13", lambda: transformer(13)),
                        ("transformer17", lambda: transformer(17)),
                        ("resnet_mini", resnet_mini), ("trilu", trilu),
-                       ("relu_bn", relu_bn)):
+                       ("relu_bn", relu_bn), ("picked_column", picked_column)):
         model, x, ref = make()
         onnx.save(model, os.path.join(out, name + ".onnx"))
         x.astype(np.float32).tofile(os.path.join(out, name + ".in"))

@@ -161,6 +161,11 @@ TEST_F(onnx, a_batch_norm_after_no_conv_matches_numpy)
 	run_model(_metadata, self->dev, "relu_bn", NPURT_DISPATCH_SINK);
 }
 
+TEST_F(onnx, a_column_picked_by_computed_indices_matches_numpy)
+{
+	run_model(_metadata, self->dev, "picked_column", NPURT_DISPATCH_SINK);
+}
+
 TEST_F(onnx, host_dispatch_runs_an_imported_model_the_same)
 {
 	run_model(_metadata, self->dev, "transformer17", NPURT_DISPATCH_HOST);

@@ -98,6 +98,22 @@ TEST_F(rt, more_work_than_a_queue_holds_runs_in_issue_order)
 	npurt_stream_destroy(busy);
 }
 
+/*
+ * Each batch's ring slots come back when it completes, its FENCE's too:
+ * more batches than the queue's 512 slots, one at a time, all run.
+ */
+TEST_F(rt, more_batches_than_a_queue_holds_run_one_after_another)
+{
+	uint64_t a = npurt_mem_device_addr(self->a);
+	uint32_t *ha = npurt_mem_host_ptr(self->a);
+
+	for (uint32_t i = 0; i < 1200; i++) {
+		ASSERT_EQ(NPURT_OK, npurt_memset_async(self->s, a, i, 4));
+		ASSERT_EQ(NPURT_OK, npurt_stream_synchronize(self->s)) TH_LOG("batch %u", i);
+	}
+	EXPECT_EQ(1199, ha[0]);
+}
+
 TEST_F(rt, bad_arguments_are_refused_before_the_device)
 {
 	uint64_t a = npurt_mem_device_addr(self->a);

@@ -158,8 +158,8 @@ TEST(casts_truncate_saturate_and_round)
 	uint8_t b[6];
 	int32_t big[2] = { 300, -1 };
 	uint8_t u8[2];
-	double d[2] = { 1.0 + 0x1p-30, 65520.0 };
-	uint16_t h[2];
+	double d[3] = { 1.0 + 0x1p-30, 65520.0, 1.0 + 0x1p-11 + 0x1p-40 };
+	uint16_t h[3];
 
 	ASSERT_EQ(NULL, unary(NPU_OP_CAST, NPU_DT_F32, f, NPU_DT_I64, i64, 6, 0, 0));
 	EXPECT_EQ(2, i64[0]);
@@ -176,9 +176,10 @@ TEST(casts_truncate_saturate_and_round)
 	ASSERT_EQ(NULL, unary(NPU_OP_CAST, NPU_DT_I32, big, NPU_DT_U8, u8, 2, 0, 0));
 	EXPECT_EQ(44, u8[0]);			/* 300 keeps its low byte */
 	EXPECT_EQ(255, u8[1]);
-	ASSERT_EQ(NULL, unary(NPU_OP_CAST, NPU_DT_F64, d, NPU_DT_F16, h, 2, 0, 0));
+	ASSERT_EQ(NULL, unary(NPU_OP_CAST, NPU_DT_F64, d, NPU_DT_F16, h, 3, 0, 0));
 	EXPECT_EQ(0x3c00, h[0]);		/* 1 + 2^-30 rounds to 1 */
 	EXPECT_EQ(0x7c00, h[1]);		/* 65520 rounds up to infinity */
+	EXPECT_EQ(0x3c01, h[2]);		/* just past a tie: up, not to even via float */
 }
 
 TEST(integer_unary_ops)

@@ -179,6 +179,7 @@ npurt_status ox_op_depth_space(struct ox_imp *im, const Onnx__NodeProto *n, stru
 	y = ox_fresh(im, n->output[0], x->type, 4, dims);
 	if (!y)
 		return npurt_last_status();
+	x = ox_find(im, xn);	/* the table moved */
 	for (int64_t i = 0; i < b; i++)
 		for (int64_t j = 0; j < b; j++) {
 			struct ox_val deep = *ox_find(im, to_space ? xn : n->output[0]);

@@ -2,13 +2,14 @@
 /*
  * ONNX nodes of the op library's dtypes past float: comparisons (into
  * bool), And / Or / Xor / Not, Mod, BitShift, IsNaN / IsInf, ArgMax /
- * ArgMin (into int64), Cast between any two device dtypes, Where (a copy
+ * ArgMin (into int64), Hardmax, Cast between any two device dtypes, Where (a copy
  * and a SELECT), GatherElements and Gather with indices the device reads
  * (GATHER_ELEMENTS over views), and the losses NegativeLogLikelihoodLoss
  * and SoftmaxCrossEntropyLoss built of those. The elementwise ones go
  * through ox_binary() and ox_unary(), which check the dtypes against the
  * op library's rules (npu_opdtypes.h).
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -73,6 +74,89 @@ static npurt_status op_arg(struct ox_imp *im, const Onnx__NodeProto *n, struct o
 		stride[nd++] = y->stride[k];
 	}
 	return ox_done(ox_view(im, y, n->output[0], nd, dims, y->off, stride));
+}
+
+/*
+ * Hardmax: 1 where an element is the first largest along the axis. ARGMAX
+ * along it, EQUAL against the indices 0..n-1 (a constant repeated over the
+ * other dimensions), CAST back to x's type. Before opset 13 the input is
+ * coerced to 2-D at the axis.
+ */
+static npurt_status op_hardmax(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x)
+{
+	int64_t axis = ox_attr_i(n, "axis", im->opset < 13 ? 1 : -1);
+	int a = ox_axis(axis, x->ndim);
+	npurt_graph_node arg = { .size = sizeof(arg), .op = NPU_OP_ARGMAX };
+	npurt_graph_node cast = { .size = sizeof(cast), .op = NPU_OP_CAST };
+	int64_t dims[OX_MAX_DIMS], idims[OX_MAX_DIMS], xdims[OX_MAX_DIMS], len;
+	char vn[96], mn[96], in[96], en[96], yn[96];
+	const char *eqn;
+	int32_t type = x->type;
+	uint32_t nd = x->ndim, xnd = x->ndim;
+	struct ox_val *v = x, *m, *idx;
+
+	if (a < 0)
+		return ox_fail(im, NPURT_ERR_INVALID, "axis %lld of rank %u", (long long)axis, nd);
+	if (!ox_is_float(type))
+		return ox_fail(im, NPURT_ERR_INVALID, "%s input", ox_type_name(type));
+	memcpy(xdims, x->dims, sizeof(xdims));
+	if (im->opset < 13) {
+		int64_t st[2];
+
+		dims[0] = dims[1] = 1;
+		for (uint32_t k = 0; k < nd; k++)
+			dims[k >= (uint32_t)a] *= x->dims[k];
+		x = ox_dense(im, x);
+		if (!x)
+			return npurt_last_status();
+		st[0] = dims[1], st[1] = 1;
+		v = ox_view(im, x, ox_tmp_name(im, vn, sizeof(vn), n->output[0]), 2, dims, x->off, st);
+		if (!v)
+			return npurt_last_status();
+		nd = 2;
+		a = 1;
+	} else {
+		memcpy(dims, x->dims, sizeof(dims));
+	}
+	len = dims[a];
+	arg.axis = (uint32_t)a;
+	if (ox_device(im, v, &arg.in[0]))
+		return npurt_last_status();
+	dims[a] = 1;
+	ox_tmp_name(im, mn, sizeof(mn), n->output[0]);
+	m = ox_fresh(im, mn, OX_INT64, nd, dims);
+	if (!m || ox_add(im, &arg, m->base))
+		return npurt_last_status();
+	for (uint32_t k = 0; k < nd; k++)
+		idims[k] = (int)k == a ? len : 1;
+	idx = ox_new_const(im, ox_tmp_name(im, in, sizeof(in), n->output[0]), OX_INT64, nd, idims);
+	if (!idx)
+		return npurt_last_status();
+	for (int64_t k = 0; k < len; k++)
+		idx->i[k] = k;
+	ox_tmp_name(im, en, sizeof(en), n->output[0]);
+	idx = ox_binary(im, NPU_OP_EQUAL, idx, ox_find(im, mn), en);
+	if (!idx)
+		return npurt_last_status();
+	eqn = idx->name;
+	cast.out_dtype = ox_dtype(type);
+	if (ox_device(im, idx, &cast.in[0]))
+		return npurt_last_status();
+	v = ox_fresh(im, xnd == nd && im->opset >= 13 ? n->output[0] :
+		     ox_tmp_name(im, yn, sizeof(yn), n->output[0]), type, nd, ox_find(im, eqn)->dims);
+	if (!v || ox_add(im, &cast, v->base))
+		return npurt_last_status();
+	if (im->opset >= 13)
+		return NPURT_OK;
+	{
+		int64_t st[OX_MAX_DIMS], sz = 1;
+
+		for (uint32_t k = xnd; k-- > 0;) {
+			st[k] = sz;
+			sz *= xdims[k];
+		}
+		return ox_done(ox_view(im, v, n->output[0], xnd, xdims, v->off, st));
+	}
 }
 
 npurt_status ox_op_cast(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x)
@@ -148,6 +232,7 @@ npurt_status ox_gather_device(struct ox_imp *im, const Onnx__NodeProto *n, struc
 	int64_t od[OX_MAX_DIMS], ds[OX_MAX_DIMS], is[OX_MAX_DIMS], dd[OX_MAX_DIMS];
 	const char *xn = x->name, *in = idx->name;
 	struct ox_val dv, iv, *y;
+	bool scalar;
 	uint32_t t;
 	char name[96];
 
@@ -156,6 +241,11 @@ npurt_status ox_gather_device(struct ox_imp *im, const Onnx__NodeProto *n, struc
 			       r, NPURT_MAX_DIMS);
 	if (!index_type(idx->type))
 		return ox_fail(im, NPURT_ERR_INVALID, "indices of %s", ox_type_name(idx->type));
+	/* Known indices are checked here; the device reads others outside as 0. */
+	for (uint64_t k = 0; idx->is_const && k < ox_count(idx); k++)
+		if (ox_geti(idx, k) < -x->dims[axis] || ox_geti(idx, k) >= x->dims[axis])
+			return ox_fail(im, NPURT_ERR_INVALID, "index %lld out of %lld",
+				       (long long)ox_geti(idx, k), (long long)x->dims[axis]);
 	if (ox_device(im, x, &t) || ox_device(im, ox_find(im, in), &t))
 		return npurt_last_status();
 	x = ox_find(im, xn);
@@ -176,9 +266,10 @@ npurt_status ox_gather_device(struct ox_imp *im, const Onnx__NodeProto *n, struc
 	}
 	dv = layout(x, r, dd, ds);
 	iv = layout(idx, r, od, is);
+	scalar = !idx->ndim;	/* idx and x move with the table from here */
 	y = gather(im, &dv, &iv, p, x->type,
-		   idx->ndim ? n->output[0] : ox_tmp_name(im, name, sizeof(name), n->output[0]));
-	if (!y || idx->ndim)
+		   scalar ? ox_tmp_name(im, name, sizeof(name), n->output[0]) : n->output[0]);
+	if (!y || !scalar)
 		return ox_done(y);
 	for (uint32_t k = p; k + 1 < r; k++) {
 		od[k] = od[k + 1];
@@ -395,14 +486,15 @@ static npurt_status op_nll(struct ox_imp *im, const Onnx__NodeProto *n, struct o
 	{
 		struct ox_val *s = sum_all(im, l, out), *den;
 		const char *sn = s ? s->name : NULL;
+		char dn[96];
 
 		if (!s)
 			return npurt_last_status();
 		if (!sum) {
 			den = wtn ? sum_all(im, ox_find(im, wtn), out) :
 			      constant(im, s->type, (double)ox_count(ox_find(im, ln)), 0, out);
-			ox_tmp_name(im, tn, sizeof(tn), out);
-			s = den ? ox_binary(im, NPU_OP_DIV, ox_find(im, sn), den, tn) : NULL;
+			ox_tmp_name(im, dn, sizeof(dn), out);
+			s = den ? ox_binary(im, NPU_OP_DIV, ox_find(im, sn), den, dn) : NULL;
 			if (!s)
 				return npurt_last_status();
 		}
@@ -452,6 +544,199 @@ static npurt_status op_sce(struct ox_imp *im, const Onnx__NodeProto *n)
 	return op_nll(im, &nll, ox_find(im, lp));
 }
 
+/* ---- Resize and Upsample: per axis, gathers of constant indices -------- */
+
+/*
+ * Input coordinate of output position o along an axis, as ONNX's Resize
+ * maps it. align_corners divides by the resized length before rounding
+ * (in * scale), as the operator's reference does when scales are given.
+ */
+static double resize_coord(const char *mode, int64_t o, int64_t in, int64_t out, double scale)
+{
+	if (!strcmp(mode, "align_corners")) {
+		double len = (double)in * scale;
+
+		return len <= 1 ? 0 : (double)o * (double)(in - 1) / (len - 1);
+	}
+	if (!strcmp(mode, "asymmetric"))
+		return (double)o / scale;
+	if (!strcmp(mode, "tf_half_pixel_for_nearest"))
+		return ((double)o + 0.5) / scale;
+	if (!strcmp(mode, "pytorch_half_pixel") && out == 1)
+		return 0;
+	return ((double)o + 0.5) / scale - 0.5;		/* half_pixel, pytorch_half_pixel */
+}
+
+static int64_t round_nearest(const char *mode, double x)
+{
+	if (!strcmp(mode, "floor"))
+		return (int64_t)floor(x);
+	if (!strcmp(mode, "ceil"))
+		return (int64_t)ceil(x);
+	if (!strcmp(mode, "round_prefer_ceil"))
+		return (int64_t)floor(x + 0.5);
+	return (int64_t)ceil(x - 0.5);			/* round_prefer_floor */
+}
+
+/* A string attribute into buf ("" when absent). */
+static const char *attr_s(const Onnx__NodeProto *n, const char *name, const char *def, char *buf,
+			  size_t len)
+{
+	const Onnx__AttributeProto *a = ox_attr(n, name);
+
+	if (!a || !a->has_s)
+		return def;
+	snprintf(buf, len, "%.*s", (int)(a->s.len < len - 1 ? a->s.len : len - 1),
+		 (const char *)a->s.data);
+	return buf;
+}
+
+/*
+ * Along axis k of cur (named cn), from in to out positions: a gather of
+ * constant indices (nearest), or two and their weights (linear), into a
+ * value called `name`.
+ */
+static struct ox_val *resize_axis(struct ox_imp *im, const char *cn, uint32_t k, int64_t out,
+				  double scale, bool linear, const char *coord,
+				  const char *nearest, const char *name)
+{
+	struct ox_val *c = ox_find(im, cn), *iv[2], *wv[2], *g[2];
+	int64_t in = c->dims[k], dims[OX_MAX_DIMS], cdims[OX_MAX_DIMS], st[OX_MAX_DIMS];
+	uint32_t r = c->ndim, t;
+	int32_t type = c->type;
+	char in_[2][96], wn[2][96], gn[2][96], pn[2][96];
+
+	memcpy(dims, c->dims, sizeof(dims));
+	dims[k] = out;
+	for (uint32_t j = 0; j < r; j++) {
+		cdims[j] = (int64_t)j == k ? out : 1;
+		st[j] = j == k ? 1 : 0;
+	}
+	for (int e = 0; e < (linear ? 2 : 1); e++) {
+		iv[e] = ox_new_const(im, ox_tmp_name(im, in_[e], sizeof(in_[e]), name), OX_INT64, r,
+				     cdims);
+		wv[e] = iv[e] && linear ? ox_new_const(im, ox_tmp_name(im, wn[e], sizeof(wn[e]), name),
+						       type, r, cdims) : NULL;
+		if (!iv[e] || (linear && !wv[e]))
+			return NULL;
+	}
+	for (int64_t o = 0; o < out; o++) {
+		double x = resize_coord(coord, o, in, out, scale);
+
+		if (!linear) {
+			int64_t i = round_nearest(nearest, x);
+
+			ox_find(im, in_[0])->i[o] = i < 0 ? 0 : i >= in ? in - 1 : i;
+			continue;
+		}
+		x = x < 0 ? 0 : x > (double)(in - 1) ? (double)(in - 1) : x;
+		ox_find(im, in_[0])->i[o] = (int64_t)floor(x);
+		ox_find(im, in_[1])->i[o] = (int64_t)floor(x) + 1 < in ? (int64_t)floor(x) + 1 : in - 1;
+		ox_set(ox_find(im, wn[0]), (uint64_t)o, 1 - (x - floor(x)));
+		ox_set(ox_find(im, wn[1]), (uint64_t)o, x - floor(x));
+	}
+	for (int e = 0; e < (linear ? 2 : 1); e++) {
+		struct ox_val il, dl;
+
+		if (ox_device(im, ox_find(im, in_[e]), &t) || ox_device(im, ox_find(im, cn), &t))
+			return NULL;
+		il = layout(ox_find(im, in_[e]), r, dims, st);
+		dl = *ox_find(im, cn);
+		dl.tensor = OX_NONE;
+		g[e] = gather(im, &dl, &il, k, type,
+			      linear ? ox_tmp_name(im, gn[e], sizeof(gn[e]), name) : name);
+		if (!g[e])
+			return NULL;
+	}
+	if (!linear)
+		return g[0];
+	for (int e = 0; e < 2; e++) {
+		ox_tmp_name(im, pn[e], sizeof(pn[e]), name);
+		if (!ox_binary(im, NPU_OP_MUL, ox_find(im, gn[e]), ox_find(im, wn[e]), pn[e]))
+			return NULL;
+	}
+	return ox_binary(im, NPU_OP_ADD, ox_find(im, pn[0]), ox_find(im, pn[1]), name);
+}
+
+/*
+ * Resize (opset 10 to 13) and Upsample, modes nearest and linear: one
+ * axis at a time, each a gather of the source positions (and for linear
+ * a second one and the blend), all indices and weights worked out here.
+ */
+static npurt_status op_resize(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x)
+{
+	bool upsample = !strcmp(n->op_type, "Upsample");
+	char mb[32], cb[40], nb[32], name[96];
+	const char *mode = attr_s(n, "mode", "nearest", mb, sizeof(mb));
+	const char *coord = upsample || im->opset < 11 ? "asymmetric" :
+			    attr_s(n, "coordinate_transformation_mode", "half_pixel", cb, sizeof(cb));
+	const char *nearest = upsample || im->opset < 11 ? "floor" :
+			      attr_s(n, "nearest_mode", "round_prefer_floor", nb, sizeof(nb));
+	struct ox_val *sc = NULL, *sz = NULL;
+	int64_t out[OX_MAX_DIMS], todo = 0, last = -1;
+	double scale[OX_MAX_DIMS];
+	const char *cur = x->name;
+	uint32_t r = x->ndim;
+	bool linear;
+
+	if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "bilinear"))
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "mode \"%s\": nearest and linear only",
+			       mode);
+	if (strcmp(coord, "half_pixel") && strcmp(coord, "pytorch_half_pixel") &&
+	    strcmp(coord, "align_corners") && strcmp(coord, "asymmetric") &&
+	    strcmp(coord, "tf_half_pixel_for_nearest"))
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "coordinate_transformation_mode \"%s\"",
+			       coord);
+	linear = strcmp(mode, "nearest");
+	if (upsample && im->opset < 9) {
+		const Onnx__AttributeProto *a = ox_attr(n, "scales");
+
+		if (!a || a->n_floats != r)
+			return ox_fail(im, NPURT_ERR_INVALID, "%u scales for rank %u",
+				       a ? (unsigned int)a->n_floats : 0, r);
+		for (uint32_t k = 0; k < r; k++)
+			scale[k] = a->floats[k];
+	} else {
+		sc = ox_in(im, n, upsample || im->opset < 11 ? 1 : 2);
+		sz = upsample || im->opset < 11 ? NULL : ox_in(im, n, 3);
+		if (sz && ox_count(sz) == 0)
+			sz = NULL;
+		if (sc && ox_count(sc) == 0)
+			sc = NULL;
+		if ((!sc && !sz) || (sc && !sc->is_const) || (sz && !sz->is_const))
+			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "scales or sizes computed, or neither");
+		if ((sz && ox_count(sz) != r) || (!sz && ox_count(sc) != r))
+			return ox_fail(im, NPURT_ERR_INVALID, "scales or sizes not of rank %u", r);
+		for (uint32_t k = 0; k < r; k++)
+			scale[k] = sz ? (double)ox_geti(sz, k) / (double)x->dims[k] : ox_getf(sc, k);
+	}
+	for (uint32_t k = 0; k < r; k++) {
+		out[k] = sz ? ox_geti(sz, k) : (int64_t)floor((double)x->dims[k] * scale[k]);
+		if (!(scale[k] > 0) || out[k] < 1 || out[k] > (1 << 24))
+			return ox_fail(im, NPURT_ERR_INVALID, "axis %u resized to %lld", k,
+				       (long long)out[k]);
+		if (out[k] != x->dims[k] || scale[k] != 1) {
+			todo++;
+			last = k;
+		}
+	}
+	if (!todo)
+		return ox_done(ox_view(im, x, n->output[0], r, x->dims, x->off, x->stride));
+	for (uint32_t k = 0; k < r; k++) {
+		struct ox_val *y;
+
+		if (out[k] == ox_find(im, cur)->dims[k] && scale[k] == 1)
+			continue;
+		y = resize_axis(im, cur, k, out[k], scale[k], linear, coord, nearest,
+				(int64_t)k == last ? n->output[0] :
+				ox_tmp_name(im, name, sizeof(name), n->output[0]));
+		if (!y)
+			return npurt_last_status();
+		cur = y->name;
+	}
+	return NPURT_OK;
+}
+
 npurt_status ox_int_node(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x,
 			 bool *done)
 {
@@ -483,6 +768,10 @@ npurt_status ox_int_node(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_
 		return ox_op_cast(im, n, x);
 	if (!strcmp(t, "Where"))
 		return op_where(im, n, x);
+	if (!strcmp(t, "Hardmax"))
+		return op_hardmax(im, n, x);
+	if (!strcmp(t, "Resize") || !strcmp(t, "Upsample"))
+		return op_resize(im, n, x);
 	if (!strcmp(t, "GatherElements"))
 		return op_gather_elements(im, n, x);
 	if (!strcmp(t, "NegativeLogLikelihoodLoss"))
