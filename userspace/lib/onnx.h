@@ -93,6 +93,8 @@ struct ox_val *ox_view(struct ox_imp *im, struct ox_val *x, const char *name, ui
 		       const int64_t *dims, uint64_t off, const int64_t *stride);
 /* x if its layout is dense, else a dense copy of it (one device op). */
 struct ox_val *ox_dense(struct ox_imp *im, struct ox_val *x);
+/* x coerced to 2-D at axis, [d0 .. d(axis-1)] x [the rest], as a view `name` of it made dense. */
+struct ox_val *ox_dense_2d(struct ox_imp *im, struct ox_val *x, int axis, const char *name);
 /* x broadcast to dims (zero strides where it repeats). */
 struct ox_val *ox_expand_to(struct ox_imp *im, struct ox_val *x, const char *name, uint32_t ndim,
 			    const int64_t *dims);

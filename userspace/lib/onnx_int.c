@@ -101,18 +101,10 @@ static npurt_status op_hardmax(struct ox_imp *im, const Onnx__NodeProto *n, stru
 		return ox_fail(im, NPURT_ERR_INVALID, "%s input", ox_type_name(type));
 	memcpy(xdims, x->dims, sizeof(xdims));
 	if (im->opset < 13) {
-		int64_t st[2];
-
-		dims[0] = dims[1] = 1;
-		for (uint32_t k = 0; k < nd; k++)
-			dims[k >= (uint32_t)a] *= x->dims[k];
-		x = ox_dense(im, x);
-		if (!x)
-			return npurt_last_status();
-		st[0] = dims[1], st[1] = 1;
-		v = ox_view(im, x, ox_tmp_name(im, vn, sizeof(vn), n->output[0]), 2, dims, x->off, st);
+		v = ox_dense_2d(im, x, a, ox_tmp_name(im, vn, sizeof(vn), n->output[0]));
 		if (!v)
 			return npurt_last_status();
+		memcpy(dims, v->dims, 2 * sizeof(dims[0]));
 		nd = 2;
 		a = 1;
 	} else {

@@ -459,17 +459,14 @@ static npurt_status op_softmax(struct ox_imp *im, const Onnx__NodeProto *n, stru
 	if (a < 0)
 		return ox_fail(im, NPURT_ERR_INVALID, "axis %lld of rank %u", (long long)axis, nd);
 	if (im->opset < 13) {
-		/* Coerced to 2-D at axis: [d0 .. d(axis-1)] x [the rest]. */
-		dims[0] = dims[1] = 1;
-		for (uint32_t k = 0; k < nd; k++)
-			dims[k >= (uint32_t)a] *= x->dims[k];
-		x = ox_dense(im, x);
-		if (!x)
+		p = ox_dense_2d(im, x, a, ox_tmp_name(im, pn, sizeof(pn), n->output[0]));
+		if (!p)
 			return npurt_last_status();
-		stride[0] = dims[1], stride[1] = 1;
 		nd = 2;
-		for (uint32_t k = 0; k < nd; k++)
+		for (uint32_t k = 0; k < nd; k++) {
 			order[k] = k;
+			dims[k] = p->dims[k];
+		}
 	} else {
 		/* The axis last, the others in order. */
 		for (uint32_t k = 0; k < nd; k++)
@@ -481,7 +478,9 @@ static npurt_status op_softmax(struct ox_imp *im, const Onnx__NodeProto *n, stru
 			stride[k] = x->stride[order[k]];
 		}
 	}
-	p = ox_view(im, x, ox_tmp_name(im, pn, sizeof(pn), n->output[0]), nd, dims, x->off, stride);
+	if (im->opset >= 13)
+		p = ox_view(im, x, ox_tmp_name(im, pn, sizeof(pn), n->output[0]), nd, dims, x->off,
+			    stride);
 	if (!p || ox_device(im, p, &node.in[0]))
 		return npurt_last_status();
 	y = ox_fresh(im, ox_tmp_name(im, yn, sizeof(yn), n->output[0]), OX_FLOAT, nd, dims);

@@ -107,6 +107,19 @@ struct ox_val *ox_view(struct ox_imp *im, struct ox_val *x, const char *name, ui
 	return v;
 }
 
+struct ox_val *ox_dense_2d(struct ox_imp *im, struct ox_val *x, int axis, const char *name)
+{
+	int64_t dims[2] = { 1, 1 }, st[2];
+
+	for (uint32_t k = 0; k < x->ndim; k++)
+		dims[k >= (uint32_t)axis] *= x->dims[k];
+	x = ox_dense(im, x);
+	if (!x)
+		return NULL;
+	st[0] = dims[1], st[1] = 1;
+	return ox_view(im, x, name, 2, dims, x->off, st);
+}
+
 struct ox_val *ox_dense(struct ox_imp *im, struct ox_val *x)
 {
 	char name[80];
