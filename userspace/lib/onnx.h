@@ -145,6 +145,7 @@ npurt_status ox_op_instancenorm(struct ox_imp *im, const Onnx__NodeProto *n, str
 npurt_status ox_op_layernorm(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
 npurt_status ox_op_prelu(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
 npurt_status ox_op_window(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
+npurt_status ox_op_conv_transpose(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
 
 /* ---- copies (onnx_copy.c) ---- */
 npurt_status ox_op_trilu(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);

@@ -505,3 +505,171 @@ npurt_status ox_op_window(struct ox_imp *im, const Onnx__NodeProto *n, struct ox
 		return ox_done(ox_view(im, y, n->output[0], 4, y->dims, y->off, y->stride));
 	return NPURT_OK;
 }
+
+/* Pads of a transposed window that ends at out_shape, or SAME's (auto_pad). */
+static void transposed_same(int64_t in, int64_t st, int64_t op, int64_t span, int64_t out,
+			    bool lower, int64_t *lo, int64_t *hi)
+{
+	int64_t total = st * (in - 1) + op + span - out;
+
+	*lo = lower ? total - total / 2 : total / 2;
+	*hi = total - *lo;
+}
+
+/*
+ * ConvTranspose as a convolution: x spread out with stride - 1 zeros
+ * between its elements and framed by what the transposed window reaches
+ * past it (a fill of zeros and one strided copy), then Conv at stride 1
+ * with the weights flipped and their channel axes swapped, per group (a
+ * constant made here). Pads that crop past the kernel's reach are refused.
+ */
+npurt_status ox_op_conv_transpose(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x)
+{
+	struct ox_val *w = ox_in(im, n, 1), *xz, *wt, dst;
+	const Onnx__AttributeProto *ap = ox_attr(n, "auto_pad");
+	bool same = ap && ap->has_s && ap->s.len >= 4 && !memcmp(ap->s.data, "SAME", 4);
+	bool lower = same && ap->s.len == 10 && !memcmp(ap->s.data, "SAME_LOWER", 10);
+	int64_t ks[2], st[2] = { 1, 1 }, dl[2] = { 1, 1 }, pads[4] = { 0 }, opad[2] = { 0 };
+	int64_t osh[4], v[4], zd[4], wd[4], g = ox_attr_i(n, "group", 1), lo[2], hi[2], cg, mg;
+	Onnx__AttributeProto dil = ONNX__ATTRIBUTE_PROTO__INIT, grp = ONNX__ATTRIBUTE_PROTO__INIT;
+	Onnx__AttributeProto *attrs[2] = { &dil, &grp };
+	npurt_graph_node copy = { .size = sizeof(copy), .op = NPU_OP_TRANSPOSE,
+				  .perm = { 0, 1, 2, 3 } };
+	Onnx__NodeProto conv = ONNX__NODE_PROTO__INIT;
+	char zn[96], wn[96], *ins[3];
+	const char *xn = x->name;
+	uint32_t sp = x->ndim - 2, t;
+	int osh_n, cnt;
+	npurt_status stt;
+
+	if ((x->ndim != 3 && x->ndim != 4) || !w || w->ndim != x->ndim)
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "%s-D windows; the device has 1-D and 2-D",
+			       x->ndim == 5 ? "3" : "other");
+	if (!w->is_const || ox_need_float(im, x) || !ox_is_float(w->type))
+		return npurt_last_status() ? npurt_last_status() :
+		       ox_fail(im, NPURT_ERR_UNSUPPORTED, "weights that are not float constants");
+	if (g < 1 || x->dims[1] != w->dims[0] || w->dims[0] % g)
+		return ox_fail(im, NPURT_ERR_INVALID, "weights [C, M / group, k...] for C %lld",
+			       (long long)x->dims[1]);
+	for (uint32_t k = 0; k < sp; k++)
+		ks[k] = w->dims[2 + k];
+	if ((cnt = ox_ints(im, n, SIZE_MAX, "kernel_shape", v, 4, &stt)) >= 0)
+		for (int k = 0; k < cnt; k++)
+			if (k >= (int)sp || v[k] != ks[k])
+				return ox_fail(im, NPURT_ERR_INVALID, "kernel_shape is not the weights'");
+	if ((cnt = ox_ints(im, n, SIZE_MAX, "strides", v, 4, &stt)) >= 0)
+		for (int k = 0; k < cnt && k < (int)sp; k++)
+			st[k] = v[k];
+	if ((cnt = ox_ints(im, n, SIZE_MAX, "dilations", v, 4, &stt)) >= 0)
+		for (int k = 0; k < cnt && k < (int)sp; k++)
+			dl[k] = v[k];
+	if ((cnt = ox_ints(im, n, SIZE_MAX, "output_padding", v, 4, &stt)) >= 0)
+		for (int k = 0; k < cnt && k < (int)sp; k++)
+			opad[k] = v[k];
+	if ((cnt = ox_ints(im, n, SIZE_MAX, "pads", v, 4, &stt)) >= 0) {
+		if (cnt != 2 * (int)sp)
+			return ox_fail(im, NPURT_ERR_INVALID, "%d pads for %u-D", cnt, sp);
+		for (uint32_t k = 0; k < sp; k++) {
+			pads[k] = v[k];
+			pads[k + 2] = v[k + sp];
+		}
+	}
+	/* output_shape: the spatial dimensions, or all of them */
+	osh_n = ox_ints(im, n, SIZE_MAX, "output_shape", osh, 4, &stt);
+	if (stt)
+		return stt;
+	for (uint32_t k = 0; k < sp; k++) {
+		int64_t in = x->dims[2 + k], span;
+
+		if (ks[k] < 1 || ks[k] > 0xffff || st[k] < 1 || st[k] > 0xffff || dl[k] < 1 ||
+		    dl[k] > 0xffff || opad[k] < 0 || opad[k] >= (st[k] > dl[k] ? st[k] : dl[k]))
+			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "window attributes out of range");
+		span = dl[k] * (ks[k] - 1) + 1;
+		if (osh_n >= (int)sp)
+			transposed_same(in, st[k], opad[k], span, osh[osh_n - sp + k], lower,
+					&pads[k], &pads[k + 2]);
+		else if (same)
+			transposed_same(in, st[k], opad[k], span, in * st[k], lower, &pads[k],
+					&pads[k + 2]);
+		lo[k] = span - 1 - pads[k];
+		hi[k] = span - 1 - pads[k + 2] + opad[k];
+		if (lo[k] < 0 || hi[k] < 0 || lo[k] > 0xffff || hi[k] > 0xffff)
+			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "pads that crop past the kernel");
+		zd[2 + k] = (in - 1) * st[k] + 1 + lo[k] + hi[k];
+	}
+	/* The spread-out input, zeros first. */
+	zd[0] = x->dims[0];
+	zd[1] = x->dims[1];
+	xz = ox_fresh(im, ox_tmp_name(im, zn, sizeof(zn), n->output[0]), x->type, x->ndim, zd);
+	if (!xz)
+		return npurt_last_status();
+	stt = npurt_graph_fill(im->g, 0, xz->base, 0);
+	if (stt)
+		return ox_fail(im, stt, "%s", npurt_last_error());
+	im->info.device_ops++;
+	x = ox_find(im, xn);
+	xz = ox_find(im, zn);
+	dst = *xz;
+	dst.tensor = OX_NONE;
+	for (uint32_t k = 0; k < x->ndim; k++) {
+		dst.dims[k] = x->dims[k];
+		if (k >= 2) {
+			dst.stride[k] = xz->stride[k] * st[k - 2];
+			dst.off += (uint64_t)(lo[k - 2] * xz->stride[k]);
+		}
+	}
+	if (ox_device(im, x, &copy.in[0]) || ox_device(im, &dst, &t) || ox_add(im, &copy, t))
+		return npurt_last_status();
+	/* The weights flipped, [C, M/g, k...] to [M, C/g, k...]. */
+	w = ox_find(im, n->input[1]);
+	cg = w->dims[0] / g;
+	mg = w->dims[1];
+	wd[0] = mg * g;
+	wd[1] = cg;
+	for (uint32_t k = 0; k < sp; k++)
+		wd[2 + k] = ks[k];
+	wt = ox_new_const(im, ox_tmp_name(im, wn, sizeof(wn), n->output[0]), OX_FLOAT, w->ndim, wd);
+	if (!wt)
+		return npurt_last_status();
+	w = ox_find(im, n->input[1]);
+	{
+		int64_t kh = sp == 2 ? ks[0] : 1, kw = ks[sp - 1];
+
+		for (int64_t gi = 0; gi < g; gi++)
+			for (int64_t m = 0; m < mg; m++)
+				for (int64_t c = 0; c < cg; c++)
+					for (int64_t i = 0; i < kh; i++)
+						for (int64_t j = 0; j < kw; j++) {
+							uint64_t to = (uint64_t)((((gi * mg + m) * cg + c) *
+									kh + i) * kw + j);
+							uint64_t from = (uint64_t)((((gi * cg + c) * mg + m) *
+									kh + (kh - 1 - i)) * kw +
+									(kw - 1 - j));
+
+							ox_set(wt, to, ox_getf(w, from));
+						}
+	}
+	/* Conv of the two at stride 1, the window's dilations, the groups. */
+	dil.name = (char *)"dilations";
+	dil.n_ints = sp;
+	dil.ints = dl;
+	dil.has_type = true;
+	dil.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+	grp.name = (char *)"group";
+	grp.has_i = true;
+	grp.i = g;
+	grp.has_type = true;
+	grp.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+	ins[0] = zn;
+	ins[1] = wn;
+	ins[2] = n->n_input > 2 ? n->input[2] : NULL;
+	conv.op_type = (char *)"Conv";
+	conv.name = n->name;
+	conv.input = ins;
+	conv.n_input = n->n_input > 2 && n->input[2][0] ? 3 : 2;
+	conv.output = n->output;
+	conv.n_output = 1;
+	conv.attribute = attrs;
+	conv.n_attribute = 2;
+	return ox_op_window(im, &conv, ox_find(im, zn));
+}

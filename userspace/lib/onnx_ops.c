@@ -673,6 +673,8 @@ npurt_status ox_node(struct ox_imp *im, const Onnx__NodeProto *n)
 		return ox_op_depth_space(im, n, x);
 	if (!strcmp(t, "Conv") || !strcmp(t, "MaxPool") || !strcmp(t, "AveragePool"))
 		return ox_op_window(im, n, x);
+	if (!strcmp(t, "ConvTranspose"))
+		return ox_op_conv_transpose(im, n, x);
 	if (!strcmp(t, "Pad"))
 		return ox_op_pad(im, n, x);
 	st = ox_int_node(im, n, x, &handled);
