@@ -357,6 +357,34 @@ static struct ox_val *as_4d(struct ox_imp *im, struct ox_val *x, const char *of)
 }
 
 /*
+ * A window node's strides, dilations, output_padding (when asked for) and
+ * pads (begins in pads[0..], ends in pads[2..]) over `sp` spatial
+ * dimensions; what a node leaves out keeps its default.
+ */
+static npurt_status window_attrs(struct ox_imp *im, const Onnx__NodeProto *n, uint32_t sp,
+				 int64_t *st, int64_t *dl, int64_t *opad, int64_t *pads)
+{
+	static const char *const names[3] = { "strides", "dilations", "output_padding" };
+	int64_t *to[3] = { st, dl, opad }, v[4];
+	npurt_status stt;
+	int cnt;
+
+	for (int a = 0; a < 3; a++)
+		if (to[a] && (cnt = ox_ints(im, n, SIZE_MAX, names[a], v, 4, &stt)) >= 0)
+			for (int k = 0; k < cnt && k < (int)sp; k++)
+				to[a][k] = v[k];
+	if ((cnt = ox_ints(im, n, SIZE_MAX, "pads", v, 4, &stt)) >= 0) {
+		if (cnt != 2 * (int)sp)
+			return ox_fail(im, NPURT_ERR_INVALID, "%d pads for %u-D", cnt, sp);
+		for (uint32_t k = 0; k < sp; k++) {
+			pads[k] = v[k];
+			pads[k + 2] = v[k + sp];
+		}
+	}
+	return NPURT_OK;
+}
+
+/*
  * Conv, MaxPool, AveragePool in 1-D or 2-D: one window op (and, for a
  * bias, an ADD). Pads come from the attribute or auto_pad; a pool's
  * ceil_mode adds the last partial window where it starts inside the
@@ -399,20 +427,9 @@ npurt_status ox_op_window(struct ox_imp *im, const Onnx__NodeProto *n, struct ox
 	}
 	if (!conv && cnt < 0)
 		return ox_fail(im, NPURT_ERR_INVALID, "no kernel_shape");
-	if ((cnt = ox_ints(im, n, SIZE_MAX, "strides", v, 4, &stt)) >= 0)
-		for (int k = 0; k < cnt && k < (int)sp; k++)
-			st[k] = v[k];
-	if ((cnt = ox_ints(im, n, SIZE_MAX, "dilations", v, 4, &stt)) >= 0)
-		for (int k = 0; k < cnt && k < (int)sp; k++)
-			dl[k] = v[k];
-	if ((cnt = ox_ints(im, n, SIZE_MAX, "pads", v, 4, &stt)) >= 0) {
-		if (cnt != 2 * (int)sp)
-			return ox_fail(im, NPURT_ERR_INVALID, "%d pads for %u-D", cnt, sp);
-		for (uint32_t k = 0; k < sp; k++) {
-			pads[k] = v[k];
-			pads[k + 2] = v[k + sp];
-		}
-	}
+	stt = window_attrs(im, n, sp, st, dl, NULL, pads);
+	if (stt)
+		return stt;
 	for (uint32_t k = 0; k < sp; k++) {
 		if (ks[k] < 1 || st[k] < 1 || dl[k] < 1 || pads[k] < 0 || pads[k + 2] < 0 ||
 		    ks[k] > 0xffff || st[k] > 0xffff || dl[k] > 0xffff || pads[k] > 0xffff ||
@@ -557,23 +574,9 @@ npurt_status ox_op_conv_transpose(struct ox_imp *im, const Onnx__NodeProto *n, s
 		for (int k = 0; k < cnt; k++)
 			if (k >= (int)sp || v[k] != ks[k])
 				return ox_fail(im, NPURT_ERR_INVALID, "kernel_shape is not the weights'");
-	if ((cnt = ox_ints(im, n, SIZE_MAX, "strides", v, 4, &stt)) >= 0)
-		for (int k = 0; k < cnt && k < (int)sp; k++)
-			st[k] = v[k];
-	if ((cnt = ox_ints(im, n, SIZE_MAX, "dilations", v, 4, &stt)) >= 0)
-		for (int k = 0; k < cnt && k < (int)sp; k++)
-			dl[k] = v[k];
-	if ((cnt = ox_ints(im, n, SIZE_MAX, "output_padding", v, 4, &stt)) >= 0)
-		for (int k = 0; k < cnt && k < (int)sp; k++)
-			opad[k] = v[k];
-	if ((cnt = ox_ints(im, n, SIZE_MAX, "pads", v, 4, &stt)) >= 0) {
-		if (cnt != 2 * (int)sp)
-			return ox_fail(im, NPURT_ERR_INVALID, "%d pads for %u-D", cnt, sp);
-		for (uint32_t k = 0; k < sp; k++) {
-			pads[k] = v[k];
-			pads[k + 2] = v[k + sp];
-		}
-	}
+	stt = window_attrs(im, n, sp, st, dl, opad, pads);
+	if (stt)
+		return stt;
 	/* output_shape: the spatial dimensions, or all of them */
 	osh_n = ox_ints(im, n, SIZE_MAX, "output_shape", osh, 4, &stt);
 	if (stt)
