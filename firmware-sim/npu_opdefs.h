@@ -116,11 +116,13 @@ enum npu_op_kind {
 	NPU_OPK_CAST,
 	NPU_OPK_WINDOW,		/* conv2d, pools: over [N, C, H, W] */
 	NPU_OPK_GATHER,		/* gather_elements */
+	NPU_OPK_SCAN,		/* cumsum: along an axis, out of in0's shape */
 };
 
 /* The ranges npu_op_kind() tells apart must not meet. */
 _Static_assert(NPU_OP_LAST_BINARY < NPU_OP_RELU && NPU_OP_EXP < NPU_OP_GEMM &&
-	       NPU_OP_LAST_REDUCE < NPU_OP_TRANSPOSE && NPU_OP_CAST < NPU_OP_NEG &&
+	       NPU_OP_LAST_REDUCE < NPU_OP_CUMSUM && NPU_OP_CUMSUM < NPU_OP_TRANSPOSE &&
+	       NPU_OP_CAST < NPU_OP_NEG &&
 	       NPU_OP_LAST_UNARY < NPU_OP_MOD && NPU_OP_LAST_BINARY2 < NPU_OP_NOT &&
 	       NPU_OP_LAST_UNARY2 < NPU_OP_CONV2D && NPU_OP_AVGPOOL2D < NPU_OP_GATHER_ELEMENTS,
 	       "op id ranges overlap");
@@ -148,6 +150,8 @@ static inline enum npu_op_kind npu_op_kind(uint32_t op)
 		return NPU_OPK_WINDOW;
 	if (op == NPU_OP_GATHER_ELEMENTS)
 		return NPU_OPK_GATHER;
+	if (op == NPU_OP_CUMSUM)
+		return NPU_OPK_SCAN;
 	return NPU_OPK_NONE;
 }
 
@@ -215,6 +219,16 @@ static inline float npu_unary(uint32_t op, float x, float alpha, float beta)
 	case NPU_OP_SHRINK: return x < -alpha ? x + beta : x > alpha ? x - beta : 0.0f;
 	case NPU_OP_CELU: return fmaxf(0.0f, x) + fminf(0.0f, alpha * expm1f(x / alpha));
 	default: return x;
+	}
+}
+
+/* The flags op takes, beyond none. */
+static inline uint32_t npu_op_flags(uint32_t op)
+{
+	switch (npu_op_kind(op)) {
+	case NPU_OPK_GEMM: return NPU_OP_F_TRANS_A | NPU_OP_F_TRANS_B;
+	case NPU_OPK_SCAN: return NPU_OP_F_EXCLUSIVE | NPU_OP_F_REVERSE;
+	default: return op == NPU_OP_ARGMAX || op == NPU_OP_ARGMIN ? NPU_OP_F_LAST_INDEX : 0;
 	}
 }
 

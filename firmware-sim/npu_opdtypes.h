@@ -384,6 +384,8 @@ static inline const char *npu_op_dtypes(uint32_t op, uint32_t d0, uint32_t d1, u
 			return dout == NPU_DT_I64 && d0 != NPU_DT_BOOL ? NULL :
 			       "argmax, argmin: a number into i64";
 		return f0 && d0 == dout ? NULL : "reductions take and write one float dtype";
+	case NPU_OPK_SCAN:
+		return f0 && d0 == dout ? NULL : "cumsum takes and writes one float dtype";
 	case NPU_OPK_TRANSPOSE:
 		return d0 == dout ? NULL : "transpose keeps dtype";
 	case NPU_OPK_CAST:

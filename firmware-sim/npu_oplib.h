@@ -117,6 +117,13 @@ enum npu_op_id {
 	NPU_OP_REDUCE_SUM = 64, NPU_OP_REDUCE_MEAN, NPU_OP_REDUCE_MAX, NPU_OP_REDUCE_MIN,
 	NPU_OP_REDUCE_PROD, NPU_OP_ARGMAX, NPU_OP_ARGMIN,
 	NPU_OP_LAST_REDUCE = NPU_OP_ARGMIN,
+	/*
+	 * Since firmware 0.4: running sums along `axis` (ONNX's CumSum), out
+	 * of in0's shape and float dtype, accumulated in double;
+	 * NPU_OP_F_EXCLUSIVE leaves each element out of its own sum,
+	 * NPU_OP_F_REVERSE sums from the end.
+	 */
+	NPU_OP_CUMSUM = 72,
 	/* out = in0 with dimensions swapped: perm[k] gives in0's dim for out's k */
 	NPU_OP_TRANSPOSE = 80,
 	/*
@@ -162,6 +169,8 @@ struct npu_op_window {
 #define NPU_OP_F_TRANS_A	(1u << 0)
 #define NPU_OP_F_TRANS_B	(1u << 1)
 #define NPU_OP_F_LAST_INDEX	(1u << 2)	/* ARGMAX, ARGMIN */
+#define NPU_OP_F_EXCLUSIVE	(1u << 3)	/* CUMSUM */
+#define NPU_OP_F_REVERSE	(1u << 4)	/* CUMSUM */
 
 struct npu_op_args {
 	__u32 op;			/* enum npu_op_id */

@@ -104,9 +104,7 @@ const char *npu_op_check(const struct npu_op_args *a)
 
 	if (c == NPU_OPK_NONE)
 		return "unknown op";
-	if (c != NPU_OPK_GEMM && c != NPU_OPK_WINDOW && a->flags &&
-	    !((a->op == NPU_OP_ARGMAX || a->op == NPU_OP_ARGMIN) &&
-	      a->flags == NPU_OP_F_LAST_INDEX))
+	if (c != NPU_OPK_GEMM && c != NPU_OPK_WINDOW && a->flags & ~npu_op_flags(a->op))
 		return "unknown flags";
 	err = check_tensor(&a->out, 1);
 	for (unsigned int i = 0; !err && i < n; i++)
@@ -142,6 +140,10 @@ const char *npu_op_check(const struct npu_op_args *a)
 		return NULL;
 	case NPU_OPK_WINDOW:
 		return npu_window_check(a);
+	case NPU_OPK_SCAN:
+		if (a->axis >= a->out.ndim || !same_shape(&a->in[0], &a->out))
+			return "cumsum: out of in0's shape, an axis of it";
+		return NULL;
 	case NPU_OPK_GATHER:
 		if (a->in[0].ndim != a->out.ndim || !same_shape(&a->in[1], &a->out) ||
 		    a->axis >= a->out.ndim)
@@ -179,6 +181,8 @@ uint64_t npu_op_units(const struct npu_op_args *a)
 		return elements(&a->out) / a->out.shape[a->out.ndim - 1];
 	case NPU_OPK_WINDOW:
 		return a->out.shape[0] * a->out.shape[1];	/* an output plane each */
+	case NPU_OPK_SCAN:
+		return elements(&a->out) / a->out.shape[a->axis];	/* a line each */
 	default:
 		return elements(&a->out);
 	}
@@ -552,6 +556,40 @@ static int run_rows(const struct npu_op_args *a, const struct npu_view *in,
 	return 0;
 }
 
+/* Unit u: the line along the axis through the u-th element of the others. */
+static int run_scan(const struct npu_op_args *a, const struct npu_view *in,
+		    const struct npu_view *out, uint64_t begin, uint64_t end,
+		    const uint32_t *cancel)
+{
+	uint32_t nd = out->ndim, ax = a->axis;
+	uint64_t n = out->shape[ax], ix[NPU_MAX_DIMS];
+	bool excl = a->flags & NPU_OP_F_EXCLUSIVE, rev = a->flags & NPU_OP_F_REVERSE;
+	struct npu_view lines = *out;	/* out with the axis at 1: its units */
+
+	lines.shape[ax] = 1;
+	for (uint64_t u = begin; u < end; u++) {
+		uint64_t si, so;
+		double acc = 0;
+
+		if (npu_cancelled(cancel))
+			return -1;
+		unravel(u, &lines, nd, ix);
+		si = offset(&in[0], ix, nd);
+		so = offset(out, ix, nd);
+		for (uint64_t j = 0; j < n; j++) {
+			uint64_t at = rev ? n - 1 - j : j;
+			union npu_num x = npu_load(in[0].data, si + at * in[0].stride[ax], in[0].dtype);
+			union npu_num r = { .f = excl ? acc : acc + x.f };
+
+			acc += x.f;
+			if (out->dtype != NPU_DT_F64)
+				r.f = (float)r.f;
+			npu_store(out->data, so + at * out->stride[ax], out->dtype, r, NPU_DOM_FLOAT);
+		}
+	}
+	return 0;
+}
+
 /* An index outside [-n, n) reads as 0: a launch cannot fail an element. */
 static int run_gather(const struct npu_op_args *a, const struct npu_view *in,
 		      const struct npu_view *out, uint64_t begin, uint64_t end,
@@ -678,6 +716,8 @@ int npu_op_run_cancellable(const struct npu_op_args *a, const struct npu_view *i
 		return npu_window_run(a, in, out, begin, end, cancel);
 	case NPU_OPK_GATHER:
 		return run_gather(a, in, out, begin, end, cancel);
+	case NPU_OPK_SCAN:
+		return run_scan(a, in, out, begin, end, cancel);
 	case NPU_OPK_NONE:
 		return 0;
 	default:

@@ -278,6 +278,51 @@ TEST(min_prod_and_double_reductions)
 	EXPECT_NE(NULL, reduce(NPU_OP_REDUCE_SUM, 0, NPU_DT_I32, x, NPU_DT_I32, r));
 }
 
+/* CUMSUM of a [2, 4] tensor along axis 1, in f64, with flags. */
+static const char *cumsum(uint32_t flags, const double *x, double *out)
+{
+	struct npu_op_args a = { .op = NPU_OP_CUMSUM, .flags = flags, .axis = 1 };
+	struct npu_view in[2], o;
+	const char *err;
+
+	a.in[0] = (struct npu_op_tensor){ .dtype = NPU_DT_F64, .ndim = 2, .shape = { 2, 4 },
+					  .stride = { 4, 1 } };
+	a.out = a.in[0];
+	in[0] = (struct npu_view){ .data = (void *)x, .dtype = NPU_DT_F64, .ndim = 2,
+				   .shape = { 2, 4 }, .stride = { 4, 1 } };
+	o = in[0];
+	o.data = out;
+	err = npu_op_check(&a);
+	if (!err) {
+		/* a unit per line: the two halves run apart, as on two cores */
+		if (npu_op_units(&a) != 2)
+			return "not a unit per line";
+		npu_op_run(&a, in, &o, 0, 1);
+		npu_op_run(&a, in, &o, 1, 2);
+	}
+	return err;
+}
+
+TEST(cumsum_forward_exclusive_and_reverse)
+{
+	const double x[8] = { 1, 2, 3, 4, 1e300, -1e300, 0.5, 0.25 };
+	static const double fwd[8] = { 1, 3, 6, 10, 1e300, 0, 0.5, 0.75 };
+	static const double excl[8] = { 0, 1, 3, 6, 0, 1e300, 0, 0.5 };
+	static const double rev[8] = { 10, 9, 7, 4, 0, -1e300 + 0.75, 0.75, 0.25 };
+	static const double both[8] = { 9, 7, 4, 0, -1e300 + 0.75, 0.75, 0.25, 0 };
+	double out[8];
+
+	ASSERT_EQ(NULL, cumsum(0, x, out));
+	EXPECT_EQ(0, memcmp(fwd, out, sizeof(out)));
+	ASSERT_EQ(NULL, cumsum(NPU_OP_F_EXCLUSIVE, x, out));
+	EXPECT_EQ(0, memcmp(excl, out, sizeof(out)));
+	ASSERT_EQ(NULL, cumsum(NPU_OP_F_REVERSE, x, out));
+	EXPECT_EQ(0, memcmp(rev, out, sizeof(out)));
+	ASSERT_EQ(NULL, cumsum(NPU_OP_F_EXCLUSIVE | NPU_OP_F_REVERSE, x, out));
+	EXPECT_EQ(0, memcmp(both, out, sizeof(out)));
+	EXPECT_NE(NULL, cumsum(NPU_OP_F_LAST_INDEX, x, out));
+}
+
 TEST(broadcast_and_strides_in_the_general_path)
 {
 	/* [2, 3] int64 + a row broadcast down: the element loop's unravel. */

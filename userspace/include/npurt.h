@@ -723,6 +723,9 @@ NPURT_API npurt_status npurt_tensor_init(npurt_tensor *t, uint64_t addr, npurt_d
 #define NPURT_LAUNCH_TRANS_B	(1u << 1)
 /* "argmax", "argmin": the last index of the extreme value, not the first. */
 #define NPURT_ARG_LAST_INDEX	(1u << 2)
+/* "cumsum": each element left out of its own sum; summed from the end. */
+#define NPURT_CUMSUM_EXCLUSIVE	(1u << 3)
+#define NPURT_CUMSUM_REVERSE	(1u << 4)
 
 /*
  * One launch. Set `size` to sizeof(npurt_launch_desc): the struct may grow

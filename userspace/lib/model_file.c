@@ -216,10 +216,8 @@ static int check_kernel(const struct npum_op *op,
 {
 	const char *err;
 
-	if (op->flags && npu_op_kind(op->kernel) != NPU_OPK_GEMM &&
-	    npu_op_kind(op->kernel) != NPU_OPK_WINDOW &&
-	    !((op->kernel == NPU_OP_ARGMAX || op->kernel == NPU_OP_ARGMIN) &&
-	      op->flags == NPU_OP_F_LAST_INDEX))
+	if (npu_op_kind(op->kernel) != NPU_OPK_GEMM && npu_op_kind(op->kernel) != NPU_OPK_WINDOW &&
+	    op->flags & ~npu_op_flags(op->kernel))
 		return mf_fail(why, len, "flags %#x on an op that takes none", op->flags);
 	switch (npu_op_kind(op->kernel)) {
 	case NPU_OPK_BINARY:
@@ -296,6 +294,11 @@ static int check_kernel(const struct npum_op *op,
 			return mf_fail(why, len, "%s", err);
 		break;
 	}
+	case NPU_OPK_SCAN:
+		if (b || !same_shape(a, o) || op->axis >= a->ndim)
+			return mf_fail(why, len, "cumsum: one input, the output of its shape, axis %u",
+				       op->axis);
+		break;
 	case NPU_OPK_GATHER:
 		if (!b || a->ndim != o->ndim || !same_shape(b, o) || op->axis >= o->ndim)
 			return mf_fail(why, len, "gather_elements: indices of the output's shape, "

@@ -119,6 +119,12 @@ npurt_status ox_add(struct ox_imp *im, const npurt_graph_node *node, uint32_t ou
 
 /* ---- device ops for nodes (onnx_ops.c, onnx_nn.c) ---- */
 
+/*
+ * NPURT_ERR_UNSUPPORTED, naming the values, unless device op `op` takes
+ * a's (and b's, NULL for none) dtype; else *type is its output's type.
+ */
+npurt_status ox_op_types(struct ox_imp *im, uint32_t op, const struct ox_val *a,
+			 const struct ox_val *b, int32_t *type);
 /* NPURT_ERR_UNSUPPORTED unless v is float, the type the op library computes in. */
 npurt_status ox_need_float(struct ox_imp *im, const struct ox_val *v);
 /* A new value with a dense tensor of the graph as its home. */
@@ -157,6 +163,14 @@ npurt_status ox_op_pad(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_va
 
 /* ---- integers, bool, comparisons, logic, arg max / min, Cast (onnx_int.c) ---- */
 npurt_status ox_op_cast(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
+/* A layout of v's tensor, not in the table: made a view when a device op reads it. */
+struct ox_val ox_layout(const struct ox_val *v, uint32_t nd, const int64_t *dims,
+			const int64_t *stride);
+/* One GATHER_ELEMENTS of layouts d and i along axis into a new value `name`. */
+struct ox_val *ox_gather_op(struct ox_imp *im, struct ox_val *d, struct ox_val *i, uint32_t axis,
+			    int32_t type, const char *name);
+/* Resize and Upsample (onnx_resize.c). */
+npurt_status ox_op_resize(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
 /* Gather along `axis` with indices the device reads (GATHER_ELEMENTS). */
 npurt_status ox_gather_device(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x,
 			      int axis, struct ox_val *idx);

@@ -2,7 +2,7 @@
 /*
  * ONNX nodes of the op library's dtypes past float: comparisons (into
  * bool), And / Or / Xor / Not, Mod, BitShift, IsNaN / IsInf, ArgMax /
- * ArgMin (into int64), Hardmax, Cast between any two device dtypes, Where (a copy
+ * ArgMin (into int64), Hardmax, CumSum, Cast between any two device dtypes, Where (a copy
  * and a SELECT), GatherElements and Gather with indices the device reads
  * (GATHER_ELEMENTS over views), and the losses NegativeLogLikelihoodLoss
  * and SoftmaxCrossEntropyLoss built of those. The elementwise ones go
@@ -175,7 +175,7 @@ npurt_status ox_op_cast(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_v
 }
 
 /* Not one value of the table: a layout of v's tensor, made a view when used. */
-static struct ox_val layout(const struct ox_val *v, uint32_t nd, const int64_t *dims,
+struct ox_val ox_layout(const struct ox_val *v, uint32_t nd, const int64_t *dims,
 			    const int64_t *stride)
 {
 	struct ox_val l = *v;
@@ -193,7 +193,7 @@ static bool index_type(int32_t type)
 }
 
 /* One GATHER_ELEMENTS of layouts d and i (on the device) along axis into a new `name`. */
-static struct ox_val *gather(struct ox_imp *im, struct ox_val *d, struct ox_val *i, uint32_t axis,
+struct ox_val *ox_gather_op(struct ox_imp *im, struct ox_val *d, struct ox_val *i, uint32_t axis,
 			     int32_t type, const char *name)
 {
 	npurt_graph_node node = { .size = sizeof(node), .op = NPU_OP_GATHER_ELEMENTS, .axis = axis };
@@ -256,10 +256,10 @@ npurt_status ox_gather_device(struct ox_imp *im, const Onnx__NodeProto *n, struc
 			ds[k] = k == p ? x->stride[axis] : 0;
 		}
 	}
-	dv = layout(x, r, dd, ds);
-	iv = layout(idx, r, od, is);
+	dv = ox_layout(x, r, dd, ds);
+	iv = ox_layout(idx, r, od, is);
 	scalar = !idx->ndim;	/* idx and x move with the table from here */
-	y = gather(im, &dv, &iv, p, x->type,
+	y = ox_gather_op(im, &dv, &iv, p, x->type,
 		   scalar ? ox_tmp_name(im, name, sizeof(name), n->output[0]) : n->output[0]);
 	if (!y || !scalar)
 		return ox_done(y);
@@ -294,8 +294,8 @@ static npurt_status op_gather_elements(struct ox_imp *im, const Onnx__NodeProto 
 	if (ox_device(im, x, &t))
 		return npurt_last_status();
 	x = ox_find(im, xn);
-	dv = layout(x, x->ndim, dims, x->stride);
-	return ox_done(gather(im, &dv, ox_find(im, in), (uint32_t)a, x->type, n->output[0]));
+	dv = ox_layout(x, x->ndim, dims, x->stride);
+	return ox_done(ox_gather_op(im, &dv, ox_find(im, in), (uint32_t)a, x->type, n->output[0]));
 }
 
 /* Where(c, x, y): y copied into the output, then x selected over it where c holds. */
@@ -400,7 +400,7 @@ static npurt_status op_nll(struct ox_imp *im, const Onnx__NodeProto *n, struct o
 	{
 		struct ox_val *xv = ox_find(im, xn);
 
-		g = gather(im, xv, tv, 1, xv->type, ox_tmp_name(im, gn, sizeof(gn), out));
+		g = ox_gather_op(im, xv, tv, 1, xv->type, ox_tmp_name(im, gn, sizeof(gn), out));
 	}
 	if (!g)
 		return npurt_last_status();
@@ -411,9 +411,9 @@ static npurt_status op_nll(struct ox_imp *im, const Onnx__NodeProto *n, struct o
 			ws[k] = k == 1 ? w->stride[0] : 0;
 		}
 		{
-			struct ox_val wl = layout(w, r, wd, ws);
+			struct ox_val wl = ox_layout(w, r, wd, ws);
 
-			wt = gather(im, &wl, ox_find(im, tn), 1, w->type,
+			wt = ox_gather_op(im, &wl, ox_find(im, tn), 1, w->type,
 				    ox_tmp_name(im, wn, sizeof(wn), out));
 		}
 		if (!wt)
@@ -536,197 +536,31 @@ static npurt_status op_sce(struct ox_imp *im, const Onnx__NodeProto *n)
 	return op_nll(im, &nll, ox_find(im, lp));
 }
 
-/* ---- Resize and Upsample: per axis, gathers of constant indices -------- */
-
-/*
- * Input coordinate of output position o along an axis, as ONNX's Resize
- * maps it. align_corners divides by the resized length before rounding
- * (in * scale), as the operator's reference does when scales are given.
- */
-static double resize_coord(const char *mode, int64_t o, int64_t in, int64_t out, double scale)
+/* CumSum: one CUMSUM along the (constant) axis, exclusive and reverse as flags. */
+static npurt_status op_cumsum(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x)
 {
-	if (!strcmp(mode, "align_corners")) {
-		double len = (double)in * scale;
+	npurt_graph_node node = { .size = sizeof(node), .op = NPU_OP_CUMSUM };
+	struct ox_val *av = ox_in(im, n, 1), *y;
+	const char *xn = x->name;
+	int32_t type;
+	int a;
 
-		return len <= 1 ? 0 : (double)o * (double)(in - 1) / (len - 1);
-	}
-	if (!strcmp(mode, "asymmetric"))
-		return (double)o / scale;
-	if (!strcmp(mode, "tf_half_pixel_for_nearest"))
-		return ((double)o + 0.5) / scale;
-	if (!strcmp(mode, "pytorch_half_pixel") && out == 1)
-		return 0;
-	return ((double)o + 0.5) / scale - 0.5;		/* half_pixel, pytorch_half_pixel */
-}
-
-static int64_t round_nearest(const char *mode, double x)
-{
-	if (!strcmp(mode, "floor"))
-		return (int64_t)floor(x);
-	if (!strcmp(mode, "ceil"))
-		return (int64_t)ceil(x);
-	if (!strcmp(mode, "round_prefer_ceil"))
-		return (int64_t)floor(x + 0.5);
-	return (int64_t)ceil(x - 0.5);			/* round_prefer_floor */
-}
-
-/* A string attribute into buf ("" when absent). */
-static const char *attr_s(const Onnx__NodeProto *n, const char *name, const char *def, char *buf,
-			  size_t len)
-{
-	const Onnx__AttributeProto *a = ox_attr(n, name);
-
-	if (!a || !a->has_s)
-		return def;
-	snprintf(buf, len, "%.*s", (int)(a->s.len < len - 1 ? a->s.len : len - 1),
-		 (const char *)a->s.data);
-	return buf;
-}
-
-/*
- * Along axis k of cur (named cn), from in to out positions: a gather of
- * constant indices (nearest), or two and their weights (linear), into a
- * value called `name`.
- */
-static struct ox_val *resize_axis(struct ox_imp *im, const char *cn, uint32_t k, int64_t out,
-				  double scale, bool linear, const char *coord,
-				  const char *nearest, const char *name)
-{
-	struct ox_val *c = ox_find(im, cn), *iv[2], *wv[2], *g[2];
-	int64_t in = c->dims[k], dims[OX_MAX_DIMS], cdims[OX_MAX_DIMS], st[OX_MAX_DIMS];
-	uint32_t r = c->ndim, t;
-	int32_t type = c->type;
-	char in_[2][96], wn[2][96], gn[2][96], pn[2][96];
-
-	memcpy(dims, c->dims, sizeof(dims));
-	dims[k] = out;
-	for (uint32_t j = 0; j < r; j++) {
-		cdims[j] = (int64_t)j == k ? out : 1;
-		st[j] = j == k ? 1 : 0;
-	}
-	for (int e = 0; e < (linear ? 2 : 1); e++) {
-		iv[e] = ox_new_const(im, ox_tmp_name(im, in_[e], sizeof(in_[e]), name), OX_INT64, r,
-				     cdims);
-		wv[e] = iv[e] && linear ? ox_new_const(im, ox_tmp_name(im, wn[e], sizeof(wn[e]), name),
-						       type, r, cdims) : NULL;
-		if (!iv[e] || (linear && !wv[e]))
-			return NULL;
-	}
-	for (int64_t o = 0; o < out; o++) {
-		double x = resize_coord(coord, o, in, out, scale);
-
-		if (!linear) {
-			int64_t i = round_nearest(nearest, x);
-
-			ox_find(im, in_[0])->i[o] = i < 0 ? 0 : i >= in ? in - 1 : i;
-			continue;
-		}
-		x = x < 0 ? 0 : x > (double)(in - 1) ? (double)(in - 1) : x;
-		ox_find(im, in_[0])->i[o] = (int64_t)floor(x);
-		ox_find(im, in_[1])->i[o] = (int64_t)floor(x) + 1 < in ? (int64_t)floor(x) + 1 : in - 1;
-		ox_set(ox_find(im, wn[0]), (uint64_t)o, 1 - (x - floor(x)));
-		ox_set(ox_find(im, wn[1]), (uint64_t)o, x - floor(x));
-	}
-	for (int e = 0; e < (linear ? 2 : 1); e++) {
-		struct ox_val il, dl;
-
-		if (ox_device(im, ox_find(im, in_[e]), &t) || ox_device(im, ox_find(im, cn), &t))
-			return NULL;
-		il = layout(ox_find(im, in_[e]), r, dims, st);
-		dl = *ox_find(im, cn);
-		dl.tensor = OX_NONE;
-		g[e] = gather(im, &dl, &il, k, type,
-			      linear ? ox_tmp_name(im, gn[e], sizeof(gn[e]), name) : name);
-		if (!g[e])
-			return NULL;
-	}
-	if (!linear)
-		return g[0];
-	for (int e = 0; e < 2; e++) {
-		ox_tmp_name(im, pn[e], sizeof(pn[e]), name);
-		if (!ox_binary(im, NPU_OP_MUL, ox_find(im, gn[e]), ox_find(im, wn[e]), pn[e]))
-			return NULL;
-	}
-	return ox_binary(im, NPU_OP_ADD, ox_find(im, pn[0]), ox_find(im, pn[1]), name);
-}
-
-/*
- * Resize (opset 10 to 13) and Upsample, modes nearest and linear: one
- * axis at a time, each a gather of the source positions (and for linear
- * a second one and the blend), all indices and weights worked out here.
- */
-static npurt_status op_resize(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x)
-{
-	bool upsample = !strcmp(n->op_type, "Upsample");
-	char mb[32], cb[40], nb[32], name[96];
-	const char *mode = attr_s(n, "mode", "nearest", mb, sizeof(mb));
-	const char *coord = upsample || im->opset < 11 ? "asymmetric" :
-			    attr_s(n, "coordinate_transformation_mode", "half_pixel", cb, sizeof(cb));
-	const char *nearest = upsample || im->opset < 11 ? "floor" :
-			      attr_s(n, "nearest_mode", "round_prefer_floor", nb, sizeof(nb));
-	struct ox_val *sc = NULL, *sz = NULL;
-	int64_t out[OX_MAX_DIMS], todo = 0, last = -1;
-	double scale[OX_MAX_DIMS];
-	const char *cur = x->name;
-	uint32_t r = x->ndim;
-	bool linear;
-
-	if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "bilinear"))
-		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "mode \"%s\": nearest and linear only",
-			       mode);
-	if (strcmp(coord, "half_pixel") && strcmp(coord, "pytorch_half_pixel") &&
-	    strcmp(coord, "align_corners") && strcmp(coord, "asymmetric") &&
-	    strcmp(coord, "tf_half_pixel_for_nearest"))
-		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "coordinate_transformation_mode \"%s\"",
-			       coord);
-	linear = strcmp(mode, "nearest");
-	if (upsample && im->opset < 9) {
-		const Onnx__AttributeProto *a = ox_attr(n, "scales");
-
-		if (!a || a->n_floats != r)
-			return ox_fail(im, NPURT_ERR_INVALID, "%u scales for rank %u",
-				       a ? (unsigned int)a->n_floats : 0, r);
-		for (uint32_t k = 0; k < r; k++)
-			scale[k] = a->floats[k];
-	} else {
-		sc = ox_in(im, n, upsample || im->opset < 11 ? 1 : 2);
-		sz = upsample || im->opset < 11 ? NULL : ox_in(im, n, 3);
-		if (sz && ox_count(sz) == 0)
-			sz = NULL;
-		if (sc && ox_count(sc) == 0)
-			sc = NULL;
-		if ((!sc && !sz) || (sc && !sc->is_const) || (sz && !sz->is_const))
-			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "scales or sizes computed, or neither");
-		if ((sz && ox_count(sz) != r) || (!sz && ox_count(sc) != r))
-			return ox_fail(im, NPURT_ERR_INVALID, "scales or sizes not of rank %u", r);
-		for (uint32_t k = 0; k < r; k++)
-			scale[k] = sz ? (double)ox_geti(sz, k) / (double)x->dims[k] : ox_getf(sc, k);
-	}
-	for (uint32_t k = 0; k < r; k++) {
-		out[k] = sz ? ox_geti(sz, k) : (int64_t)floor((double)x->dims[k] * scale[k]);
-		if (!(scale[k] > 0) || out[k] < 1 || out[k] > (1 << 24))
-			return ox_fail(im, NPURT_ERR_INVALID, "axis %u resized to %lld", k,
-				       (long long)out[k]);
-		if (out[k] != x->dims[k] || scale[k] != 1) {
-			todo++;
-			last = k;
-		}
-	}
-	if (!todo)
-		return ox_done(ox_view(im, x, n->output[0], r, x->dims, x->off, x->stride));
-	for (uint32_t k = 0; k < r; k++) {
-		struct ox_val *y;
-
-		if (out[k] == ox_find(im, cur)->dims[k] && scale[k] == 1)
-			continue;
-		y = resize_axis(im, cur, k, out[k], scale[k], linear, coord, nearest,
-				(int64_t)k == last ? n->output[0] :
-				ox_tmp_name(im, name, sizeof(name), n->output[0]));
-		if (!y)
-			return npurt_last_status();
-		cur = y->name;
-	}
-	return NPURT_OK;
+	if (!av || !av->is_const || ox_count(av) != 1)
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "an axis that is not one constant");
+	a = ox_axis(ox_geti(av, 0), x->ndim);
+	if (a < 0)
+		return ox_fail(im, NPURT_ERR_INVALID, "axis %lld of rank %u",
+			       (long long)ox_geti(av, 0), x->ndim);
+	node.axis = (uint32_t)a;
+	node.flags = (ox_attr_i(n, "exclusive", 0) ? NPURT_CUMSUM_EXCLUSIVE : 0) |
+		     (ox_attr_i(n, "reverse", 0) ? NPURT_CUMSUM_REVERSE : 0);
+	if (ox_op_types(im, NPU_OP_CUMSUM, x, NULL, &type) || ox_device(im, x, &node.in[0]))
+		return npurt_last_status();
+	x = ox_find(im, xn);
+	y = ox_fresh(im, n->output[0], type, x->ndim, x->dims);
+	if (!y)
+		return npurt_last_status();
+	return ox_add(im, &node, y->base);
 }
 
 npurt_status ox_int_node(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x,
@@ -763,7 +597,9 @@ npurt_status ox_int_node(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_
 	if (!strcmp(t, "Hardmax"))
 		return op_hardmax(im, n, x);
 	if (!strcmp(t, "Resize") || !strcmp(t, "Upsample"))
-		return op_resize(im, n, x);
+		return ox_op_resize(im, n, x);
+	if (!strcmp(t, "CumSum"))
+		return op_cumsum(im, n, x);
 	if (!strcmp(t, "GatherElements"))
 		return op_gather_elements(im, n, x);
 	if (!strcmp(t, "NegativeLogLikelihoodLoss"))

@@ -39,8 +39,8 @@ npurt_status ox_need_float(struct ox_imp *im, const struct ox_val *v)
  * NPURT_ERR_UNSUPPORTED, naming the values, unless device op `op` takes
  * a's (and b's) dtype; else *type is the type of its output.
  */
-static npurt_status op_types(struct ox_imp *im, uint32_t op, const struct ox_val *a,
-			     const struct ox_val *b, int32_t *type)
+npurt_status ox_op_types(struct ox_imp *im, uint32_t op, const struct ox_val *a,
+			 const struct ox_val *b, int32_t *type)
 {
 	npurt_dtype da = ox_dtype(a->type), db = b ? ox_dtype(b->type) : NPURT_DTYPE_COUNT;
 	const char *err;
@@ -123,7 +123,7 @@ struct ox_val *ox_binary(struct ox_imp *im, uint32_t op, struct ox_val *a, struc
 		ox_fail(im, NPURT_ERR_INVALID, "an input is missing");
 		return NULL;
 	}
-	if (op_types(im, op, a, b, &type))
+	if (ox_op_types(im, op, a, b, &type))
 		return NULL;
 	if (!ox_broadcast(a->dims, a->ndim, b->dims, b->ndim, dims, &nd)) {
 		ox_fail(im, NPURT_ERR_INVALID, "shapes of \"%.64s\" and \"%.64s\" do not broadcast",
@@ -149,7 +149,7 @@ struct ox_val *ox_unary(struct ox_imp *im, uint32_t op, struct ox_val *x, float 
 	struct ox_val *v;
 	int32_t type;
 
-	if (op_types(im, op, x, NULL, &type) || ox_device(im, x, &node.in[0]))
+	if (ox_op_types(im, op, x, NULL, &type) || ox_device(im, x, &node.in[0]))
 		return NULL;
 	v = ox_fresh(im, name, type, ox_find(im, xn)->ndim, ox_find(im, xn)->dims);
 	if (!v || ox_add(im, &node, v->base))
@@ -541,7 +541,7 @@ static npurt_status op_reduce(struct ox_imp *im, const Onnx__NodeProto *n, struc
 		pre = NPU_OP_EXP;
 	post = !strcmp(t, "L2") ? NPU_OP_SQRT :
 	       !strcmp(t, "LogSum") || !strcmp(t, "LogSumExp") ? NPU_OP_LOG : 0;
-	if (op_types(im, op, x, NULL, &type))
+	if (ox_op_types(im, op, x, NULL, &type))
 		return npurt_last_status();
 	rank = x->ndim;
 	cnt = ox_ints(im, n, 1, in_input ? NULL : "axes", axes, OX_MAX_DIMS, &st);

@@ -43,6 +43,7 @@ static const struct {
 	{ "avgpool2d", NPU_OP_AVGPOOL2D, 1 },
 	{ "reduce_min", NPU_OP_REDUCE_MIN, 1 }, { "reduce_prod", NPU_OP_REDUCE_PROD, 1 },
 	{ "argmax", NPU_OP_ARGMAX, 1 }, { "argmin", NPU_OP_ARGMIN, 1 },
+	{ "cumsum", NPU_OP_CUMSUM, 1 },
 	{ "mod", NPU_OP_MOD, 2 }, { "fmod", NPU_OP_FMOD, 2 }, { "equal", NPU_OP_EQUAL, 2 },
 	{ "less", NPU_OP_LESS, 2 }, { "less_equal", NPU_OP_LESS_EQUAL, 2 },
 	{ "greater", NPU_OP_GREATER, 2 }, { "greater_equal", NPU_OP_GREATER_EQUAL, 2 },
@@ -56,6 +57,7 @@ static const struct {
 
 _Static_assert(NPURT_LAUNCH_TRANS_A == NPU_OP_F_TRANS_A && NPURT_LAUNCH_TRANS_B ==
 	       NPU_OP_F_TRANS_B && NPURT_ARG_LAST_INDEX == NPU_OP_F_LAST_INDEX &&
+	       NPURT_CUMSUM_EXCLUSIVE == NPU_OP_F_EXCLUSIVE && NPURT_CUMSUM_REVERSE == NPU_OP_F_REVERSE &&
 	       (int)NPURT_BOOL == (int)NPU_DT_BOOL && (int)NPURT_DTYPE_COUNT == (int)NPU_DT_COUNT,
 	       "runtime and op library flags and dtypes");
 

@@ -369,6 +369,34 @@ static void elementwise_any(const struct ref *r, const struct npum_op *op, uint6
 	}
 }
 
+/* Running sums along the axis, in double, from either end, with or without each element. */
+static void cumsum(const struct ref *r, const struct npum_op *op)
+{
+	const struct npum_tensor *t = &r->m->tensors[op->in[0]];
+	uint64_t inner = 1, outer = 1, n = t->shape[op->axis];
+	bool excl = op->flags & NPU_OP_F_EXCLUSIVE, rev = op->flags & NPU_OP_F_REVERSE;
+
+	for (unsigned int k = op->axis + 1; k < t->ndim; k++)
+		inner *= t->shape[k];
+	for (unsigned int k = 0; k < op->axis; k++)
+		outer *= t->shape[k];
+	for (uint64_t o = 0; o < outer; o++)
+		for (uint64_t i = 0; i < inner; i++) {
+			double acc = 0;
+
+			for (uint64_t j = 0; j < n; j++) {
+				uint64_t e = (o * n + (rev ? n - 1 - j : j)) * inner + i;
+				double v = load(r, op->in[0], e).f;
+				union npu_num res = { .f = excl ? acc : acc + v };
+
+				acc += v;
+				if (t->dtype != NPUM_F64)
+					res.f = (float)res.f;
+				store(r, op->out, e, res, NPU_DOM_FLOAT);
+			}
+		}
+}
+
 /* out[i] = in0[i, its `axis` index from in1] (0 outside the range). */
 static void gather_elements(const struct ref *r, const struct npum_op *op)
 {
@@ -456,6 +484,9 @@ static void run_op(const struct ref *r, const struct npum_op *op)
 		break;
 	case NPU_OP_GATHER_ELEMENTS:
 		gather_elements(r, op);
+		break;
+	case NPU_OP_CUMSUM:
+		cumsum(r, op);
 		break;
 	case NPU_OP_CONV2D:
 	case NPU_OP_MAXPOOL2D:
