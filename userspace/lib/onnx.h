@@ -141,6 +141,8 @@ struct ox_val *ox_binary(struct ox_imp *im, uint32_t op, struct ox_val *a, struc
 struct ox_val *ox_unary(struct ox_imp *im, uint32_t op, struct ox_val *x, float alpha,
 			float beta, const char *name);
 struct ox_val *ox_scalar(struct ox_imp *im, double x, const char *of);
+/* A scalar constant of `type`: integers and bool take i, floats f. */
+struct ox_val *ox_scalar_of(struct ox_imp *im, int32_t type, double f, int64_t i, const char *of);
 /* NPURT_OK for a value made, else the failure's status. */
 npurt_status ox_done(struct ox_val *v);
 
@@ -187,6 +189,10 @@ bool ox_fold(struct ox_imp *im, const Onnx__NodeProto *n, npurt_status *st);
 const Onnx__AttributeProto *ox_attr(const Onnx__NodeProto *n, const char *name);
 int64_t ox_attr_i(const Onnx__NodeProto *n, const char *name, int64_t def);
 float ox_attr_f(const Onnx__NodeProto *n, const char *name, float def);
+/* Whether string attribute `name` is `want`; its value into buf (def when absent). */
+bool ox_attr_is(const Onnx__NodeProto *n, const char *name, const char *want);
+const char *ox_attr_s(const Onnx__NodeProto *n, const char *name, const char *def, char *buf,
+		      size_t len);
 /* The node's input k, NULL if absent or named "" (an optional left out). */
 struct ox_val *ox_in(struct ox_imp *im, const Onnx__NodeProto *n, size_t k);
 

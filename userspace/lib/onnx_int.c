@@ -26,14 +26,6 @@ static const struct {
 	{ "And", NPU_OP_AND }, { "Or", NPU_OP_OR }, { "Xor", NPU_OP_XOR },
 };
 
-/* Whether string attribute `name` of n is `want`. */
-static bool attr_is(const Onnx__NodeProto *n, const char *name, const char *want)
-{
-	const Onnx__AttributeProto *a = ox_attr(n, name);
-
-	return a && a->has_s && a->s.len == strlen(want) && !memcmp(a->s.data, want, a->s.len);
-}
-
 /* ArgMax / ArgMin along one axis: the device reduces it to 1, a view drops it. */
 static npurt_status op_arg(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x,
 			   uint32_t op)
@@ -326,21 +318,6 @@ static npurt_status op_where(struct ox_imp *im, const Onnx__NodeProto *n, struct
 	return ox_add(im, &sel, ox_find(im, n->output[0])->base);
 }
 
-/* A scalar constant of `type` (integers from i, floats from f). */
-static struct ox_val *constant(struct ox_imp *im, int32_t type, double f, int64_t i,
-			       const char *of)
-{
-	char name[96];
-	struct ox_val *v = ox_new_const(im, ox_tmp_name(im, name, sizeof(name), of), type, 0,
-					NULL);
-
-	if (v && v->f)
-		v->f[0] = f;
-	else if (v)
-		v->i[0] = i;
-	return v;
-}
-
 /* The sum of every element of dense v: [1]. */
 static struct ox_val *sum_all(struct ox_imp *im, struct ox_val *v, const char *of)
 {
@@ -369,13 +346,13 @@ static npurt_status op_nll(struct ox_imp *im, const Onnx__NodeProto *n, struct o
 {
 	struct ox_val *t = ox_in(im, n, 1), *w = ox_in(im, n, 2), *g, *wt = NULL, *l, *tv;
 	const Onnx__AttributeProto *ii = ox_attr(n, "ignore_index");
-	bool none = attr_is(n, "reduction", "none"), sum = attr_is(n, "reduction", "sum");
+	bool none = ox_attr_is(n, "reduction", "none"), sum = ox_attr_is(n, "reduction", "sum");
 	int64_t dims[OX_MAX_DIMS], st[OX_MAX_DIMS], wd[OX_MAX_DIMS], ws[OX_MAX_DIMS];
 	const char *xn = x->name, *out = n->output[0], *wtn = NULL, *ln;
 	char tn[96], gn[96], wn[96];
 	uint32_t r = x->ndim, tmp;
 
-	if (!none && !sum && ox_attr(n, "reduction") && !attr_is(n, "reduction", "mean"))
+	if (!none && !sum && ox_attr(n, "reduction") && !ox_attr_is(n, "reduction", "mean"))
 		return ox_fail(im, NPURT_ERR_INVALID, "reduction is none, sum or mean");
 	if (!t || r < 2 || t->ndim + 1 != r || !index_type(t->type) ||
 	    (w && (w->ndim != 1 || w->dims[0] != x->dims[1] || w->type != x->type)))
@@ -432,7 +409,7 @@ static npurt_status op_nll(struct ox_imp *im, const Onnx__NodeProto *n, struct o
 						  .perm = { 0, 1, 2, 3 } };
 			const char *on;
 
-			v = constant(im, type, 1, 1, out);
+			v = ox_scalar_of(im, type, 1, 1, out);
 			if (!v)
 				return npurt_last_status();
 			on = v->name;	/* names stay put; values move with the table */
@@ -443,11 +420,11 @@ static npurt_status op_nll(struct ox_imp *im, const Onnx__NodeProto *n, struct o
 				return npurt_last_status();
 			wtn = wn;
 		}
-		v = constant(im, type, 0, 0, out);
+		v = ox_scalar_of(im, type, 0, 0, out);
 		if (!v)
 			return npurt_last_status();
 		zn = v->name;
-		v = constant(im, ox_find(im, tn)->type, 0, ii->i, out);
+		v = ox_scalar_of(im, ox_find(im, tn)->type, 0, ii->i, out);
 		ox_tmp_name(im, en, sizeof(en), out);
 		eq = v ? ox_binary(im, NPU_OP_EQUAL, ox_find(im, tn), v, en) : NULL;
 		if (!eq || ox_device(im, eq, &sel.in[0]) ||
@@ -484,7 +461,7 @@ static npurt_status op_nll(struct ox_imp *im, const Onnx__NodeProto *n, struct o
 			return npurt_last_status();
 		if (!sum) {
 			den = wtn ? sum_all(im, ox_find(im, wtn), out) :
-			      constant(im, s->type, (double)ox_count(ox_find(im, ln)), 0, out);
+			      ox_scalar_of(im, s->type, (double)ox_count(ox_find(im, ln)), 0, out);
 			ox_tmp_name(im, dn, sizeof(dn), out);
 			s = den ? ox_binary(im, NPU_OP_DIV, ox_find(im, sn), den, dn) : NULL;
 			if (!s)
@@ -576,9 +553,9 @@ npurt_status ox_int_node(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_
 	if (!strcmp(t, "Mod"))
 		op = ox_attr_i(n, "fmod", 0) ? NPU_OP_FMOD : NPU_OP_MOD;
 	if (!strcmp(t, "BitShift")) {
-		if (!attr_is(n, "direction", "LEFT") && !attr_is(n, "direction", "RIGHT"))
+		if (!ox_attr_is(n, "direction", "LEFT") && !ox_attr_is(n, "direction", "RIGHT"))
 			return ox_fail(im, NPURT_ERR_INVALID, "direction is LEFT or RIGHT");
-		op = attr_is(n, "direction", "LEFT") ? NPU_OP_SHL : NPU_OP_SHR;
+		op = ox_attr_is(n, "direction", "LEFT") ? NPU_OP_SHL : NPU_OP_SHR;
 	}
 	if (op)
 		return ox_done(ox_binary(im, op, x, ox_in(im, n, 1), n->output[0]));

@@ -157,15 +157,21 @@ struct ox_val *ox_unary(struct ox_imp *im, uint32_t op, struct ox_val *x, float 
 	return v;
 }
 
-/* A float scalar constant. */
-struct ox_val *ox_scalar(struct ox_imp *im, double x, const char *of)
+struct ox_val *ox_scalar_of(struct ox_imp *im, int32_t type, double f, int64_t i, const char *of)
 {
 	char name[96];
-	struct ox_val *v = ox_new_const(im, ox_tmp_name(im, name, sizeof(name), of), OX_FLOAT, 0, NULL);
+	struct ox_val *v = ox_new_const(im, ox_tmp_name(im, name, sizeof(name), of), type, 0, NULL);
 
-	if (v)
-		v->f[0] = x;
+	if (v && v->f)
+		v->f[0] = f;
+	else if (v)
+		v->i[0] = i;
 	return v;
+}
+
+struct ox_val *ox_scalar(struct ox_imp *im, double x, const char *of)
+{
+	return ox_scalar_of(im, OX_FLOAT, x, 0, of);
 }
 
 static const struct {

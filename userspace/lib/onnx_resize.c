@@ -44,19 +44,6 @@ static int64_t round_nearest(const char *mode, double x)
 	return (int64_t)ceil(x - 0.5);			/* round_prefer_floor */
 }
 
-/* A string attribute into buf ("" when absent). */
-static const char *attr_s(const Onnx__NodeProto *n, const char *name, const char *def, char *buf,
-			  size_t len)
-{
-	const Onnx__AttributeProto *a = ox_attr(n, name);
-
-	if (!a || !a->has_s)
-		return def;
-	snprintf(buf, len, "%.*s", (int)(a->s.len < len - 1 ? a->s.len : len - 1),
-		 (const char *)a->s.data);
-	return buf;
-}
-
 /*
  * Along axis k of cur (named cn), from in to out positions: a gather of
  * constant indices (nearest), or two and their weights (linear), into a
@@ -133,11 +120,11 @@ npurt_status ox_op_resize(struct ox_imp *im, const Onnx__NodeProto *n, struct ox
 {
 	bool upsample = !strcmp(n->op_type, "Upsample");
 	char mb[32], cb[40], nb[32], name[96];
-	const char *mode = attr_s(n, "mode", "nearest", mb, sizeof(mb));
+	const char *mode = ox_attr_s(n, "mode", "nearest", mb, sizeof(mb));
 	const char *coord = upsample || im->opset < 11 ? "asymmetric" :
-			    attr_s(n, "coordinate_transformation_mode", "half_pixel", cb, sizeof(cb));
+			    ox_attr_s(n, "coordinate_transformation_mode", "half_pixel", cb, sizeof(cb));
 	const char *nearest = upsample || im->opset < 11 ? "floor" :
-			      attr_s(n, "nearest_mode", "round_prefer_floor", nb, sizeof(nb));
+			      ox_attr_s(n, "nearest_mode", "round_prefer_floor", nb, sizeof(nb));
 	struct ox_val *sc = NULL, *sz = NULL;
 	int64_t out[OX_MAX_DIMS], todo = 0, last = -1;
 	double scale[OX_MAX_DIMS];

@@ -217,6 +217,25 @@ float ox_attr_f(const Onnx__NodeProto *n, const char *name, float def)
 	return a && a->has_f ? a->f : def;
 }
 
+bool ox_attr_is(const Onnx__NodeProto *n, const char *name, const char *want)
+{
+	const Onnx__AttributeProto *a = ox_attr(n, name);
+
+	return a && a->has_s && a->s.len == strlen(want) && !memcmp(a->s.data, want, a->s.len);
+}
+
+const char *ox_attr_s(const Onnx__NodeProto *n, const char *name, const char *def, char *buf,
+		      size_t len)
+{
+	const Onnx__AttributeProto *a = ox_attr(n, name);
+
+	if (!a || !a->has_s)
+		return def;
+	snprintf(buf, len, "%.*s", (int)(a->s.len < len - 1 ? a->s.len : len - 1),
+		 (const char *)a->s.data);
+	return buf;
+}
+
 /* ---- tensors on the host --------------------------------------------------- */
 
 static size_t raw_size(int32_t type)
