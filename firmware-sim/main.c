@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,5 +180,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "npu-fwsim: %s\n", bad);
 		return 2;
 	}
+	/*
+	 * A launch's tensors are host buffers gathered from device memory
+	 * and freed when it ends: glibc would give large ones back to the
+	 * kernel (mmap, or trimming the heap) and fault them in again, page
+	 * by page, on the next launch. Keep them.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	return fwsim_run(&o);
 }

@@ -11,6 +11,9 @@
 #ifndef NPU_OPS_INT_H
 #define NPU_OPS_INT_H
 
+#include <stdbool.h>
+#include <string.h>
+
 #include "npu_ops.h"
 
 #define CHECK_EVERY		4096
@@ -24,6 +27,49 @@ static inline int npu_cancelled(const uint32_t *cancel)
 /* At iteration j of a long loop: time to look, and cancelled? */
 #define STOP_AT(j, cancel) \
 	(!((j) & (CHECK_EVERY_INNER - 1)) && npu_cancelled(cancel))
+
+/*
+ * The fast GEMM's building blocks (npu_gemm.c), for a B made on the fly:
+ * the packer writes rows [kb, kb + kc) and columns [jb, jb + nc) of B
+ * (nc <= NPU_GEMM_NC) as strips of nr columns, each kc x nr and row-major,
+ * zero past nc.
+ */
+#define NPU_GEMM_NC	512
+
+typedef void (*npu_gemm_pack_fn)(const void *ctx, uint64_t kb, int64_t kc, uint64_t jb,
+				 int64_t nc, int64_t nr, float *out);
+
+/* Whether npu_gemm_packed() has a kernel on this host (same answer every call). */
+bool npu_gemm_has_fast(void);
+
+/*
+ * C[i][j] (+)= alpha * sum_p A[i * ai + p * ap] B[p][j] for rows [i0, i1)
+ * and columns [j0, j1), C's rows ci apart and contiguous; add 0 writes C
+ * without reading it. 0 done, -1 cancelled, 1 not done (no kernel on this
+ * host, or no memory for the panels).
+ */
+int npu_gemm_packed(const float *A, uint64_t ai, uint64_t ap, npu_gemm_pack_fn pack,
+		    const void *ctx, float *C, uint64_t ci, uint64_t i0, uint64_t i1, uint64_t j0,
+		    uint64_t j1, uint64_t k, float alpha, bool add, const uint32_t *cancel);
+
+/*
+ * A packer's row of a strip: w values of src, then zeros up to nr (the
+ * kernels compute the lanes past w and drop them: zeros keep them tidy).
+ */
+static inline void npu_gemm_put(float *dst, const float *src, int64_t w, int64_t nr)
+{
+	/* constant sizes for the full strips: vector moves, not a rep movs */
+	if (w == 32 && nr == 32) {
+		memcpy(dst, src, 32 * sizeof(float));
+		return;
+	}
+	if (w == 16 && nr == 16) {
+		memcpy(dst, src, 16 * sizeof(float));
+		return;
+	}
+	memcpy(dst, src, (size_t)w * sizeof(float));
+	memset(dst + w, 0, (size_t)(nr - w) * sizeof(float));
+}
 
 /* CONV2D, MAXPOOL2D, AVGPOOL2D over output planes [begin, end) (npu_window.c). */
 int npu_window_run(const struct npu_op_args *a, const struct npu_view *in,

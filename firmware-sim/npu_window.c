@@ -27,45 +27,124 @@ static void valid_cols(int64_t width, int64_t wo_n, int64_t stride, int64_t pad,
 	*lo = *lo < *hi ? *lo : *hi;
 }
 
-/*
- * Row (c, i, j) of the image unrolled into columns: for every output
- * position, the input element under kernel tap (i, j), 0 in the padding.
- * The valid stretch of each output row is worked out once (valid_cols),
- * and with unit strides it is one memcpy.
- */
-static void im2col_row(const float *x, const uint64_t *xs, const struct npu_op_window *w,
-		       uint64_t H, uint64_t W, uint64_t Ho, uint64_t Wo, uint64_t c, uint64_t i,
-		       uint64_t j, float *row)
-{
-	int64_t off = (int64_t)(j * w->dilation[1]) - (int64_t)w->pad[1], lo, hi;
+/* Where B comes from in a convolution as a GEMM: image n unrolled (im2col). */
+struct im2col {
+	const float *x;
+	const uint64_t *xs;
+	const struct npu_op_window *w;
+	uint64_t H, W, Wo, kh, kw;
+};
 
-	valid_cols((int64_t)W, (int64_t)Wo, w->stride[1], w->pad[1],
+/*
+ * Row r = (c, i, j) of the unrolled image, columns [t0, t1): for each
+ * output position t, the input element under kernel tap (i, j), 0 in the
+ * padding. The valid stretch of an output row is worked out once per tap
+ * (valid_cols), and with unit strides it is one memcpy.
+ */
+static void im2col_seg(const struct im2col *m, uint64_t r, uint64_t t0, uint64_t t1, float *row)
+{
+	const struct npu_op_window *w = m->w;
+	uint64_t c = r / (m->kh * m->kw), i = r / m->kw % m->kh, j = r % m->kw;
+	int64_t off = (int64_t)(j * w->dilation[1]) - (int64_t)w->pad[1], lo, hi;
+	const float *x = m->x + c * m->xs[1];
+
+	valid_cols((int64_t)m->W, (int64_t)m->Wo, w->stride[1], w->pad[1],
 		   (int64_t)(j * w->dilation[1]), &lo, &hi);
-	for (uint64_t ho = 0; ho < Ho; ho++, row += Wo) {
+	for (uint64_t t = t0; t < t1;) {
+		uint64_t ho = t / m->Wo;
+		int64_t wo0 = (int64_t)(t % m->Wo), n = (int64_t)(m->Wo - t % m->Wo);
 		int64_t hin = (int64_t)(ho * w->stride[0] + i * w->dilation[0]) - (int64_t)w->pad[0];
+		int64_t a, b;
+		float *d = row + (t - t0);
 		const float *src;
 
-		if (hin < 0 || hin >= (int64_t)H) {
-			memset(row, 0, Wo * sizeof(float));
+		n = n < (int64_t)(t1 - t) ? n : (int64_t)(t1 - t);
+		t += (uint64_t)n;
+		a = lo > wo0 ? lo : wo0;
+		b = hi < wo0 + n ? hi : wo0 + n;
+		if (hin < 0 || hin >= (int64_t)m->H || a >= b) {
+			memset(d, 0, (size_t)n * sizeof(float));
 			continue;
 		}
-		src = x + c * xs[1] + (uint64_t)hin * xs[2];
-		memset(row, 0, (uint64_t)lo * sizeof(float));
-		memset(row + hi, 0, (Wo - (uint64_t)hi) * sizeof(float));
-		if (w->stride[1] == 1 && xs[3] == 1) {
-			memcpy(row + lo, src + lo + off, (uint64_t)(hi - lo) * sizeof(float));
+		src = x + (uint64_t)hin * m->xs[2];
+		memset(d, 0, (size_t)(a - wo0) * sizeof(float));
+		memset(d + (b - wo0), 0, (size_t)(wo0 + n - b) * sizeof(float));
+		if (w->stride[1] == 1 && m->xs[3] == 1) {
+			memcpy(d + (a - wo0), src + a + off, (size_t)(b - a) * sizeof(float));
 			continue;
 		}
-		for (int64_t wo = lo; wo < hi; wo++)
-			row[wo] = src[(uint64_t)(wo * w->stride[1] + off) * xs[3]];
+		for (int64_t wo = a; wo < b; wo++)
+			d[wo - wo0] = src[(uint64_t)(wo * w->stride[1] + off) * m->xs[3]];
+	}
+}
+
+/* The GEMM's packer: im2col straight into its strips, a row at a time. */
+static void pack_im2col(const void *ctx, uint64_t kb, int64_t kc, uint64_t jb, int64_t nc,
+			int64_t nr, float *out)
+{
+	float row[NPU_GEMM_NC];
+
+	for (int64_t p = 0; p < kc; p++) {
+		im2col_seg(ctx, kb + (uint64_t)p, jb, jb + (uint64_t)nc, row);
+		for (int64_t js = 0; js < nc; js += nr)
+			npu_gemm_put(out + js * kc + p * nr, row + js, nc - js < nr ? nc - js : nr,
+				     nr);
 	}
 }
 
 /*
- * Ungrouped, with dense weights and contiguous output planes: the units'
- * planes of each image as one GEMM, Y[o][hw] = W[o][c kh kw] col[c kh
- * kw][hw], over the image unrolled into columns (im2col) on the fast
- * GEMM. 1 if the shapes or the host do not allow it.
+ * Output columns [t0, t1) of every plane of image n, directly: where the
+ * GEMM has no memory for its panels.
+ */
+static int conv_cols(const struct npu_op_args *a, const struct npu_view *in,
+		     const struct npu_view *out, uint64_t n, uint64_t t0, uint64_t t1,
+		     const uint32_t *cancel)
+{
+	const struct npu_op_window *w = &a->win;
+	const uint64_t *xs = in[0].stride, *fs = in[1].stride, *ys = out->stride;
+	const float *X = (const float *)in[0].data + n * xs[0], *F = in[1].data;
+	int64_t H = (int64_t)in[0].shape[2], W = (int64_t)in[0].shape[3];
+	uint64_t C = in[0].shape[1], O = out->shape[1], Wo = out->shape[3];
+	uint64_t kh = in[1].shape[2], kw = in[1].shape[3];
+
+	for (uint64_t o = 0; o < O; o++) {
+		float *y = (float *)out->data + n * ys[0] + o * ys[1];
+
+		if (npu_cancelled(cancel))
+			return -1;
+		for (uint64_t t = t0; t < t1; t++) {
+			int64_t ho = (int64_t)(t / Wo), wo = (int64_t)(t % Wo);
+			float acc = 0.0f;
+
+			for (uint64_t c = 0; c < C; c++)
+				for (uint64_t i = 0; i < kh; i++)
+					for (uint64_t j = 0; j < kw; j++) {
+						int64_t r = ho * w->stride[0] - w->pad[0] +
+							    (int64_t)i * w->dilation[0];
+						int64_t q = wo * w->stride[1] - w->pad[1] +
+							    (int64_t)j * w->dilation[1];
+
+						if (r < 0 || r >= H || q < 0 || q >= W)
+							continue;
+						acc += F[o * fs[0] + c * fs[1] + i * fs[2] + j * fs[3]] *
+						       X[c * xs[1] + (uint64_t)r * xs[2] +
+							 (uint64_t)q * xs[3]];
+					}
+			y[t] = acc;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Ungrouped, with dense weights and contiguous output planes, on a host
+ * with the fast GEMM: Y[o][t] = W[o][c kh kw] col[c kh kw][t], over the
+ * image unrolled into columns (im2col) as the GEMM packs them. The units
+ * [begin, end) are output planes, but the work is split by columns: the
+ * units' share o0..o1 of image n's planes is the same share t0..t1 of its
+ * output columns, of every plane, so no two workers unroll the same
+ * columns and each packs only its own. 1 if the shapes or the host do
+ * not allow it (the same answer for every worker of a launch).
  */
 static int conv_as_gemm(const struct npu_op_args *a, const struct npu_view *in,
 			const struct npu_view *out, uint64_t begin, uint64_t end,
@@ -73,35 +152,30 @@ static int conv_as_gemm(const struct npu_op_args *a, const struct npu_view *in,
 {
 	const struct npu_op_window *w = &a->win;
 	const uint64_t *xs = in[0].stride, *fs = in[1].stride, *ys = out->stride;
-	uint64_t C = in[0].shape[1], H = in[0].shape[2], W = in[0].shape[3];
-	uint64_t O = out->shape[1], Ho = out->shape[2], Wo = out->shape[3];
+	uint64_t C = in[0].shape[1], O = out->shape[1], Ho = out->shape[2], Wo = out->shape[3];
 	uint64_t kh = in[1].shape[2], kw = in[1].shape[3], ck = C * kh * kw, hw = Ho * Wo;
-	float *col;
+	struct im2col m = { .xs = xs, .w = w, .H = in[0].shape[2], .W = in[0].shape[3],
+			    .Wo = Wo, .kh = kh, .kw = kw };
 	int ret = 0;
 
 	if (w->group != 1 || fs[3] != 1 || fs[2] != kw || fs[1] != kh * kw || ys[3] != 1 ||
-	    ys[2] != Wo || ck * hw > (1u << 26))
+	    ys[2] != Wo || !npu_gemm_has_fast())
 		return 1;
-	col = malloc(ck * hw * sizeof(float));
-	if (!col)
-		return 1;
-	for (uint64_t u = begin; u < end && !ret;) {
+	for (uint64_t u = begin; u < end;) {
 		uint64_t n = u / O, o0 = u % O, o1 = (n + 1) * O < end ? O : end - n * O;
-		const float *x = (const float *)in[0].data + n * xs[0];
+		uint64_t t0 = o0 * hw / O, t1 = o1 * hw / O;
 
-		for (uint64_t r = 0; r < ck; r++)
-			im2col_row(x, xs, w, H, W, Ho, Wo, r / (kh * kw), r / kw % kh, r % kw,
-				   col + r * hw);
-		/* the planes are zeroed: the GEMM adds into them */
-		for (uint64_t o = o0; o < o1; o++)
-			memset((float *)out->data + n * ys[0] + o * ys[1], 0, hw * sizeof(float));
-		ret = npu_gemm_fast(in[1].data, fs[0], 1, col, hw, 1,
-				    (float *)out->data + n * ys[0], ys[1], hw, ck, 1.0f, o0, o1,
-				    cancel);
+		m.x = (const float *)in[0].data + n * xs[0];
+		ret = npu_gemm_packed(in[1].data, fs[0], 1, pack_im2col, &m,
+				      (float *)out->data + n * ys[0], ys[1], 0, O, t0, t1, ck,
+				      1.0f, false, cancel);
+		if (ret > 0)
+			ret = conv_cols(a, in, out, n, t0, t1, cancel);
+		if (ret < 0)
+			return ret;
 		u = n * O + o1;
 	}
-	free(col);
-	return ret;
+	return 0;
 }
 
 /*

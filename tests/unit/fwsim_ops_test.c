@@ -306,6 +306,8 @@ TEST(gemm_all_transposes_alpha_beta)
 			gemm_case(_metadata, 16, 9, 70, ta, tb, -0.5f, 2.0f);
 			/* K over the cache-blocking panel, rows not a multiple of 4. */
 			gemm_case(_metadata, 11, 33, 600, ta, tb, 0.75f, 1.0f);
+			/* N over a panel too, K just over one. */
+			gemm_case(_metadata, 7, 530, 260, ta, tb, 1.0f, 0.5f);
 		}
 }
 

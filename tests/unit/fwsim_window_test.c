@@ -94,8 +94,10 @@ static double run(struct __test_metadata *_metadata, const struct win *p)
 	if (p->op == NPU_OP_CONV2D)
 		a.win.kernel[0] = a.win.kernel[1] = 0;
 	ASSERT_EQ(NULL, npu_op_check(&a)) TH_LOG("%s", npu_op_check(&a));
-	npu_op_run(&a, v, &v[2], 0, npu_op_units(&a) / 2);
-	npu_op_run(&a, v, &v[2], npu_op_units(&a) / 2, npu_op_units(&a));
+	/* three workers' shares, the middle one starting inside an image */
+	npu_op_run(&a, v, &v[2], 0, npu_op_units(&a) / 3);
+	npu_op_run(&a, v, &v[2], npu_op_units(&a) / 3, npu_op_units(&a) * 2 / 3);
+	npu_op_run(&a, v, &v[2], npu_op_units(&a) * 2 / 3, npu_op_units(&a));
 	px = padded(p, x, p->op == NPU_OP_CONV2D ? 0.0f : NAN, &hp, &wp);
 	for (uint64_t e = 0; e < ny; e++) {
 		uint64_t j = e % wo, i = e / wo % ho, oc = e / (wo * ho) % o, n = e / (wo * ho * o);
@@ -148,6 +150,21 @@ TEST(a_padded_3x3_convolution_matches)
 TEST(strides_dilations_groups_and_uneven_pads_match)
 {
 	struct win p = { 1, 6, 11, 13, 4, 3, 2, 2, 3, 2, 1, 0, 2, 1, 0, 2, NPU_OP_CONV2D, 0, 0 };
+
+	EXPECT_LT(run(_metadata, &p), 1e-5);
+}
+
+TEST(ungrouped_strides_dilations_and_uneven_pads_match)
+{
+	struct win p = { 3, 5, 12, 13, 7, 3, 2, 2, 3, 2, 1, 0, 2, 1, 0, 1, NPU_OP_CONV2D, 0, 0 };
+
+	EXPECT_LT(run(_metadata, &p), 1e-5);
+}
+
+/* Past one panel of the GEMM each way: 40 * 9 rows of taps, 30 * 30 columns. */
+TEST(a_convolution_larger_than_a_gemm_panel_matches)
+{
+	struct win p = { 1, 40, 30, 30, 13, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, NPU_OP_CONV2D, 0, 0 };
 
 	EXPECT_LT(run(_metadata, &p), 1e-5);
 }
