@@ -305,7 +305,7 @@ static int dma_host(struct npu_dev *dev, struct npu_fw_queue *q, uint64_t va,
 
 static void free_views(struct npu_view *v)
 {
-	for (unsigned int i = 0; i < 3; i++) {
+	for (unsigned int i = 0; i < 4; i++) {
 		free(v[i].data);
 		v[i].data = NULL;
 	}
@@ -360,8 +360,8 @@ static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 		      const struct npu_fw_task *t, struct fault *f)
 {
 	struct npu_op_args a;
-	struct npu_view v[3] = { 0 };	/* in[0], in[1], out */
-	const struct npu_op_tensor *ts[3];
+	struct npu_view v[4] = { 0 };	/* in[0], in[1], the epilogue's bias, out */
+	const struct npu_op_tensor *ts[4];
 	unsigned int n_in, i;
 	int ret = -1, g = free_group(dev);
 
@@ -393,18 +393,19 @@ static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 	n_in = npu_op_inputs(&a);
 	ts[0] = &a.in[0];
 	ts[1] = &a.in[1];
-	ts[2] = &a.out;
-	for (i = 0; i < 3; i++) {
+	ts[2] = &a.epi.bias;
+	ts[3] = &a.out;
+	for (i = 0; i < 4; i++) {
 		const struct npu_op_tensor *tt = ts[i];
 		uint64_t extent, elems = 1;
 		int gather;
 
-		if (i < 2 && i >= n_in)
+		if ((i < 2 && i >= n_in) || (i == 2 && !(a.epi.flags & NPU_OP_E_BIAS)))
 			continue;
 		extent = npu_tensor_extent(tt);
 		for (uint32_t k = 0; k < tt->ndim; k++)
 			elems *= tt->shape[k];
-		gather = i < 2 || npu_op_reads_output(&a) ||
+		gather = i < 3 || npu_op_reads_output(&a) ||
 			 extent != elems * npu_dtype_size(tt->dtype);
 		v[i].dtype = tt->dtype;
 		v[i].ndim = tt->ndim;
@@ -430,12 +431,12 @@ static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 		l->args = a;
 		memcpy(l->v, v, sizeof(v));
 		dev->eng.q[qid].busy = true;
-		npu_cores_launch(&dev->groups[g], &l->args, l->v, &l->v[2],
+		npu_cores_launch(&dev->groups[g], &l->args, l->v, &l->v[3],
 				 (unsigned int)t->args[1]);
 		return 1;
 	}
-	npu_op_run(&a, v, &v[2], 0, npu_op_units(&a));
-	ret = scatter(dev, q, &a, &v[2], f);
+	npu_op_run(&a, v, &v[3], 0, npu_op_units(&a));
+	ret = scatter(dev, q, &a, &v[3], f);
 out:
 	free_views(v);
 	return ret;
@@ -642,7 +643,7 @@ static void complete_launch(struct npu_dev *dev, unsigned int g, uint64_t finish
 	if (!l->discarded && LOAD_ACQ(&q->state) == NPU_QUEUE_RUNNING &&
 	    npu_engine_cursor(dev, l->qid, q) == l->cursor) {
 		task_begin(dev, l->qid);
-		bad = scatter(dev, q, &l->args, &l->v[2], &f);
+		bad = scatter(dev, q, &l->args, &l->v[3], &f);
 		task_end(dev);
 		if (bad)
 			npu_engine_queue_fault(dev, l->qid, &f);

@@ -42,7 +42,7 @@ struct npu_launch {
 	uint64_t cursor;		/* the task's place: npu_engine_cursor() */
 	uint64_t counted_ns;		/* exec time counted up to here */
 	struct npu_op_args args;
-	struct npu_view v[3];		/* in[0], in[1], out: private buffers */
+	struct npu_view v[4];		/* in[0], in[1], bias, out: private buffers */
 };
 
 /* A copy engine and the COPY or FILL it runs. */

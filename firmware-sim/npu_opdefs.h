@@ -241,6 +241,36 @@ static inline bool npu_op_is_f32_classic(uint32_t op)
 }
 
 /*
+ * The rules for an op's epilogue (struct npu_op_epilogue) on the op, the
+ * dtypes and the bias's shape; the firmware checks the bias's strides and
+ * extent as for any tensor. NULL when it is fine (or there is none).
+ */
+static inline const char *npu_epilogue_check(const struct npu_op_args *a)
+{
+	const struct npu_op_epilogue *e = &a->epi;
+	bool binary = npu_op_kind(a->op) == NPU_OPK_BINARY && npu_op_is_f32_classic(a->op);
+
+	if (!e->flags && !e->act)
+		return NULL;
+	if (e->flags & ~NPU_OP_E_BIAS)
+		return "unknown epilogue flags";
+	if ((a->op != NPU_OP_CONV2D && a->op != NPU_OP_GEMM && !binary) ||
+	    a->out.dtype != NPU_DT_F32 || a->in[0].dtype != NPU_DT_F32)
+		return "an epilogue takes CONV2D, GEMM or an arithmetic binary op, on f32";
+	if (e->act && (npu_op_kind(e->act) != NPU_OPK_UNARY || !npu_op_is_f32_classic(e->act)))
+		return "the epilogue's act is not an f32 unary op";
+	if (isnan(e->alpha) || isnan(e->beta))
+		return "the epilogue's parameters must not be nan";
+	if (!(e->flags & NPU_OP_E_BIAS))
+		return NULL;
+	if (binary)
+		return "a bias takes CONV2D or GEMM";
+	if (e->bias.dtype != NPU_DT_F32 || e->bias.ndim != 1 || e->bias.shape[0] != a->out.shape[1])
+		return "the epilogue's bias: f32, one per output channel (CONV2D) or column (GEMM)";
+	return NULL;
+}
+
+/*
  * Output rows (or columns) of a window op: floor, or ceil with ceil_mode
  * (ONNX's pools), of (in + pads - dilation (kernel - 1) - 1) / stride + 1;
  * 0 if the window does not fit.

@@ -172,6 +172,24 @@ struct npu_op_window {
 #define NPU_OP_F_EXCLUSIVE	(1u << 3)	/* CUMSUM */
 #define NPU_OP_F_REVERSE	(1u << 4)	/* CUMSUM */
 
+/*
+ * Since firmware 0.5, what CONV2D, GEMM and the f32 binary ops do to each
+ * output element on its way out: add bias[c] (NPU_OP_E_BIAS: CONV2D and
+ * GEMM; c is CONV2D's output channel, GEMM's column; a 1-D f32 tensor of
+ * that many elements), then apply `act`, an f32 unary op of the library
+ * (RELU, GELU_ERF, CLIP, ...) with alpha and beta as its parameters; 0:
+ * none. All f32. The fusions an NPU compiler makes (Conv + bias + Relu,
+ * Gemm + bias + Gelu, Add + Relu) run as one launch.
+ */
+#define NPU_OP_E_BIAS		(1u << 0)
+
+struct npu_op_epilogue {
+	__u32 flags;			/* NPU_OP_E_* */
+	__u32 act;			/* enum npu_op_id, 0: none */
+	float alpha, beta;		/* act's parameters */
+	struct npu_op_tensor bias;
+};
+
 struct npu_op_args {
 	__u32 op;			/* enum npu_op_id */
 	__u32 flags;			/* NPU_OP_F_* */
@@ -182,6 +200,8 @@ struct npu_op_args {
 	struct npu_op_tensor out;
 	/* Since firmware 0.4: a block ending before it reads as zeros here. */
 	struct npu_op_window win;
+	/* Since firmware 0.5, the same way: none. */
+	struct npu_op_epilogue epi;
 };
 
 /* The first block's size: launches of the ops before windows may send it. */

@@ -96,7 +96,7 @@ static const char *check_gemm(const struct npu_op_args *a)
 	return NULL;
 }
 
-const char *npu_op_check(const struct npu_op_args *a)
+static const char *check_op(const struct npu_op_args *a)
 {
 	enum npu_op_kind c = npu_op_kind(a->op);
 	unsigned int n = npu_op_inputs(a);
@@ -171,6 +171,60 @@ const char *npu_op_check(const struct npu_op_args *a)
 	}
 	return "unknown op";
 }
+
+/* What the op's output goes through (npu_oplib.h, struct npu_op_epilogue). */
+static const char *check_epilogue(const struct npu_op_args *a)
+{
+	const char *err = npu_epilogue_check(a);
+
+	if (err || !(a->epi.flags & NPU_OP_E_BIAS))
+		return err;
+	return check_tensor(&a->epi.bias, 0);
+}
+
+const char *npu_op_check(const struct npu_op_args *a)
+{
+	const char *err = check_op(a);
+
+	return err ? err : check_epilogue(a);
+}
+
+/*
+ * One loop per case, the common ones (a contiguous row, one bias or one
+ * per element, RELU or none) with the op as the loop's constant, so they
+ * vectorize: the epilogue is a pass over every output element.
+ */
+#define EPI_LOOP(bias, expr)							\
+	for (uint64_t j = 0; j < n; j++) {					\
+		float x0 = y[j * ys] + (bias);					\
+									\
+		y[j * ys] = (expr);						\
+	}
+#define EPI_ACTS(bias)								\
+	switch (e->act) {							\
+	case 0: EPI_LOOP(bias, x0) break;					\
+	case NPU_OP_RELU: EPI_LOOP(bias, x0 > 0 ? x0 : 0) break;		\
+	default: EPI_LOOP(bias, npu_unary(e->act, x0, al, be)) break;		\
+	}
+
+void npu_epilogue(const struct npu_op_epilogue *e, const float *b, uint64_t bs, float *y,
+		  uint64_t ys, uint64_t n)
+{
+	float al = e->alpha, be = e->beta, c = b ? *b : 0.0f;
+
+	if (ys == 1 && (!b || !bs)) {
+		EPI_ACTS(c)
+	} else if (ys == 1 && bs == 1) {
+		EPI_ACTS(b[j])
+	} else if (!b || !bs) {
+		EPI_ACTS(c)
+	} else {
+		EPI_ACTS(b[j * bs])
+	}
+}
+
+#undef EPI_ACTS
+#undef EPI_LOOP
 
 uint64_t npu_op_units(const struct npu_op_args *a)
 {
@@ -295,6 +349,9 @@ static int elementwise_rows(const struct npu_op_args *a, enum npu_op_kind c,
 		elementwise_row(a, c, (const float *)in[0].data + offset(&in[0], ix, nd),
 				in[0].stride[last], y, c == NPU_OPK_BINARY ? in[1].stride[last] : 0,
 				(float *)out->data + offset(out, ix, nd), out->stride[last], n);
+		if (a->epi.act)
+			npu_epilogue(&a->epi, NULL, 0, (float *)out->data + offset(out, ix, nd),
+				     out->stride[last], n);
 		e += n;
 	}
 	return 0;
@@ -447,9 +504,9 @@ static int gemm_dots(const float *A, uint64_t ai, uint64_t ap, const float *B, u
 /* Fewer rows than this: packing B for the fast kernels costs more than it saves. */
 #define GEMM_FEW_ROWS	4
 
-static int run_gemm(const struct npu_op_args *a, const struct npu_view *in,
-		    const struct npu_view *out, uint64_t begin, uint64_t end,
-		    const uint32_t *cancel)
+static int gemm_rows(const struct npu_op_args *a, const struct npu_view *in,
+		     const struct npu_view *out, uint64_t begin, uint64_t end,
+		     const uint32_t *cancel)
 {
 	const float *A = in[0].data, *B = in[1].data;
 	float *C = out->data;
@@ -494,6 +551,21 @@ static int run_gemm(const struct npu_op_args *a, const struct npu_view *in,
 		}
 	}
 	return 0;
+}
+
+/* Rows [begin, end) of C, then through the epilogue: the bias is per column. */
+static int run_gemm(const struct npu_op_args *a, const struct npu_view *in,
+		    const struct npu_view *out, uint64_t begin, uint64_t end,
+		    const uint32_t *cancel)
+{
+	const struct npu_op_epilogue *e = &a->epi;
+	bool bias = e->flags & NPU_OP_E_BIAS;
+	int ret = gemm_rows(a, in, out, begin, end, cancel);
+
+	for (uint64_t i = begin; !ret && (bias || e->act) && i < end; i++)
+		npu_epilogue(e, bias ? in[2].data : NULL, in[2].stride[0],
+			     (float *)out->data + i * out->stride[0], out->stride[1], out->shape[1]);
+	return ret;
 }
 
 /* A row can be long (up to 2^30 elements): its loops look too. */

@@ -55,7 +55,10 @@ uint64_t npu_op_cost(const struct npu_op_args *a);
 /* Independent units of work, to split across cores. */
 uint64_t npu_op_units(const struct npu_op_args *a);
 
-/* Run units [begin, end). Views: in[0], in[1] (if used), out. */
+/*
+ * Run units [begin, end). Views: in[0], in[1] (if used), in[2] (the
+ * epilogue's bias, if it has one), out.
+ */
 void npu_op_run(const struct npu_op_args *a, const struct npu_view *in,
 		const struct npu_view *out, uint64_t begin, uint64_t end);
 

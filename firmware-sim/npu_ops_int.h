@@ -29,6 +29,13 @@ static inline int npu_cancelled(const uint32_t *cancel)
 	(!((j) & (CHECK_EVERY_INNER - 1)) && npu_cancelled(cancel))
 
 /*
+ * y[j * ys] = act(y[j * ys] + b[j * bs]) for j < n: the epilogue on a row
+ * of output (b NULL: no bias).
+ */
+void npu_epilogue(const struct npu_op_epilogue *e, const float *b, uint64_t bs, float *y,
+		  uint64_t ys, uint64_t n);
+
+/*
  * The fast GEMM's building blocks (npu_gemm.c), for a B made on the fly:
  * the packer writes rows [kb, kb + kc) and columns [jb, jb + nc) of B
  * (nc <= NPU_GEMM_NC) as strips of nr columns, each kc x nr and row-major,

@@ -27,6 +27,12 @@ static void valid_cols(int64_t width, int64_t wo_n, int64_t stride, int64_t pad,
 	*lo = *lo < *hi ? *lo : *hi;
 }
 
+/* Output channel o's bias, or NULL. */
+static const float *bias(const struct npu_op_args *a, const struct npu_view *in, uint64_t o)
+{
+	return a->epi.flags & NPU_OP_E_BIAS ? (const float *)in[2].data + o * in[2].stride[0] : NULL;
+}
+
 /* Where B comes from in a convolution as a GEMM: image n unrolled (im2col). */
 struct im2col {
 	const float *x;
@@ -173,6 +179,9 @@ static int conv_as_gemm(const struct npu_op_args *a, const struct npu_view *in,
 			ret = conv_cols(a, in, out, n, t0, t1, cancel);
 		if (ret < 0)
 			return ret;
+		for (uint64_t o = 0; o < O && (a->epi.flags || a->epi.act); o++)
+			npu_epilogue(&a->epi, bias(a, in, o), 0,
+				     (float *)out->data + n * ys[0] + o * ys[1] + t0, 1, t1 - t0);
 		u = n * O + o1;
 	}
 	return 0;
@@ -234,6 +243,9 @@ static int run_conv(const struct npu_op_args *a, const struct npu_view *in,
 					}
 				}
 		}
+		for (int64_t ho = 0; ho < Ho && (a->epi.flags || a->epi.act); ho++)
+			npu_epilogue(&a->epi, bias(a, in, o), 0, y + ho * ys[2], ys[3],
+				     (uint64_t)Wo);
 	}
 	return 0;
 }

@@ -281,6 +281,26 @@ def picked_column():
     return b.model("picked_column", "x", [4, 6], y, [4], 13), x, ref
 
 
+def shared_conv():
+    """A Conv output read by two activations (neither may fuse into the Conv),
+    a Gemm + bias + Relu and a MatMul + Add: what fuses and what must not."""
+    b = Builder(0)
+    x = b.rng.standard_normal((1, 3, 6, 6)).astype(np.float32)
+    w, bias = b.weight(4, 3, 3, 3), b.weight(4)
+    c = b.node("Conv", ["x", b.const(w, "w"), b.const(bias, "b")], pads=[1, 1, 1, 1])
+    y = b.node("Add", [b.node("Relu", [c]), b.node("Sigmoid", [c])])
+    f = b.node("Flatten", [y], axis=1)
+    g1, g1b = b.weight(144, 8), b.weight(8)
+    h = b.node("Relu", [b.node("Gemm", [f, b.const(g1, "g1"), b.const(g1b, "g1b")])])
+    m2, m2b = b.weight(8, 5), b.weight(5)
+    z = b.node("Add", [b.node("MatMul", [h, b.const(m2, "m2")]), b.const(m2b, "m2b")])
+    cv = conv2d(x.astype(np.float64), w.astype(np.float64), bias.astype(np.float64), 1, 1)
+    yr = np.maximum(cv, 0) + 1 / (1 + np.exp(-cv))
+    hr = np.maximum(yr.reshape(1, -1) @ g1.astype(np.float64) + g1b, 0)
+    ref = hr @ m2.astype(np.float64) + m2b
+    return b.model("shared_conv", "x", [1, 3, 6, 6], z, [1, 5], 13), x, ref
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -289,7 +309,8 @@ def main():
     for name, make in (("mlp", mlp), ("transformer13", lambda: transformer(13)),
                        ("transformer17", lambda: transformer(17)),
                        ("resnet_mini", resnet_mini), ("trilu", trilu),
-                       ("relu_bn", relu_bn), ("picked_column", picked_column)):
+                       ("relu_bn", relu_bn), ("picked_column", picked_column),
+                       ("shared_conv", shared_conv)):
         model, x, ref = make()
         onnx.save(model, os.path.join(out, name + ".onnx"))
         x.astype(np.float32).tofile(os.path.join(out, name + ".in"))

@@ -166,6 +166,12 @@ TEST_F(onnx, a_column_picked_by_computed_indices_matches_numpy)
 	run_model(_metadata, self->dev, "picked_column", NPURT_DISPATCH_SINK);
 }
 
+/* Fusions: a Conv read twice keeps its activations apart; Gemm/MatMul take their biases. */
+TEST_F(onnx, fused_and_unfusable_epilogues_match_numpy)
+{
+	run_model(_metadata, self->dev, "shared_conv", NPURT_DISPATCH_SINK);
+}
+
 TEST_F(onnx, host_dispatch_runs_an_imported_model_the_same)
 {
 	run_model(_metadata, self->dev, "transformer17", NPURT_DISPATCH_HOST);

@@ -311,6 +311,69 @@ TEST(gemm_all_transposes_alpha_beta)
 		}
 }
 
+/* GEMM + bias (per column) + GELU, and ADD + RELU, each one launch. */
+TEST(the_epilogue_biases_and_activates_gemm_and_binary_ops)
+{
+	uint64_t m = 9, n = 37, k = 300, sa[2] = { m, k }, sb[2] = { k, n }, sc[2] = { m, n };
+	uint64_t sbias[1] = { n };
+	float *A = rand_buf(m * k), *B = rand_buf(k * n), *C = rand_buf(m * n), *b = rand_buf(n);
+	float *D = rand_buf(m * n);
+	struct npu_op_args a = { .op = NPU_OP_GEMM, .alpha = 1.0f };
+	struct npu_view v[4];
+
+	dense(&a.in[0], &v[0], A, NPU_DT_F32, 2, sa);
+	dense(&a.in[1], &v[1], B, NPU_DT_F32, 2, sb);
+	dense(&a.epi.bias, &v[2], b, NPU_DT_F32, 1, sbias);
+	dense(&a.out, &v[3], C, NPU_DT_F32, 2, sc);
+	a.epi.flags = NPU_OP_E_BIAS;
+	a.epi.act = NPU_OP_GELU_ERF;
+	ASSERT_EQ(NULL, npu_op_check(&a));
+	run_all(&a, v, &v[3]);
+	for (uint64_t i = 0; i < m; i++)
+		for (uint64_t j = 0; j < n; j++) {
+			double acc = b[j], mag = fabs(b[j]);
+
+			for (uint64_t p = 0; p < k; p++) {
+				acc += (double)A[i * k + p] * B[p * n + j];
+				mag += fabs((double)A[i * k + p] * B[p * n + j]);
+			}
+			acc = 0.5 * acc * (1 + erf(acc / sqrt(2.0)));
+			ASSERT_TRUE(close_to(acc, C[i * n + j], 0, 1e-4 * mag))
+				TH_LOG("C[%lu][%lu] want %g got %g", i, j, acc, C[i * n + j]);
+		}
+
+	a = (struct npu_op_args){ .op = NPU_OP_ADD, .epi = { .act = NPU_OP_RELU } };
+	dense(&a.in[0], &v[0], A, NPU_DT_F32, 2, sc);
+	dense(&a.in[1], &v[1], D, NPU_DT_F32, 2, sc);
+	dense(&a.out, &v[3], C, NPU_DT_F32, 2, sc);
+	ASSERT_EQ(NULL, npu_op_check(&a));
+	run_all(&a, v, &v[3]);
+	for (uint64_t e = 0; e < m * n; e++) {
+		float want = A[e] + D[e] > 0 ? A[e] + D[e] : 0.0f;
+
+		ASSERT_EQ(want, C[e]) TH_LOG("element %lu", e);
+	}
+
+	/* What an epilogue refuses. */
+	a.epi.flags = NPU_OP_E_BIAS;
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "a bias takes"));
+	a.epi.flags = 1u << 5;
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "unknown epilogue flags"));
+	a.epi.flags = 0, a.epi.act = NPU_OP_ADD;
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "not an f32 unary op"));
+	a.epi.act = NPU_OP_LEAKY_RELU, a.epi.alpha = NAN;
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "nan"));
+	a.op = NPU_OP_SOFTMAX, a.epi.alpha = 0;
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "an epilogue takes"));
+	a = (struct npu_op_args){ .op = NPU_OP_GEMM, .alpha = 1.0f, .epi = { .flags = NPU_OP_E_BIAS } };
+	dense(&a.in[0], NULL, NULL, NPU_DT_F32, 2, sa);
+	dense(&a.in[1], NULL, NULL, NPU_DT_F32, 2, sb);
+	dense(&a.out, NULL, NULL, NPU_DT_F32, 2, sc);
+	dense(&a.epi.bias, NULL, NULL, NPU_DT_F32, 1, sa);	/* m, not n */
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "one per output channel"));
+	free(A), free(B), free(C), free(D), free(b);
+}
+
 TEST(gemm_beta_zero_ignores_nan_in_output)
 {
 	uint64_t s[2] = { 2, 2 };

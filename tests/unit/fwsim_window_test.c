@@ -45,6 +45,8 @@ struct win {
 	uint32_t n, c, h, w, o, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, group;
 	uint32_t op, flags;
 	int ceil;
+	/* CONV2D's epilogue: a bias per output channel, then LEAKY_RELU (0.25) */
+	int bias, leaky;
 };
 
 /* x padded into [n][c][H + pt + pb][W + pl + pr], `fill` outside. */
@@ -74,8 +76,9 @@ static double run(struct __test_metadata *_metadata, const struct win *p)
 	uint64_t nx = (uint64_t)p->n * p->c * p->h * p->w, nf = (uint64_t)o * cpg * kh * kw;
 	uint64_t ny = (uint64_t)p->n * o * ho * wo, hp, wp;
 	float *x = malloc(nx * 4), *f = malloc(nf * 4 + 4), *y = malloc(ny * 4), *px;
+	float *bias = malloc(o * sizeof(float));
 	struct npu_op_args a = { .op = p->op };
-	struct npu_view v[3];
+	struct npu_view v[4] = { 0 };
 	double worst = 0;
 
 	for (uint64_t i = 0; i < nx; i++)
@@ -86,7 +89,20 @@ static double run(struct __test_metadata *_metadata, const struct win *p)
 		y[i] = 1e30f;
 	dense(&a.in[0], &v[0], x, p->n, p->c, p->h, p->w);
 	dense(&a.in[1], &v[1], f, o, cpg, kh, kw);
-	dense(&a.out, &v[2], y, p->n, o, ho, wo);
+	dense(&a.out, &v[3], y, p->n, o, ho, wo);
+	for (uint32_t i = 0; i < o; i++)
+		bias[i] = frand();
+	if (p->bias) {
+		a.epi.flags = NPU_OP_E_BIAS;
+		a.epi.bias = (struct npu_op_tensor){ .dtype = NPU_DT_F32, .ndim = 1, .shape = { o },
+						     .stride = { 1 } };
+		v[2] = (struct npu_view){ .data = bias, .dtype = NPU_DT_F32, .ndim = 1,
+					  .shape = { o }, .stride = { 1 } };
+	}
+	if (p->leaky) {
+		a.epi.act = NPU_OP_LEAKY_RELU;
+		a.epi.alpha = 0.25f;
+	}
 	a.win = (struct npu_op_window){ .kernel = { kh, kw }, .stride = { p->sh, p->sw },
 					.dilation = { p->dh, p->dw },
 					.pad = { p->pt, p->pl, p->pb, p->pr }, .group = p->group,
@@ -95,9 +111,9 @@ static double run(struct __test_metadata *_metadata, const struct win *p)
 		a.win.kernel[0] = a.win.kernel[1] = 0;
 	ASSERT_EQ(NULL, npu_op_check(&a)) TH_LOG("%s", npu_op_check(&a));
 	/* three workers' shares, the middle one starting inside an image */
-	npu_op_run(&a, v, &v[2], 0, npu_op_units(&a) / 3);
-	npu_op_run(&a, v, &v[2], npu_op_units(&a) / 3, npu_op_units(&a) * 2 / 3);
-	npu_op_run(&a, v, &v[2], npu_op_units(&a) * 2 / 3, npu_op_units(&a));
+	npu_op_run(&a, v, &v[3], 0, npu_op_units(&a) / 3);
+	npu_op_run(&a, v, &v[3], npu_op_units(&a) / 3, npu_op_units(&a) * 2 / 3);
+	npu_op_run(&a, v, &v[3], npu_op_units(&a) * 2 / 3, npu_op_units(&a));
 	px = padded(p, x, p->op == NPU_OP_CONV2D ? 0.0f : NAN, &hp, &wp);
 	for (uint64_t e = 0; e < ny; e++) {
 		uint64_t j = e % wo, i = e / wo % ho, oc = e / (wo * ho) % o, n = e / (wo * ho * o);
@@ -127,6 +143,10 @@ static double run(struct __test_metadata *_metadata, const struct win *p)
 						cnt++;
 					}
 				}
+		if (p->bias)
+			acc += bias[oc];
+		if (p->leaky && acc < 0)
+			acc *= 0.25;
 		if (p->op == NPU_OP_MAXPOOL2D)
 			acc = m;
 		else if (p->op == NPU_OP_AVGPOOL2D)
@@ -137,26 +157,27 @@ static double run(struct __test_metadata *_metadata, const struct win *p)
 	free(f);
 	free(y);
 	free(px);
+	free(bias);
 	return worst;
 }
 
 TEST(a_padded_3x3_convolution_matches)
 {
-	struct win p = { 2, 3, 9, 7, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, NPU_OP_CONV2D, 0, 0 };
+	struct win p = { 2, 3, 9, 7, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, NPU_OP_CONV2D, 0, 0, 0, 0 };
 
 	EXPECT_LT(run(_metadata, &p), 1e-5);
 }
 
 TEST(strides_dilations_groups_and_uneven_pads_match)
 {
-	struct win p = { 1, 6, 11, 13, 4, 3, 2, 2, 3, 2, 1, 0, 2, 1, 0, 2, NPU_OP_CONV2D, 0, 0 };
+	struct win p = { 1, 6, 11, 13, 4, 3, 2, 2, 3, 2, 1, 0, 2, 1, 0, 2, NPU_OP_CONV2D, 0, 0, 0, 0 };
 
 	EXPECT_LT(run(_metadata, &p), 1e-5);
 }
 
 TEST(ungrouped_strides_dilations_and_uneven_pads_match)
 {
-	struct win p = { 3, 5, 12, 13, 7, 3, 2, 2, 3, 2, 1, 0, 2, 1, 0, 1, NPU_OP_CONV2D, 0, 0 };
+	struct win p = { 3, 5, 12, 13, 7, 3, 2, 2, 3, 2, 1, 0, 2, 1, 0, 1, NPU_OP_CONV2D, 0, 0, 0, 0 };
 
 	EXPECT_LT(run(_metadata, &p), 1e-5);
 }
@@ -164,28 +185,43 @@ TEST(ungrouped_strides_dilations_and_uneven_pads_match)
 /* Past one panel of the GEMM each way: 40 * 9 rows of taps, 30 * 30 columns. */
 TEST(a_convolution_larger_than_a_gemm_panel_matches)
 {
-	struct win p = { 1, 40, 30, 30, 13, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, NPU_OP_CONV2D, 0, 0 };
+	struct win p = { 1, 40, 30, 30, 13, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, NPU_OP_CONV2D, 0, 0, 0, 0 };
 
 	EXPECT_LT(run(_metadata, &p), 1e-5);
 }
 
+/* Bias and activation on the way out, on the GEMM's path and the direct one. */
+TEST(the_epilogue_adds_the_bias_and_applies_the_activation)
+{
+	struct win gemm = { 2, 6, 10, 9, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, NPU_OP_CONV2D, 0, 0,
+			    1, 1 };
+	struct win grouped = { 1, 6, 11, 13, 4, 3, 2, 2, 3, 2, 1, 0, 2, 1, 0, 2, NPU_OP_CONV2D,
+			       0, 0, 1, 1 };
+	struct win act_only = gemm;
+
+	act_only.bias = 0;
+	EXPECT_LT(run(_metadata, &gemm), 1e-5);
+	EXPECT_LT(run(_metadata, &grouped), 1e-5);
+	EXPECT_LT(run(_metadata, &act_only), 1e-5);
+}
+
 TEST(a_depthwise_convolution_matches)
 {
-	struct win p = { 1, 5, 8, 8, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5, NPU_OP_CONV2D, 0, 0 };
+	struct win p = { 1, 5, 8, 8, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5, NPU_OP_CONV2D, 0, 0, 0, 0 };
 
 	EXPECT_LT(run(_metadata, &p), 1e-5);
 }
 
 TEST(max_pooling_ignores_padding_and_takes_ceil_windows)
 {
-	struct win p = { 2, 3, 7, 6, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, NPU_OP_MAXPOOL2D, 0, 1 };
+	struct win p = { 2, 3, 7, 6, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, NPU_OP_MAXPOOL2D, 0, 1, 0, 0 };
 
 	EXPECT_EQ(0.0, run(_metadata, &p));
 }
 
 TEST(average_pooling_counts_padding_only_when_asked)
 {
-	struct win p = { 1, 2, 6, 6, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, NPU_OP_AVGPOOL2D, 0, 0 };
+	struct win p = { 1, 2, 6, 6, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, NPU_OP_AVGPOOL2D, 0, 0, 0, 0 };
 
 	EXPECT_LT(run(_metadata, &p), 1e-6);
 	p.flags = NPU_OP_W_COUNT_PAD;

@@ -228,6 +228,10 @@ TEST(inconsistent_models_are_refused)
 		{ "a name out of the strings", "name outside" },
 		{ "oversized", "oversized" },
 		{ "a newer major version", "version" },
+		{ "a bias of the wrong shape", "epilogue's bias" },
+		{ "an epilogue act that is no unary op", "not an f32 unary op" },
+		{ "a bias without its flag", "epilogue fields set" },
+		{ "an epilogue on a unary op", "an epilogue takes" },
 	};
 	static float w[8 * 8];
 	npurt_graph *g;
@@ -299,6 +303,10 @@ TEST(inconsistent_models_are_refused)
 		case 9: m.tensors[a].name = (uint32_t)m.strings_len; break;
 		case 10: m.tensors[x].shape[0] = 1ull << 40; break;
 		case 11: break;
+		case 12: m.ops[0].epi_flags = NPU_OP_E_BIAS, m.ops[0].bias = c; break;
+		case 13: m.ops[0].act = NPU_OP_ADD; break;
+		case 14: m.ops[0].bias = c; break;
+		case 15: m.ops[m.streams[1].first_op].act = NPU_OP_RELU; break;
 		}
 		ASSERT_EQ(0, mf_serialize(&m, &bad, &blen));
 		if (k == 11) {
@@ -315,6 +323,73 @@ TEST(inconsistent_models_are_refused)
 		free(bad);
 		free(data);
 	}
+	npurt_graph_destroy(g);
+}
+
+/*
+ * GEMM + bias + RELU as one op, through the builder and back; and the same
+ * file as format 1.0 wrote it (records without the epilogue) reads as the
+ * ops without one.
+ */
+TEST(epilogues_round_trip_and_format_1_0_still_reads)
+{
+	static float w[8 * 8], bias[8];
+	npurt_graph *g;
+	npurt_graph_node n;
+	struct mf_model m;
+	struct npum_header *h;
+	struct npum_section *tab, *ops = NULL;
+	uint32_t x, c, b, y;
+	char why[256] = "";
+	void *data;
+	size_t len;
+	uint8_t *p;
+
+	ASSERT_EQ(NPURT_OK, npurt_graph_create(&g));
+	ASSERT_EQ(NPURT_OK, npurt_graph_input(g, "x", NPURT_F32, 2, (uint64_t[]){ 4, 8 }, &x));
+	ASSERT_EQ(NPURT_OK, npurt_graph_constant(g, "w", NPURT_F32, 2, (uint64_t[]){ 8, 8 }, w, &c));
+	ASSERT_EQ(NPURT_OK, npurt_graph_constant(g, "b", NPURT_F32, 1, (uint64_t[]){ 8 }, bias, &b));
+	n = node("gemm", x, c);
+	n.epi = (npurt_epilogue){ .flags = NPURT_EPILOGUE_BIAS, .bias = b, .act = op_id("relu") };
+	ASSERT_EQ(NPURT_OK, npurt_graph_add(g, &n, &y)) TH_LOG("%s", npurt_last_error());
+	/* a bias of the wrong length is refused by name */
+	n.epi.bias = c;
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_graph_add(g, &n, &y));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "bias"));
+	ASSERT_EQ(NPURT_OK, npurt_graph_output(g, y, "y"));
+	ASSERT_EQ(NPURT_OK, npurt_graph_serialize(g, &data, &len, NULL));
+	ASSERT_EQ(0, mf_parse(data, len, &m, why, sizeof(why))) TH_LOG("%s", why);
+	ASSERT_EQ(1, m.nops);
+	EXPECT_EQ(NPU_OP_E_BIAS, m.ops[0].epi_flags);
+	EXPECT_EQ(b, m.ops[0].bias);
+	EXPECT_EQ(NPU_OP_RELU, m.ops[0].act);
+	mf_free(&m);
+
+	/* Rewrite it as 1.0: each op record cut at `bias`, the rest left in place. */
+	h = data;
+	EXPECT_EQ(1, h->minor);
+	tab = (struct npum_section *)((uint8_t *)data + h->section_offset);
+	for (uint32_t i = 0; i < h->section_count; i++)
+		if (tab[i].type == NPUM_SEC_OPS)
+			ops = &tab[i];
+	ASSERT_NE(NULL, ops);
+	p = (uint8_t *)data + ops->offset;
+	for (uint32_t i = 0; i < ops->count; i++)
+		memmove(p + i * NPUM_OP_V10_SIZE, p + i * sizeof(struct npum_op), NPUM_OP_V10_SIZE);
+	memset(p + ops->count * NPUM_OP_V10_SIZE, 0, ops->size - ops->count * NPUM_OP_V10_SIZE);
+	ops->size = ops->count * NPUM_OP_V10_SIZE;
+	ops->crc = mf_crc32(p, ops->size);
+	h->table_crc = mf_crc32(tab, h->section_count * sizeof(*tab));
+	h->minor = 0;
+	h->header_crc = 0;
+	h->header_crc = mf_crc32(h, sizeof(*h));
+	ASSERT_EQ(0, mf_parse(data, len, &m, why, sizeof(why))) TH_LOG("%s", why);
+	EXPECT_EQ(NPU_OP_GEMM, m.ops[0].kernel);
+	EXPECT_EQ(0, m.ops[0].epi_flags);
+	EXPECT_EQ(0, m.ops[0].act);
+	EXPECT_EQ(NPUM_NONE, npum_op_read(&m.ops[0], 2));
+	mf_free(&m);
+	free(data);
 	npurt_graph_destroy(g);
 }
 

@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 #define NPURT_VERSION_MAJOR 0
-#define NPURT_VERSION_MINOR 4
+#define NPURT_VERSION_MINOR 5
 #define NPURT_VERSION_PATCH 0
 
 typedef enum npurt_status {
@@ -1038,6 +1038,25 @@ typedef struct npurt_window {
 
 #define NPURT_WINDOW_COUNT_PAD	(1u << 0)
 
+/*
+ * What "conv2d", "gemm" and the f32 arithmetic binary ops ("add", "mul",
+ * ...) do to each output element on its way out, in the same launch:
+ * with NPURT_EPILOGUE_BIAS add bias[c], a 1-D f32 tensor of one element
+ * per output channel (conv2d) or column (gemm); then apply `act`, the id
+ * of an f32 unary op ("relu", "gelu_erf", "clip", ... from
+ * npurt_op_lookup(); 0: none) with alpha and beta as its parameters. All
+ * f32. Needs firmware 0.5 (npurt_model_load() refuses a model with
+ * epilogues on older firmware: NPURT_ERR_UNSUPPORTED). Zeroed: none.
+ */
+typedef struct npurt_epilogue {
+	uint32_t flags;			/* NPURT_EPILOGUE_* */
+	uint32_t bias;			/* graph tensor, with NPURT_EPILOGUE_BIAS */
+	uint32_t act;
+	float alpha, beta;
+} npurt_epilogue;
+
+#define NPURT_EPILOGUE_BIAS	(1u << 0)
+
 typedef struct npurt_graph_node {
 	uint32_t size;
 	uint32_t op;
@@ -1051,6 +1070,7 @@ typedef struct npurt_graph_node {
 	npurt_dtype out_dtype;		/* CAST: what to */
 	npurt_window win;		/* window ops (since 0.4; a smaller size
 					 * leaves it out) */
+	npurt_epilogue epi;		/* since 0.5, the same way: none */
 } npurt_graph_node;
 
 /*

@@ -223,8 +223,8 @@ int npurt_device_fd(const npurt_device *dev)
 	return dev ? dev->fd : -1;
 }
 
-static npurt_status get_param(npurt_device *dev, const char *who,
-			      uint32_t param, uint64_t *value)
+npurt_status npurt_device_param(npurt_device *dev, const char *who, uint32_t param,
+				uint64_t *value)
 {
 	struct drm_npu_get_param args = { .param = param };
 
@@ -254,7 +254,7 @@ npurt_status npurt_device_get_info(npurt_device *dev, npurt_device_info *info)
 	for (uint32_t p = 0; p <= DRM_NPU_PARAM_HBM_USED; p++) {
 		if (p == DRM_NPU_PARAM_RESERVED_9)
 			continue;	/* was the ping: npurt_device_ping(), debugfs */
-		st = get_param(dev, who, p, &v[p]);
+		st = npurt_device_param(dev, who, p, &v[p]);
 		if (st)
 			return st;
 	}

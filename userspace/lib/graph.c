@@ -402,14 +402,16 @@ npurt_status graph_op_add(npurt_graph *g, uint32_t s, struct npum_op *op, bool r
 	/* Checked against the tensors now, with the model's own rules. */
 	if (mf_op_check(&g->m, op, why, sizeof(why)))
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: %s", who, why);
-	for (int k = 0; k < 2 && !st; k++)
-		if (op->in[k] != NPUM_NONE) {
-			if (!g->produced[base_of(g, op->in[k])])
-				return npurt_set_error(NPURT_ERR_INVALID,
-						       "%s: tensor %u is read before anything writes it",
-						       who, op->in[k]);
-			st = order_access(g, s, op->in[k], false, who);
-		}
+	for (int k = 0; k < NPUM_OP_READS && !st; k++) {
+		uint32_t x = npum_op_read(op, k);
+
+		if (x == NPUM_NONE)
+			continue;
+		if (!g->produced[base_of(g, x)])
+			return npurt_set_error(NPURT_ERR_INVALID,
+					       "%s: tensor %u is read before anything writes it", who, x);
+		st = order_access(g, s, x, false, who);
+	}
 	if (!st && reads_out && !g->produced[base_of(g, op->out)])
 		return npurt_set_error(NPURT_ERR_INVALID,
 				       "%s: accumulates into tensor %u before anything writes it",
@@ -421,9 +423,9 @@ npurt_status graph_op_add(npurt_graph *g, uint32_t s, struct npum_op *op, bool r
 	/* Waits already added stay: harmless, and the graph stays sound. */
 	if (st)
 		return st;
-	for (int k = 0; k < 2; k++)
-		if (op->in[k] != NPUM_NONE)
-			note_access(g, s, op->in[k], false);
+	for (int k = 0; k < NPUM_OP_READS; k++)
+		if (npum_op_read(op, k) != NPUM_NONE)
+			note_access(g, s, npum_op_read(op, k), false);
 	note_access(g, s, op->out, true);
 	g->produced[base_of(g, op->out)] = true;
 	return NPURT_OK;
@@ -445,7 +447,8 @@ static npurt_status node_op(npurt_graph *g, const npurt_graph_node *n, struct np
 				.flags = n->flags, .in = { n->in[0], NPUM_NONE }, .axis = n->axis,
 				.alpha = n->alpha, .beta = n->beta, .eps = n->eps,
 				.block_dim = n->block_dim };
-	if (n->size >= sizeof(*n) && npu_op_kind(n->op) == NPU_OPK_WINDOW) {
+	if (n->size >= offsetof(npurt_graph_node, win) + sizeof(n->win) &&
+	    npu_op_kind(n->op) == NPU_OPK_WINDOW) {
 		const npurt_window *w = &n->win;
 		const uint32_t *f[5] = { w->kernel, w->stride, w->dilation, w->pad, w->pad + 2 };
 
@@ -472,7 +475,19 @@ static npurt_status node_op(npurt_graph *g, const npurt_graph_node *n, struct np
 		if (st)
 			return st;
 	}
-	return NPURT_OK;
+	if (n->size < offsetof(npurt_graph_node, epi) + sizeof(n->epi))
+		return NPURT_OK;
+	if (n->epi.act > 0xffff || n->epi.flags > 0xffff)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s(%s): epilogue act %u, flags %#x",
+				       who, npurt_op_name(n->op), n->epi.act, n->epi.flags);
+	op->epi_flags = (uint16_t)n->epi.flags;
+	op->act = (uint16_t)n->epi.act;
+	op->act_alpha = n->epi.alpha;
+	op->act_beta = n->epi.beta;
+	if (!(n->epi.flags & NPURT_EPILOGUE_BIAS))
+		return NPURT_OK;
+	op->bias = n->epi.bias;
+	return check_tensor_id(g, op->bias, who, "bias");
 }
 
 /* The output an op makes of its inputs, for npurt_graph_add(). */
@@ -588,6 +603,59 @@ npurt_status npurt_graph_add_into(npurt_graph *g, const npurt_graph_node *node, 
 		return st;
 	op.out = out;
 	return graph_op_add(g, node->stream, &op, npu_op_reads_out(node->op, node->beta), who);
+}
+
+bool graph_fuse(npurt_graph *g, uint32_t out, uint32_t bias, uint32_t act, float alpha,
+		float beta)
+{
+	const struct access *a;
+	struct npum_op *op = NULL, fused;
+	uint32_t w = NPUM_MAX_STREAMS;	/* the stream of the op */
+	char why[160];
+
+	if (g->broken || out >= g->m.ntensors || base_of(g, out) != out || act > 0xffff ||
+	    (bias != NPUM_NONE && (bias >= g->m.ntensors || !g->produced[base_of(g, bias)])))
+		return false;
+	for (uint32_t s = 0; s < NPUM_MAX_STREAMS && !op; s++) {
+		const struct npum_op *last = g->nops[s] ? &g->ops[s][g->nops[s] - 1] : NULL;
+		const struct npum_tensor *t = last ? &g->m.tensors[last->out] : NULL;
+
+		/* its output `out` itself, or a dense view of all of it */
+		if (last && last->type == NPUM_OP_KERNEL && base_of(g, last->out) == out &&
+		    (last->out == out || (!t->offset && mf_dense(t) &&
+					  t->bytes == g->m.tensors[out].bytes))) {
+			op = &g->ops[s][g->nops[s] - 1];
+			w = s;
+		}
+	}
+	/* The bias comes before the activation: none may be there yet. */
+	if (!op || op->act || (bias != NPUM_NONE && op->epi_flags & NPU_OP_E_BIAS))
+		return false;
+	/*
+	 * No op may have read `out` after that op wrote it (on its stream, a
+	 * read before the write saw the old contents), nor touched it on
+	 * another stream: none of them would see the change. A bias another
+	 * stream writes would need a wait before the op.
+	 */
+	a = &g->acc[out];
+	for (uint32_t t = 0; t < NPUM_MAX_STREAMS; t++)
+		if ((t == w ? a->read[t] >= a->write[t] && a->read[t] : a->read[t] || a->write[t]) ||
+		    (bias != NPUM_NONE && t != w && g->acc[base_of(g, bias)].write[t]))
+			return false;
+	fused = *op;
+	if (bias != NPUM_NONE) {
+		fused.epi_flags |= NPU_OP_E_BIAS;
+		fused.bias = bias;
+	}
+	fused.act = (uint16_t)act;
+	fused.act_alpha = alpha;
+	fused.act_beta = beta;
+	if (mf_op_check(&g->m, &fused, why, sizeof(why)))
+		return false;
+	*op = fused;
+	if (bias != NPUM_NONE)
+		note_access(g, w, bias, false);
+	return true;
 }
 
 npurt_status npurt_graph_copy(npurt_graph *g, uint32_t stream, uint32_t src, uint32_t dst)

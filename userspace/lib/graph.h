@@ -30,6 +30,16 @@ struct npurt_graph {
 	npurt_status broken;		/* an allocation failed: every call says so */
 };
 
+/*
+ * Fuse a bias (NPUM_NONE: none) and activation `act` (0: none; alpha,
+ * beta) into the epilogue of the op that wrote tensor `out` (a base): true
+ * if that is the last op of its stream, a kernel whose epilogue takes
+ * them and has no activation (nor a bias, to add one) yet, and no other
+ * op touched `out`. false: nothing changed.
+ */
+bool graph_fuse(npurt_graph *g, uint32_t out, uint32_t bias, uint32_t act, float alpha,
+		float beta);
+
 /* An allocation failed: the graph takes no more (NPURT_ERR_NO_MEMORY). */
 npurt_status graph_nomem(npurt_graph *g, const char *who);
 /* *p holds at least `need` of `elem` bytes, zeroed past the old *cap. */

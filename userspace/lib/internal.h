@@ -140,6 +140,10 @@ struct npurt_stream {
 };
 
 /* submit.c: the two paths behind one interface. */
+/* GET_PARAM `param` (DRM_NPU_PARAM_*) of the device; who names the caller in errors. */
+npurt_status npurt_device_param(npurt_device *dev, const char *who, uint32_t param,
+				uint64_t *value);
+
 npurt_status npurt_path_open(npurt_device *dev, const char *who);
 void npurt_path_close(npurt_device *dev);
 /* Submit batch `b` (the stream's next), which the stream keeps until it completes. */

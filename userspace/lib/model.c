@@ -41,6 +41,8 @@
 #include "npu_opdefs.h"
 
 _Static_assert(sizeof(struct npu_op_args) <= MODEL_ARG_SLOT, "argument blocks fit their slots");
+_Static_assert(offsetof(struct npu_op_args, out) < offsetof(struct npu_op_args, epi),
+	       "add_kernel() patches in the block's order");
 
 static uint64_t align_to(uint64_t v, uint64_t a)
 {
@@ -245,26 +247,32 @@ static bool add_kernel(struct builder *b, const struct npum_op *op)
 	const npurt_model *m = b->m;
 	struct npu_op_args a = { .op = op->kernel, .flags = op->flags, .axis = op->axis,
 				 .alpha = op->alpha, .beta = op->beta, .eps = op->eps };
-	static const uint32_t field[3] = { offsetof(struct npu_op_args, in[0].va),
+	/* In the order of the block: patches are sorted by field. */
+	static const uint32_t field[4] = { offsetof(struct npu_op_args, in[0].va),
 					   offsetof(struct npu_op_args, in[1].va),
-					   offsetof(struct npu_op_args, out.va) };
-	uint32_t slot[3] = { NPUM_NONE, NPUM_NONE, NPUM_NONE }, block = b->next_block++;
-	uint64_t off[3] = { 0 };
+					   offsetof(struct npu_op_args, out.va),
+					   offsetof(struct npu_op_args, epi.bias.va) };
+	uint32_t slot[4] = { NPUM_NONE, NPUM_NONE, NPUM_NONE, NPUM_NONE };
+	uint32_t block = b->next_block++;
+	uint64_t off[4] = { 0 };
 	uint64_t at = b->args_addr + (uint64_t)block * MODEL_ARG_SLOT;
 
 	for (int k = 0; k < NPUM_MAX_DIMS; k++)
 		a.perm[k] = op->perm[k];
 	if (npu_op_kind(op->kernel) == NPU_OPK_WINDOW)
 		mf_window_args(op, &a);
+	mf_epilogue_args(&m->m, op, &a);
 	op_tensor(m, op->in[0], &a.in[0], &slot[0], &off[0]);
 	if (op->in[1] != NPUM_NONE)
 		op_tensor(m, op->in[1], &a.in[1], &slot[1], &off[1]);
 	op_tensor(m, op->out, &a.out, &slot[2], &off[2]);
+	if (op->epi_flags & NPU_OP_E_BIAS)
+		op_tensor(m, op->bias, &a.epi.bias, &slot[3], &off[3]);
 	memcpy(b->args_host + (uint64_t)block * MODEL_ARG_SLOT, &a, sizeof(a));
 	if (!add_task(b, (struct drm_npu_task){ .type = DRM_NPU_TASK_KERNEL,
 						.args = { at, op->block_dim, sizeof(a) } }))
 		return false;
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < 4; k++)
 		if (slot[k] != NPUM_NONE &&
 		    !add_patch(b, DRM_NPU_PATCH_KERNEL_ARGS, slot[k], field[k], off[k]))
 			return false;
@@ -536,9 +544,31 @@ static npurt_status take_notifies(npurt_model *m, const char *who)
 }
 
 /* Everything on the device, from the checked file; on failure, nothing. */
+/* Firmware before 0.5 would ignore an epilogue: refuse the model instead. */
+static npurt_status check_firmware(npurt_model *m, const char *who)
+{
+	uint64_t fw;
+	npurt_status st;
+	uint32_t i;
+
+	for (i = 0; i < m->m.nops && !m->m.ops[i].epi_flags && !m->m.ops[i].act; i++)
+		;
+	if (i == m->m.nops)
+		return NPURT_OK;
+	st = npurt_device_param(m->dev, who, DRM_NPU_PARAM_FW_VERSION, &fw);
+	if (st || (fw & 0xffff00) >= 0x000500)
+		return st;
+	return npurt_set_error(NPURT_ERR_UNSUPPORTED, "%s: op %u has an epilogue (fused bias "
+			       "or activation), which needs firmware 0.5; the device runs %u.%u",
+			       who, i, (unsigned int)(fw >> 16) & 0xff, (unsigned int)(fw >> 8) & 0xff);
+}
+
 static npurt_status take_device(npurt_model *m, const npurt_model_desc *d, const char *who)
 {
-	npurt_status st = take_weights(m, d, who);
+	npurt_status st = check_firmware(m, who);
+
+	if (!st)
+		st = take_weights(m, d, who);
 
 	if (!st) {
 		if (m->user_work) {

@@ -327,6 +327,40 @@ void mf_window_args(const struct npum_op *op, struct npu_op_args *a)
 	a->win.flags = op->flags;
 }
 
+void mf_epilogue_args(const struct mf_model *m, const struct npum_op *op, struct npu_op_args *a)
+{
+	const struct npum_tensor *t = op->epi_flags & NPU_OP_E_BIAS ? op_tensor(m, op->bias) : NULL;
+
+	a->epi.flags = op->epi_flags;
+	a->epi.act = op->act;
+	a->epi.alpha = op->act_alpha;
+	a->epi.beta = op->act_beta;
+	if (t) {
+		a->epi.bias.dtype = t->dtype;
+		a->epi.bias.ndim = t->ndim;
+		memcpy(a->epi.bias.shape, t->shape, sizeof(a->epi.bias.shape));
+	}
+}
+
+/* A kernel's epilogue, by the op library's rule (npu_epilogue_check). */
+static int check_epilogue(const struct mf_model *m, const struct npum_op *op,
+			  const struct npum_tensor *a, const struct npum_tensor *o, char *why,
+			  size_t len)
+{
+	struct npu_op_args args = { .op = op->kernel };
+	const char *err;
+
+	if (op->epi_flags & NPU_OP_E_BIAS && !op_tensor(m, op->bias))
+		return mf_fail(why, len, "epilogue: bias tensor index out of range");
+	mf_epilogue_args(m, op, &args);
+	args.in[0].dtype = a->dtype;
+	args.out.dtype = o->dtype;
+	args.out.ndim = o->ndim;
+	memcpy(args.out.shape, o->shape, sizeof(args.out.shape));
+	err = npu_epilogue_check(&args);
+	return err ? mf_fail(why, len, "%s", err) : 0;
+}
+
 int mf_op_check(const struct mf_model *m, const struct npum_op *op, char *why, size_t len)
 {
 	const struct npum_tensor *a = op_tensor(m, op->in[0]);
@@ -337,6 +371,10 @@ int mf_op_check(const struct mf_model *m, const struct npum_op *op, char *why, s
 		for (unsigned int k = 0; k < sizeof(op->window) / sizeof(op->window[0]); k++)
 			if (op->window[k])
 				return mf_fail(why, len, "window fields set on an op without a window");
+	if ((op->type != NPUM_OP_KERNEL &&
+	     (op->bias || op->act || op->epi_flags || op->act_alpha || op->act_beta)) ||
+	    (!(op->epi_flags & NPU_OP_E_BIAS) && op->bias))
+		return mf_fail(why, len, "epilogue fields set on an op without one");
 	switch (op->type) {
 	case NPUM_OP_SIGNAL:
 	case NPUM_OP_WAIT:
@@ -360,7 +398,7 @@ int mf_op_check(const struct mf_model *m, const struct npum_op *op, char *why, s
 			return mf_fail(why, len, "kernel: tensor index out of range");
 		if (op->block_dim > 64)
 			return mf_fail(why, len, "kernel: block_dim %u over 64", op->block_dim);
-		if (check_kernel(op, a, b, o, why, len))
+		if (check_kernel(op, a, b, o, why, len) || check_epilogue(m, op, a, o, why, len))
 			return EINVAL;
 		break;
 	default:
@@ -517,6 +555,24 @@ static const struct sec_spec specs[] = {
 
 #define N_SECS	(sizeof(specs) / sizeof(specs[0]))
 
+_Static_assert(NPU_OP_E_BIAS == 1u, "npum_op_read() knows the bias flag");
+
+/* A section's record size in this file: format 1.0's ops are shorter. */
+static size_t rec_size(const struct sec_spec *spec, const struct npum_header *h)
+{
+	return spec->type == NPUM_SEC_OPS && h->minor == 0 ? NPUM_OP_V10_SIZE : spec->rec;
+}
+
+/* The ops of a 1.0 file, in today's records: no epilogues. */
+static struct npum_op *ops_v10(const uint8_t *p, uint32_t n)
+{
+	struct npum_op *ops = calloc(n ? n : 1, sizeof(*ops));
+
+	for (uint32_t i = 0; ops && i < n; i++)
+		memcpy(&ops[i], p + (size_t)i * NPUM_OP_V10_SIZE, NPUM_OP_V10_SIZE);
+	return ops;
+}
+
 /*
  * Bytes no checksum covers (alignment between sections) must be zero, so
  * no change to a file goes unseen.
@@ -643,8 +699,8 @@ int mf_parse(const void *data, size_t len, struct mf_model *m, char *why, size_t
 			ret = mf_fail(why, why_len, "%s section: unknown flags", specs[k].name);
 		else if (found[k])
 			ret = mf_fail(why, why_len, "two %s sections", specs[k].name);
-		else if (s->size % specs[k].rec ||
-			 s->count != (specs[k].rec > 1 ? s->size / specs[k].rec : 0))
+		else if (s->size % rec_size(&specs[k], &h) ||
+			 s->count != (specs[k].rec > 1 ? s->size / rec_size(&specs[k], &h) : 0))
 			ret = mf_fail(why, why_len, "%s section: %llu bytes for %u records",
 				   specs[k].name, (unsigned long long)s->size, s->count);
 		else if (mf_crc32(p + s->offset, s->size) != s->crc)
@@ -679,7 +735,8 @@ int mf_parse(const void *data, size_t len, struct mf_model *m, char *why, size_t
 	m->tensors = dup_bytes(p + found[2]->offset, found[2]->size);
 	m->io = dup_bytes(p + found[3]->offset, found[3]->size);
 	m->streams = dup_bytes(p + found[4]->offset, found[4]->size);
-	m->ops = dup_bytes(p + found[5]->offset, found[5]->size);
+	m->ops = h.minor ? dup_bytes(p + found[5]->offset, found[5]->size) :
+		 ops_v10(p + found[5]->offset, m->nops);
 	m->weights = dup_bytes(p + found[6]->offset, found[6]->size);
 	if (!m->strings || !m->tensors || !m->io || !m->streams || !m->ops || !m->weights) {
 		ret = ENOMEM;

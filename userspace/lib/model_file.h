@@ -71,6 +71,9 @@ struct npu_op_args;
 /* A window op's npu_op_window (its group and flags included) into a. */
 void mf_window_args(const struct npum_op *op, struct npu_op_args *a);
 
+/* The epilogue's fields of the op's argument block, and its bias's shape (not its address). */
+void mf_epilogue_args(const struct mf_model *m, const struct npum_op *op, struct npu_op_args *a);
+
 /* plan.c: the streams' order and the feature-map plan. */
 struct mf_order;
 /*

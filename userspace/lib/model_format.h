@@ -12,7 +12,7 @@
 
 #define NPUM_MAGIC		"NPUMODL"	/* and a NUL: 8 bytes */
 #define NPUM_MAJOR		1
-#define NPUM_MINOR		0
+#define NPUM_MINOR		1
 
 #define NPUM_MAX_DIMS		4
 #define NPUM_MAX_STREAMS	8
@@ -140,12 +140,34 @@ struct npum_op {
 	 * dilation[2], pad[4]; 0 for every other op. flags holds NPU_OP_W_*.
 	 */
 	uint16_t window[10];
+	/*
+	 * Since format 1.1 (a 1.0 file's records end before `bias`: none):
+	 * KERNEL's epilogue (struct npu_op_epilogue), what its output goes
+	 * through on the way out. bias: a 1-D f32 tensor, with NPU_OP_E_BIAS
+	 * in epi_flags (else 0); act: an f32 unary op (enum npu_op_id), 0 for
+	 * none. All 0 for no epilogue.
+	 */
+	uint32_t bias;
+	uint16_t act;
+	uint16_t epi_flags;		/* NPU_OP_E_* */
+	float act_alpha, act_beta;
 };
+
+/* A format 1.0 op record: everything before `bias`. */
+#define NPUM_OP_V10_SIZE	__builtin_offsetof(struct npum_op, bias)
+
+/* The tensors an op reads: in[0], in[1], the epilogue's bias (NPUM_NONE: none). */
+#define NPUM_OP_READS		3
+
+static inline uint32_t npum_op_read(const struct npum_op *op, int k)
+{
+	return k < 2 ? op->in[k] : op->epi_flags & 1u ? op->bias : NPUM_NONE;
+}
 
 _Static_assert(sizeof(struct npum_header) == 64, "header layout");
 _Static_assert(sizeof(struct npum_section) == 32, "section layout");
 _Static_assert(sizeof(struct npum_plan) == 64, "plan layout");
 _Static_assert(sizeof(struct npum_tensor) == 96, "tensor layout");
-_Static_assert(sizeof(struct npum_op) == 72, "op layout");
+_Static_assert(sizeof(struct npum_op) == 88 && NPUM_OP_V10_SIZE == 72, "op layout");
 
 #endif /* NPURT_MODEL_FORMAT_H */

@@ -50,6 +50,7 @@ struct ox_imp {
 	int64_t opset;
 	struct ox_val *vals;
 	size_t nvals, cap;
+	const Onnx__GraphProto *graph;	/* being imported */
 	const Onnx__NodeProto *node;	/* being imported: errors name it */
 	size_t node_index;
 	uint32_t scratch;		/* names of intermediate values */
@@ -195,5 +196,17 @@ const char *ox_attr_s(const Onnx__NodeProto *n, const char *name, const char *de
 		      size_t len);
 /* The node's input k, NULL if absent or named "" (an optional left out). */
 struct ox_val *ox_in(struct ox_imp *im, const Onnx__NodeProto *n, size_t k);
+
+/*
+ * Activation `op` (alpha, beta) of x as `name`, fused into the epilogue of
+ * the op that computed x (graph_fuse_act()): where nothing else reads x,
+ * the two run as one launch. 1 fused, 0 not (nothing done), -1 out of
+ * memory (the error set).
+ */
+int ox_fuse_act(struct ox_imp *im, struct ox_val *x, uint32_t op, float alpha, float beta,
+		const char *name);
+
+/* Does a node after the one being imported, or a graph output, read `name`? */
+bool ox_read_later(const struct ox_imp *im, const char *name);
 
 #endif /* NPURT_ONNX_H */

@@ -262,6 +262,11 @@ static bool read_later(const Onnx__GraphProto *g, size_t from, const char *name)
 	return false;
 }
 
+bool ox_read_later(const struct ox_imp *im, const char *name)
+{
+	return read_later(im->graph, im->node_index + 1, name);
+}
+
 /*
  * Conv followed by an inference BatchNormalization of its output alone,
  * all constants: the normalization folds into the convolution's weights
@@ -354,6 +359,7 @@ static npurt_status import_model(struct ox_imp *im, const Onnx__ModelProto *m)
 			       (long long)im->opset);
 	if (!g)
 		return ox_fail(im, NPURT_ERR_INVALID, "the model has no graph");
+	im->graph = g;
 	im->info.opset = (uint32_t)im->opset;
 	im->info.nodes = (uint32_t)g->n_node;
 	if (g->n_sparse_initializer)

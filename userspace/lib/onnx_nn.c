@@ -493,34 +493,26 @@ npurt_status ox_op_window(struct ox_imp *im, const Onnx__NodeProto *n, struct ox
 			return ox_fail(im, NPURT_ERR_INVALID, "the window does not fit the input");
 		dims[2 + k] = (int64_t)o;
 	}
-	y = ox_fresh(im, ox_tmp_name(im, yn, sizeof(yn), n->output[0]), OX_FLOAT, 4, dims);
-	if (!y || ox_add(im, &node, y->base))
-		return npurt_last_status();
+	/* The bias is the convolution's epilogue: added on the way out. */
 	if (conv && ox_in(im, n, 2)) {
 		struct ox_val *b = ox_in(im, n, 2);
-		int64_t bd[3] = { b->dims[0], 1, 1 }, bs[3] = { b->stride[0], 0, 0 };
-		char bn[96];
 
 		if (b->ndim != 1 || b->dims[0] != dims[1])
 			return ox_fail(im, NPURT_ERR_INVALID, "a bias of other than [O]");
-		b = ox_view(im, b, ox_tmp_name(im, bn, sizeof(bn), n->output[0]), 3, bd, b->off, bs);
-		if (!b)
+		if (ox_need_float(im, b) || ox_device(im, b, &node.epi.bias))
 			return npurt_last_status();
-		y = ox_find(im, yn);	/* before ox_tmp_name() reuses yn */
-		y = ox_binary(im, NPU_OP_ADD, y, b, sp == 2 ? n->output[0] :
-			      ox_tmp_name(im, yn, sizeof(yn), n->output[0]));
-		if (!y)
-			return npurt_last_status();
+		node.epi.flags = NPURT_EPILOGUE_BIAS;
 	}
+	y = ox_fresh(im, ox_tmp_name(im, yn, sizeof(yn), n->output[0]), OX_FLOAT, 4, dims);
+	if (!y || ox_add(im, &node, y->base))
+		return npurt_last_status();
 	if (sp == 1) {
 		int64_t d3[3] = { y->dims[0], y->dims[1], y->dims[3] };
 		int64_t s3[3] = { y->stride[0], y->stride[1], y->stride[3] };
 
 		return ox_done(ox_view(im, y, n->output[0], 3, d3, y->off, s3));
 	}
-	if (!(conv && ox_in(im, n, 2)))
-		return ox_done(ox_view(im, y, n->output[0], 4, y->dims, y->off, y->stride));
-	return NPURT_OK;
+	return ox_done(ox_view(im, y, n->output[0], 4, y->dims, y->off, y->stride));
 }
 
 /* Pads of a transposed window that ends at out_shape, or SAME's (auto_pad). */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "graph.h"
 #include "npu_opdefs.h"
 #include "onnx.h"
 
@@ -155,6 +156,61 @@ struct ox_val *ox_unary(struct ox_imp *im, uint32_t op, struct ox_val *x, float 
 	if (!v || ox_add(im, &node, v->base))
 		return NULL;
 	return v;
+}
+
+int ox_fuse_act(struct ox_imp *im, struct ox_val *x, uint32_t op, float alpha, float beta,
+		const char *name)
+{
+	if (x->type != OX_FLOAT || !x->computed || x->output || x->tensor != x->base ||
+	    ox_read_later(im, x->name) || !graph_fuse(im->g, x->base, OX_NONE, op, alpha, beta))
+		return 0;
+	/* The op's output is the activation's now, under its name (no copy). */
+	if (!ox_view(im, x, name, x->ndim, x->dims, x->off, x->stride))
+		return -1;
+	im->info.fused++;
+	return 1;
+}
+
+/*
+ * y = p + b as `name` where p is a GEMM's product (dense over its [M, N]
+ * output, nothing else reads it) and b broadcasts a row of N along it: b
+ * goes into the GEMM's epilogue as its bias. 1 fused, 0 not, -1 error.
+ */
+static int fuse_bias(struct ox_imp *im, struct ox_val *p, struct ox_val *b, const char *name)
+{
+	const char *pn = p->name;
+	struct ox_val *row;
+	uint32_t nd = p->ndim, bias;
+	int64_t n, step = 1;
+	char tmp[96];
+
+	/* p dense over all of its base: its last dimension is the GEMM's columns */
+	if (p->type != OX_FLOAT || b->type != OX_FLOAT || !p->computed || p->output ||
+	    p->off || !nd || b->ndim > nd || !b->ndim || p->base >= im->g->m.ntensors ||
+	    ox_read_later(im, pn))
+		return 0;
+	n = p->dims[nd - 1];
+	if (b->dims[b->ndim - 1] != n)
+		return 0;
+	for (uint32_t k = nd; k-- > 0; step *= p->dims[k])
+		if (p->stride[k] != step)
+			return 0;
+	if ((uint64_t)step * sizeof(float) != im->g->m.tensors[p->base].bytes)
+		return 0;
+	for (uint32_t k = 0; k + 1 < b->ndim; k++)
+		if (b->dims[k] != 1)
+			return 0;
+	row = ox_view(im, b, ox_tmp_name(im, tmp, sizeof(tmp), name), 1, &n, b->off,
+		      &b->stride[b->ndim - 1]);
+	if (!row || ox_device(im, row, &bias))
+		return -1;
+	p = ox_find(im, pn);
+	if (!graph_fuse(im->g, p->base, bias, 0, 0, 0))
+		return 0;
+	if (!ox_view(im, p, name, p->ndim, p->dims, p->off, p->stride))
+		return -1;
+	im->info.fused++;
+	return 1;
 }
 
 struct ox_val *ox_scalar_of(struct ox_imp *im, int32_t type, double f, int64_t i, const char *of)
@@ -318,6 +374,21 @@ static npurt_status op_gemm(struct ox_imp *im, const Onnx__NodeProto *n)
 	node.flags = (ta ? NPURT_LAUNCH_TRANS_A : 0) | (tb ? NPURT_LAUNCH_TRANS_B : 0);
 	if (ox_device(im, a, &node.in[0]) || ox_device(im, ox_find(im, n->input[1]), &node.in[1]))
 		return npurt_last_status();
+	/* A C of one row (a bias per column) is the GEMM's epilogue: no copy first. */
+	if (cn && beta == 1.0f) {
+		struct ox_val *cv = ox_find(im, cn);
+		char tmp[96];
+
+		if (cv->ndim >= 1 && cv->dims[cv->ndim - 1] == dims[1] &&
+		    (cv->ndim == 1 || cv->dims[0] == 1)) {
+			cv = ox_view(im, cv, ox_tmp_name(im, tmp, sizeof(tmp), n->output[0]), 1,
+				     &dims[1], cv->off, &cv->stride[cv->ndim - 1]);
+			if (!cv || ox_device(im, cv, &node.epi.bias))
+				return npurt_last_status();
+			node.epi.flags = NPURT_EPILOGUE_BIAS;
+			cn = NULL;
+		}
+	}
 	y = ox_fresh(im, n->output[0], OX_FLOAT, 2, dims);
 	if (!y)
 		return npurt_last_status();
@@ -626,16 +697,36 @@ npurt_status ox_node(struct ox_imp *im, const Onnx__NodeProto *n)
 					       n->output[k]);
 	for (size_t k = 0; k < sizeof(binaries) / sizeof(binaries[0]); k++)
 		if (!strcmp(t, binaries[k].onnx)) {
+			struct ox_val *y = ox_in(im, n, 1);
+			/* names stay put; values move with the table */
+			const char *xn = x->name, *yn = y ? y->name : NULL;
+			int fused = 0;
+
 			if (n->n_input != 2 || !strcmp(t, "Mean") || !strcmp(t, "Sum"))
 				return op_variadic(im, n, binaries[k].op, !strcmp(t, "Mean"));
-			return ox_done(ox_binary(im, binaries[k].op, x, ox_in(im, n, 1), n->output[0]));
+			if (y && !strcmp(t, "Add")) {
+				fused = fuse_bias(im, x, y, n->output[0]);
+				if (!fused)
+					fused = fuse_bias(im, ox_find(im, yn), ox_find(im, xn),
+							  n->output[0]);
+			}
+			if (fused)
+				return fused > 0 ? NPURT_OK : npurt_last_status();
+			return ox_done(ox_binary(im, binaries[k].op, ox_in(im, n, 0), ox_in(im, n, 1),
+					      n->output[0]));
 		}
 	for (size_t k = 0; k < sizeof(unaries) / sizeof(unaries[0]); k++)
-		if (!strcmp(t, unaries[k].onnx))
-			return ox_done(ox_unary(im, unaries[k].op, x,
-					  unaries[k].a ? ox_attr_f(n, unaries[k].a, unaries[k].alpha) : 0,
-					  unaries[k].b ? ox_attr_f(n, unaries[k].b, unaries[k].beta) :
-					  unaries[k].beta, n->output[0]));
+		if (!strcmp(t, unaries[k].onnx)) {
+			float a = unaries[k].a ? ox_attr_f(n, unaries[k].a, unaries[k].alpha) : 0;
+			float b = unaries[k].b ? ox_attr_f(n, unaries[k].b, unaries[k].beta) :
+				  unaries[k].beta;
+
+			int fused = ox_fuse_act(im, x, unaries[k].op, a, b, n->output[0]);
+
+			if (fused)
+				return fused > 0 ? NPURT_OK : npurt_last_status();
+			return ox_done(ox_unary(im, unaries[k].op, x, a, b, n->output[0]));
+		}
 	if (!strcmp(t, "Clip"))
 		return op_clip(im, n, x);
 	if (!strcmp(t, "Gemm"))

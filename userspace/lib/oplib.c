@@ -55,6 +55,7 @@ static const struct {
 
 #define N_OPS	(sizeof(ops) / sizeof(ops[0]))
 
+_Static_assert(NPURT_EPILOGUE_BIAS == NPU_OP_E_BIAS, "runtime and op library epilogue flags");
 _Static_assert(NPURT_LAUNCH_TRANS_A == NPU_OP_F_TRANS_A && NPURT_LAUNCH_TRANS_B ==
 	       NPU_OP_F_TRANS_B && NPURT_ARG_LAST_INDEX == NPU_OP_F_LAST_INDEX &&
 	       NPURT_CUMSUM_EXCLUSIVE == NPU_OP_F_EXCLUSIVE && NPURT_CUMSUM_REVERSE == NPU_OP_F_REVERSE &&

@@ -222,8 +222,8 @@ static int spans_make(struct spans *sp, const struct mf_model *m, const struct m
 
 		if (x->type == NPUM_OP_SIGNAL || x->type == NPUM_OP_WAIT)
 			continue;
-		touch(sp, m, o, op, x->in[0], t);
-		touch(sp, m, o, op, x->in[1], t);
+		for (int k = 0; k < NPUM_OP_READS; k++)
+			touch(sp, m, o, op, npum_op_read(x, k), t);
 		touch(sp, m, o, op, x->out, t);
 	}
 	return 0;

@@ -448,6 +448,28 @@ static void transpose(const struct ref *r, const struct npum_op *op)
 	}
 }
 
+/*
+ * The epilogue, after the op: the bias of element i's output channel (dim
+ * 1: conv2d's channel, gemm's column), then the activation.
+ */
+static void epilogue(const struct ref *r, const struct npum_op *op)
+{
+	const struct npum_tensor *o = &r->m->tensors[op->out];
+	uint64_t n = count(o), inner = 1;
+
+	if (!op->epi_flags && !op->act)
+		return;
+	for (uint32_t k = 2; k < o->ndim; k++)
+		inner *= o->shape[k];
+	for (uint64_t i = 0; i < n; i++) {
+		float v = get(r, op->out, i);
+
+		if (op->epi_flags & NPU_OP_E_BIAS)
+			v += get(r, op->bias, i / inner % o->shape[1]);
+		put(r, op->out, i, op->act ? npu_unary(op->act, v, op->act_alpha, op->act_beta) : v);
+	}
+}
+
 static void run_op(const struct ref *r, const struct npum_op *op)
 {
 	const struct npum_tensor *o = &r->m->tensors[op->out];
@@ -520,6 +542,7 @@ static void run_op(const struct ref *r, const struct npum_op *op)
 						     op->alpha, op->beta));
 		break;
 	}
+	epilogue(r, op);
 }
 
 int ref_run(const void *file, size_t len, void *const *io, char *why, size_t why_len)
