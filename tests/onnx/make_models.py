@@ -283,7 +283,8 @@ def picked_column():
 
 def shared_conv():
     """A Conv output read by two activations (neither may fuse into the Conv),
-    a Gemm + bias + Relu and a MatMul + Add: what fuses and what must not."""
+    a Gemm + bias + Relu, a MatMul + Add and a GELU with the wrong constant: what
+    fuses and what must not."""
     b = Builder(0)
     x = b.rng.standard_normal((1, 3, 6, 6)).astype(np.float32)
     w, bias = b.weight(4, 3, 3, 3), b.weight(4)
@@ -294,11 +295,15 @@ def shared_conv():
     h = b.node("Relu", [b.node("Gemm", [f, b.const(g1, "g1"), b.const(g1b, "g1b")])])
     m2, m2b = b.weight(8, 5), b.weight(5)
     z = b.node("Add", [b.node("MatMul", [h, b.const(m2, "m2")]), b.const(m2b, "m2b")])
+    # the erf GELU's five nodes, but halved once more: no GELU
+    e = b.node("Erf", [b.node("Div", [z, b.const(np.array(np.sqrt(2), np.float32), "sqrt2")])])
+    e = b.node("Add", [e, b.const(np.array(1, np.float32), "one")])
+    q = b.node("Mul", [b.node("Mul", [z, e]), b.const(np.array(0.25, np.float32), "quarter")])
     cv = conv2d(x.astype(np.float64), w.astype(np.float64), bias.astype(np.float64), 1, 1)
     yr = np.maximum(cv, 0) + 1 / (1 + np.exp(-cv))
     hr = np.maximum(yr.reshape(1, -1) @ g1.astype(np.float64) + g1b, 0)
-    ref = hr @ m2.astype(np.float64) + m2b
-    return b.model("shared_conv", "x", [1, 3, 6, 6], z, [1, 5], 13), x, ref
+    ref = gelu(hr @ m2.astype(np.float64) + m2b) * 0.5
+    return b.model("shared_conv", "x", [1, 3, 6, 6], q, [1, 5], 13), x, ref
 
 
 def main():

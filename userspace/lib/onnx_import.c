@@ -338,6 +338,72 @@ static bool fold_conv_bn(struct ox_imp *im, const Onnx__GraphProto *g, size_t k,
 	return true;
 }
 
+/* A float constant of one value, within a millionth of `want`. */
+static bool const_near(struct ox_imp *im, const char *name, double want)
+{
+	const struct ox_val *v = ox_find(im, name);
+
+	return v && v->is_const && v->f && ox_count(v) == 1 &&
+	       fabs(v->f[0] - want) <= 1e-6 * fabs(want);
+}
+
+/* Node n of `type` with one output, and its input other than `name` (or NULL). */
+static const char *other_input(const Onnx__NodeProto *n, const char *type, const char *name)
+{
+	if (!n->op_type || strcmp(n->op_type, type) || n->n_input != 2 || n->n_output != 1)
+		return NULL;
+	return !strcmp(n->input[0], name) ? n->input[1] :
+	       !strcmp(n->input[1], name) ? n->input[0] : NULL;
+}
+
+/*
+ * The exporters' erf GELU, x * (1 + erf(x / sqrt 2)) * 0.5, as five nodes
+ * (Div by sqrt 2 or Mul by its inverse, Erf, Add 1, Mul by x, Mul by 0.5)
+ * whose intermediates nothing else reads: one GELU_ERF, fused into the op
+ * that made x where it can be. Returns true if it did (*st its status).
+ */
+static bool fold_gelu(struct ox_imp *im, const Onnx__GraphProto *g, size_t k, npurt_status *st)
+{
+	const Onnx__NodeProto *d = g->node[k], *e, *a, *m1, *m2;
+	const char *x = d->n_input == 2 ? d->input[0] : NULL, *c;
+	bool div = d->op_type && !strcmp(d->op_type, "Div");
+	struct ox_val *xv;
+	int fused;
+
+	if (k + 4 >= g->n_node || !x || (!div && (!d->op_type || strcmp(d->op_type, "Mul"))) ||
+	    d->n_output != 1 || !const_near(im, d->input[1], div ? M_SQRT2 : M_SQRT1_2))
+		return false;
+	e = g->node[k + 1], a = g->node[k + 2], m1 = g->node[k + 3], m2 = g->node[k + 4];
+	if (!e->op_type || strcmp(e->op_type, "Erf") || e->n_input != 1 || e->n_output != 1 ||
+	    strcmp(e->input[0], d->output[0]))
+		return false;
+	c = other_input(a, "Add", e->output[0]);
+	if (!c || !const_near(im, c, 1.0))
+		return false;
+	c = other_input(m1, "Mul", a->output[0]);
+	if (!c || strcmp(c, x))
+		return false;
+	c = other_input(m2, "Mul", m1->output[0]);
+	if (!c || !const_near(im, c, 0.5))
+		return false;
+	/* Each intermediate is read by the next node of the five alone. */
+	if (read_later(g, k + 2, d->output[0]) || read_later(g, k + 3, e->output[0]) ||
+	    read_later(g, k + 4, a->output[0]) || read_later(g, k + 5, m1->output[0]))
+		return false;
+	xv = ox_find(im, x);
+	if (!xv || xv->type != OX_FLOAT || xv->is_const)
+		return false;
+	im->node_index = k + 4;		/* x may have readers after the five */
+	fused = ox_fuse_act(im, xv, NPU_OP_GELU_ERF, 0, 0, m2->output[0]);
+	if (fused)
+		*st = fused > 0 ? NPURT_OK : npurt_last_status();
+	else
+		*st = ox_done(ox_unary(im, NPU_OP_GELU_ERF, ox_find(im, x), 0, 0, m2->output[0]));
+	if (!*st)
+		im->info.fused += 4;
+	return true;
+}
+
 static npurt_status import_model(struct ox_imp *im, const Onnx__ModelProto *m)
 {
 	const Onnx__GraphProto *g = m->graph;
@@ -399,6 +465,8 @@ static npurt_status import_model(struct ox_imp *im, const Onnx__ModelProto *m)
 					       "already", n->output[i]);
 		if (fold_conv_bn(im, g, k, &st)) {
 			k++;		/* the BatchNormalization went into the Conv */
+		} else if (fold_gelu(im, g, k, &st)) {
+			k += 4;		/* five nodes, one GELU */
 		} else if (!ox_fold(im, n, &st)) {
 			st = ox_node(im, n);
 		} else if (!st) {
