@@ -36,9 +36,11 @@ BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas
 obj = $(patsubst %.c,$(O)/obj/%.o,$(1))
 
 FWSIM_CORE := firmware-sim/npu_dev.c firmware-sim/npu_engine.c firmware-sim/npu_dma.c firmware-sim/npu_mmu.c \
-	firmware-sim/npu_ops.c firmware-sim/npu_window.c firmware-sim/npu_gemm.c firmware-sim/npu_cores.c \
-	firmware-sim/npu_list.c \
+	firmware-sim/npu_ops.c firmware-sim/npu_matmul.c firmware-sim/npu_window.c firmware-sim/npu_gemm.c firmware-sim/npu_cores.c \
+	firmware-sim/npu_list.c firmware-sim/npu_inplace.c firmware-sim/npu_vmath.c \
 	firmware-sim/ivshmem_server.c
+# libmvec (glibc's vector math, in libc6) before libm: npu_vmath.c.
+FWSIM_LIBS := -lpthread -lmvec -lm
 FWSIM_SRCS := $(FWSIM_CORE) firmware-sim/fwsim.c firmware-sim/main.c
 LIB_SRCS   := $(sort $(wildcard userspace/lib/*.c))
 # The ONNX importer reads models with protobuf-c, from C generated at build
@@ -87,7 +89,7 @@ $(O)/obj/firmware-sim/%.o: firmware-sim/%.c
 
 $(O)/bin/npu-fwsim: $(call obj,$(FWSIM_SRCS))
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ -lpthread -lm -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(FWSIM_LIBS) -o $@
 
 $(ONNX_GEN): $(ONNX_PROTO)
 	@mkdir -p $(@D)
@@ -159,7 +161,7 @@ $(O)/obj/tests/%.o: tests/%.c $(KSFT)/kselftest_harness.h
 
 $(O)/tests/unit/%: $(O)/obj/tests/unit/%.o $(call obj,$(FWSIM_CORE)) $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LIB_DEPS) -lpthread -lm -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LIB_DEPS) $(FWSIM_LIBS) -o $@
 
 # The caching allocator's and the range table's tests drive their logic
 # through the library's internal headers, and run once more under ASan
@@ -203,7 +205,7 @@ $(O)/tests/bench/%: $(O)/obj/tests/bench/%.o $(LIBA)
 # Benchmarks of the device core alone, run on the host.
 $(O)/tests/bench-host/%: $(O)/obj/tests/bench/host/%.o $(call obj,$(FWSIM_CORE))
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(BLAS_LIBS) -lpthread -lm -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(BLAS_LIBS) $(FWSIM_LIBS) -o $@
 
 # The uapi fuzzer (run in the VM by tests/selftests/run): no harness, full warnings.
 $(O)/obj/tests/fuzz/%.o: tests/fuzz/%.c

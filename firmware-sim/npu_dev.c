@@ -154,6 +154,7 @@ static int32_t recover(struct npu_dev *dev)
 	for (uint64_t qid = 0; qid < dev->cfg.num_queues; qid++)
 		npu_engine_queue_stop(dev, qid);
 	npu_mmu_invalidate(dev, 0);
+	npu_engine_settle(dev, 0);
 	clear_injections(dev);
 	return NPU_FW_OK;
 }
@@ -186,6 +187,7 @@ void npu_dev_reset(struct npu_dev *dev)
 	/* Nothing of the last host's work may land in the new one's memory. */
 	npu_engine_reset(dev);
 	npu_mmu_invalidate(dev, 0);
+	npu_engine_settle(dev, 0);
 	clear_injections(dev);
 	npu_engine_dma_quiesce(dev);
 
@@ -194,14 +196,30 @@ void npu_dev_reset(struct npu_dev *dev)
 	pthread_mutex_unlock(&dev->lock);
 }
 
-/* The cores finished a launch: wake the engine to complete it. */
+/* Scheduler steps the last worker through a launch takes, at most. */
+#define WORKER_STEPS	4
+
+/*
+ * The cores finished a launch. The last worker through completes it and
+ * dispatches what its queue has next, as the engine thread would: waking
+ * that thread for it, and being woken for the next launch, cost two
+ * context switches per launch, a model's launches back to back. A worker
+ * with more to do than a few steps hands the rest to the engine thread.
+ */
 static void launch_done(void *opaque)
 {
 	struct npu_dev *dev = opaque;
+	unsigned int n = 0;
 
-	/* Under the lock, so an engine about to sleep cannot miss it. */
 	pthread_mutex_lock(&dev->lock);
-	pthread_cond_signal(&dev->work);
+	npu_engine_cores_idle(dev);
+	if (dev->engine_stop || !npu_engine_poll(dev))
+		n = WORKER_STEPS;
+	while (n < WORKER_STEPS && npu_engine_step(dev))
+		n++;
+	/* Under the lock, so an engine about to sleep cannot miss it. */
+	if (n == WORKER_STEPS)
+		pthread_cond_signal(&dev->work);
 	pthread_mutex_unlock(&dev->lock);
 }
 
@@ -415,6 +433,7 @@ static int32_t mbox_exec(struct npu_dev *dev, struct npu_fw_mbox *mb)
 			return -NPU_FW_EHALTED;
 		}
 		npu_mmu_invalidate(dev, (uint32_t)mb->args[0]);
+		npu_engine_settle(dev, (uint32_t)mb->args[0]);
 		return NPU_FW_OK;
 	case NPU_FW_CMD_QUEUE_START:
 		return npu_engine_queue_start(dev, mb->args[0]);
@@ -500,6 +519,8 @@ void npu_dev_attach_host_mem(struct npu_dev *dev, void *mem, size_t size)
 	dev->host_mem = mem;
 	dev->host_mem_size = mem ? size : 0;
 	npu_mmu_invalidate(dev, 0);
+	/* The caller unmaps the old memory next: no launch may read it. */
+	npu_engine_settle(dev, 0);
 	npu_engine_dma_quiesce(dev);
 	pthread_mutex_unlock(&dev->lock);
 }

@@ -9,17 +9,19 @@
  *
  * A queue has at most one task executing, on the scheduler or on a unit
  * (eng.q[qid].busy), so each queue runs in order while the units work
- * for different queues at once. A kernel launch gathers its inputs and
- * later scatters its output here, under dev->lock, through fresh
- * translations, and computes in between on private buffers with the lock
- * released; copy engines hold a translation for one chunk at most. So a
- * TLB_INVALIDATE or QUEUE_STOP, which the mailbox answers under the same
- * lock after the chunks in flight land, holds for everything after it.
+ * for different queues at once. A kernel launch translates its tensors
+ * here, under dev->lock, computes with the lock released, and scatters
+ * its output here through fresh translations; copy engines hold a
+ * translation for one chunk at most. The mailbox answers TLB_INVALIDATE
+ * under the same lock once the chunks in flight landed and no launch
+ * reads through a translation from before (npu_engine_settle), QUEUE_STOP
+ * once the chunks landed, so either holds for everything after it.
  */
 #include "npu_engine.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "npu_engine_int.h"
 #include "npu_ops.h"
@@ -254,6 +256,12 @@ void npu_engine_init(struct npu_dev *dev)
 
 	eng->num_dma = dev->cfg.num_dma;
 	eng->num_groups = dev->cfg.num_core_groups;
+	pthread_condattr_t attr;
+
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&eng->cores_idle, &attr);
+	pthread_condattr_destroy(&attr);
 	pthread_cond_init(&eng->dma_idle, NULL);
 	for (unsigned int i = 0; i < NPU_DEV_DMA_MAX; i++)
 		pthread_cond_init(&eng->dma[i].go, NULL);
@@ -262,6 +270,7 @@ void npu_engine_init(struct npu_dev *dev)
 void npu_engine_fini(struct npu_dev *dev)
 {
 	pthread_cond_destroy(&dev->eng.dma_idle);
+	pthread_cond_destroy(&dev->eng.cores_idle);
 	for (unsigned int i = 0; i < NPU_DEV_DMA_MAX; i++)
 		pthread_cond_destroy(&dev->eng.dma[i].go);
 }
@@ -303,10 +312,12 @@ static int dma_host(struct npu_dev *dev, struct npu_fw_queue *q, uint64_t va,
 	return 0;
 }
 
-static void free_views(struct npu_view *v)
+/* Free the views' private buffers; bit i of `borrowed`: v[i] is device memory. */
+static void free_views(struct npu_view *v, unsigned int borrowed)
 {
 	for (unsigned int i = 0; i < 4; i++) {
-		free(v[i].data);
+		if (!(borrowed & (1u << i)))
+			free(v[i].data);
 		v[i].data = NULL;
 	}
 }
@@ -330,15 +341,23 @@ static int free_group(struct npu_dev *dev)
 }
 
 /*
- * A kernel launch: read and check the argument block, gather the tensors
- * into host buffers (keeping their strides), run the op on a core group
- * and scatter the output back. An output with gaps between its elements
- * is gathered first, so the gaps are written back unchanged.
+ * A kernel launch: read and check the argument block, run the op on a
+ * core group and scatter the output back. The output is computed into a
+ * private buffer (gathered first when the op reads it, or when it has
+ * gaps between its elements, so the gaps are written back unchanged):
+ * a launch that its queue's stop cancels leaves device memory as it was.
  *
- * Inputs are gathered even where they lie contiguous in device memory:
- * read in place, a launch would go on reading pages the host unmapped,
- * invalidated and gave to someone else while it computed (or guest RAM
- * gone with its guest), where a snapshot keeps what the launch was given.
+ * Inputs are read in place where they lie in one run of host memory,
+ * else gathered into private buffers (keeping their strides). Reading in
+ * place saves a copy of every weight per launch; it is safe because a
+ * TLB_INVALIDATE waits for the launches reading through translations
+ * from before it (npu_engine_settle), so no launch reads a page the host
+ * unmapped and gave to someone else, or guest RAM gone with its guest.
+ * A launch settle cancelled runs again from its start on copies settle
+ * took of those inputs (complete_launch), so a host invalidating over
+ * and over cannot keep it from finishing. An op that reads its output
+ * reads no input in place: its output buffer, once computed into, could
+ * not start over.
  *
  * With the cores' workers started the compute is handed to a free group
  * and the task stays at head (returns 1) until npu_engine_poll() sees it
@@ -362,8 +381,9 @@ static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 	struct npu_op_args a;
 	struct npu_view v[4] = { 0 };	/* in[0], in[1], the epilogue's bias, out */
 	const struct npu_op_tensor *ts[4];
-	unsigned int n_in, i;
+	unsigned int n_in, i, borrowed = 0;
 	int ret = -1, g = free_group(dev);
+	bool in_place;
 
 	size_t len = t->args[2] < sizeof(a) ? (size_t)t->args[2] : sizeof(a);
 
@@ -391,6 +411,7 @@ static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 		return -1;
 	}
 	n_in = npu_op_inputs(&a);
+	in_place = !npu_op_reads_output(&a);
 	ts[0] = &a.in[0];
 	ts[1] = &a.in[1];
 	ts[2] = &a.epi.bias;
@@ -411,6 +432,18 @@ static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 		v[i].ndim = tt->ndim;
 		memcpy(v[i].shape, tt->shape, sizeof(v[i].shape));
 		memcpy(v[i].stride, tt->stride, sizeof(v[i].stride));
+		if (i < 3 && in_place) {
+			uint8_t *p;
+			int r = npu_engine_borrow(dev, q, tt->va, extent, npu_dtype_size(tt->dtype), &p, f);
+
+			if (r < 0)
+				goto out;
+			if (!r) {
+				v[i].data = p;
+				borrowed |= 1u << i;
+				continue;
+			}
+		}
 		v[i].data = malloc(extent);
 		if (!v[i].data) {
 			f->code = NPU_FW_EKERNEL;
@@ -425,7 +458,13 @@ static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 
 		l->active = true;
 		l->discarded = false;
+		l->rerun = false;
+		l->lost = false;
+		l->borrowed = (uint8_t)borrowed;
+		l->parts = (unsigned int)t->args[1];
 		l->qid = (uint32_t)qid;
+		l->ctx = q->context;
+		l->epoch = dev->eng.epoch;
 		l->cursor = npu_engine_cursor(dev, qid, q);
 		l->counted_ns = npu_dev_clock_ns();
 		l->args = a;
@@ -438,7 +477,7 @@ static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 	npu_op_run(&a, v, &v[3], 0, npu_op_units(&a));
 	ret = scatter(dev, q, &a, &v[3], f);
 out:
-	free_views(v);
+	free_views(v, borrowed);
 	return ret;
 }
 
@@ -628,20 +667,34 @@ bool npu_engine_step(struct npu_dev *dev)
 /*
  * Group `g`'s cores are through: unless its queue stopped meanwhile,
  * scatter the output (through fresh translations: a TLB_INVALIDATE
- * answered during the compute holds) and move the queue past the task.
+ * answered during the compute holds) and move the queue past the task;
+ * or, for a launch settle cancelled, start it over on the same group.
  */
 static void complete_launch(struct npu_dev *dev, unsigned int g, uint64_t finished_ns)
 {
 	struct npu_launch *l = &dev->eng.launch[g];
 	struct npu_fw_queue *q = npu_engine_slot(dev, l->qid);
-	struct fault f = { .code = NPU_FW_EFAULT };
+	struct fault f = { .code = NPU_FW_EKERNEL, .access = NPU_ACCESS_READ };
+	bool current;
 	int bad;
 
 	count_launch(dev, l, finished_ns);
-	/* Stopping or restarting the queue discards; this is for a host
-	 * that rewrote the slot under a running queue. */
-	if (!l->discarded && LOAD_ACQ(&q->state) == NPU_QUEUE_RUNNING &&
-	    npu_engine_cursor(dev, l->qid, q) == l->cursor) {
+	/* Stopping or restarting the queue discards; the cursor is for a
+	 * host that rewrote the slot under a running queue. */
+	current = !l->discarded && LOAD_ACQ(&q->state) == NPU_QUEUE_RUNNING &&
+		  npu_engine_cursor(dev, l->qid, q) == l->cursor;
+	if (current && l->rerun && l->borrowed)
+		npu_engine_own_inputs(l);
+	if (current && l->rerun && !l->lost) {
+		l->rerun = false;
+		npu_cores_launch(&dev->groups[g], &l->args, l->v, &l->v[3], l->parts);
+		return;
+	}
+	if (current && l->lost) {	/* no memory for the inputs' copies */
+		f.address = l->args.in[0].va;
+		npu_engine_queue_fault(dev, l->qid, &f);
+	} else if (current) {
+		f.code = NPU_FW_EFAULT;
 		task_begin(dev, l->qid);
 		bad = scatter(dev, q, &l->args, &l->v[3], &f);
 		task_end(dev);
@@ -650,7 +703,7 @@ static void complete_launch(struct npu_dev *dev, unsigned int g, uint64_t finish
 		else
 			npu_engine_advance(dev, l->qid, q);
 	}
-	free_views(l->v);
+	free_views(l->v, l->borrowed);
 	l->active = false;
 	dev->eng.q[l->qid].busy = false;
 }

@@ -6,18 +6,20 @@
  * has at most one task executing):
  *
  *  - copies and fills go to a free copy engine (a thread of its own);
- *  - kernel launches go to a free AI-core group: the scheduler gathers
- *    the tensors out of device memory into private buffers, the group's
- *    cores compute, and on completion the scheduler scatters the output;
+ *  - kernel launches go to a free AI-core group: the group's cores read
+ *    the inputs where they lie (or from private copies, see run_kernel()
+ *    in npu_engine.c) and compute into a private buffer, which the
+ *    scheduler scatters to device memory on completion;
  *  - sync tasks (fence, event and notify, timestamp, barrier, nop) run on
  *    the scheduler itself, occupying no unit.
  *
  * Everything the units share (queues, TLB, sync table, unit state) is
  * under dev->lock. A copy engine translates a chunk of its task under
  * the lock and moves it without; a mailbox command waits out the chunks
- * moving when it ran (npu_engine_dma_quiesce), so once TLB_INVALIDATE or
- * QUEUE_STOP is answered no byte moves through an old translation or for
- * a stopped queue, and the mailbox never waits for more than a chunk.
+ * moving when it ran (npu_engine_dma_quiesce), and TLB_INVALIDATE waits
+ * out the launches reading in place through older translations
+ * (npu_engine_settle), so once TLB_INVALIDATE or QUEUE_STOP is answered no
+ * byte moves through an old translation or for a stopped queue.
  */
 #ifndef NPU_ENGINE_H
 #define NPU_ENGINE_H
@@ -38,11 +40,17 @@ struct npu_dev;
 struct npu_launch {
 	bool active;			/* handed to the cores, not collected yet */
 	bool discarded;			/* its queue stopped: never scattered */
+	bool rerun;			/* cancelled by npu_engine_settle: runs again */
+	bool lost;			/* ... but settle had no memory to copy its inputs */
+	uint8_t borrowed;		/* views (bit i: v[i]) read in place */
+	unsigned int parts;		/* cores it runs on (0: all of its group) */
 	uint32_t qid;
+	uint32_t ctx;			/* its queue's context */
+	uint64_t epoch;			/* eng.epoch when it translated */
 	uint64_t cursor;		/* the task's place: npu_engine_cursor() */
 	uint64_t counted_ns;		/* exec time counted up to here */
 	struct npu_op_args args;
-	struct npu_view v[4];		/* in[0], in[1], bias, out: private buffers */
+	struct npu_view v[4];		/* in[0], in[1], bias, out */
 };
 
 /* A copy engine and the COPY or FILL it runs. */
@@ -95,6 +103,8 @@ struct npu_engine {
 	bool dma_running;		/* copy engine threads started */
 	bool dma_stop;
 	pthread_cond_t dma_idle;	/* a chunk finished moving */
+	pthread_cond_t cores_idle;	/* a group's cores got through a launch */
+	uint64_t epoch;			/* bumped by npu_engine_settle */
 	bool hang_seen;			/* some queue is hung with work */
 	uint32_t next;			/* steps start here: after the last dispatch */
 	/* A task moving data on the scheduler itself: exec_ms advances during it. */
@@ -158,5 +168,17 @@ void npu_engine_dma_cancel(struct npu_dev *dev, uint32_t qid);
  * landed. The lock is dropped while waiting.
  */
 void npu_engine_dma_quiesce(struct npu_dev *dev);
+
+/*
+ * Under dev->lock, after dropping translations of `ctx` (0: every
+ * context): wait until no launch reads in place through one taken
+ * before. A launch still at it after SETTLE_MS is cancelled, to run again
+ * from the start on copies of its inputs, so the wait stays short however
+ * long the launch. The lock is dropped while waiting.
+ */
+void npu_engine_settle(struct npu_dev *dev, uint32_t ctx);
+
+/* A group's cores got through their launch: wake npu_engine_settle. */
+void npu_engine_cores_idle(struct npu_dev *dev);
 
 #endif /* NPU_ENGINE_H */

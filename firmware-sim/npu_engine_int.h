@@ -30,6 +30,17 @@ int npu_engine_xlate(struct npu_dev *dev, struct npu_fw_queue *q, uint64_t va,
 		     enum npu_access access, uint8_t **ptr, uint64_t *avail,
 		     struct fault *f);
 
+/*
+ * npu_inplace.c. The host address of [va, va + size) for a launch to read
+ * in place: 0 with *ptr if the range lies in one run of host memory,
+ * aligned to `align`; 1 if not (copy it instead); -1 on a fault, with *f.
+ */
+int npu_engine_borrow(struct npu_dev *dev, struct npu_fw_queue *q, uint64_t va,
+		      uint64_t size, uint64_t align, uint8_t **ptr, struct fault *f);
+
+/* A launch settle cancelled, through: copy what it read in place (npu_inplace.c). */
+void npu_engine_own_inputs(struct npu_launch *l);
+
 /* Run a COPY or FILL in full, here and now (no copy engine threads). */
 int npu_engine_dma_inline(struct npu_dev *dev, struct npu_fw_queue *q,
 			  const struct npu_fw_task *t, struct fault *f);

@@ -67,6 +67,22 @@ static void pack_b(const void *ctx, uint64_t kb, int64_t kc, uint64_t jb, int64_
  * C[MR x NR] (+)= a (kc x MR, packed) * b (kc x NR, packed); mr x nr of it
  * real. add 0 stores the sum, for a C whose old contents do not count.
  */
+/* Rows [0, mr) of an AVX2 kernel's MR x NR sums into C, full width. */
+__attribute__((target("avx2,fma")))
+static inline void store_6x16(__m256 acc[MR][2], float *c, int64_t ldc, int mr, int add)
+{
+	for (int i = 0; i < mr; i++) {
+		float *ci = c + i * ldc;
+
+		if (add) {
+			acc[i][0] = _mm256_add_ps(_mm256_loadu_ps(ci), acc[i][0]);
+			acc[i][1] = _mm256_add_ps(_mm256_loadu_ps(ci + 8), acc[i][1]);
+		}
+		_mm256_storeu_ps(ci, acc[i][0]);
+		_mm256_storeu_ps(ci + 8, acc[i][1]);
+	}
+}
+
 __attribute__((target("avx2,fma")))
 static void kernel_6x16(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
 			int mr, int nr, int add)
@@ -87,16 +103,7 @@ static void kernel_6x16(int64_t kc, const float *a, const float *b, float *c, in
 		}
 	}
 	if (mr == MR && nr == NR) {
-		for (int i = 0; i < MR; i++) {
-			float *ci = c + i * ldc;
-
-			if (add) {
-				acc[i][0] = _mm256_add_ps(_mm256_loadu_ps(ci), acc[i][0]);
-				acc[i][1] = _mm256_add_ps(_mm256_loadu_ps(ci + 8), acc[i][1]);
-			}
-			_mm256_storeu_ps(ci, acc[i][0]);
-			_mm256_storeu_ps(ci + 8, acc[i][1]);
-		}
+		store_6x16(acc, c, ldc, MR, add);
 		return;
 	}
 	for (int i = 0; i < MR; i++) {
@@ -150,37 +157,99 @@ static void kernel_6x32(int64_t kc, const float *a, const float *b, float *c, in
 			c[i * ldc + j] = (add ? c[i * ldc + j] : 0.0f) + tmp[i * NR512 + j];
 }
 
-/* alpha * A[i.., kb..] (mr x kc) as kc groups of MR, zero past mr. */
-static void pack_a(const float *A, int64_t ai, int64_t ap, int64_t mr, int64_t kc, float alpha,
-		   float *out)
+/*
+ * The shifted GEMM's kernel: C[MRS x NRS] (+)= a (kc x MRS, packed) times
+ * rows of B read in place, row p at x + off[p]; mr rows of it real.
+ */
+#define MRS	8
+#define NRS	48		/* three zmm */
+
+__attribute__((target("avx512f")))
+static void kernel_8x48(int64_t kc, const float *a, const float *x, const int32_t *off, float *c,
+			int64_t ldc, int mr, int add)
 {
-	for (int64_t p = 0; p < kc; p++, out += MR)
-		for (int64_t i = 0; i < MR; i++)
+	__m512 acc[MRS][3];
+
+	for (int i = 0; i < MRS; i++)
+		acc[i][0] = acc[i][1] = acc[i][2] = _mm512_setzero_ps();
+	for (int64_t p = 0; p < kc; p++, a += MRS) {
+		const float *b = x + off[p];
+		__m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+		__m512 b2 = _mm512_loadu_ps(b + 32);
+
+		for (int i = 0; i < MRS; i++) {
+			__m512 ai = _mm512_set1_ps(a[i]);
+
+			acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+			acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+			acc[i][2] = _mm512_fmadd_ps(ai, b2, acc[i][2]);
+		}
+	}
+	for (int i = 0; i < mr; i++) {
+		float *ci = c + i * ldc;
+
+		for (int v = 0; v < 3; v++) {
+			__m512 r = acc[i][v];
+
+			if (add)
+				r = _mm512_add_ps(_mm512_loadu_ps(ci + 16 * v), r);
+			_mm512_storeu_ps(ci + 16 * v, r);
+		}
+	}
+}
+
+/* The shifted GEMM's AVX2 kernel: C[MR x NR] (+)= a (kc x MR) times rows at x + off[p]. */
+__attribute__((target("avx2,fma")))
+static void kernel_6x16_shifted(int64_t kc, const float *a, const float *x, const int32_t *off,
+				float *c, int64_t ldc, int mr, int add)
+{
+	__m256 acc[MR][2];
+
+	for (int i = 0; i < MR; i++)
+		acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+	for (int64_t p = 0; p < kc; p++, a += MR) {
+		const float *b = x + off[p];
+		__m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+
+		for (int i = 0; i < MR; i++) {
+			__m256 ai = _mm256_broadcast_ss(a + i);
+
+			acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
+			acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+		}
+	}
+	store_6x16(acc, c, ldc, mr, add);
+}
+
+/* alpha * A[i.., kb..] (mr x kc) as kc groups of `full`, zero past mr. */
+static void pack_a(const float *A, int64_t ai, int64_t ap, int64_t mr, int64_t kc, float alpha,
+		   int64_t full, float *out)
+{
+	for (int64_t p = 0; p < kc; p++, out += full)
+		for (int64_t i = 0; i < full; i++)
 			out[i] = i < mr ? alpha * A[i * ai + p * ap] : 0.0f;
 }
 
-enum isa { ISA_UNKNOWN, ISA_NONE, ISA_AVX2, ISA_AVX512 };
-
 /* The widest kernel this CPU runs (asked of CPUID once), or a narrower forced one. */
-static enum isa host_isa(void)
+enum npu_isa npu_host_isa(void)
 {
-	static int known;	/* enum isa */
+	static int known;	/* enum npu_isa */
 	const char *force = getenv("NPU_FWSIM_ISA");	/* "portable", "avx2": for benches */
-	enum isa isa;
+	enum npu_isa isa;
 
 	if (!__atomic_load_n(&known, __ATOMIC_RELAXED))
-		__atomic_store_n(&known, __builtin_cpu_supports("avx512f") ? ISA_AVX512 :
+		__atomic_store_n(&known, __builtin_cpu_supports("avx512f") ? NPU_ISA_AVX512 :
 				 __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ?
-				 ISA_AVX2 : ISA_NONE, __ATOMIC_RELAXED);
-	isa = (enum isa)__atomic_load_n(&known, __ATOMIC_RELAXED);
-	if (force && !strcmp(force, "avx2") && isa == ISA_AVX512)
-		return ISA_AVX2;
-	return force && !strcmp(force, "portable") ? ISA_NONE : isa;
+				 NPU_ISA_AVX2 : NPU_ISA_NONE, __ATOMIC_RELAXED);
+	isa = (enum npu_isa)__atomic_load_n(&known, __ATOMIC_RELAXED);
+	if (force && !strcmp(force, "avx2") && isa == NPU_ISA_AVX512)
+		return NPU_ISA_AVX2;
+	return force && !strcmp(force, "portable") ? NPU_ISA_NONE : isa;
 }
 
 bool npu_gemm_has_fast(void)
 {
-	return host_isa() != ISA_NONE;
+	return npu_host_isa() != NPU_ISA_NONE;
 }
 
 /*
@@ -190,6 +259,8 @@ bool npu_gemm_has_fast(void)
  */
 struct panels {
 	float *b, *a;
+	float *scratch[NPU_GEMM_SCRATCH];	/* grown as asked, kept */
+	size_t scratch_n[NPU_GEMM_SCRATCH];
 };
 
 static pthread_key_t panels_key;
@@ -202,6 +273,8 @@ static void panels_free(void *p)
 
 	free(pl->b);
 	free(pl->a);
+	for (int i = 0; i < NPU_GEMM_SCRATCH; i++)
+		free(pl->scratch[i]);
 	free(pl);
 }
 
@@ -220,7 +293,7 @@ static struct panels *thread_panels(void)
 	pl = pthread_getspecific(panels_key);
 	if (pl)
 		return pl;
-	pl = malloc(sizeof(*pl));
+	pl = calloc(1, sizeof(*pl));
 	if (!pl)
 		return NULL;
 	pl->b = aligned_alloc(64, sizeof(float) * KC * (NC + NR512));
@@ -236,12 +309,12 @@ int npu_gemm_packed(const float *A, uint64_t ai, uint64_t ap, npu_gemm_pack_fn p
 		    const void *ctx, float *C, uint64_t ci, uint64_t i0, uint64_t i1, uint64_t j0,
 		    uint64_t j1, uint64_t k, float alpha, bool add, const uint32_t *cancel)
 {
-	enum isa isa = host_isa();
-	int64_t nr = isa == ISA_AVX512 ? NR512 : NR;
+	enum npu_isa isa = npu_host_isa();
+	int64_t nr = isa == NPU_ISA_AVX512 ? NR512 : NR;
 	struct panels *pl;
 	float *bpack, *apack;
 
-	if (isa == ISA_NONE)
+	if (isa == NPU_ISA_NONE)
 		return 1;
 	if (!k) {
 		for (uint64_t i = i0; i < i1 && !add; i++)
@@ -266,13 +339,13 @@ int npu_gemm_packed(const float *A, uint64_t ai, uint64_t ap, npu_gemm_pack_fn p
 				if (npu_cancelled(cancel))
 					return -1;
 				pack_a(A + i * ai + kb * ap, (int64_t)ai, (int64_t)ap, mr, kc, alpha,
-				       apack);
+				       MR, apack);
 				for (int64_t js = 0; js < nc; js += nr) {
 					float *c = C + i * ci + jb + (uint64_t)js;
 					int w = (int)(nc - js < nr ? nc - js : nr);
 					int acc = add || kb;
 
-					if (isa == ISA_AVX512)
+					if (isa == NPU_ISA_AVX512)
 						kernel_6x32(kc, apack, bpack + js * kc, c,
 							    (int64_t)ci, (int)mr, w, acc);
 					else
@@ -285,7 +358,81 @@ int npu_gemm_packed(const float *A, uint64_t ai, uint64_t ap, npu_gemm_pack_fn p
 	return 0;
 }
 
+float *npu_gemm_scratch(unsigned int slot, size_t n)
+{
+	struct panels *pl = npu_host_isa() == NPU_ISA_NONE ? NULL : thread_panels();
+	float *p;
+
+	if (!pl || slot >= NPU_GEMM_SCRATCH)
+		return NULL;
+	if (pl->scratch_n[slot] >= n)
+		return pl->scratch[slot];
+	p = aligned_alloc(64, (n * sizeof(float) + 63) & ~(size_t)63);
+	if (!p)
+		return NULL;
+	free(pl->scratch[slot]);
+	pl->scratch[slot] = p;
+	pl->scratch_n[slot] = n;
+	return p;
+}
+
+int npu_gemm_shifted(const float *A, uint64_t ai, uint64_t m, const float *X, const int32_t *off,
+		     uint64_t k, float *C, uint64_t ci, uint64_t n, const uint32_t *cancel)
+{
+	enum npu_isa isa = npu_host_isa();
+	int64_t mrf = isa == NPU_ISA_AVX512 ? MRS : MR, nrf = isa == NPU_ISA_AVX512 ? NRS : NR;
+	uint64_t blocks = (m + (uint64_t)mrf - 1) / (uint64_t)mrf;
+	float *apack;
+
+	if (isa == NPU_ISA_NONE)
+		return 1;
+	apack = npu_gemm_scratch(NPU_GEMM_SCRATCH - 1, blocks * (uint64_t)mrf * KC);
+	if (!apack)
+		return 1;
+	for (uint64_t kb = 0; kb < k; kb += KC) {
+		int64_t kc = (int64_t)(k - kb < KC ? k - kb : KC);
+
+		for (uint64_t b = 0; b < blocks; b++) {
+			uint64_t i = b * (uint64_t)mrf;
+
+			pack_a(A + i * ai + kb, (int64_t)ai, 1, (int64_t)(m - i < (uint64_t)mrf ?
+			       m - i : (uint64_t)mrf), kc, 1.0f, mrf, apack + b * (uint64_t)(mrf * kc));
+		}
+		for (uint64_t t = 0; t < n; t += (uint64_t)nrf) {
+			if (npu_cancelled(cancel))
+				return -1;
+			for (uint64_t b = 0; b < blocks; b++) {
+				uint64_t i = b * (uint64_t)mrf;
+				int mr = (int)(m - i < (uint64_t)mrf ? m - i : (uint64_t)mrf);
+				const float *ap = apack + b * (uint64_t)(mrf * kc);
+
+				if (isa == NPU_ISA_AVX512)
+					kernel_8x48(kc, ap, X + t, off + kb, C + i * ci + t,
+						    (int64_t)ci, mr, kb > 0);
+				else
+					kernel_6x16_shifted(kc, ap, X + t, off + kb,
+							    C + i * ci + t, (int64_t)ci, mr, kb > 0);
+			}
+		}
+	}
+	return 0;
+}
+
 #else
+
+float *npu_gemm_scratch(unsigned int slot, size_t n)
+{
+	(void)slot, (void)n;
+	return NULL;
+}
+
+int npu_gemm_shifted(const float *A, uint64_t ai, uint64_t m, const float *X, const int32_t *off,
+		     uint64_t k, float *C, uint64_t ci, uint64_t n, const uint32_t *cancel)
+{
+	(void)A, (void)ai, (void)m, (void)X, (void)off, (void)k, (void)C, (void)ci, (void)n;
+	(void)cancel;
+	return 1;
+}
 
 bool npu_gemm_has_fast(void)
 {

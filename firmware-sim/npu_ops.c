@@ -192,11 +192,13 @@ const char *npu_op_check(const struct npu_op_args *a)
 /*
  * One loop per case, the common ones (a contiguous row, one bias or one
  * per element, RELU or none) with the op as the loop's constant, so they
- * vectorize: the epilogue is a pass over every output element.
+ * vectorize, for the widest ISA the host has (target_clones: the loops
+ * hold no contractions, so every clone rounds alike): the epilogue is a
+ * pass over every output element.
  */
 #define EPI_LOOP(bias, expr)							\
 	for (uint64_t j = 0; j < n; j++) {					\
-		float x0 = y[j * ys] + (bias);					\
+		float x0 = x[j * ys] + (bias);					\
 									\
 		y[j * ys] = (expr);						\
 	}
@@ -207,12 +209,19 @@ const char *npu_op_check(const struct npu_op_args *a)
 	default: EPI_LOOP(bias, npu_unary(e->act, x0, al, be)) break;		\
 	}
 
-void npu_epilogue(const struct npu_op_epilogue *e, const float *b, uint64_t bs, float *y,
-		  uint64_t ys, uint64_t n)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void npu_epilogue_from(const struct npu_op_epilogue *e, const float *b, uint64_t bs,
+		       const float *x, float *y, uint64_t ys, uint64_t n)
 {
 	float al = e->alpha, be = e->beta, c = b ? *b : 0.0f;
 
-	if (ys == 1 && (!b || !bs)) {
+	if (ys == 1 && e->act == NPU_OP_GELU_ERF) {
+		struct npu_op_epilogue plain = { .flags = e->flags };
+
+		if (b || x != y)
+			npu_epilogue_from(&plain, b, bs, x, y, 1, n);
+		npu_vgelu_erf(y, y, n);
+	} else if (ys == 1 && (!b || !bs)) {
 		EPI_ACTS(c)
 	} else if (ys == 1 && bs == 1) {
 		EPI_ACTS(b[j])
@@ -221,6 +230,12 @@ void npu_epilogue(const struct npu_op_epilogue *e, const float *b, uint64_t bs, 
 	} else {
 		EPI_ACTS(b[j * bs])
 	}
+}
+
+void npu_epilogue(const struct npu_op_epilogue *e, const float *b, uint64_t bs, float *y,
+		  uint64_t ys, uint64_t n)
+{
+	npu_epilogue_from(e, b, bs, y, y, ys, n);
 }
 
 #undef EPI_ACTS
@@ -308,6 +323,8 @@ static uint64_t offset(const struct npu_view *v, const uint64_t *ix, uint32_t nd
 		o[j * so] = (expr);						\
 	}
 
+/* Clones as npu_epilogue_from()'s, for the same reason. */
+__attribute__((target_clones("avx512f", "avx2", "default")))
 static void elementwise_row(const struct npu_op_args *a, enum npu_op_kind c, const float *x,
 			    uint64_t sx, const float *y, uint64_t sy, float *o, uint64_t so,
 			    uint64_t len)
@@ -322,6 +339,14 @@ static void elementwise_row(const struct npu_op_args *a, enum npu_op_kind c, con
 		case NPU_OP_DIV: ROW_LOOP(x0 / x1) break;
 		default: ROW_LOOP(npu_binary(a->op, x0, x1)) break;
 		}
+		return;
+	}
+	if (sx == 1 && so == 1 && a->op == NPU_OP_GELU_ERF) {
+		npu_vgelu_erf(o, x, len);
+		return;
+	}
+	if (sx == 1 && so == 1 && a->op == NPU_OP_EXP) {
+		npu_vexp(o, x, len);
 		return;
 	}
 	switch (a->op) {
@@ -366,12 +391,58 @@ static bool all_f32(const struct npu_view *in, unsigned int n, const struct npu_
 }
 
 /* Any dtypes, an element at a time (npu_opdtypes.h says what each does). */
+#define RUN_COPY(type)								\
+	for (uint64_t j = 0; j < len; j++)					\
+		((type *)d)[j * so] = ((const type *)s)[j * si];
+
+/*
+ * Elements [begin, end) of a transpose, by runs along the output's last
+ * dimension: one index unravelled a run, then a strided copy of the
+ * element's size (the op moves bits, whatever the dtype).
+ */
+static int transpose_runs(const struct npu_op_args *a, const struct npu_view *in,
+			  const struct npu_view *out, uint64_t begin, uint64_t end,
+			  const uint32_t *cancel)
+{
+	uint32_t nd = out->ndim, last = nd - 1;
+	uint64_t ix[NPU_MAX_DIMS], jx[NPU_MAX_DIMS], len;
+	uint64_t si = in[0].stride[a->perm[last]], so = out->stride[last];
+	size_t es = npu_dtype_size(out->dtype);
+
+	for (uint64_t e = begin; e < end; e += len) {
+		const char *s;
+		char *d;
+
+		if (npu_cancelled(cancel))
+			return -1;
+		unravel(e, out, nd, ix);
+		len = out->shape[last] - ix[last];
+		len = len < end - e ? len : end - e;
+		for (uint32_t k = 0; k < nd; k++)
+			jx[a->perm[k]] = ix[k];
+		s = (const char *)in[0].data + offset(&in[0], jx, nd) * es;
+		d = (char *)out->data + offset(out, ix, nd) * es;
+		switch (es) {
+		case 1: RUN_COPY(uint8_t) break;
+		case 2: RUN_COPY(uint16_t) break;
+		case 4: RUN_COPY(uint32_t) break;
+		case 8: RUN_COPY(uint64_t) break;
+		default:
+			for (uint64_t j = 0; j < len; j++)
+				memcpy(d + j * so * es, s + j * si * es, es);
+		}
+	}
+	return 0;
+}
+
+#undef RUN_COPY
+
 static int run_elementwise(const struct npu_op_args *a, const struct npu_view *in,
 			   const struct npu_view *out, uint64_t begin, uint64_t end,
 			   const uint32_t *cancel)
 {
 	enum npu_op_kind c = npu_op_kind(a->op);
-	uint64_t ix[NPU_MAX_DIMS], jx[NPU_MAX_DIMS];
+	uint64_t ix[NPU_MAX_DIMS];
 	uint32_t nd = out->ndim, d0 = in[0].dtype;
 	size_t es = npu_dtype_size(out->dtype);
 
@@ -379,6 +450,8 @@ static int run_elementwise(const struct npu_op_args *a, const struct npu_view *i
 	    all_f32(in, c == NPU_OPK_BINARY ? 2 : 1, out))
 		return elementwise_rows(a, c, in, out, begin, end, cancel);
 
+	if (c == NPU_OPK_TRANSPOSE)
+		return transpose_runs(a, in, out, begin, end, cancel);
 	for (uint64_t e = begin; e < end; e++) {
 		enum npu_dom dom = npu_dtype_dom(d0);
 		union npu_num x;
@@ -386,13 +459,6 @@ static int run_elementwise(const struct npu_op_args *a, const struct npu_view *i
 		if (!((e - begin) & (CHECK_EVERY - 1)) && npu_cancelled(cancel))
 			return -1;
 		unravel(e, out, nd, ix);
-		if (c == NPU_OPK_TRANSPOSE) {
-			for (uint32_t k = 0; k < nd; k++)
-				jx[a->perm[k]] = ix[k];
-			memcpy((char *)out->data + offset(out, ix, nd) * es,
-			       (const char *)in[0].data + offset(&in[0], jx, nd) * es, es);
-			continue;
-		}
 		if (a->op == NPU_OP_SELECT) {
 			if (*((const uint8_t *)in[0].data + offset(&in[0], ix, nd)))
 				memcpy((char *)out->data + offset(out, ix, nd) * es,
@@ -412,163 +478,60 @@ static int run_elementwise(const struct npu_op_args *a, const struct npu_view *i
 }
 
 /*
- * The common case, B rows and C rows contiguous: a panel of GEMM_KC rows
- * of B stays in cache while every row of this slice uses it, and four
- * rows of C are updated per pass over a B row, so each B element loaded
- * feeds four multiply-adds. Each C element still sums its products in
- * order of p, exactly as the plain loop does. Cancellation is looked at
- * once per panel of rows (4 x GEMM_KC x n multiply-adds).
+ * A row can be long (up to 2^30 elements): its passes go by blocks and
+ * look for cancellation between them, which keeps the loops inside free
+ * of exits, so they vectorize. Sums are in double, as the reference's.
  */
-#define GEMM_KC 256
+#define ROW_BLOCK	CHECK_EVERY_INNER
 
-static int gemm_contiguous(const float *A, uint64_t ai, uint64_t ap, const float *B,
-			   uint64_t bp, float *C, uint64_t ci, uint64_t n, uint64_t k,
-			   float alpha, uint64_t begin, uint64_t end, const uint32_t *cancel)
+#define BLOCKS(body)								\
+	for (uint64_t jb = 0; jb < n; jb += ROW_BLOCK) {			\
+		uint64_t je = n - jb < ROW_BLOCK ? n : jb + ROW_BLOCK;		\
+									\
+		if (npu_cancelled(cancel))					\
+			return -1;						\
+		for (uint64_t j = jb; j < je; j++)				\
+			body;							\
+	}
+
+static int softmax_row(const float *x, uint64_t si, float *y, uint64_t so, uint64_t n,
+		       const uint32_t *cancel)
 {
-	for (uint64_t kb = 0; kb < k; kb += GEMM_KC) {
-		uint64_t ke = kb + GEMM_KC < k ? kb + GEMM_KC : k, i = begin;
+	float m = x[0];
+	double acc = 0;
 
-		for (; i + 4 <= end; i += 4) {
-			float *restrict c0 = C + i * ci, *restrict c1 = c0 + ci;
-			float *restrict c2 = c1 + ci, *restrict c3 = c2 + ci;
-
+	BLOCKS(m = x[j * si] > m ? x[j * si] : m)
+	if (so == 1) {
+		BLOCKS(y[j] = x[j * si] - m)
+		for (uint64_t jb = 0; jb < n; jb += ROW_BLOCK) {
 			if (npu_cancelled(cancel))
 				return -1;
-			for (uint64_t p = kb; p < ke; p++) {
-				const float *restrict b = B + p * bp;
-				float a0 = alpha * A[i * ai + p * ap];
-				float a1 = alpha * A[(i + 1) * ai + p * ap];
-				float a2 = alpha * A[(i + 2) * ai + p * ap];
-				float a3 = alpha * A[(i + 3) * ai + p * ap];
-
-				for (uint64_t j = 0; j < n; j++) {
-					float bv = b[j];
-
-					c0[j] += a0 * bv;
-					c1[j] += a1 * bv;
-					c2[j] += a2 * bv;
-					c3[j] += a3 * bv;
-				}
-			}
+			npu_vexp(y + jb, y + jb, n - jb < ROW_BLOCK ? n - jb : ROW_BLOCK);
 		}
-		for (; i < end; i++) {
-			float *restrict c = C + i * ci;
-
-			if (npu_cancelled(cancel))
-				return -1;
-			for (uint64_t p = kb; p < ke; p++) {
-				const float *restrict b = B + p * bp;
-				float s = alpha * A[i * ai + p * ap];
-
-				for (uint64_t j = 0; j < n; j++)
-					c[j] += s * b[j];
-			}
-		}
+	} else {
+		BLOCKS(y[j * so] = expf(x[j * si] - m))
 	}
+	BLOCKS(acc += y[j * so])
+	BLOCKS(y[j * so] = (float)(y[j * so] / acc))
 	return 0;
 }
 
-/*
- * A transposed B with few rows of A (a GEMV, as a Gemm with transB=1 on
- * one sample is): each C element a dot product of two contiguous runs,
- * in eight partial sums so the loop vectorizes.
- */
-static int gemm_dots(const float *A, uint64_t ai, uint64_t ap, const float *B, uint64_t bj,
-		     float *C, uint64_t ci, uint64_t n, uint64_t k, float alpha, uint64_t begin,
-		     uint64_t end, const uint32_t *cancel)
+static int layernorm_row(const float *x, uint64_t si, float *y, uint64_t so, uint64_t n,
+			 float eps, const uint32_t *cancel)
 {
-	for (uint64_t i = begin; i < end; i++) {
-		const float *x = A + i * ai;
+	double acc = 0, acc2 = 0, mean, var, inv;
 
-		for (uint64_t j = 0; j < n; j++) {
-			const float *y = B + j * bj;
-			float part[8] = { 0 }, sum = 0;
-			uint64_t p = 0;
-
-			if (!(j & 63) && npu_cancelled(cancel))
-				return -1;
-			if (ap == 1)
-				for (; p + 8 <= k; p += 8)
-					for (int l = 0; l < 8; l++)
-						part[l] += x[p + l] * y[p + l];
-			for (; p < k; p++)
-				sum += x[p * ap] * y[p];
-			for (int l = 0; l < 8; l++)
-				sum += part[l];
-			C[i * ci + j] += alpha * sum;
-		}
-	}
+	BLOCKS((acc += x[j * si], acc2 += (double)x[j * si] * x[j * si]))
+	mean = acc / n;
+	var = acc2 / n - mean * mean;
+	var = var > 0 ? var : 0;
+	inv = 1.0 / sqrt(var + eps);
+	BLOCKS(y[j * so] = (float)((x[j * si] - mean) * inv))
 	return 0;
 }
 
-/* Fewer rows than this: packing B for the fast kernels costs more than it saves. */
-#define GEMM_FEW_ROWS	4
+#undef BLOCKS
 
-static int gemm_rows(const struct npu_op_args *a, const struct npu_view *in,
-		     const struct npu_view *out, uint64_t begin, uint64_t end,
-		     const uint32_t *cancel)
-{
-	const float *A = in[0].data, *B = in[1].data;
-	float *C = out->data;
-	int ta = a->flags & NPU_OP_F_TRANS_A, tb = a->flags & NPU_OP_F_TRANS_B;
-	uint64_t n = out->shape[1], k = ta ? in[0].shape[0] : in[0].shape[1];
-	/* Strides of A as [i][p] and B as [p][j], whatever their layout. */
-	uint64_t ai = ta ? in[0].stride[1] : in[0].stride[0], ap = ta ? in[0].stride[0] : in[0].stride[1];
-	uint64_t bp = tb ? in[1].stride[1] : in[1].stride[0], bj = tb ? in[1].stride[0] : in[1].stride[1];
-	uint64_t ci = out->stride[0], cj = out->stride[1];
-
-	for (uint64_t i = begin; i < end; i++) {
-		float *c = C + i * ci;
-
-		for (uint64_t j = 0; j < n; j++)	/* beta == 0 ignores C, as BLAS does */
-			c[j * cj] = a->beta == 0.0f ? 0.0f : a->beta * c[j * cj];
-	}
-	if (end - begin < GEMM_FEW_ROWS && cj == 1 && (bj == 1 || bp == 1))
-		return bj == 1 ? gemm_contiguous(A, ai, ap, B, bp, C, ci, n, k, a->alpha, begin, end,
-						 cancel) :
-		       gemm_dots(A, ai, ap, B, bj, C, ci, n, k, a->alpha, begin, end, cancel);
-	if ((bj == 1 || bp == 1) && cj == 1) {
-		int fast = npu_gemm_fast(A, ai, ap, B, bp, bj, C, ci, n, k, a->alpha, begin, end,
-					 cancel);
-
-		if (fast <= 0)
-			return fast;
-		if (bj == 1)
-			return gemm_contiguous(A, ai, ap, B, bp, C, ci, n, k, a->alpha, begin, end,
-					       cancel);
-	}
-	for (uint64_t i = begin; i < end; i++) {
-		float *c = C + i * ci;
-
-		for (uint64_t p = 0; p < k; p++) {
-			float s = a->alpha * A[i * ai + p * ap];
-			const float *b = B + p * bp;
-
-			if (!(p & (GEMM_KC - 1)) && npu_cancelled(cancel))
-				return -1;
-			for (uint64_t j = 0; j < n; j++)
-				c[j * cj] += s * b[j * bj];
-		}
-	}
-	return 0;
-}
-
-/* Rows [begin, end) of C, then through the epilogue: the bias is per column. */
-static int run_gemm(const struct npu_op_args *a, const struct npu_view *in,
-		    const struct npu_view *out, uint64_t begin, uint64_t end,
-		    const uint32_t *cancel)
-{
-	const struct npu_op_epilogue *e = &a->epi;
-	bool bias = e->flags & NPU_OP_E_BIAS;
-	int ret = gemm_rows(a, in, out, begin, end, cancel);
-
-	for (uint64_t i = begin; !ret && (bias || e->act) && i < end; i++)
-		npu_epilogue(e, bias ? in[2].data : NULL, in[2].stride[0],
-			     (float *)out->data + i * out->stride[0], out->stride[1], out->shape[1]);
-	return ret;
-}
-
-/* A row can be long (up to 2^30 elements): its loops look too. */
 static int run_rows(const struct npu_op_args *a, const struct npu_view *in,
 		    const struct npu_view *out, uint64_t begin, uint64_t end,
 		    const uint32_t *cancel)
@@ -580,50 +543,17 @@ static int run_rows(const struct npu_op_args *a, const struct npu_view *in,
 	for (uint64_t r = begin; r < end; r++) {
 		const float *x;
 		float *y;
-		double acc = 0, acc2 = 0;
+		int ret;
 
 		unravel(r, out, last, ix);	/* all dimensions but the last */
 		x = (const float *)in[0].data + offset(&in[0], ix, last);
 		y = (float *)out->data + offset(out, ix, last);
-		if (a->op == NPU_OP_SOFTMAX) {
-			float m = x[0];
-
-			for (uint64_t j = 1; j < n; j++) {
-				if (STOP_AT(j, cancel))
-					return -1;
-				m = x[j * si] > m ? x[j * si] : m;
-			}
-			for (uint64_t j = 0; j < n; j++) {
-				float e = expf(x[j * si] - m);
-
-				if (STOP_AT(j, cancel))
-					return -1;
-				y[j * so] = e;
-				acc += e;
-			}
-			for (uint64_t j = 0; j < n; j++) {
-				if (STOP_AT(j, cancel))
-					return -1;
-				y[j * so] = (float)(y[j * so] / acc);
-			}
-		} else {
-			double mean, var;
-
-			for (uint64_t j = 0; j < n; j++) {
-				if (STOP_AT(j, cancel))
-					return -1;
-				acc += x[j * si];
-				acc2 += (double)x[j * si] * x[j * si];
-			}
-			mean = acc / n;
-			var = acc2 / n - mean * mean;
-			var = var > 0 ? var : 0;
-			for (uint64_t j = 0; j < n; j++) {
-				if (STOP_AT(j, cancel))
-					return -1;
-				y[j * so] = (float)((x[j * si] - mean) / sqrt(var + a->eps));
-			}
-		}
+		if (a->op == NPU_OP_SOFTMAX)
+			ret = softmax_row(x, si, y, so, n, cancel);
+		else
+			ret = layernorm_row(x, si, y, so, n, a->eps, cancel);
+		if (ret)
+			return ret;
 	}
 	return 0;
 }
@@ -779,7 +709,7 @@ int npu_op_run_cancellable(const struct npu_op_args *a, const struct npu_view *i
 {
 	switch (npu_op_kind(a->op)) {
 	case NPU_OPK_GEMM:
-		return run_gemm(a, in, out, begin, end, cancel);
+		return npu_gemm_run(a, in, out, begin, end, cancel);
 	case NPU_OPK_ROW:
 		return run_rows(a, in, out, begin, end, cancel);
 	case NPU_OPK_REDUCE:

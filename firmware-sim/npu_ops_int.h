@@ -35,6 +35,28 @@ static inline int npu_cancelled(const uint32_t *cancel)
 void npu_epilogue(const struct npu_op_epilogue *e, const float *b, uint64_t bs, float *y,
 		  uint64_t ys, uint64_t n);
 
+/* The same, from x[j * ys] (x == y allowed): a copy and the epilogue in one pass. */
+void npu_epilogue_from(const struct npu_op_epilogue *e, const float *b, uint64_t bs,
+		       const float *x, float *y, uint64_t ys, uint64_t n);
+
+/*
+ * The widest vector ISA of this CPU the op library uses (CPUID, asked
+ * once), or a narrower one NPU_FWSIM_ISA=avx2|portable forces (benches
+ * and tests compare the paths).
+ */
+enum npu_isa { NPU_ISA_UNKNOWN, NPU_ISA_NONE, NPU_ISA_AVX2, NPU_ISA_AVX512 };
+
+enum npu_isa npu_host_isa(void);
+
+/*
+ * Whole-run transcendentals (npu_vmath.c), on glibc's vector math
+ * library where the ISA has it: y[i] = f(x[i]) for i < n, y == x allowed.
+ * Within a few ulp of the scalar libm functions, not bit-equal to them.
+ */
+void npu_vexp(float *y, const float *x, uint64_t n);
+/* GELU, the exact form: 0.5 x (1 + erf(x / sqrt 2)). */
+void npu_vgelu_erf(float *y, const float *x, uint64_t n);
+
 /*
  * The fast GEMM's building blocks (npu_gemm.c), for a B made on the fly:
  * the packer writes rows [kb, kb + kc) and columns [jb, jb + nc) of B
@@ -60,6 +82,28 @@ int npu_gemm_packed(const float *A, uint64_t ai, uint64_t ap, npu_gemm_pack_fn p
 		    uint64_t j1, uint64_t k, float alpha, bool add, const uint32_t *cancel);
 
 /*
+ * The shifted GEMM (a stride-1 convolution over its padded image):
+ * C[i][t] = sum_p A[i * ai + p] X[off[p] + t] for rows i < m and columns
+ * t < n, rows of C ci apart. The kernels work in whole tiles: C needs
+ * room for NPU_GEMM_SHIFT_NR columns past n and X must be readable that
+ * far past every off[p] + n. 0 done, -1 cancelled, 1 not done (no kernel
+ * on this host, or no memory).
+ */
+#define NPU_GEMM_SHIFT_NR	48
+
+int npu_gemm_shifted(const float *A, uint64_t ai, uint64_t m, const float *X, const int32_t *off,
+		     uint64_t k, float *C, uint64_t ci, uint64_t n, const uint32_t *cancel);
+
+/*
+ * Per-thread buffers for the window ops, kept for the thread's life and
+ * grown as asked: slot `slot` (< NPU_GEMM_SCRATCH - 1: the last is the
+ * shifted GEMM's) with room for n floats, 64-byte aligned, or NULL.
+ */
+#define NPU_GEMM_SCRATCH	4
+
+float *npu_gemm_scratch(unsigned int slot, size_t n);
+
+/*
  * A packer's row of a strip: w values of src, then zeros up to nr (the
  * kernels compute the lanes past w and drop them: zeros keep them tidy).
  */
@@ -77,6 +121,11 @@ static inline void npu_gemm_put(float *dst, const float *src, int64_t w, int64_t
 	memcpy(dst, src, (size_t)w * sizeof(float));
 	memset(dst + w, 0, (size_t)(nr - w) * sizeof(float));
 }
+
+/* GEMM over rows [begin, end) of C, then its epilogue (npu_matmul.c). */
+int npu_gemm_run(const struct npu_op_args *a, const struct npu_view *in,
+		 const struct npu_view *out, uint64_t begin, uint64_t end,
+		 const uint32_t *cancel);
 
 /* CONV2D, MAXPOOL2D, AVGPOOL2D over output planes [begin, end) (npu_window.c). */
 int npu_window_run(const struct npu_op_args *a, const struct npu_view *in,

@@ -143,6 +143,93 @@ static int conv_cols(const struct npu_op_args *a, const struct npu_view *in,
 }
 
 /*
+ * Stride 1, as a GEMM that needs no im2col: over image n padded into
+ * rows of Wp = Wo + (kw - 1) dw columns, output (ho, wo) sits at t =
+ * ho Wp + wo and tap (c, i, j) reads t + off, off = c P + i dh Wp + j dw
+ * (P a padded plane), the same offset for every t. So the taps are the
+ * GEMM's rows of B, read in place at their offsets, and the outputs run
+ * on across row ends: the Wp - Wo columns per row computed past Wo are
+ * dropped when the result (its epilogue applied) goes to the output.
+ * The share of planes [o0, o1) is the same share [t0, t1) of padded
+ * positions; only the rows it reaches are padded.
+ */
+static int conv_shifted(const struct npu_op_args *a, const struct npu_view *in,
+			const struct npu_view *out, uint64_t n, uint64_t o0, uint64_t o1,
+			const uint32_t *cancel)
+{
+	const struct npu_op_window *w = &a->win;
+	const uint64_t *xs = in[0].stride, *ys = out->stride;
+	uint64_t C = in[0].shape[1], H = in[0].shape[2], W = in[0].shape[3], O = out->shape[1];
+	uint64_t Ho = out->shape[2], Wo = out->shape[3], kh = in[1].shape[2], kw = in[1].shape[3];
+	uint64_t dh = w->dilation[0], dw = w->dilation[1], ck = C * kh * kw;
+	uint64_t Wp = Wo + (kw - 1) * dw, T = Ho * Wp, t0 = o0 * T / O, t1 = o1 * T / O;
+	uint64_t r0 = t0 / Wp, r1 = (t1 + Wp - 1) / Wp + (kh - 1) * dh, rows = r1 - r0;
+	uint64_t P = rows * Wp + NPU_GEMM_SHIFT_NR + (kw - 1) * dw, span = t1 - t0;
+	uint64_t ldc = span + NPU_GEMM_SHIFT_NR;
+	const float *X = (const float *)in[0].data + n * xs[0];
+	float *xp, *yp;
+	int32_t *off;
+	int ret;
+
+	if (t0 >= t1)
+		return 0;
+	if (C * P > INT32_MAX)
+		return 1;
+	xp = npu_gemm_scratch(0, C * P);
+	yp = npu_gemm_scratch(1, O * ldc);
+	off = (int32_t *)npu_gemm_scratch(2, ck);
+	if (!xp || !yp || !off)
+		return 1;
+	for (uint64_t c = 0; c < C; c++) {
+		float *pc = xp + c * P;
+
+		for (uint64_t r = r0; r < r1; r++) {
+			float *d = pc + (r - r0) * Wp;
+			int64_t h = (int64_t)r - (int64_t)w->pad[0];
+			const float *s = X + c * xs[1] + (uint64_t)h * xs[2];
+
+			memset(d, 0, Wp * sizeof(float));
+			if (h < 0 || h >= (int64_t)H)
+				continue;
+			if (xs[3] == 1)
+				memcpy(d + w->pad[1], s, (W < Wp - w->pad[1] ? W : Wp - w->pad[1]) *
+				       sizeof(float));
+			else
+				for (uint64_t q = 0; q < W && q + w->pad[1] < Wp; q++)
+					d[q + w->pad[1]] = s[q * xs[3]];
+		}
+		memset(pc + rows * Wp, 0, (P - rows * Wp) * sizeof(float));
+	}
+	for (uint64_t p = 0; p < ck; p++) {
+		uint64_t c = p / (kh * kw), i = p / kw % kh, j = p % kw;
+
+		off[p] = (int32_t)(c * P + i * dh * Wp + j * dw);
+	}
+	ret = npu_gemm_shifted(in[1].data, in[1].stride[0], O, xp + (t0 - r0 * Wp), off, ck, yp,
+			       ldc, span, cancel);
+	if (ret)
+		return ret;
+	for (uint64_t o = 0; o < O; o++) {
+		float *y = (float *)out->data + n * ys[0] + o * ys[1];
+
+		for (uint64_t ho = t0 / Wp; ho * Wp < t1; ho++) {
+			uint64_t b = ho * Wp > t0 ? ho * Wp : t0, e = ho * Wp + Wo;
+
+			e = e < t1 ? e : t1;
+			if (b >= e)
+				continue;
+			if (a->epi.flags || a->epi.act)
+				npu_epilogue_from(&a->epi, bias(a, in, o), 0, yp + o * ldc + (b - t0),
+						  y + ho * Wo + (b - ho * Wp), 1, e - b);
+			else
+				memcpy(y + ho * Wo + (b - ho * Wp), yp + o * ldc + (b - t0),
+				       (e - b) * sizeof(float));
+		}
+	}
+	return 0;
+}
+
+/*
  * Ungrouped, with dense weights and contiguous output planes, on a host
  * with the fast GEMM: Y[o][t] = W[o][c kh kw] col[c kh kw][t], over the
  * image unrolled into columns (im2col) as the GEMM packs them. The units
@@ -171,6 +258,15 @@ static int conv_as_gemm(const struct npu_op_args *a, const struct npu_view *in,
 		uint64_t n = u / O, o0 = u % O, o1 = (n + 1) * O < end ? O : end - n * O;
 		uint64_t t0 = o0 * hw / O, t1 = o1 * hw / O;
 
+		if (w->stride[0] == 1 && w->stride[1] == 1) {
+			ret = conv_shifted(a, in, out, n, o0, o1, cancel);
+			if (ret < 0)
+				return ret;
+			if (!ret) {
+				u = n * O + o1;
+				continue;
+			}
+		}
 		m.x = (const float *)in[0].data + n * xs[0];
 		ret = npu_gemm_packed(in[1].data, fs[0], 1, pack_im2col, &m,
 				      (float *)out->data + n * ys[0], ys[1], 0, O, t0, t1, ck,

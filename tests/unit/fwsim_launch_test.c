@@ -235,6 +235,67 @@ TEST_F(launch, tlb_invalidate_holds_for_the_scatter)
 	EXPECT_TRUE(c_is(r + OFF_C, 0, 1));
 }
 
+/*
+ * The launch reads A and B in place. Mid-launch the host moves them to
+ * new pages (same values), invalidates, and once that is answered
+ * poisons the old pages, as a driver giving them to someone else would:
+ * no element of C may have read the poison. The answer comes while the
+ * launch still has its queue's head (the device cancelled it and runs it
+ * again rather than hold the mailbox for its whole length).
+ */
+TEST_F(launch, tlb_invalidate_waits_for_inputs_read_in_place)
+{
+	struct npu_fw_queue *q = qslot(self, 0);
+	uint8_t *r = region(self, 1);
+	uint64_t kdim = long_gemm_k(1500, CORES, &self->expect_ms);
+
+	ASSERT_EQ(0, start_queue(self, 0, 1, 0));
+	launch_long(self, _metadata, 0, 1, kdim);
+	memcpy(r + OFF_C2, r + OFF_A, 2 * 4096);	/* A's page, then B's */
+	pt_map(&self->pool, self->root[1], VA + OFF_A, DATA + OFF_C2, 4096, NPU_PTE_WRITE);
+	pt_map(&self->pool, self->root[1], VA + OFF_B, DATA + OFF_C2 + 4096, 4096,
+	       NPU_PTE_WRITE);
+	ASSERT_EQ(NPU_FW_OK, mbox_cmd(&self->dev, NPU_FW_CMD_TLB_INVALIDATE, 1, 0));
+	EXPECT_EQ(1, load(&q->head)) TH_LOG("launch expected to take %llu ms",
+					    (unsigned long long)self->expect_ms);
+	*(float *)(r + OFF_A) = 2.0f;
+	for (int i = 0; i < LONG_N; i++)
+		((float *)(r + OFF_B))[i] = 2.0f;
+
+	ASSERT_EQ(0, wait_fence(self, 0, 2, 60000)) TH_LOG("state %u error %u",
+							   q->state, q->error);
+	EXPECT_TRUE(c_is(r + OFF_C, (float)kdim, 0));
+}
+
+/*
+ * A GEMM that adds to its C (beta 1) reads its output, so it reads no
+ * input in place and TLB_INVALIDATE neither waits for it nor cancels it:
+ * cancelled after computing into its output, it could not start over.
+ * C = 1 + A B = 1 + kdim, once.
+ */
+TEST_F(launch, a_launch_reading_its_output_is_not_restarted_by_tlb_invalidate)
+{
+	struct npu_fw_queue *q = qslot(self, 0);
+	uint8_t *r = region(self, 1);
+	uint64_t kdim = long_gemm_k(500, CORES, &self->expect_ms);
+
+	ASSERT_EQ(0, start_queue(self, 0, 1, 0));
+	write_gemm(self, 1, OFF_C, kdim);
+	((struct npu_op_args *)(r + OFF_ARGS))->beta = 1.0f;
+	for (uint64_t i = 0; i < LONG_C_BYTES; i += 4)
+		*(float *)(r + OFF_C + i) = 1.0f;
+	push(self, 0, NPU_FW_TASK_FENCE, 1, 0, 0);
+	push(self, 0, NPU_FW_TASK_KERNEL, VA + OFF_ARGS, 0, sizeof(struct npu_op_args));
+	push(self, 0, NPU_FW_TASK_FENCE, 2, 0, 0);
+	ring(self, 0);
+	ASSERT_EQ(0, wait_fence(self, 0, 1, 60000));
+	usleep(50000);	/* well into the launch: past settle's 20 ms, had it waited */
+	ASSERT_EQ(NPU_FW_OK, mbox_cmd(&self->dev, NPU_FW_CMD_TLB_INVALIDATE, 1, 0));
+	ASSERT_EQ(0, wait_fence(self, 0, 2, 60000)) TH_LOG("state %u error %u",
+							   q->state, q->error);
+	EXPECT_TRUE(c_is(r + OFF_C, (float)kdim + 1.0f, 0));
+}
+
 /* A high-priority queue's launch computing holds up no other queue. */
 TEST_F(launch, other_queues_run_while_a_launch_computes)
 {
