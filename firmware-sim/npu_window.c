@@ -5,6 +5,7 @@
  * pooling, an output plane (n, o) per unit. npu_window_check() in
  * npu_opdefs.h has vetted the shapes and the window.
  */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,16 +143,29 @@ static int conv_cols(const struct npu_op_args *a, const struct npu_view *in,
 	return 0;
 }
 
+/* Whether some tap of k, d apart, lands on phase ph of stride s. */
+static bool phase_used(uint64_t k, uint64_t d, uint64_t s, uint64_t ph)
+{
+	for (uint64_t i = 0; i < k; i++)
+		if (i * d % s == ph)
+			return true;
+	return false;
+}
+
 /*
- * Stride 1, as a GEMM that needs no im2col: over image n padded into
- * rows of Wp = Wo + (kw - 1) dw columns, output (ho, wo) sits at t =
- * ho Wp + wo and tap (c, i, j) reads t + off, off = c P + i dh Wp + j dw
+ * A GEMM that needs no im2col. With stride 1: over image n padded into
+ * rows of Wq = Wo + (kw - 1) dw columns, output (ho, wo) sits at t =
+ * ho Wq + wo and tap (c, i, j) reads t + off, off = c P + i dh Wq + j dw
  * (P a padded plane), the same offset for every t. So the taps are the
  * GEMM's rows of B, read in place at their offsets, and the outputs run
- * on across row ends: the Wp - Wo columns per row computed past Wo are
+ * on across row ends: the Wq - Wo columns per row computed past Wo are
  * dropped when the result (its epilogue applied) goes to the output.
- * The share of planes [o0, o1) is the same share [t0, t1) of padded
- * positions; only the rows it reaches are padded.
+ * A stride s splits the padded image into its s x s phases (rows and
+ * columns congruent mod the strides): tap (i, j) reads phase
+ * (i dh mod sh, j dw mod sw) shifted by (i dh / sh, j dw / sw), and in
+ * its phase the convolution is one of stride 1 again. The share of
+ * planes [o0, o1) is the same share [t0, t1) of positions; only the rows
+ * it reaches are padded, and only the phases some tap reads.
  */
 static int conv_shifted(const struct npu_op_args *a, const struct npu_view *in,
 			const struct npu_view *out, uint64_t n, uint64_t o0, uint64_t o1,
@@ -161,10 +175,11 @@ static int conv_shifted(const struct npu_op_args *a, const struct npu_view *in,
 	const uint64_t *xs = in[0].stride, *ys = out->stride;
 	uint64_t C = in[0].shape[1], H = in[0].shape[2], W = in[0].shape[3], O = out->shape[1];
 	uint64_t Ho = out->shape[2], Wo = out->shape[3], kh = in[1].shape[2], kw = in[1].shape[3];
-	uint64_t dh = w->dilation[0], dw = w->dilation[1], ck = C * kh * kw;
-	uint64_t Wp = Wo + (kw - 1) * dw, T = Ho * Wp, t0 = o0 * T / O, t1 = o1 * T / O;
-	uint64_t r0 = t0 / Wp, r1 = (t1 + Wp - 1) / Wp + (kh - 1) * dh, rows = r1 - r0;
-	uint64_t P = rows * Wp + NPU_GEMM_SHIFT_NR + (kw - 1) * dw, span = t1 - t0;
+	uint64_t dh = w->dilation[0], dw = w->dilation[1], sh = w->stride[0], sw = w->stride[1];
+	uint64_t eh = (kh - 1) * dh / sh, ew = (kw - 1) * dw / sw, ck = C * kh * kw;
+	uint64_t Wq = Wo + ew, T = Ho * Wq, t0 = o0 * T / O, t1 = o1 * T / O;
+	uint64_t r0 = t0 / Wq, r1 = (t1 + Wq - 1) / Wq + eh, rows = r1 - r0, PL = rows * Wq;
+	uint64_t P = sh * sw * PL + NPU_GEMM_SHIFT_NR + ew, span = t1 - t0;
 	uint64_t ldc = span + NPU_GEMM_SHIFT_NR;
 	const float *X = (const float *)in[0].data + n * xs[0];
 	float *xp, *yp;
@@ -173,7 +188,8 @@ static int conv_shifted(const struct npu_op_args *a, const struct npu_view *in,
 
 	if (t0 >= t1)
 		return 0;
-	if (C * P > INT32_MAX)
+	/* A strided 1x1 reads each input once: the phase copy would only add a pass. */
+	if (C * P > INT32_MAX || (kh * kw == 1 && sh * sw > 1))
 		return 1;
 	xp = npu_gemm_scratch(0, C * P);
 	yp = npu_gemm_scratch(1, O * ldc);
@@ -181,48 +197,62 @@ static int conv_shifted(const struct npu_op_args *a, const struct npu_view *in,
 	if (!xp || !yp || !off)
 		return 1;
 	for (uint64_t c = 0; c < C; c++) {
-		float *pc = xp + c * P;
+		const float *xc = X + c * xs[1];
 
-		for (uint64_t r = r0; r < r1; r++) {
-			float *d = pc + (r - r0) * Wp;
-			int64_t h = (int64_t)r - (int64_t)w->pad[0];
-			const float *s = X + c * xs[1] + (uint64_t)h * xs[2];
+		for (uint64_t ph = 0; ph < sh; ph++) {
+			for (uint64_t pw = 0; pw < sw; pw++) {
+				float *pl = xp + c * P + (ph * sw + pw) * PL;
 
-			memset(d, 0, Wp * sizeof(float));
-			if (h < 0 || h >= (int64_t)H)
-				continue;
-			if (xs[3] == 1)
-				memcpy(d + w->pad[1], s, (W < Wp - w->pad[1] ? W : Wp - w->pad[1]) *
-				       sizeof(float));
-			else
-				for (uint64_t q = 0; q < W && q + w->pad[1] < Wp; q++)
-					d[q + w->pad[1]] = s[q * xs[3]];
+				if (!phase_used(kh, dh, sh, ph) || !phase_used(kw, dw, sw, pw))
+					continue;
+				for (uint64_t r = r0; r < r1; r++) {
+					float *d = pl + (r - r0) * Wq;
+					int64_t h = (int64_t)(r * sh + ph) - (int64_t)w->pad[0];
+					const float *s = xc + (uint64_t)h * xs[2];
+
+					memset(d, 0, Wq * sizeof(float));
+					if (h < 0 || h >= (int64_t)H)
+						continue;
+					if (sw == 1 && xs[3] == 1) {
+						memcpy(d + w->pad[1], s, (W < Wq - w->pad[1] ?
+							W : Wq - w->pad[1]) * sizeof(float));
+						continue;
+					}
+					for (uint64_t u = 0; u < Wq; u++) {
+						int64_t q = (int64_t)(u * sw + pw) - (int64_t)w->pad[1];
+
+						if (q >= 0 && q < (int64_t)W)
+							d[u] = s[(uint64_t)q * xs[3]];
+					}
+				}
+			}
 		}
-		memset(pc + rows * Wp, 0, (P - rows * Wp) * sizeof(float));
+		memset(xp + c * P + sh * sw * PL, 0, (P - sh * sw * PL) * sizeof(float));
 	}
 	for (uint64_t p = 0; p < ck; p++) {
 		uint64_t c = p / (kh * kw), i = p / kw % kh, j = p % kw;
 
-		off[p] = (int32_t)(c * P + i * dh * Wp + j * dw);
+		off[p] = (int32_t)(c * P + (i * dh % sh * sw + j * dw % sw) * PL +
+				   i * dh / sh * Wq + j * dw / sw);
 	}
-	ret = npu_gemm_shifted(in[1].data, in[1].stride[0], O, xp + (t0 - r0 * Wp), off, ck, yp,
+	ret = npu_gemm_shifted(in[1].data, in[1].stride[0], O, xp + (t0 - r0 * Wq), off, ck, yp,
 			       ldc, span, cancel);
 	if (ret)
 		return ret;
 	for (uint64_t o = 0; o < O; o++) {
 		float *y = (float *)out->data + n * ys[0] + o * ys[1];
 
-		for (uint64_t ho = t0 / Wp; ho * Wp < t1; ho++) {
-			uint64_t b = ho * Wp > t0 ? ho * Wp : t0, e = ho * Wp + Wo;
+		for (uint64_t ho = t0 / Wq; ho * Wq < t1; ho++) {
+			uint64_t b = ho * Wq > t0 ? ho * Wq : t0, e = ho * Wq + Wo;
 
 			e = e < t1 ? e : t1;
 			if (b >= e)
 				continue;
 			if (a->epi.flags || a->epi.act)
 				npu_epilogue_from(&a->epi, bias(a, in, o), 0, yp + o * ldc + (b - t0),
-						  y + ho * Wo + (b - ho * Wp), 1, e - b);
+						  y + ho * Wo + (b - ho * Wq), 1, e - b);
 			else
-				memcpy(y + ho * Wo + (b - ho * Wp), yp + o * ldc + (b - t0),
+				memcpy(y + ho * Wo + (b - ho * Wq), yp + o * ldc + (b - t0),
 				       (e - b) * sizeof(float));
 		}
 	}
@@ -258,14 +288,12 @@ static int conv_as_gemm(const struct npu_op_args *a, const struct npu_view *in,
 		uint64_t n = u / O, o0 = u % O, o1 = (n + 1) * O < end ? O : end - n * O;
 		uint64_t t0 = o0 * hw / O, t1 = o1 * hw / O;
 
-		if (w->stride[0] == 1 && w->stride[1] == 1) {
-			ret = conv_shifted(a, in, out, n, o0, o1, cancel);
-			if (ret < 0)
-				return ret;
-			if (!ret) {
-				u = n * O + o1;
-				continue;
-			}
+		ret = conv_shifted(a, in, out, n, o0, o1, cancel);
+		if (ret < 0)
+			return ret;
+		if (!ret) {
+			u = n * O + o1;
+			continue;
 		}
 		m.x = (const float *)in[0].data + n * xs[0];
 		ret = npu_gemm_packed(in[1].data, fs[0], 1, pack_im2col, &m,
