@@ -113,10 +113,22 @@ void npu_hbm_free(struct npu_device *ndev, struct npu_ctx *ctx, int region,
 	}
 	npu_mem_charge(ndev, ctx, region, -(s64)node->size);
 	if (ndev->wedged) {
-		drm_mm_replace_node(node, &held->node);
-		list_add_tail(&held->link, &ndev->hbm_quarantine);
-		ndev->hbm_quarantined += held->node.size;
-		held = NULL;
+		struct drm_mm *mm = node->mm;
+
+		/*
+		 * The quarantine takes the same range over. Under hbm_lock
+		 * nothing can allocate it in between, so the reservation
+		 * cannot fail (drm_mm_replace_node() is gone since 6.10).
+		 */
+		held->node.start = node->start;
+		held->node.size = node->size;
+		held->node.color = node->color;
+		drm_mm_remove_node(node);
+		if (!drm_mm_reserve_node(mm, &held->node)) {
+			list_add_tail(&held->link, &ndev->hbm_quarantine);
+			ndev->hbm_quarantined += held->node.size;
+			held = NULL;
+		}
 	} else {
 		drm_mm_remove_node(node);
 	}
