@@ -9,14 +9,17 @@
 #   make bench      benchmarks, as ratios measured side by side
 #   make install    libnpurt, its header, pkg-config file and tools into PREFIX
 #   make modules_install   npu.ko into /lib/modules of the KDIR kernel
+#   make dkms-install      npu.ko under DKMS: rebuilt on every kernel upgrade
 #
-# Variables: KDIR (kernel build tree), O (build dir), CC, CFLAGS, PREFIX.
+# Variables: KDIR (kernel build tree), O (build dir), CC, CFLAGS, PREFIX, LIBDIR,
+# KERNEL (the VM's kernel series: 6.1, the host's, or 6.12, Debian 13's).
 
 O      ?= build
 KDIR   ?= $(shell tests/vm/find-kernel kdir 2>/dev/null)
 CC     ?= cc
 CFLAGS ?= -O2 -g
 PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
 
 # One source of truth: the header's NPURT_VERSION_MAJOR/MINOR/PATCH.
 NPURT_VERSION := $(shell sed -n 's/^\#define NPURT_VERSION_\(MAJOR\|MINOR\|PATCH\) //p' userspace/include/npurt.h | paste -sd.)
@@ -66,7 +69,14 @@ FUZZ       := $(if $(FUZZ_SRCS),$(O)/tests/fuzz/npu-fuzz)
 LIBSO      := $(O)/lib/libnpurt.so.$(NPURT_VERSION)
 LIBA       := $(O)/lib/libnpurt.a
 
-all: module userspace tests
+all: module userspace tests man
+
+# Man pages of the tools, from one source each: Documentation/man/*.rst.
+MANPAGES := $(patsubst Documentation/man/%.rst,$(O)/man/%.1,$(wildcard Documentation/man/*.rst))
+man: $(MANPAGES)
+$(O)/man/%.1: Documentation/man/%.rst
+	@mkdir -p $(@D)
+	rst2man --strict $< $@
 
 # ---- kernel module ------------------------------------------------------
 module:
@@ -251,7 +261,14 @@ tests: $(UNIT) $(UNIT_SAN) $(SELFTESTS) $(BENCH) $(HOST_BENCH) $(FUZZ) $(MODEL_F
 setup:
 	tests/setup packages
 
-check: setup
+# Debian 13's kernel in a root of its own (tests/setup kernel-root), and a
+# clean Debian 12 root the packages install into (package-root); a machine
+# that cannot fetch them runs the rest, and check says what it skipped.
+setup-kernels: setup
+	tests/setup kernel-root || echo "setup: no Debian 13 kernel root: its VM suite is skipped"
+	tests/setup package-root || echo "setup: no Debian 12 root: the package install test is skipped"
+
+check: setup-kernels
 	$(MAKE) all
 	tests/check
 
@@ -272,9 +289,15 @@ mutate: setup $(KSFT)/kselftest_harness.h
 
 .PHONY: mutate
 
+# KERNEL=6.12 boots Debian 13's kernel instead of the host's (make run,
+# make bench; make check runs both): npu.ko is built for it in its root.
+VM_KO = $(if $(KERNEL),$(O)/kernel-$(KERNEL)/npu.ko,kernel/npu.ko)
+vm-module: $(if $(KERNEL),setup-kernels)
+	$(if $(KERNEL),KERNEL=$(KERNEL) tests/vm/build-module $(O)/kernel-$(KERNEL))
+
 run: setup
-	$(MAKE) all
-	tests/vm/run -- tests/vm/demo
+	$(MAKE) all vm-module
+	tests/vm/run --module $(VM_KO) -- tests/vm/demo
 
 # OpenBLAS picks its kernels by CPU model, and 0.3.21 takes CPUs it does
 # not know (a Zen 4 VM) for a Prescott (SSE3): the anchor gets the widest
@@ -284,7 +307,7 @@ BLAS_CORE := $(shell grep -qw avx512f /proc/cpuinfo && echo SkylakeX || \
 BENCH_ENV := $(if $(BLAS_CORE),OPENBLAS_CORETYPE=$${OPENBLAS_CORETYPE:-$(BLAS_CORE)})
 
 bench: setup
-	$(MAKE) all
+	$(MAKE) all vm-module
 	@mkdir -p $(O)/vm
 	@for b in $(HOST_BENCH); do echo "== $$(basename $$b) (host)"; $(BENCH_ENV) $$b || exit 1; done
 	$(BENCH_ENV) $(O)/tests/bench/gemm_bench --blas-only >$(O)/vm/host-blas.txt
@@ -296,30 +319,56 @@ bench: setup
 		done; fi
 	@rc=0; NPU_BENCH_HOST_BLAS=$(CURDIR)/$(O)/vm/host-blas.txt \
 		NPU_BENCH_HOST_ORT=$(CURDIR)/$(O)/vm/host-ort.txt \
-		tests/vm/run --quiet --cores 2 --out $(O)/vm/bench -- tests/bench/run $(O) || rc=$$?; \
+		tests/vm/run --quiet --cores 2 --module $(VM_KO) --out $(O)/vm/bench -- tests/bench/run $(O) || rc=$$?; \
 		cat $(O)/vm/bench/output.log; exit $$rc
 
-install: userspace
-	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+install: userspace man
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/bin
 	install -m 644 userspace/include/npurt.h $(DESTDIR)$(PREFIX)/include/
 	install -d $(DESTDIR)$(PREFIX)/include/drm
 	install -m 644 uapi/drm/npu_accel.h $(DESTDIR)$(PREFIX)/include/drm/
-	install -m 755 $(LIBSO) $(DESTDIR)$(PREFIX)/lib/
-	ln -sf libnpurt.so.$(NPURT_VERSION) $(DESTDIR)$(PREFIX)/lib/libnpurt.so.$(NPURT_SOVER)
-	ln -sf libnpurt.so.$(NPURT_SOVER) $(DESTDIR)$(PREFIX)/lib/libnpurt.so
-	install -m 644 $(LIBA) $(DESTDIR)$(PREFIX)/lib/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(NPURT_VERSION)|' userspace/npurt.pc.in \
-		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/npurt.pc
+	install -m 755 $(LIBSO) $(DESTDIR)$(LIBDIR)/
+	ln -sf libnpurt.so.$(NPURT_VERSION) $(DESTDIR)$(LIBDIR)/libnpurt.so.$(NPURT_SOVER)
+	ln -sf libnpurt.so.$(NPURT_SOVER) $(DESTDIR)$(LIBDIR)/libnpurt.so
+	install -m 644 $(LIBA) $(DESTDIR)$(LIBDIR)/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(NPURT_VERSION)|' userspace/npurt.pc.in \
+		>$(DESTDIR)$(LIBDIR)/pkgconfig/npurt.pc
 	install -m 755 $(TOOLS) $(O)/bin/npu-fwsim $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 644 $(MANPAGES) $(DESTDIR)$(PREFIX)/share/man/man1/
 
 modules_install:
 	$(MAKE) -C kernel modules_install KDIR=$(KDIR)
+
+# The module's sources as DKMS wants them, in $(DESTDIR)/usr/src/npu-VERSION
+# (the npu-dkms package ships this tree); dkms-install then has DKMS build
+# and install npu.ko for KVER (default: every kernel with headers) and
+# rebuild it on each kernel upgrade.
+DKMS_SRC = $(DESTDIR)/usr/src/npu-$(NPURT_VERSION)
+KERNEL_SRCS = $(filter-out kernel/npu.mod.c,$(wildcard kernel/npu_*.c)) \
+	$(filter-out kernel/npu_config.h,$(wildcard kernel/npu_*.h))
+dkms-src:
+	install -d $(DKMS_SRC)/kernel/probes $(DKMS_SRC)/kernel/scripts $(DKMS_SRC)/uapi/drm
+	install -m 644 $(KERNEL_SRCS) kernel/Kbuild kernel/Makefile $(DKMS_SRC)/kernel/
+	install -m 644 kernel/probes/*.c $(DKMS_SRC)/kernel/probes/
+	install -m 755 kernel/scripts/probe.sh $(DKMS_SRC)/kernel/scripts/
+	install -m 644 uapi/drm/npu_accel.h $(DKMS_SRC)/uapi/drm/
+	sed 's/@VERSION@/$(NPURT_VERSION)/' kernel/dkms.conf.in >$(DKMS_SRC)/dkms.conf
+
+dkms-install: dkms-src
+	dkms add -m npu -v $(NPURT_VERSION)
+	dkms install -m npu -v $(NPURT_VERSION) $(if $(KVER),-k $(KVER),--all)
+
+dkms-uninstall:
+	dkms remove -m npu -v $(NPURT_VERSION) --all
+	rm -rf $(DKMS_SRC)
 
 clean:
 	-$(MAKE) -C kernel clean KDIR=$(KDIR)
 	rm -rf $(O)
 
-.PHONY: all module userspace tests setup check run bench install modules_install clean
+.PHONY: all man module userspace tests setup setup-kernels vm-module check run bench install modules_install \
+	dkms-src dkms-install dkms-uninstall clean
 .SECONDARY:
 
 -include $(shell find $(O)/obj -name '*.d' 2>/dev/null)

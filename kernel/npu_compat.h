@@ -27,6 +27,17 @@
 #define npu_node_open		drm_open
 #endif
 
+/*
+ * DRM's fake mmap offsets need not fit a signed loff_t: since 6.12 it
+ * refuses (with a WARN) to open a node whose fops lack FOP_UNSIGNED_OFFSET.
+ * DEFINE_DRM_*_FOPS set it; our own fops must too.
+ */
+#ifdef HAVE_FOP_UNSIGNED_OFFSET
+#define NPU_FOPS_FLAGS		.fop_flags = FOP_UNSIGNED_OFFSET,
+#else
+#define NPU_FOPS_FLAGS
+#endif
+
 #ifdef HAVE_DRM_DRIVER_DATE
 #define NPU_DRM_DRIVER_DATE(d)	.date = (d),
 #else
@@ -143,7 +154,11 @@ static inline int npu_sched_job_init(struct drm_sched_job *job,
  * progress). From 6.17 the scheduler keeps it on NO_HANG. Before, it took
  * the job off its pending list: the driver puts it back (as etnaviv does
  * on 6.1), and wakes the scheduler, which may have looked for it (to
- * free it, signalled meanwhile) while it was off the list.
+ * free it, signalled meanwhile) while it was off the list. On the
+ * workqueue scheduler (6.8+) that is queueing its free work again, or
+ * the job is never freed: its queue's admission, then its destruction,
+ * wait for it forever. The driver never pauses the scheduler, so
+ * drm_sched_wqueue_start() only queues the work.
  */
 static inline enum drm_gpu_sched_stat npu_sched_keep_job(struct drm_sched_job *job)
 {
@@ -155,6 +170,8 @@ static inline enum drm_gpu_sched_stat npu_sched_keep_job(struct drm_sched_job *j
 	spin_unlock(&job->sched->job_list_lock);
 #ifdef HAVE_DRM_SCHED_WAKE_UP_WORKER
 	wake_up_interruptible(&job->sched->wake_up_worker);
+#elif defined(HAVE_DRM_SCHED_WQUEUE_START)
+	drm_sched_wqueue_start(job->sched);
 #endif
 	return DRM_GPU_SCHED_STAT_NOMINAL;
 #endif

@@ -129,6 +129,73 @@ static const struct drm_ioctl_desc npu_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(NPU_SUBMIT_MULTI, npu_ioctl_submit_multi, DRM_RENDER_ALLOW),
 };
 
+#ifdef HAVE_DRM_ACCEL
+/*
+ * DRM serves its core ioctls on an accel node without the filter of a
+ * render node (DRM_RENDER_ALLOW): there GET_UNIQUE dereferences the
+ * master an accel file never has (an oops on 6.12), and root's files,
+ * counted as authenticated, could FLINK buffers to global names. So an
+ * accel node takes the core ioctls a render node takes, and refuses the
+ * rest as a render node does. The driver's own pass untouched.
+ */
+static bool npu_core_ioctl_allowed(unsigned int cmd)
+{
+	unsigned int nr = DRM_IOCTL_NR(cmd);
+
+	if (_IOC_TYPE(cmd) != DRM_IOCTL_BASE ||
+	    (nr >= DRM_COMMAND_BASE && nr < DRM_COMMAND_END))
+		return true;
+	switch (nr) {
+	case DRM_IOCTL_NR(DRM_IOCTL_VERSION):
+	case DRM_IOCTL_NR(DRM_IOCTL_GET_CAP):
+	case DRM_IOCTL_NR(DRM_IOCTL_GEM_CLOSE):
+	case DRM_IOCTL_NR(DRM_IOCTL_PRIME_HANDLE_TO_FD):
+	case DRM_IOCTL_NR(DRM_IOCTL_PRIME_FD_TO_HANDLE):
+	case DRM_IOCTL_NR(DRM_IOCTL_SYNCOBJ_CREATE):
+	case DRM_IOCTL_NR(DRM_IOCTL_SYNCOBJ_DESTROY):
+	case DRM_IOCTL_NR(DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD):
+	case DRM_IOCTL_NR(DRM_IOCTL_SYNCOBJ_FD_TO_HANDLE):
+	case DRM_IOCTL_NR(DRM_IOCTL_SYNCOBJ_WAIT):
+	case DRM_IOCTL_NR(DRM_IOCTL_SYNCOBJ_RESET):
+	case DRM_IOCTL_NR(DRM_IOCTL_SYNCOBJ_SIGNAL):
+	case DRM_IOCTL_NR(DRM_IOCTL_SYNCOBJ_TIMELINE_WAIT):
+	case DRM_IOCTL_NR(DRM_IOCTL_SYNCOBJ_QUERY):
+	case DRM_IOCTL_NR(DRM_IOCTL_SYNCOBJ_TRANSFER):
+	case DRM_IOCTL_NR(DRM_IOCTL_SYNCOBJ_TIMELINE_SIGNAL):
+#ifdef DRM_IOCTL_SYNCOBJ_EVENTFD
+	case DRM_IOCTL_NR(DRM_IOCTL_SYNCOBJ_EVENTFD):
+#endif
+#ifdef DRM_IOCTL_SET_CLIENT_NAME
+	case DRM_IOCTL_NR(DRM_IOCTL_SET_CLIENT_NAME):
+#endif
+		return true;
+	}
+	return false;
+}
+
+static long npu_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+{
+	if (!npu_core_ioctl_allowed(cmd))
+		return -EACCES;
+	return drm_ioctl(filp, cmd, arg);
+}
+
+#ifdef CONFIG_COMPAT
+static long npu_compat_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+{
+	if (!npu_core_ioctl_allowed(cmd))
+		return -EACCES;
+	return drm_compat_ioctl(filp, cmd, arg);
+}
+#else
+#define npu_compat_ioctl	NULL
+#endif
+#else
+/* A render node: DRM itself refuses what is not DRM_RENDER_ALLOW. */
+#define npu_ioctl		drm_ioctl
+#define npu_compat_ioctl	drm_compat_ioctl
+#endif
+
 /*
  * Our own file_operations rather than DEFINE_DRM_GEM_FOPS: io_uring
  * commands (.uring_cmd) need a slot the DRM macros do not fill.
@@ -137,12 +204,13 @@ static const struct file_operations npu_fops = {
 	.owner = THIS_MODULE,
 	.open = npu_node_open,
 	.release = drm_release,
-	.unlocked_ioctl = drm_ioctl,
-	.compat_ioctl = drm_compat_ioctl,
+	.unlocked_ioctl = npu_ioctl,
+	.compat_ioctl = npu_compat_ioctl,
 	.poll = drm_poll,
 	.read = drm_read,
 	.llseek = noop_llseek,
 	.mmap = drm_gem_mmap,
+	NPU_FOPS_FLAGS
 	NPU_FOPS_SHOW_FDINFO
 #if IS_ENABLED(CONFIG_IO_URING)
 	.uring_cmd = npu_uring_cmd,
@@ -228,6 +296,7 @@ static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = drm_dev_register(&ndev->drm, 0);
 	if (ret)
 		return ret;
+	npu_debugfs_register(ndev);
 	npu_recovery_start(ndev);
 
 	npu_info(ndev, "interface %u.%u, HBM %llu MiB, %u queues, %u cores in %u groups, %u copy engines, PING %llu us\n",

@@ -43,6 +43,11 @@ static void npu_fdinfo_keys(struct drm_printer *p, struct npu_ctx *ctx)
 	busy = ctx->busy_ns;
 	mutex_unlock(&ndev->queue_lock);
 
+	/*
+	 * The context id of debugfs npu_queues and of fault injection. Not
+	 * drm-client-id: where the DRM core prints fdinfo, that is its own.
+	 */
+	drm_printf(p, "npu-context:\t%u\n", ctx->id);
 	/* Time this context's queues had work on the device. */
 	drm_printf(p, "drm-engine-npu:\t%llu ns\n", busy);
 	/* Everything an NPU context holds is resident: nothing is swapped. */
@@ -231,16 +236,37 @@ static int npu_fw_ping_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(npu_fw_ping);
 
+static void npu_debugfs_populate(struct npu_device *ndev, struct dentry *root)
+{
+	debugfs_create_file("npu_mem", 0444, root, ndev, &npu_mem_fops);
+	debugfs_create_file("fw_ping", 0400, root, ndev, &npu_fw_ping_fops);
+	debugfs_create_file("npu_errlog", 0444, root, ndev, &npu_errlog_fops);
+	debugfs_create_file("npu_inject", 0200, root, ndev, &npu_inject_fops);
+	debugfs_create_file("npu_queues", 0444, root, ndev, &npu_queues_fops);
+}
+
 void npu_debugfs_init(struct drm_minor *minor)
 {
-	struct npu_device *ndev = to_npu_device(minor->dev);
+	npu_debugfs_populate(to_npu_device(minor->dev), minor->debugfs_root);
+}
 
-	debugfs_create_file("npu_mem", 0444, minor->debugfs_root, ndev, &npu_mem_fops);
-	debugfs_create_file("fw_ping", 0400, minor->debugfs_root, ndev, &npu_fw_ping_fops);
-	debugfs_create_file("npu_errlog", 0444, minor->debugfs_root, ndev,
-			    &npu_errlog_fops);
-	debugfs_create_file("npu_inject", 0200, minor->debugfs_root, ndev,
-			    &npu_inject_fops);
-	debugfs_create_file("npu_queues", 0444, minor->debugfs_root, ndev,
-			    &npu_queues_fops);
+/*
+ * After drm_dev_register(). Where DRM keeps a directory per device and
+ * does not call debugfs_init for an accel minor, the files go there; the
+ * lookup keeps them from being made twice on a kernel that does call it.
+ */
+void npu_debugfs_register(struct npu_device *ndev)
+{
+#if defined(HAVE_DRM_ACCEL) && defined(HAVE_DRM_DEVICE_DEBUGFS_ROOT)
+	struct dentry *root = ndev->drm.debugfs_root, *d;
+
+	if (IS_ERR_OR_NULL(root))
+		return;
+	d = debugfs_lookup("npu_queues", root);
+	if (d) {
+		dput(d);
+		return;
+	}
+	npu_debugfs_populate(ndev, root);
+#endif
 }

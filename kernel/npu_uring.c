@@ -18,10 +18,13 @@
  * io_uring_cmd_done() may not be called.
  *
  * Cancellation: the ring holds the file while a command is parked, so
- * the file cannot be released under one. A ring that closes, or a task
- * that exits, waits for its commands instead: from 6.7 io_uring asks the
- * driver to cancel them (IO_URING_F_CANCEL); before, the watchdog finds
- * them orphaned and cancels them (npu_uring_reap()).
+ * the file cannot be released under one. A ring that closes waits for its
+ * commands instead: from 6.7 io_uring asks the driver to cancel them
+ * (IO_URING_F_CANCEL); before, the watchdog finds them orphaned and
+ * cancels them (npu_uring_reap()), and those of a task that exits too.
+ * From 6.7 a task's exit leaves them parked (io_uring cancels only the
+ * requests it tracks): they settle when their work does, and io_uring
+ * posts the CQE from its fallback work. debugfs says which applies.
  *
  * Locking: ndev->ucmd_lock protects the lists. It is innermost (taken
  * under ndev->queue_lock, never the other way) and irq-safe, because the
@@ -532,6 +535,11 @@ void npu_uring_debugfs_show(struct seq_file *m, struct npu_device *ndev)
 	unsigned int n = 0;
 
 	seq_printf(m, "io_uring commands: %d\n", atomic_read(&ndev->ucmd_count));
+#ifdef NPU_URING_REAP
+	seq_puts(m, "io_uring orphans: cancelled by the watchdog\n");
+#else
+	seq_puts(m, "io_uring orphans: settled with their work\n");
+#endif
 	spin_lock_irqsave(&ndev->ucmd_lock, flags);
 	list_for_each_entry(u, &ndev->ucmds, link) {
 		if (n++ == NPU_UCMD_SHOW_MAX) {

@@ -314,7 +314,7 @@ struct fz_proc {
 	uint64_t t_begin;	/* ns, when the current call began */
 	bool alarm_armed;
 	uint64_t params[FZ_PARAM_LAST + 1];	/* GET_PARAM values read at start */
-	char debugfs[64];	/* /sys/kernel/debug/dri/N */
+	char debugfs[96];	/* /sys/kernel/debug/dri/N, accel/0000:00:02.0... */
 };
 
 #define FZ_SCRATCH	(20 * 4096)
@@ -416,6 +416,8 @@ void op_uring_setup(void);
 void op_uring_submit(void);
 void op_uring_reap(bool wait);
 void op_uring_exit(void);
+bool uring_reads_sqes_late(int fd);
+extern bool fz_uring_no_links;
 void op_fork(void);
 void op_child_reap(bool force);
 void op_recv_fds(void);

@@ -496,8 +496,13 @@ static void wait_expect(struct fz_expect *x, struct fz_file *f, uint32_t flags, 
 			uint32_t count, bool bad_ptr_h, bool unknown, bool maybe_nofence,
 			bool nofence, uint32_t submit_flags)
 {
-	if ((flags & bad_flags) || !count)
+	/* DRM_SYNCOBJ_WAIT_FLAGS_WAIT_DEADLINE: unknown to 6.1, known to 6.12. */
+	const uint32_t deadline = 1u << 3;
+
+	if (flags & bad_flags & ~deadline)
 		x_err(x, EINVAL, 0);
+	else if (!count)	/* refused by 6.1; 6.12 returns at once */
+		x_ok(x, EINVAL, 0);
 	else if (bad_ptr_h)
 		x_err(x, EFAULT, 0);
 	else if (unknown && file_strict(f))
@@ -510,6 +515,8 @@ static void wait_expect(struct fz_expect *x, struct fz_file *f, uint32_t flags, 
 		x_err(x, EINVAL, 0);
 	else
 		x_ok(x, ETIME, EINTR, 0);
+	if (flags & bad_flags & deadline)
+		x_allow(x, EINVAL);
 }
 
 static void so_op_wait(struct fz_file *f, int fd, bool timeline)
@@ -893,6 +900,8 @@ void op_raw_ioctl(void)
 		x_err(&x, ENOTTY, 0);
 	else if (nr >= FZ_DRIVER_NR_END && nr < 0xa0)
 		x_err(&x, EINVAL, 0);
+	else if (nr == 0xcf)	/* SYNCOBJ_EVENTFD, a render node's since 6.6: junk */
+		x_ok(&x, EACCES, EINVAL, ENOENT, EFAULT, EBADF, 0);
 	else if (!f->primary)
 		x_err(&x, EACCES, EINVAL, 0);
 	else

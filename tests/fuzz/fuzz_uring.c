@@ -37,6 +37,62 @@ static struct fz_ring *pick_ring(bool with_inflight)
 	return n ? &fz->rings[idx[rnd_below(n)]] : NULL;
 }
 
+bool fz_uring_no_links;
+
+/*
+ * Linux 6.10 to 6.13 read a linked uring_cmd's SQE when the link before
+ * it completes, not at submit (fixed by "io_uring/uring_cmd:
+ * unconditionally copy SQEs at prep time", 6.14 and 6.13.4): by then
+ * liburing has handed the slot out again, and the command runs on what
+ * is there. This fuzzer reuses slots at once, so on such a kernel it
+ * links nothing (libnpurt never links). The probe: a WAIT that completes
+ * at once, linked behind a pipe read, its slot rewritten before the read
+ * completes; read late, it is a WAIT on a queue that does not exist.
+ */
+bool uring_reads_sqes_late(int fd)
+{
+	struct drm_npu_uring_wait good = { .seq = 0, .queue = 0 };
+	struct drm_npu_uring_wait bad = { .seq = 5, .queue = 0xfffe };
+	struct io_uring_params p = { .flags = IORING_SETUP_SQE128 | IORING_SETUP_CQE32 };
+	struct io_uring ring;
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	char byte = 1, got;
+	bool late = false;
+	int pfd[2];
+
+	if (pipe(pfd))
+		return false;
+	if (io_uring_queue_init_params(4, &ring, &p)) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return false;
+	}
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_read(sqe, pfd[0], &got, 1, 0);
+	sqe->flags = IOSQE_IO_LINK;
+	sqe->user_data = 1;
+	sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_rw(IORING_OP_URING_CMD, sqe, fd, NULL, 0, 0);
+	sqe->cmd_op = DRM_NPU_URING_CMD_WAIT;
+	memcpy(sqe->cmd, &good, sizeof(good));
+	sqe->user_data = 2;
+	if (io_uring_submit(&ring) == 2) {
+		memcpy(sqe->cmd, &bad, sizeof(bad));
+		if (write(pfd[1], &byte, 1) == 1) {
+			for (int i = 0; i < 2 && !io_uring_wait_cqe(&ring, &cqe); i++) {
+				if (cqe->user_data == 2)
+					late = cqe->res != 0;
+				io_uring_cqe_seen(&ring, cqe);
+			}
+		}
+	}
+	io_uring_queue_exit(&ring);
+	close(pfd[0]);
+	close(pfd[1]);
+	return late;
+}
+
 void op_uring_setup(void)
 {
 	struct fz_ring *r = NULL;
@@ -567,7 +623,7 @@ void op_uring_submit(void)
 			u.op = U_OTHER;
 		if (r->kind == RING_SQPOLL)
 			x_allow(&u.x, EBADF);	/* issued later: the fd may be gone by then */
-		u.link = i + 1 < n && chance(100);
+		u.link = i + 1 < n && chance(100) && !fz_uring_no_links;
 		u.async = chance(50);
 		/*
 		 * Issued later than now (by an io_uring worker, or when the link

@@ -189,17 +189,26 @@ static int find_nodes(void)
 	return fz_render[0] ? 0 : -1;
 }
 
+/* The device's debugfs directory: dri/ or accel/, by minor or by device. */
 static void find_debugfs(char *out, size_t len)
 {
-	char path[128];
+	static const char *const roots[] = { "/sys/kernel/debug/dri", "/sys/kernel/debug/accel" };
+	struct dirent *de;
+	char path[256];
 
 	out[0] = '\0';
-	for (int minor = 0; minor < 256; minor++) {
-		snprintf(path, sizeof(path), "/sys/kernel/debug/dri/%d/npu_queues", minor);
-		if (!access(path, R_OK)) {
-			snprintf(out, len, "/sys/kernel/debug/dri/%d", minor);
-			return;
+	for (int r = 0; r < 2 && !out[0]; r++) {
+		DIR *d = opendir(roots[r]);
+
+		while (d && (de = readdir(d))) {
+			snprintf(path, sizeof(path), "%s/%.64s/npu_queues", roots[r], de->d_name);
+			if (de->d_name[0] != '.' && !access(path, R_OK)) {
+				snprintf(out, len, "%s/%.64s", roots[r], de->d_name);
+				break;
+			}
 		}
+		if (d)
+			closedir(d);
 	}
 }
 
@@ -591,6 +600,10 @@ int main(int argc, char **argv)
 		printf("Bail out! cannot open %s: %s\n", fz_render, strerror(errno));
 		return 1;
 	}
+	fz_uring_no_links = uring_reads_sqes_late(devfd);
+	if (fz_uring_no_links)
+		printf("# this kernel's io_uring reads a linked command's SQE late, after its slot is"
+		       " reused (fixed in 6.14): no links\n");
 	k.fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (k.fd >= 0)
 		lseek(k.fd, 0, SEEK_END);

@@ -171,6 +171,46 @@ TEST_F(dev, unknown_ioctl_is_rejected)
 	EXPECT_EQ(EINVAL, errno);
 }
 
+/*
+ * The node serves the DRM core ioctls of a render node and no more, even
+ * to root, whether it is one (6.1) or an accel node (6.12, where DRM
+ * itself does not filter them, and GET_UNIQUE dereferenced the master an
+ * accel file never has: an oops).
+ */
+TEST_F(dev, core_ioctls_of_the_primary_node_are_refused)
+{
+	char name[64] = "";
+	struct drm_unique u = { .unique_len = sizeof(name), .unique = name };
+	struct drm_auth a = { 0 };
+	struct drm_set_version sv = { 1, 4, -1, -1 };
+	struct drm_gem_flink fl = { 0 };
+	struct drm_gem_open go = { .name = 1 };
+	struct drm_set_client_cap cc = { .capability = DRM_CLIENT_CAP_ATOMIC, .value = 1 };
+	struct drm_client cl = { 0 };
+	struct drm_version v = { 0 };
+	struct drm_npu_bo_create bo;
+
+	ASSERT_EQ(0, npu_bo_create(self->fd, 1 << 16, 0, &bo));
+	fl.handle = bo.handle;
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_GET_UNIQUE, &u));
+	EXPECT_EQ(EACCES, errno);
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_GET_MAGIC, &a));
+	EXPECT_EQ(EACCES, errno);
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_SET_VERSION, &sv));
+	EXPECT_EQ(EACCES, errno);
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_GEM_FLINK, &fl));
+	EXPECT_EQ(EACCES, errno);
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_GEM_OPEN, &go));
+	EXPECT_EQ(EACCES, errno);
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_SET_CLIENT_CAP, &cc));
+	EXPECT_EQ(EACCES, errno);
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_GET_CLIENT, &cl));
+	EXPECT_EQ(EACCES, errno);
+	/* What a render node serves still works. */
+	EXPECT_EQ(0, ioctl(self->fd, DRM_IOCTL_VERSION, &v));
+	EXPECT_EQ(0, npu_gem_close(self->fd, bo.handle));
+}
+
 /* Structs grow by size: a caller built with a shorter struct still works. */
 struct get_param_v0 {
 	__u32 param;

@@ -348,11 +348,25 @@ static inline int npu_read_file(const char *path, char *buf, size_t len)
 	return 0;
 }
 
-/* The path of this device's debugfs file `name`: 0 or -ENOENT. */
+/*
+ * The path of this device's debugfs file `name`: 0 or -ENOENT. DRM names
+ * the directory after the minor (dri/N; accel/N before 6.8) or, on newer
+ * kernels, after the device (dri/0000:00:02.0, accel/0000:00:02.0).
+ */
 static inline int npu_debugfs_path(const char *name, char *path, size_t len)
 {
-	for (int minor = 0; minor < 256; minor++) {
-		snprintf(path, len, "/sys/kernel/debug/dri/%d/%s", minor, name);
+	static const char *const kinds[] = { "dri", "accel" };
+	char node[64], bdf[32];
+	struct stat st;
+
+	if (npu_find(node, sizeof(node), bdf, sizeof(bdf)) || stat(node, &st))
+		return -ENOENT;
+	for (int k = 0; k < 2; k++) {
+		snprintf(path, len, "/sys/kernel/debug/%s/%u/%s", kinds[k],
+			 minor(st.st_rdev), name);
+		if (!access(path, F_OK))
+			return 0;
+		snprintf(path, len, "/sys/kernel/debug/%s/%s/%s", kinds[k], bdf, name);
 		if (!access(path, F_OK))
 			return 0;
 	}
@@ -360,21 +374,17 @@ static inline int npu_debugfs_path(const char *name, char *path, size_t len)
 }
 
 /*
- * A firmware mailbox round trip through debugfs fw_ping of fd's DRM minor
- * (each read pings; it prints "<ns> ns"): 0 or -errno.
+ * A firmware mailbox round trip through debugfs fw_ping (each read
+ * pings; it prints "<ns> ns"): 0 or -errno. The tests' one device.
  */
 static inline int npu_fw_ping(int fd, uint64_t *rtt_ns)
 {
-	char path[96], buf[64], *end;
-	struct stat st;
+	char path[128], buf[64], *end;
 	int ret;
 
-	if (fstat(fd, &st))
-		return -errno;
-	snprintf(path, sizeof(path), "/sys/kernel/debug/dri/%u/fw_ping", minor(st.st_rdev));
-	if (access(path, F_OK))
-		snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%u/fw_ping",
-			 minor(st.st_rdev));
+	(void)fd;
+	if (npu_debugfs_path("fw_ping", path, sizeof(path)))
+		return -ENOENT;
 	ret = npu_read_file(path, buf, sizeof(buf));
 	if (ret)
 		return ret;
@@ -404,7 +414,7 @@ static inline long long npu_debugfs_value(const char *name, const char *key)
 	return p ? strtoll(p + strlen(key), NULL, 10) : -1;
 }
 
-/* This file's context id, from fdinfo (0 if unknown). */
+/* This file's context id (fdinfo npu-context; 0 if unknown). */
 static inline unsigned int npu_client_id(int fd)
 {
 	char path[64], buf[2048];
@@ -413,8 +423,8 @@ static inline unsigned int npu_client_id(int fd)
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
 	if (npu_read_file(path, buf, sizeof(buf)))
 		return 0;
-	p = strstr(buf, "drm-client-id:\t");
-	return p ? (unsigned int)strtoul(p + 15, NULL, 10) : 0;
+	p = strstr(buf, "npu-context:\t");
+	return p ? (unsigned int)strtoul(p + 13, NULL, 10) : 0;
 }
 
 /* Pass an fd to another process over a Unix socket (SCM_RIGHTS). */

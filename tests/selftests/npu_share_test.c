@@ -166,6 +166,7 @@ TEST(fdinfo_reports_the_context_memory)
 	EXPECT_NE(NULL, strstr(buf, "drm-driver:\tnpu\n"));
 	EXPECT_NE(NULL, strstr(buf, "drm-pdev:\t0000:"));
 	EXPECT_NE(NULL, strstr(buf, "drm-client-id:\t"));
+	EXPECT_NE(0u, npu_client_id(fd)) TH_LOG("%s", buf);
 	snprintf(want, sizeof(want), "drm-total-hbm:\t%u KiB\n", 1024);
 	EXPECT_NE(NULL, strstr(buf, want)) TH_LOG("%s", buf);
 	EXPECT_NE(NULL, strstr(buf, "drm-resident-pagetables:\t"));

@@ -304,7 +304,7 @@ npurt_status npurt_device_ping(npurt_device *dev, uint64_t *rtt_ns)
 {
 	static const char who[] = "npurt_device_ping";
 	static const char *const dirs[] = { "/sys/kernel/debug/dri", "/sys/kernel/debug/accel" };
-	char path[96], buf[64];
+	char path[128], buf[64];
 	struct stat st;
 	int err = ENOENT;
 
@@ -313,12 +313,19 @@ npurt_status npurt_device_ping(npurt_device *dev, uint64_t *rtt_ns)
 	if (fstat(dev->fd, &st))
 		return npurt_set_error(npurt_status_from_errno(errno), "%s: %s: %s", who,
 				       dev->node, strerror(errno));
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+	/* Directories named by minor (dri/N, accel/N before 6.8), then by device. */
+	for (size_t i = 0; i < 2 * sizeof(dirs) / sizeof(dirs[0]); i++) {
+		const char *dir = dirs[i % 2];
 		ssize_t n;
 		char *end;
 		int fd;
 
-		snprintf(path, sizeof(path), "%s/%u/fw_ping", dirs[i], minor(st.st_rdev));
+		if (i < 2)
+			snprintf(path, sizeof(path), "%s/%u/fw_ping", dir, minor(st.st_rdev));
+		else if (dev->bus_id[0])
+			snprintf(path, sizeof(path), "%s/%.32s/fw_ping", dir, dev->bus_id);
+		else
+			continue;
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
 			if (errno != ENOENT)

@@ -53,7 +53,7 @@ static void usage(FILE *out)
 		"Processes of other users, and the per-queue table (debugfs), need root.\n"
 		"\n"
 		"Exit status: 0 success; 1 no such device, or it cannot be opened or read\n"
-		"(permission: join the group owning the node, e.g. render, or run as root);\n"
+		"(permission: join the group owning the node, npu with the packages, or run as root);\n"
 		"2 bad usage.\n");
 }
 

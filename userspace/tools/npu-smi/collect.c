@@ -84,7 +84,7 @@ static int parse_fdinfo(const char *text, const char *bus_id, struct smi_client 
 	len = strlen(bus_id);
 	if (len && (!v || strncmp(v, bus_id, len) || (v[len] != '\n' && v[len] != '\0')))
 		return 0;
-	v = fdinfo_value(text, "drm-client-id:");
+	v = fdinfo_value(text, "npu-context:");
 	cl->id = v ? (unsigned int)strtoul(v, NULL, 10) : 0;
 	v = fdinfo_value(text, "drm-engine-npu:");
 	cl->engine_ns = v ? strtoull(v, NULL, 10) : 0;

@@ -21,7 +21,7 @@ enum { SMI_HBM, SMI_HOST, SMI_PAGE_TABLES, SMI_QUEUES, SMI_REGIONS };
 struct smi_client {
 	pid_t pid;
 	char comm[32];
-	unsigned int id;		/* drm-client-id */
+	unsigned int id;		/* npu-context: the hardware queues' context */
 	uint64_t engine_ns;		/* drm-engine-npu */
 	uint64_t mem[SMI_REGIONS];	/* drm-total-<region>, bytes */
 };
