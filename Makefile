@@ -15,7 +15,7 @@
 # KERNEL (the VM's kernel series: 6.1, the host's, or 6.12, Debian 13's).
 
 O      ?= build
-KDIR   ?= $(shell tests/vm/find-kernel kdir 2>/dev/null)
+KDIR   ?= $(shell KERNEL= KVER= tests/vm/find-kernel kdir 2>/dev/null)
 CC     ?= cc
 CFLAGS ?= -O2 -g
 PREFIX ?= /usr/local
