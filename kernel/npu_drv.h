@@ -100,6 +100,8 @@ struct npu_device {
 	bool reset_failed;			/* the watchdog's: tries no more */
 	u64 last_beat;
 	unsigned long last_beat_time;
+	/* debugfs npu_inject "hold-timeout <ms>": see npu_job_timedout(). */
+	unsigned int inject_hold_timeout_ms;
 };
 
 /* The driver's own work (releasing finished jobs); drained when the module goes. */

@@ -28,6 +28,7 @@
  * way to a fence's signal.
  */
 #include <drm/drm_drv.h>
+#include <linux/delay.h>
 #include <linux/dma-fence.h>
 #include <linux/slab.h>
 
@@ -367,8 +368,19 @@ static enum drm_gpu_sched_stat npu_job_timedout(struct drm_sched_job *sched_job)
 {
 	struct npu_queue *q = to_npu_job(sched_job)->q;
 
+	unsigned int hold;
+
 	if (npu_queue_timed_out(q))
 		npu_queue_stop(q, DRM_NPU_JOB_TIMEOUT);
+	/*
+	 * Fault injection: the stop above signalled the job's fence while
+	 * the job is off the scheduler's pending list; holding it off longer
+	 * lets the scheduler's free work run and miss it every time, which
+	 * npu_sched_keep_job() must make up for.
+	 */
+	hold = READ_ONCE(q->ctx->ndev->inject_hold_timeout_ms);
+	if (hold)
+		msleep(hold);
 	return npu_sched_keep_job(sched_job);
 }
 

@@ -168,7 +168,10 @@ DEFINE_SHOW_ATTRIBUTE(npu_errlog);
 /*
  * Fault injection for tests, when the firmware offers it: write
  * "hang <context id>", "heartbeat-stop", "drop-irqs <n>",
- * "fail-invalidate <n>" or "clear".
+ * "fail-invalidate <n>" or "clear", which the firmware acts on, or
+ * "hold-timeout <ms>" (at most 100), which the driver does: its timeout
+ * handler holds a timed-out job off the scheduler's list that long after
+ * stopping its queue ("clear" ends it too).
  */
 static ssize_t npu_inject_write(struct file *f, const char __user *ubuf, size_t len,
 				loff_t *pos)
@@ -189,6 +192,12 @@ static ssize_t npu_inject_write(struct file *f, const char __user *ubuf, size_t 
 	n = sscanf(buf, "%15s %u", word, &arg);
 	if (n < 1)
 		return -EINVAL;
+	if (!strcmp(word, "hold-timeout")) {
+		if (n != 2 || arg > 100)
+			return -EINVAL;
+		WRITE_ONCE(ndev->inject_hold_timeout_ms, arg);
+		return len;
+	}
 	if (!strcmp(word, "hang") && n == 2)
 		args[0] = NPU_FW_INJECT_HANG_CONTEXT;
 	else if (!strcmp(word, "heartbeat-stop"))
@@ -200,6 +209,8 @@ static ssize_t npu_inject_write(struct file *f, const char __user *ubuf, size_t 
 	else if (strcmp(word, "clear"))
 		return -EINVAL;
 	args[1] = arg;
+	if (args[0] == NPU_FW_INJECT_NONE)
+		WRITE_ONCE(ndev->inject_hold_timeout_ms, 0);
 	if (!drm_dev_enter(&ndev->drm, &idx))
 		return -ENODEV;
 	ret = npu_ipc_send(ndev, NPU_FW_CMD_INJECT, args, NULL);
