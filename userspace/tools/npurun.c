@@ -11,9 +11,10 @@
  * outputs too. Latency is each synchronous run from submit to its end;
  * the device's own time is then measured by as many runs again, each
  * between two timed events that the device reaches back to back (see
- * device_times()). --pipeline D queues D runs back to back on a stream
- * instead and measures throughput only. Exit status: 0, 1 a failure (the reason on
- * stderr), 2 usage.
+ * device_times()), and what a run costs beyond the device's work by as
+ * many empty submits (round_trips()). --pipeline D queues D runs back to
+ * back on a stream instead and measures throughput only. Exit status: 0,
+ * 1 a failure (the reason on stderr), 2 usage.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -100,6 +101,35 @@ static npurt_status device_times(npurt_device *dev, npurt_model *m, long runs, d
 	npurt_event_destroy(e1);
 	npurt_event_destroy(e0);
 	npurt_stream_destroy(gate_s);
+	npurt_stream_destroy(s);
+	return st;
+}
+
+/*
+ * The wall time of `runs` empty submits, in us: a 4-byte fill on a
+ * stream (one task, as a sunk run is one), submit to completion seen.
+ * What a run costs beyond the device's work: the submit, the doorbell,
+ * the interrupt and the wake-up (under an emulated guest most of a small
+ * model's latency).
+ */
+static npurt_status round_trips(npurt_device *dev, long runs, double *us)
+{
+	npurt_stream *s = NULL;
+	npurt_mem *word = NULL;
+	npurt_status st;
+
+	st = npurt_stream_create(dev, NPURT_PRIORITY_NORMAL, &s);
+	if (!st)
+		st = npurt_mem_alloc(dev, 4, &word);
+	for (long r = 0; !st && r < runs; r++) {
+		double t0 = now_us();
+
+		st = npurt_memset_async(s, npurt_mem_device_addr(word), (uint32_t)r, 4);
+		if (!st)
+			st = npurt_stream_synchronize(s);
+		us[r] = now_us() - t0;
+	}
+	npurt_mem_free(word);
 	npurt_stream_destroy(s);
 	return st;
 }
@@ -419,6 +449,13 @@ int main(int argc, char **argv)
 			qsort(lat, (size_t)runs, sizeof(*lat), cmp);
 			printf("device us:  p50 %.1f  p90 %.1f  min %.1f  (the device's own time, "
 			       "its timestamps)\n", lat[runs / 2], lat[runs * 9 / 10], lat[0]);
+		}
+		if (round_trips(dev, runs, lat)) {
+			fprintf(stderr, "npurun: round trip not measured: %s\n", npurt_last_error());
+		} else {
+			qsort(lat, (size_t)runs, sizeof(*lat), cmp);
+			printf("empty us:   p50 %.1f  p90 %.1f  min %.1f  (a submit of a 4-byte "
+			       "fill, to completion)\n", lat[runs / 2], lat[runs * 9 / 10], lat[0]);
 		}
 	}
 	for (uint32_t i = info.inputs; i < nio; i++) {
