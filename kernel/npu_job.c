@@ -367,16 +367,16 @@ static struct dma_fence *npu_job_run(struct drm_sched_job *sched_job)
 static enum drm_gpu_sched_stat npu_job_timedout(struct drm_sched_job *sched_job)
 {
 	struct npu_queue *q = to_npu_job(sched_job)->q;
-
 	unsigned int hold;
 
 	if (npu_queue_timed_out(q))
 		npu_queue_stop(q, DRM_NPU_JOB_TIMEOUT);
 	/*
-	 * Fault injection: the stop above signalled the job's fence while
-	 * the job is off the scheduler's pending list; holding it off longer
-	 * lets the scheduler's free work run and miss it every time, which
-	 * npu_sched_keep_job() must make up for.
+	 * Fault injection: the job is off the scheduler's pending list, and
+	 * its fence may have signalled (the stop above, or the job finishing
+	 * meanwhile); holding it off longer lets the scheduler's free work
+	 * run and miss it every time, which npu_sched_keep_job() must make
+	 * up for.
 	 */
 	hold = READ_ONCE(q->ctx->ndev->inject_hold_timeout_ms);
 	if (hold)

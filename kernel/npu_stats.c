@@ -206,11 +206,11 @@ static ssize_t npu_inject_write(struct file *f, const char __user *ubuf, size_t 
 		args[0] = NPU_FW_INJECT_DROP_IRQS;
 	else if (!strcmp(word, "fail-invalidate") && n == 2)
 		args[0] = NPU_FW_INJECT_FAIL_INVALIDATE;
-	else if (strcmp(word, "clear"))
+	else if (!strcmp(word, "clear"))
+		WRITE_ONCE(ndev->inject_hold_timeout_ms, 0);
+	else
 		return -EINVAL;
 	args[1] = arg;
-	if (args[0] == NPU_FW_INJECT_NONE)
-		WRITE_ONCE(ndev->inject_hold_timeout_ms, 0);
 	if (!drm_dev_enter(&ndev->drm, &idx))
 		return -ENODEV;
 	ret = npu_ipc_send(ndev, NPU_FW_CMD_INJECT, args, NULL);
