@@ -337,8 +337,7 @@ TEST(unbind_wakes_waiters_that_have_no_limit)
 	ASSERT_LE(0, pid);
 	if (pid == 0)
 		_exit(npu_sysfs_write(NPU_SYSFS_DRIVER "/unbind", bdf) ? 1 : 0);
-	for (int i = 0; i < 200 && waitpid(pid, &status, WNOHANG) == 0; i++)
-		usleep(100000);
+	npu_wait_child(pid, &status, 20);
 	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		TH_LOG("unbind did not finish in 20 s");
 	pthread_join(t1, NULL);
@@ -418,8 +417,7 @@ TEST(closing_a_file_never_waits_for_another_files_fence)
 		close(other);
 		_exit(0);
 	}
-	for (int i = 0; i < 200 && waitpid(pid, &status, WNOHANG) == 0; i++)
-		usleep(100000);
+	npu_wait_child(pid, &status, 20);
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		TH_LOG("the other process did not submit and close in 20 s");
 	EXPECT_EQ(64 * 1024, npu_usage_settles(fd, DRM_NPU_MEM_REGION_QUEUES, 64 * 1024));

@@ -19,6 +19,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <sys/stat.h>
@@ -319,6 +320,20 @@ static inline uint64_t npu_env(const char *name)
 }
 
 /* Write `text` to a sysfs file: 0 or -errno. */
+/*
+ * Reap child `pid` if it exits within `seconds` (its wait status in
+ * *status): pid, or 0 if it is still running then. For a child doing
+ * something that may never return, which the test must outlive.
+ */
+static inline pid_t npu_wait_child(pid_t pid, int *status, int seconds)
+{
+	pid_t ret = 0;
+
+	for (int i = 0; i < seconds * 10 && !(ret = waitpid(pid, status, WNOHANG)); i++)
+		usleep(100000);
+	return ret;
+}
+
 static inline int npu_sysfs_write(const char *path, const char *text)
 {
 	int fd = open(path, O_WRONLY | O_CLOEXEC);

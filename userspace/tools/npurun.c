@@ -134,6 +134,19 @@ static npurt_status round_trips(npurt_device *dev, long runs, double *us)
 	return st;
 }
 
+/* One "LABEL p50 ... (WHAT)" line for `runs` times in us, or why there is none. */
+static void report(const char *label, const char *name, npurt_status st, double *us, long runs,
+		   const char *what)
+{
+	if (st) {
+		fprintf(stderr, "npurun: %s not measured: %s\n", name, npurt_last_error());
+		return;
+	}
+	qsort(us, (size_t)runs, sizeof(*us), cmp);
+	printf("%s p50 %.1f  p90 %.1f  min %.1f  (%s)\n", label, us[runs / 2], us[runs * 9 / 10],
+	       us[0], what);
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -443,20 +456,12 @@ int main(int argc, char **argv)
 		 */
 		if (mode == NPURT_DISPATCH_HOST_STEP) {
 			printf("device us:  not measured (step dispatch waits for the host)\n");
-		} else if (device_times(dev, m, runs, lat)) {
-			fprintf(stderr, "npurun: device time not measured: %s\n", npurt_last_error());
 		} else {
-			qsort(lat, (size_t)runs, sizeof(*lat), cmp);
-			printf("device us:  p50 %.1f  p90 %.1f  min %.1f  (the device's own time, "
-			       "its timestamps)\n", lat[runs / 2], lat[runs * 9 / 10], lat[0]);
+			report("device us: ", "device time", device_times(dev, m, runs, lat), lat,
+			       runs, "the device's own time, its timestamps");
 		}
-		if (round_trips(dev, runs, lat)) {
-			fprintf(stderr, "npurun: round trip not measured: %s\n", npurt_last_error());
-		} else {
-			qsort(lat, (size_t)runs, sizeof(*lat), cmp);
-			printf("empty us:   p50 %.1f  p90 %.1f  min %.1f  (a submit of a 4-byte "
-			       "fill, to completion)\n", lat[runs / 2], lat[runs * 9 / 10], lat[0]);
-		}
+		report("empty us:  ", "round trip", round_trips(dev, runs, lat), lat, runs,
+		       "a submit of a 4-byte fill, to completion");
 	}
 	for (uint32_t i = info.inputs; i < nio; i++) {
 		npurt_io_info io = { .size = sizeof(io) };
