@@ -28,8 +28,11 @@ struct mem_b {
 
 /*
  * Rows [kb, kb + kc) and columns [jb, jb + nc) of a B in memory into
- * strips of nr columns, zero past nc. A transposed B (bp 1) is read down
- * its rows, the way it lies in memory.
+ * strips of nr columns, zero past nc. A B with contiguous rows is read a
+ * row at a time, each row's nc values dealt out to the strips: one
+ * sequential stream, where a strip at a time would walk all kc rows
+ * nc / nr times, a page per row when rows are 4 KiB apart. A transposed
+ * B (bp 1) is read down its rows, the way it lies in memory.
  */
 static void pack_b(const void *ctx, uint64_t kb, int64_t kc, uint64_t jb, int64_t nc, int64_t nr,
 		   float *out)
@@ -37,14 +40,19 @@ static void pack_b(const void *ctx, uint64_t kb, int64_t kc, uint64_t jb, int64_
 	const struct mem_b *m = ctx;
 	const float *B = m->B + (int64_t)kb * m->bp + (int64_t)jb * m->bj;
 
+	if (m->bj == 1) {
+		for (int64_t p = 0; p < kc; p++) {
+			const float *row = B + p * m->bp;
+			float *o = out + p * nr;
+
+			for (int64_t js = 0; js < nc; js += nr, o += kc * nr)
+				npu_gemm_put(o, row + js, nc - js < nr ? nc - js : nr, nr);
+		}
+		return;
+	}
 	for (int64_t js = 0; js < nc; js += nr, out += kc * nr) {
 		int64_t w = nc - js < nr ? nc - js : nr;
 
-		if (m->bj == 1) {
-			for (int64_t p = 0; p < kc; p++)
-				npu_gemm_put(out + p * nr, B + p * m->bp + js, w, nr);
-			continue;
-		}
 		for (int64_t j = 0; j < nr; j++) {
 			const float *col = j < w ? B + (js + j) * m->bj : NULL;
 

@@ -494,12 +494,51 @@ static int run_elementwise(const struct npu_op_args *a, const struct npu_view *i
 			body;							\
 	}
 
+/* A contiguous row's passes, a block at a time, on the lanes of npu_vmath.c. */
+#define RUNS(call)								\
+	for (uint64_t jb = 0; jb < n; jb += ROW_BLOCK) {			\
+		uint64_t len = n - jb < ROW_BLOCK ? n - jb : ROW_BLOCK;		\
+									\
+		if (npu_cancelled(cancel))					\
+			return -1;						\
+		call;								\
+	}
+
+static int softmax_dense(const float *x, float *y, uint64_t n, const uint32_t *cancel)
+{
+	float m = x[0];
+	double acc = 0;
+
+	RUNS(m = npu_vmax(x + jb, len, m))
+	RUNS((npu_vaffine(y + jb, x + jb, len, m, 1.0), npu_vexp(y + jb, y + jb, len)))
+	RUNS(npu_vmoments(y + jb, len, &acc, NULL))
+	RUNS(npu_vaffine(y + jb, y + jb, len, 0.0, 1.0 / acc))
+	return 0;
+}
+
+static int layernorm_dense(const float *x, float *y, uint64_t n, float eps,
+			   const uint32_t *cancel)
+{
+	double acc = 0, acc2 = 0, mean, var;
+
+	RUNS(npu_vmoments(x + jb, len, &acc, &acc2))
+	mean = acc / n;
+	var = acc2 / n - mean * mean;
+	var = var > 0 ? var : 0;
+	RUNS(npu_vaffine(y + jb, x + jb, len, mean, 1.0 / sqrt(var + eps)))
+	return 0;
+}
+
+#undef RUNS
+
 static int softmax_row(const float *x, uint64_t si, float *y, uint64_t so, uint64_t n,
 		       const uint32_t *cancel)
 {
 	float m = x[0];
 	double acc = 0;
 
+	if (si == 1 && so == 1)
+		return softmax_dense(x, y, n, cancel);
 	BLOCKS(m = x[j * si] > m ? x[j * si] : m)
 	if (so == 1) {
 		BLOCKS(y[j] = x[j * si] - m)
@@ -521,6 +560,8 @@ static int layernorm_row(const float *x, uint64_t si, float *y, uint64_t so, uin
 {
 	double acc = 0, acc2 = 0, mean, var, inv;
 
+	if (si == 1 && so == 1)
+		return layernorm_dense(x, y, n, eps, cancel);
 	BLOCKS((acc += x[j * si], acc2 += (double)x[j * si] * x[j * si]))
 	mean = acc / n;
 	var = acc2 / n - mean * mean;

@@ -57,6 +57,13 @@ void npu_vexp(float *y, const float *x, uint64_t n);
 /* GELU, the exact form: 0.5 x (1 + erf(x / sqrt 2)). */
 void npu_vgelu_erf(float *y, const float *x, uint64_t n);
 
+/* Row passes over n contiguous floats (npu_vmath.c): the maximum of m and x[]. */
+float npu_vmax(const float *x, uint64_t n, float m);
+/* Adds the sum of x[] to *sum and, unless sum2 is NULL, of its squares to *sum2. */
+void npu_vmoments(const float *x, uint64_t n, double *sum, double *sum2);
+/* y[j] = (x[j] - sub) * mul, in double; y == x allowed. */
+void npu_vaffine(float *y, const float *x, uint64_t n, double sub, double mul);
+
 /*
  * The fast GEMM's building blocks (npu_gemm.c), for a B made on the fly:
  * the packer writes rows [kb, kb + kc) and columns [jb, jb + nc) of B

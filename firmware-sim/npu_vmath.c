@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Transcendental functions over whole runs of floats.
+ * Functions over whole runs of floats: transcendentals, and the passes of
+ * softmax and layernorm over a contiguous row.
  *
  * GELU in a Transformer's feed-forward layer and the exponentials of its
  * softmax are one libm call per element, and scalar erff() alone took a
@@ -112,4 +113,61 @@ void npu_vgelu_erf(float *y, const float *x, uint64_t n)
 		for (uint64_t i = 0; i < n; i++)
 			y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * SQRT1_2));
 	}
+}
+
+/*
+ * The row passes keep LANES partial results, so that they vectorize: the
+ * plain loop carries one accumulator, a chain of one add's latency per
+ * element (a quarter of a softmax's time). Sums stay in double; the
+ * maximum ignores NaNs after the first element, as the plain loop does.
+ */
+#define LANES	16
+
+__attribute__((target_clones("avx512f", "avx2", "default")))
+float npu_vmax(const float *x, uint64_t n, float m)
+{
+	float l[LANES];
+	uint64_t j = 0;
+
+	for (int k = 0; k < LANES; k++)
+		l[k] = m;
+	for (; j + LANES <= n; j += LANES)
+		for (int k = 0; k < LANES; k++)
+			l[k] = x[j + k] > l[k] ? x[j + k] : l[k];
+	for (; j < n; j++)
+		m = x[j] > m ? x[j] : m;
+	for (int k = 0; k < LANES; k++)
+		m = l[k] > m ? l[k] : m;
+	return m;
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void npu_vmoments(const float *x, uint64_t n, double *sum, double *sum2)
+{
+	double l[LANES] = { 0 }, l2[LANES] = { 0 }, s = 0, s2 = 0;
+	uint64_t j = 0;
+
+	for (; j + LANES <= n; j += LANES)
+		for (int k = 0; k < LANES; k++) {
+			l[k] += x[j + k];
+			l2[k] += (double)x[j + k] * x[j + k];
+		}
+	for (; j < n; j++) {
+		s += x[j];
+		s2 += (double)x[j] * x[j];
+	}
+	for (int k = 0; k < LANES; k++) {
+		s += l[k];
+		s2 += l2[k];
+	}
+	*sum += s;
+	if (sum2)
+		*sum2 += s2;
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void npu_vaffine(float *y, const float *x, uint64_t n, double sub, double mul)
+{
+	for (uint64_t j = 0; j < n; j++)
+		y[j] = (float)((x[j] - sub) * mul);
 }

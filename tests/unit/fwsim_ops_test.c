@@ -427,6 +427,35 @@ TEST(softmax_and_layernorm_rows)
 }
 
 /*
+ * The contiguous rows' maximum is taken in 16 lanes and a tail: a row
+ * whose one large element (1000: exp() overflows unless it is the
+ * maximum subtracted) sits in each lane position of the vector part and
+ * in the tail in turn gets a one-hot softmax every time.
+ */
+TEST(softmax_max_found_in_every_lane_and_the_tail)
+{
+	enum { N = 37 };
+	float x[N * N], y[N * N];
+	uint64_t shape[2] = { N, N };
+	struct npu_op_args a = { .op = NPU_OP_SOFTMAX };
+	struct npu_view in[2], out;
+
+	for (int r = 0; r < N; r++)
+		for (int j = 0; j < N; j++)
+			x[r * N + j] = j == r ? 1000.0f : (float)(j % 5) * 0.25f;
+	dense(&a.in[0], &in[0], x, NPU_DT_F32, 2, shape);
+	dense(&a.out, &out, y, NPU_DT_F32, 2, shape);
+	ASSERT_EQ(NULL, npu_op_check(&a));
+	run_all(&a, in, &out);
+	for (int r = 0; r < N; r++) {
+		for (int j = 0; j < N; j++) {
+			ASSERT_TRUE(close_to(j == r ? 1.0 : 0.0, y[r * N + j], 1e-6, 1e-30))
+				TH_LOG("row %d, element %d: %g", r, j, y[r * N + j]);
+		}
+	}
+}
+
+/*
  * Softmax must subtract the row's maximum before exp(): rows far from 0
  * (all large, all very negative) overflow or underflow to inf/inf or
  * 0/0 otherwise. A row of k, k-1, ..., k-7 is the same distribution
