@@ -511,21 +511,21 @@ static int softmax_dense(const float *x, float *y, uint64_t n, const uint32_t *c
 
 	RUNS(m = npu_vmax(x + jb, len, m))
 	RUNS((npu_vaffine(y + jb, x + jb, len, m, 1.0), npu_vexp(y + jb, y + jb, len)))
-	RUNS(npu_vmoments(y + jb, len, &acc, NULL))
+	RUNS(acc += npu_vsum(y + jb, len))
 	RUNS(npu_vaffine(y + jb, y + jb, len, 0.0, 1.0 / acc))
 	return 0;
 }
 
+/* The variance from a second pass: E[x^2] - E[x]^2 cancels to noise on flat rows. */
 static int layernorm_dense(const float *x, float *y, uint64_t n, float eps,
 			   const uint32_t *cancel)
 {
-	double acc = 0, acc2 = 0, mean, var;
+	double acc = 0, dev = 0, mean;
 
-	RUNS(npu_vmoments(x + jb, len, &acc, &acc2))
+	RUNS(acc += npu_vsum(x + jb, len))
 	mean = acc / n;
-	var = acc2 / n - mean * mean;
-	var = var > 0 ? var : 0;
-	RUNS(npu_vaffine(y + jb, x + jb, len, mean, 1.0 / sqrt(var + eps)))
+	RUNS(dev += npu_vsqdev(x + jb, len, mean))
+	RUNS(npu_vaffine(y + jb, x + jb, len, mean, 1.0 / sqrt(dev / n + eps)))
 	return 0;
 }
 
@@ -558,15 +558,14 @@ static int softmax_row(const float *x, uint64_t si, float *y, uint64_t so, uint6
 static int layernorm_row(const float *x, uint64_t si, float *y, uint64_t so, uint64_t n,
 			 float eps, const uint32_t *cancel)
 {
-	double acc = 0, acc2 = 0, mean, var, inv;
+	double acc = 0, dev = 0, mean, inv;
 
 	if (si == 1 && so == 1)
 		return layernorm_dense(x, y, n, eps, cancel);
-	BLOCKS((acc += x[j * si], acc2 += (double)x[j * si] * x[j * si]))
+	BLOCKS(acc += x[j * si])
 	mean = acc / n;
-	var = acc2 / n - mean * mean;
-	var = var > 0 ? var : 0;
-	inv = 1.0 / sqrt(var + eps);
+	BLOCKS(dev += (x[j * si] - mean) * (x[j * si] - mean))
+	inv = 1.0 / sqrt(dev / n + eps);
 	BLOCKS(y[j * so] = (float)((x[j * si] - mean) * inv))
 	return 0;
 }

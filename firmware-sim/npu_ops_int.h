@@ -57,10 +57,14 @@ void npu_vexp(float *y, const float *x, uint64_t n);
 /* GELU, the exact form: 0.5 x (1 + erf(x / sqrt 2)). */
 void npu_vgelu_erf(float *y, const float *x, uint64_t n);
 
-/* Row passes over n contiguous floats (npu_vmath.c): the maximum of m and x[]. */
+/*
+ * Row passes over n contiguous floats (npu_vmath.c): the maximum of m and
+ * x[] (NaNs in x[] ignored, a NaN m kept); the sum of x[], and of its
+ * squared deviations from mean, in double.
+ */
 float npu_vmax(const float *x, uint64_t n, float m);
-/* Adds the sum of x[] to *sum and, unless sum2 is NULL, of its squares to *sum2. */
-void npu_vmoments(const float *x, uint64_t n, double *sum, double *sum2);
+double npu_vsum(const float *x, uint64_t n);
+double npu_vsqdev(const float *x, uint64_t n, double mean);
 /* y[j] = (x[j] - sub) * mul, in double; y == x allowed. */
 void npu_vaffine(float *y, const float *x, uint64_t n, double sub, double mul);
 

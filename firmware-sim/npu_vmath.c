@@ -116,53 +116,96 @@ void npu_vgelu_erf(float *y, const float *x, uint64_t n)
 }
 
 /*
- * The row passes keep LANES partial results, so that they vectorize: the
- * plain loop carries one accumulator, a chain of one add's latency per
- * element (a quarter of a softmax's time). Sums stay in double; the
- * maximum ignores NaNs after the first element, as the plain loop does.
+ * The row passes keep partial results in lanes: the plain loop carries
+ * one accumulator, a chain of one add's latency per element (a quarter
+ * of a softmax's time). Sums stay in double; the sums and the affine map
+ * vectorize as written. The maximum is written with intrinsics: gcc
+ * keeps `x > m ? x : m` scalar (it would use MAXPS only under
+ * -ffinite-math-only), yet MAXPS(x, m), which returns its second operand
+ * when either is a NaN and when both are zeros, is that expression
+ * exactly; so the maximum ignores NaNs after the first element, as the
+ * plain loop does.
  */
 #define LANES	16
 
-__attribute__((target_clones("avx512f", "avx2", "default")))
-float npu_vmax(const float *x, uint64_t n, float m)
+/* The tail and the lanes of a maximum, in order, the plain loop's way. */
+static float max_finish(const float *x, uint64_t n, float m, const float *lane, int lanes)
 {
-	float l[LANES];
-	uint64_t j = 0;
-
-	for (int k = 0; k < LANES; k++)
-		l[k] = m;
-	for (; j + LANES <= n; j += LANES)
-		for (int k = 0; k < LANES; k++)
-			l[k] = x[j + k] > l[k] ? x[j + k] : l[k];
-	for (; j < n; j++)
+	for (uint64_t j = 0; j < n; j++)
 		m = x[j] > m ? x[j] : m;
-	for (int k = 0; k < LANES; k++)
-		m = l[k] > m ? l[k] : m;
+	for (int k = 0; k < lanes; k++)
+		m = lane[k] > m ? lane[k] : m;
 	return m;
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void npu_vmoments(const float *x, uint64_t n, double *sum, double *sum2)
+__attribute__((target("avx512f")))
+static float max_16(const float *x, uint64_t n, float m)
 {
-	double l[LANES] = { 0 }, l2[LANES] = { 0 }, s = 0, s2 = 0;
+	__m512 l = _mm512_set1_ps(m);
+	float lane[16];
+	uint64_t j = 0;
+
+	for (; j + 16 <= n; j += 16)
+		l = _mm512_max_ps(_mm512_loadu_ps(x + j), l);
+	_mm512_storeu_ps(lane, l);
+	return max_finish(x + j, n - j, m, lane, 16);
+}
+
+__attribute__((target("avx2")))
+static float max_8(const float *x, uint64_t n, float m)
+{
+	__m256 l = _mm256_set1_ps(m);
+	float lane[8];
+	uint64_t j = 0;
+
+	for (; j + 8 <= n; j += 8)
+		l = _mm256_max_ps(_mm256_loadu_ps(x + j), l);
+	_mm256_storeu_ps(lane, l);
+	return max_finish(x + j, n - j, m, lane, 8);
+}
+
+float npu_vmax(const float *x, uint64_t n, float m)
+{
+	switch (npu_host_isa()) {
+	case NPU_ISA_AVX512:
+		return max_16(x, n, m);
+	case NPU_ISA_AVX2:
+		return max_8(x, n, m);
+	default:
+		return max_finish(x, n, m, NULL, 0);
+	}
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default")))
+double npu_vsum(const float *x, uint64_t n)
+{
+	double l[LANES] = { 0 }, s = 0;
 	uint64_t j = 0;
 
 	for (; j + LANES <= n; j += LANES)
-		for (int k = 0; k < LANES; k++) {
+		for (int k = 0; k < LANES; k++)
 			l[k] += x[j + k];
-			l2[k] += (double)x[j + k] * x[j + k];
-		}
-	for (; j < n; j++) {
+	for (; j < n; j++)
 		s += x[j];
-		s2 += (double)x[j] * x[j];
-	}
-	for (int k = 0; k < LANES; k++) {
+	for (int k = 0; k < LANES; k++)
 		s += l[k];
-		s2 += l2[k];
-	}
-	*sum += s;
-	if (sum2)
-		*sum2 += s2;
+	return s;
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default")))
+double npu_vsqdev(const float *x, uint64_t n, double mean)
+{
+	double l[LANES] = { 0 }, s = 0;
+	uint64_t j = 0;
+
+	for (; j + LANES <= n; j += LANES)
+		for (int k = 0; k < LANES; k++)
+			l[k] += (x[j + k] - mean) * (x[j + k] - mean);
+	for (; j < n; j++)
+		s += (x[j] - mean) * (x[j] - mean);
+	for (int k = 0; k < LANES; k++)
+		s += l[k];
+	return s;
 }
 
 __attribute__((target_clones("avx512f", "avx2", "default")))

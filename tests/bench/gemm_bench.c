@@ -35,8 +35,8 @@ static struct npu_op_tensor dense2(uint64_t va, uint64_t n)
 }
 
 /*
- * The device's GEMM in GFLOP/s, best of 3: wall[0] from submit to wait
- * return, own[0] on the device's clock (TIMESTAMP tasks either side of
+ * The device's GEMM in GFLOP/s, best of 3: *wall from submit to wait
+ * return, *own on the device's clock (TIMESTAMP tasks either side of
  * the launch, in the same submit): what the emulated guest's round trip
  * adds is the difference.
  */
@@ -50,6 +50,8 @@ static int device_gflops(int fd, uint64_t n, double *wall, double *own)
 				     { .type = DRM_NPU_TASK_TIMESTAMP } };
 	double flops = 2.0 * n * n * n;
 	uint8_t *map;
+
+	_Static_assert(sizeof(struct npu_op_args) <= 2048, "the clocks follow the block");
 
 	*wall = *own = 0;
 	if (npu_bo_create(fd, size, DRM_NPU_BO_PAGE_HUGE_FIRST, &bo))
@@ -134,6 +136,10 @@ int main(int argc, char **argv)
 	int fd;
 
 	if (argc > 1 && !strcmp(argv[1], "--blas-only")) {
+		if (argc < 3) {
+			fprintf(stderr, "usage: gemm_bench [--blas-only THREADS...]\n");
+			return 2;
+		}
 		for (int i = 2; i < argc; i++) {
 			char *end;
 			long t;
@@ -161,7 +167,7 @@ int main(int argc, char **argv)
 	}
 	per_launch = (unsigned int)(cores / groups);
 	host_blas(per_launch, host);
-	printf("device: %lu AI cores in %lu group%s, a launch on %u; sgemm on the host at %u thread%s\n",
+	printf("device: %lu AI cores in %lu group%s, a launch on %u; sgemm at %u thread%s\n",
 	       cores, groups, groups > 1 ? "s" : "", per_launch, per_launch,
 	       per_launch > 1 ? "s" : "");
 	printf("%-10s %9s %9s %11s %11s %8s %8s\n", "fp32 GEMM", "device", "dev wall",
@@ -177,6 +183,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	openblas_set_num_threads((int)per_launch);	/* sgemm here at the same count */
 	for (size_t i = 0; i < 2; i++) {
 		double b = blas_gflops(sizes[i]);
 

@@ -427,6 +427,88 @@ TEST(softmax_and_layernorm_rows)
 }
 
 /*
+ * Rows read through a transposed view take the strided loops, dense rows
+ * the lane passes: both give the same softmax and layernorm (within
+ * rounding) of the same values. Rows of 70000 cross a pass's block, with
+ * the maximum in the second block; one row is all negative (a maximum
+ * that started from 0 rather than the row's first element would be
+ * wrong) and one is flat (its variance is exactly 0, its layernorm 0).
+ */
+TEST(softmax_and_layernorm_strided_rows_match_dense_ones)
+{
+	enum { R = 4, C = 70000 };
+	float *x = rand_buf(R * C), *xt = malloc(sizeof(float) * R * C);
+	float *y = malloc(sizeof(float) * R * C), *yt = malloc(sizeof(float) * R * C);
+	uint64_t shape[2] = { R, C };
+
+	for (int j = 0; j < C; j++) {
+		x[0 * C + j] = -200.0f - x[j] * 10.0f;	/* exp() of it is 0 */
+		x[3 * C + j] = 0.1f;			/* flat */
+	}
+	x[1 * C + 66000] = 30.0f;	/* the maximum past the first block */
+	for (int r = 0; r < R; r++)
+		for (int j = 0; j < C; j++)
+			xt[j * R + r] = x[r * C + j];
+	for (int op = NPU_OP_SOFTMAX; op <= NPU_OP_LAYERNORM; op++) {
+		struct npu_op_args a = { .op = (uint32_t)op, .eps = 1e-5f };
+		struct npu_view in[2], out;
+
+		dense(&a.in[0], &in[0], x, NPU_DT_F32, 2, shape);
+		dense(&a.out, &out, y, NPU_DT_F32, 2, shape);
+		ASSERT_EQ(NULL, npu_op_check(&a));
+		run_all(&a, in, &out);
+		/* the same rows, element (r, j) at xt[j * R + r] */
+		in[0].data = xt;
+		in[0].stride[0] = a.in[0].stride[0] = 1;
+		in[0].stride[1] = a.in[0].stride[1] = R;
+		out.data = yt;
+		ASSERT_EQ(NULL, npu_op_check(&a));
+		run_all(&a, in, &out);
+		for (int i = 0; i < R * C; i++) {
+			ASSERT_TRUE(close_to(yt[i], y[i], 1e-5, 1e-9))
+				TH_LOG("op %d row %d element %d: dense %g, strided %g", op, i / C,
+				       i % C, y[i], yt[i]);
+		}
+		if (op == NPU_OP_LAYERNORM) {
+			for (int j = 0; j < C; j++) {
+				ASSERT_EQ(0.0f, y[3 * C + j]) TH_LOG("flat row, element %d", j);
+			}
+		} else {
+			ASSERT_TRUE(y[1 * C + 66000] > 0.99f) TH_LOG("the maximum's share: %g",
+								     y[1 * C + 66000]);
+		}
+	}
+	free(x), free(xt), free(y), free(yt);
+}
+
+/*
+ * A NaN anywhere in a row (first, in the vector lanes, in the tail) makes
+ * the row's softmax NaN, through its sum, and leaves the other rows alone.
+ */
+TEST(softmax_row_with_a_nan)
+{
+	enum { N = 40 };
+	static const int at[3] = { 0, 21, 38 };
+	float x[4 * N], y[4 * N];
+	uint64_t shape[2] = { 4, N };
+	struct npu_op_args a = { .op = NPU_OP_SOFTMAX };
+	struct npu_view in[2], out;
+
+	for (int j = 0; j < 4 * N; j++)
+		x[j] = (float)(j % 7);
+	for (int r = 0; r < 3; r++)
+		x[r * N + at[r]] = NAN;
+	dense(&a.in[0], &in[0], x, NPU_DT_F32, 2, shape);
+	dense(&a.out, &out, y, NPU_DT_F32, 2, shape);
+	ASSERT_EQ(NULL, npu_op_check(&a));
+	run_all(&a, in, &out);
+	for (int i = 0; i < 4 * N; i++) {
+		ASSERT_EQ(i < 3 * N, isnan(y[i]) != 0) TH_LOG("row %d element %d: %g", i / N,
+								i % N, y[i]);
+	}
+}
+
+/*
  * The contiguous rows' maximum is taken in 16 lanes and a tail: a row
  * whose one large element (1000: exp() overflows unless it is the
  * maximum subtracted) sits in each lane position of the vector part and
