@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * fp32 GEMM: the device's op library (a KERNEL task, split across the
- * AI cores of the core group that takes it, timed from submit to wait
- * return) against OpenBLAS sgemm, best of 3:
+ * AI cores of the core group that takes it, timed on the device's clock
+ * and from submit to wait return; see device_gflops()) against OpenBLAS
+ * sgemm, best of 3:
  *
  *   - on the CPU that runs this benchmark (in the VM: an emulated one);
  *   - on the host, natively, like the device's firmware runs, at as many
