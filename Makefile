@@ -23,7 +23,7 @@ LIBDIR ?= $(PREFIX)/lib
 
 # One source of truth: the header's NPURT_VERSION_MAJOR/MINOR/PATCH.
 NPURT_VERSION := $(shell sed -n 's/^\#define NPURT_VERSION_\(MAJOR\|MINOR\|PATCH\) //p' userspace/include/npurt.h | paste -sd.)
-NPURT_SOVER   := 0
+NPURT_SOVER   := 1
 
 WARN       := -Wall -Wextra -Werror
 DEPFLAGS   := -MMD -MP

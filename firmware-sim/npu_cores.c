@@ -116,7 +116,7 @@ void npu_cores_stop(struct npu_cores *c)
 	c->pending = 0;
 }
 
-void npu_cores_launch(struct npu_cores *c, const struct npu_op_args *a,
+void npu_cores_launch(struct npu_cores *c, const struct npu_op *a,
 		      const struct npu_view *in, const struct npu_view *out,
 		      unsigned int parts)
 {

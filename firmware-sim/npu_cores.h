@@ -34,7 +34,7 @@ struct npu_cores {
 	void (*on_done)(void *opaque);
 	void *opaque;
 	/* the launch */
-	const struct npu_op_args *args;
+	const struct npu_op *args;
 	const struct npu_view *in, *out;
 	uint64_t units;
 	unsigned int parts;
@@ -51,7 +51,7 @@ void npu_cores_stop(struct npu_cores *c);
  * pool must have started workers and be idle; the arguments and views
  * must stay valid until it is idle again.
  */
-void npu_cores_launch(struct npu_cores *c, const struct npu_op_args *a,
+void npu_cores_launch(struct npu_cores *c, const struct npu_op *a,
 		      const struct npu_view *in, const struct npu_view *out,
 		      unsigned int parts);
 

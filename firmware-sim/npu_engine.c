@@ -324,7 +324,7 @@ static void free_views(struct npu_view *v, unsigned int borrowed)
 
 /* Write a launch's output back to device memory. */
 static int scatter(struct npu_dev *dev, struct npu_fw_queue *q,
-		   const struct npu_op_args *a, const struct npu_view *out,
+		   const struct npu_op *a, const struct npu_view *out,
 		   struct fault *f)
 {
 	return dma_host(dev, q, a->out.va, out->data, npu_tensor_extent(&a->out),
@@ -370,7 +370,7 @@ static int free_group(struct npu_dev *dev)
  */
 #define INLINE_COST		(1ull << 15)
 
-static bool run_inline(const struct npu_op_args *a)
+static bool run_inline(const struct npu_op *a)
 {
 	return npu_op_cost(a) <= INLINE_COST;
 }
@@ -378,14 +378,15 @@ static bool run_inline(const struct npu_op_args *a)
 static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 		      const struct npu_fw_task *t, struct fault *f)
 {
-	struct npu_op_args a;
+	struct npu_op_args blk;
+	struct npu_op a;
 	struct npu_view v[4] = { 0 };	/* in[0], in[1], the epilogue's bias, out */
-	const struct npu_op_tensor *ts[4];
+	const struct npu_tensor *ts[4];
 	unsigned int n_in, i, borrowed = 0;
 	int ret = -1, g = free_group(dev);
 	bool in_place;
 
-	size_t len = t->args[2] < sizeof(a) ? (size_t)t->args[2] : sizeof(a);
+	size_t len = t->args[2] < sizeof(blk) ? (size_t)t->args[2] : sizeof(blk);
 
 	/*
 	 * args[2] is the block's size: never read past it. A block shorter
@@ -400,10 +401,11 @@ static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 		f->address = t->args[0];
 		return -1;
 	}
-	memset(&a, 0, sizeof(a));
-	if (dma_host(dev, q, t->args[0], &a, len, NPU_ACCESS_READ, f) ||
-	    npu_list_patch_block(dev, qid, q, &a, len, t->args[2], f))
+	memset(&blk, 0, sizeof(blk));
+	if (dma_host(dev, q, t->args[0], &blk, len, NPU_ACCESS_READ, f) ||
+	    npu_list_patch_block(dev, qid, q, &blk, len, t->args[2], f))
 		return -1;
+	npu_op_decode(&blk, &a);
 	if (t->args[1] > NPU_DEV_CORES_MAX || npu_op_check(&a)) {
 		f->code = NPU_FW_EKERNEL;
 		f->access = NPU_ACCESS_READ;
@@ -417,7 +419,7 @@ static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 	ts[2] = &a.epi.bias;
 	ts[3] = &a.out;
 	for (i = 0; i < 4; i++) {
-		const struct npu_op_tensor *tt = ts[i];
+		const struct npu_tensor *tt = ts[i];
 		uint64_t extent, elems = 1;
 		int gather;
 

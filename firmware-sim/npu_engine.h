@@ -49,7 +49,7 @@ struct npu_launch {
 	uint64_t epoch;			/* eng.epoch when it translated */
 	uint64_t cursor;		/* the task's place: npu_engine_cursor() */
 	uint64_t counted_ns;		/* exec time counted up to here */
-	struct npu_op_args args;
+	struct npu_op args;
 	struct npu_view v[4];		/* in[0], in[1], bias, out */
 };
 

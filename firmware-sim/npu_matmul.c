@@ -107,7 +107,7 @@ static int gemm_dots(const float *A, uint64_t ai, uint64_t ap, const float *B, u
 /* Fewer rows than this: packing B for the fast kernels costs more than it saves. */
 #define GEMM_FEW_ROWS	4
 
-static int gemm_rows(const struct npu_op_args *a, const struct npu_view *in,
+static int gemm_rows(const struct npu_op *a, const struct npu_view *in,
 		     const struct npu_view *out, uint64_t begin, uint64_t end,
 		     const uint32_t *cancel)
 {
@@ -160,11 +160,11 @@ static int gemm_rows(const struct npu_op_args *a, const struct npu_view *in,
 	return 0;
 }
 
-int npu_gemm_run(const struct npu_op_args *a, const struct npu_view *in,
+int npu_gemm_run(const struct npu_op *a, const struct npu_view *in,
 		    const struct npu_view *out, uint64_t begin, uint64_t end,
 		    const uint32_t *cancel)
 {
-	const struct npu_op_epilogue *e = &a->epi;
+	const struct npu_epi *e = &a->epi;
 	bool bias = e->flags & NPU_OP_E_BIAS;
 	int ret = gemm_rows(a, in, out, begin, end, cancel);
 

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "npu_oplib.h"
+#include "npu_opdesc.h"
 
 /* Bytes of an element of enum npu_op_dtype; 0 for none. */
 static inline size_t npu_dtype_size(uint32_t dtype)
@@ -241,13 +241,13 @@ static inline bool npu_op_is_f32_classic(uint32_t op)
 }
 
 /*
- * The rules for an op's epilogue (struct npu_op_epilogue) on the op, the
+ * The rules for an op's epilogue (struct npu_epi) on the op, the
  * dtypes and the bias's shape; the firmware checks the bias's strides and
  * extent as for any tensor. NULL when it is fine (or there is none).
  */
-static inline const char *npu_epilogue_check(const struct npu_op_args *a)
+static inline const char *npu_epilogue_check(const struct npu_op *a)
 {
-	const struct npu_op_epilogue *e = &a->epi;
+	const struct npu_epi *e = &a->epi;
 	bool binary = npu_op_kind(a->op) == NPU_OPK_BINARY && npu_op_is_f32_classic(a->op);
 
 	if (!e->flags && !e->act)
@@ -285,53 +285,80 @@ static inline uint64_t npu_window_out(uint64_t in, uint64_t pad0, uint64_t pad1,
 	return (padded - span + (ceil_mode ? stride - 1 : 0)) / stride + 1;
 }
 
+/* Window fields fit 16 bits (the model file keeps them so). */
+#define NPU_LIMIT_WIN	0xffffu
+
+/* One spatial dimension of a window: its taps (0: CONV2D's, from the weights), step, pads. */
+struct npu_win_dim {
+	uint64_t kernel, stride, dilation, pad0, pad1;
+};
+
+/*
+ * Spatial dimension k of a window op on `nsp` (2 or 3) of them, k = 0
+ * the first after [N, C]: a 3-D window's depth is win_d, rows and
+ * columns are win's [0] and [1] either way.
+ */
+static inline struct npu_win_dim npu_window_dim(const struct npu_op *a, unsigned int nsp,
+						unsigned int k)
+{
+	const struct npu_op_window *w = &a->win;
+	const struct npu_op_window_depth *d = &a->win_d;
+	unsigned int j = k + 2 - nsp;
+
+	if (nsp == 3 && k == 0)
+		return (struct npu_win_dim){ d->kernel, d->stride, d->dilation, d->pad[0], d->pad[1] };
+	return (struct npu_win_dim){ w->kernel[j], w->stride[j], w->dilation[j], w->pad[j],
+				     w->pad[j + 2] };
+}
+
 /*
  * A window op's shapes and window, as the firmware checks a launch and
  * the runtime a model: NULL, or what is wrong. Shapes and dtypes of the
  * tensors otherwise are checked by the caller.
  */
-/* Window fields fit 16 bits (the model file keeps them so). */
-#define NPU_LIMIT_WIN	0xffffu
-
-static inline const char *npu_window_check(const struct npu_op_args *a)
+static inline const char *npu_window_check(const struct npu_op *a)
 {
 	const struct npu_op_window *w = &a->win;
-	const struct npu_op_tensor *x = &a->in[0], *y = &a->out;
-	uint64_t kh = w->kernel[0], kw = w->kernel[1], o = y->shape[1];
+	const struct npu_op_window_depth *d = &a->win_d;
+	const struct npu_tensor *x = &a->in[0], *y = &a->out, *f = &a->in[1];
+	unsigned int nsp = x->ndim - 2;
+	uint64_t o = y->shape[1];
 
-	if (x->ndim != 4 || y->ndim != 4 || x->shape[0] != y->shape[0])
-		return "window ops take [N, C, H, W] into [N, O, Ho, Wo]";
+	if ((x->ndim != 4 && x->ndim != 5) || y->ndim != x->ndim || x->shape[0] != y->shape[0])
+		return "window ops take [N, C, H, W] into [N, O, Ho, Wo] (or [N, C, D, H, W])";
+	if (d->reserved || (nsp == 2 && (d->kernel || d->stride || d->dilation || d->pad[0] ||
+					 d->pad[1])))
+		return "a 2-D window has no depth";
 	if (w->flags & ~NPU_OP_W_COUNT_PAD || (w->flags && a->op != NPU_OP_AVGPOOL2D))
 		return "unknown window flags";
-	for (int k = 0; k < 2; k++)
-		if (!w->stride[k] || !w->dilation[k] || w->stride[k] > NPU_LIMIT_WIN ||
-		    w->dilation[k] > NPU_LIMIT_WIN || w->pad[k] > NPU_LIMIT_WIN ||
-		    w->pad[k + 2] > NPU_LIMIT_WIN)
-			return "window strides, dilations and pads: 1 (0 for pads) to 65535";
-	if (a->op == NPU_OP_CONV2D) {
-		const struct npu_op_tensor *f = &a->in[1];
+	for (unsigned int k = 0; k < nsp; k++) {
+		struct npu_win_dim wd = npu_window_dim(a, nsp, k);
 
-		if (f->ndim != 4 || !w->group || x->shape[1] % w->group || o % w->group ||
-		    f->shape[0] != o || f->shape[1] != x->shape[1] / w->group)
-			return "conv2d weights must be [O, C / group, kh, kw]";
-		if (w->kernel[0] || w->kernel[1])
+		if (!wd.stride || !wd.dilation || wd.stride > NPU_LIMIT_WIN ||
+		    wd.dilation > NPU_LIMIT_WIN || wd.pad0 > NPU_LIMIT_WIN || wd.pad1 > NPU_LIMIT_WIN)
+			return "window strides, dilations and pads: 1 (0 for pads) to 65535";
+		if (a->op == NPU_OP_CONV2D && wd.kernel)
 			return "conv2d takes its kernel from the weights";
-		kh = f->shape[2];
-		kw = f->shape[3];
-	} else {
-		if (w->group || o != x->shape[1])
-			return "pools keep the channels";
-		if (!kh || !kw || kh > NPU_LIMIT_WIN || kw > NPU_LIMIT_WIN)
+		if (a->op != NPU_OP_CONV2D && (!wd.kernel || wd.kernel > NPU_LIMIT_WIN))
 			return "pool window: 1 to 65535";
 	}
+	if (a->op == NPU_OP_CONV2D) {
+		if (f->ndim != x->ndim || !w->group || x->shape[1] % w->group || o % w->group ||
+		    f->shape[0] != o || f->shape[1] != x->shape[1] / w->group)
+			return "conv2d weights must be [O, C / group, (kd,) kh, kw]";
+	} else if (w->group || o != x->shape[1]) {
+		return "pools keep the channels";
+	}
 	/* At most one row or column past the floor's count (a pool's ceil_mode). */
-	for (int k = 0; k < 2; k++) {
-		uint64_t most = npu_window_out(x->shape[2 + k], w->pad[k], w->pad[k + 2],
-					       k ? kw : kh, w->stride[k], w->dilation[k], 1);
+	for (unsigned int k = 0; k < nsp; k++) {
+		struct npu_win_dim wd = npu_window_dim(a, nsp, k);
+		uint64_t kn = a->op == NPU_OP_CONV2D ? f->shape[2 + k] : wd.kernel;
+		uint64_t most = npu_window_out(x->shape[2 + k], wd.pad0, wd.pad1, kn, wd.stride,
+					       wd.dilation, 1);
 
 		if (!most || y->shape[2 + k] > most ||
-		    y->shape[2 + k] + 1 < npu_window_out(x->shape[2 + k], w->pad[k], w->pad[k + 2],
-						      k ? kw : kh, w->stride[k], w->dilation[k], 0))
+		    y->shape[2 + k] + 1 < npu_window_out(x->shape[2 + k], wd.pad0, wd.pad1, kn,
+						      wd.stride, wd.dilation, 0))
 			return "window output shape does not match the window";
 	}
 	return NULL;

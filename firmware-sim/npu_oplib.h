@@ -38,7 +38,13 @@ enum npu_op_dtype {
 	NPU_DT_COUNT,
 };
 
+/*
+ * Dimensions a struct npu_op_tensor holds; a tensor of more (up to
+ * NPU_OP_MAX_DIMS, since firmware 0.6) keeps the rest in the block's
+ * `hi` (struct npu_op_args).
+ */
 #define NPU_MAX_DIMS		4
+#define NPU_OP_MAX_DIMS		8
 
 /*
  * A strided view of device memory: element (i0, i1, ...) of a tensor lives
@@ -48,7 +54,7 @@ enum npu_op_dtype {
 struct npu_op_tensor {
 	__u64 va;
 	__u32 dtype;			/* enum npu_op_dtype */
-	__u32 ndim;			/* 1..NPU_MAX_DIMS */
+	__u32 ndim;			/* 1..NPU_OP_MAX_DIMS */
 	__u64 shape[NPU_MAX_DIMS];
 	__u64 stride[NPU_MAX_DIMS];
 };
@@ -141,7 +147,10 @@ enum npu_op_id {
 	 * is padding. CONV2D: in1 the weights [O, C / group, kh, kw], padding
 	 * reads 0. MAXPOOL2D: the largest element of the window inside the
 	 * image. AVGPOOL2D: their mean, counting the padding too with
-	 * NPU_OP_W_COUNT_PAD. Needs a block of NPU_OP_ARGS_SIZE.
+	 * NPU_OP_W_COUNT_PAD. Needs a block that holds `win`. Since firmware
+	 * 0.6 also in three dimensions: in0 [N, C, D, H, W] into out
+	 * [N, O, Do, Ho, Wo] (CONV2D's weights [O, C / group, kd, kh, kw]),
+	 * the depth's window in args.win_d.
 	 */
 	NPU_OP_CONV2D = 192, NPU_OP_MAXPOOL2D, NPU_OP_AVGPOOL2D,
 	/*
@@ -164,6 +173,24 @@ struct npu_op_window {
 	__u32 pad[4];			/* top, left, bottom, right */
 	__u32 group;			/* CONV2D: C and O split in `group` */
 	__u32 flags;			/* NPU_OP_W_* */
+};
+
+/*
+ * Since firmware 0.6: the depth of a window over [N, C, D, H, W]; all 0
+ * for every other launch.
+ */
+struct npu_op_window_depth {
+	__u32 kernel;			/* pools: the window (CONV2D: from in1) */
+	__u32 stride;			/* >= 1 */
+	__u32 dilation;			/* >= 1 */
+	__u32 pad[2];			/* front, back */
+	__u32 reserved;			/* 0 */
+};
+
+/* Dimensions NPU_MAX_DIMS.. of a tensor of more than NPU_MAX_DIMS; else 0. */
+struct npu_op_dims_hi {
+	__u64 shape[NPU_OP_MAX_DIMS - NPU_MAX_DIMS];
+	__u64 stride[NPU_OP_MAX_DIMS - NPU_MAX_DIMS];
 };
 
 #define NPU_OP_F_TRANS_A	(1u << 0)
@@ -202,6 +229,14 @@ struct npu_op_args {
 	struct npu_op_window win;
 	/* Since firmware 0.5, the same way: none. */
 	struct npu_op_epilogue epi;
+	/*
+	 * Since firmware 0.6, the same way: tensors of 4 dimensions or fewer,
+	 * windows in two. Dimensions 4.. of in[0], in[1] and out (the bias
+	 * is 1-D), TRANSPOSE's perm[4..], and a 3-D window's depth.
+	 */
+	struct npu_op_dims_hi hi[3];
+	__u32 perm_hi[NPU_OP_MAX_DIMS - NPU_MAX_DIMS];
+	struct npu_op_window_depth win_d;
 };
 
 /* The first block's size: launches of the ops before windows may send it. */

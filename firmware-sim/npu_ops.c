@@ -15,7 +15,7 @@
 
 #define LIMIT_DIM	(1ull << 31)
 
-uint64_t npu_tensor_extent(const struct npu_op_tensor *t)
+uint64_t npu_tensor_extent(const struct npu_tensor *t)
 {
 	uint64_t last = 0;
 
@@ -24,7 +24,7 @@ uint64_t npu_tensor_extent(const struct npu_op_tensor *t)
 	return (last + 1) * npu_dtype_size(t->dtype);
 }
 
-static uint64_t elements(const struct npu_op_tensor *t)
+static uint64_t elements(const struct npu_tensor *t)
 {
 	uint64_t n = 1;
 
@@ -33,13 +33,13 @@ static uint64_t elements(const struct npu_op_tensor *t)
 	return n;
 }
 
-static const char *check_tensor(const struct npu_op_tensor *t, int is_out)
+static const char *check_tensor(const struct npu_tensor *t, int is_out)
 {
-	if (t->ndim < 1 || t->ndim > NPU_MAX_DIMS)
-		return "tensor rank must be 1 to 4";
+	if (t->ndim < 1 || t->ndim > NPU_OP_MAX_DIMS)
+		return "tensor rank must be 1 to 8";
 	if (!npu_dtype_size(t->dtype))
 		return "unknown dtype";
-	for (uint32_t k = 0; k < NPU_MAX_DIMS; k++) {
+	for (uint32_t k = 0; k < NPU_OP_MAX_DIMS; k++) {
 		if (k >= t->ndim) {
 			if (t->shape[k] || t->stride[k])
 				return "unused dimensions must be zero";
@@ -50,18 +50,27 @@ static const char *check_tensor(const struct npu_op_tensor *t, int is_out)
 		if (is_out && !t->stride[k] && t->shape[k] > 1)
 			return "output must not broadcast (zero stride)";
 	}
-	if (elements(t) > NPU_OPS_MAX_EXTENT || npu_tensor_extent(t) > NPU_OPS_MAX_EXTENT)
-		return "tensor too large";
+	/*
+	 * Bounded as it goes, so neither sum nor product can wrap (each step
+	 * starts under 2^30 and adds or multiplies in under 2^62): after
+	 * this, elements() and npu_tensor_extent() are exact.
+	 */
+	for (uint64_t k = 0, n = 1, last = 0; k < t->ndim; k++) {
+		n *= t->shape[k];
+		last += (t->shape[k] - 1) * t->stride[k];
+		if (n > NPU_OPS_MAX_EXTENT || (last + 1) * npu_dtype_size(t->dtype) > NPU_OPS_MAX_EXTENT)
+			return "tensor too large";
+	}
 	return NULL;
 }
 
-static int same_shape(const struct npu_op_tensor *a, const struct npu_op_tensor *b)
+static int same_shape(const struct npu_tensor *a, const struct npu_tensor *b)
 {
 	return a->ndim == b->ndim &&
 	       !memcmp(a->shape, b->shape, sizeof(a->shape[0]) * a->ndim);
 }
 
-unsigned int npu_op_inputs(const struct npu_op_args *a)
+unsigned int npu_op_inputs(const struct npu_op *a)
 {
 	enum npu_op_kind c = npu_op_kind(a->op);
 
@@ -70,14 +79,14 @@ unsigned int npu_op_inputs(const struct npu_op_args *a)
 	return c == NPU_OPK_BINARY || c == NPU_OPK_GEMM ? 2 : c == NPU_OPK_NONE ? 0 : 1;
 }
 
-int npu_op_reads_output(const struct npu_op_args *a)
+int npu_op_reads_output(const struct npu_op *a)
 {
 	return npu_op_reads_out(a->op, a->beta);
 }
 
-static const char *check_gemm(const struct npu_op_args *a)
+static const char *check_gemm(const struct npu_op *a)
 {
-	const struct npu_op_tensor *A = &a->in[0], *B = &a->in[1], *C = &a->out;
+	const struct npu_tensor *A = &a->in[0], *B = &a->in[1], *C = &a->out;
 	int ta = a->flags & NPU_OP_F_TRANS_A, tb = a->flags & NPU_OP_F_TRANS_B;
 	uint64_t m, n, k;
 
@@ -96,7 +105,7 @@ static const char *check_gemm(const struct npu_op_args *a)
 	return NULL;
 }
 
-static const char *check_op(const struct npu_op_args *a)
+static const char *check_op(const struct npu_op *a)
 {
 	enum npu_op_kind c = npu_op_kind(a->op);
 	unsigned int n = npu_op_inputs(a);
@@ -172,8 +181,8 @@ static const char *check_op(const struct npu_op_args *a)
 	return "unknown op";
 }
 
-/* What the op's output goes through (npu_oplib.h, struct npu_op_epilogue). */
-static const char *check_epilogue(const struct npu_op_args *a)
+/* What the op's output goes through (npu_oplib.h, struct npu_epi). */
+static const char *check_epilogue(const struct npu_op *a)
 {
 	const char *err = npu_epilogue_check(a);
 
@@ -182,7 +191,7 @@ static const char *check_epilogue(const struct npu_op_args *a)
 	return check_tensor(&a->epi.bias, 0);
 }
 
-const char *npu_op_check(const struct npu_op_args *a)
+const char *npu_op_check(const struct npu_op *a)
 {
 	const char *err = check_op(a);
 
@@ -210,13 +219,13 @@ const char *npu_op_check(const struct npu_op_args *a)
 	}
 
 __attribute__((target_clones("avx512f", "avx2", "default")))
-void npu_epilogue_from(const struct npu_op_epilogue *e, const float *b, uint64_t bs,
+void npu_epilogue_from(const struct npu_epi *e, const float *b, uint64_t bs,
 		       const float *x, float *y, uint64_t ys, uint64_t n)
 {
 	float al = e->alpha, be = e->beta, c = b ? *b : 0.0f;
 
 	if (ys == 1 && e->act == NPU_OP_GELU_ERF) {
-		struct npu_op_epilogue plain = { .flags = e->flags };
+		struct npu_epi plain = { .flags = e->flags };
 
 		if (b || x != y)
 			npu_epilogue_from(&plain, b, bs, x, y, 1, n);
@@ -232,7 +241,7 @@ void npu_epilogue_from(const struct npu_op_epilogue *e, const float *b, uint64_t
 	}
 }
 
-void npu_epilogue(const struct npu_op_epilogue *e, const float *b, uint64_t bs, float *y,
+void npu_epilogue(const struct npu_epi *e, const float *b, uint64_t bs, float *y,
 		  uint64_t ys, uint64_t n)
 {
 	npu_epilogue_from(e, b, bs, y, y, ys, n);
@@ -241,7 +250,7 @@ void npu_epilogue(const struct npu_op_epilogue *e, const float *b, uint64_t bs, 
 #undef EPI_ACTS
 #undef EPI_LOOP
 
-uint64_t npu_op_units(const struct npu_op_args *a)
+uint64_t npu_op_units(const struct npu_op *a)
 {
 	switch (npu_op_kind(a->op)) {
 	case NPU_OPK_GEMM:
@@ -260,7 +269,7 @@ uint64_t npu_op_units(const struct npu_op_args *a)
 /* The element-at-a-time loop against the fp32 row loops, per element. */
 #define ELEMENT_PATH_WEIGHT	16
 
-uint64_t npu_op_cost(const struct npu_op_args *a)
+uint64_t npu_op_cost(const struct npu_op *a)
 {
 	uint64_t out = elements(&a->out);
 	enum npu_op_kind c = npu_op_kind(a->op);
@@ -269,10 +278,11 @@ uint64_t npu_op_cost(const struct npu_op_args *a)
 	case NPU_OPK_GEMM:
 		return out * (a->flags & NPU_OP_F_TRANS_A ? a->in[0].shape[0] : a->in[0].shape[1]);
 	case NPU_OPK_WINDOW: {
-		uint64_t per = a->op == NPU_OP_CONV2D ?
-			       a->in[1].shape[1] * a->in[1].shape[2] * a->in[1].shape[3] :
-			       (uint64_t)a->win.kernel[0] * a->win.kernel[1];
+		uint64_t per = 1;
 
+		for (uint32_t k = 1; k < a->in[0].ndim; k++)	/* the window's taps */
+			per *= a->op != NPU_OP_CONV2D ? (k < 2 ? 1 : npu_window_dim(a,
+			       a->in[0].ndim - 2, k - 2).kernel) : a->in[1].shape[k];
 		return out * per;
 	}
 	case NPU_OPK_REDUCE:
@@ -325,7 +335,7 @@ static uint64_t offset(const struct npu_view *v, const uint64_t *ix, uint32_t nd
 
 /* Clones as npu_epilogue_from()'s, for the same reason. */
 __attribute__((target_clones("avx512f", "avx2", "default")))
-static void elementwise_row(const struct npu_op_args *a, enum npu_op_kind c, const float *x,
+static void elementwise_row(const struct npu_op *a, enum npu_op_kind c, const float *x,
 			    uint64_t sx, const float *y, uint64_t sy, float *o, uint64_t so,
 			    uint64_t len)
 {
@@ -355,12 +365,12 @@ static void elementwise_row(const struct npu_op_args *a, enum npu_op_kind c, con
 	}
 }
 
-static int elementwise_rows(const struct npu_op_args *a, enum npu_op_kind c,
+static int elementwise_rows(const struct npu_op *a, enum npu_op_kind c,
 			    const struct npu_view *in, const struct npu_view *out, uint64_t begin,
 			    uint64_t end, const uint32_t *cancel)
 {
 	uint32_t nd = out->ndim, last = nd - 1;
-	uint64_t len = out->shape[last], ix[NPU_MAX_DIMS];
+	uint64_t len = out->shape[last], ix[NPU_OP_MAX_DIMS];
 
 	for (uint64_t e = begin; e < end;) {
 		uint64_t col = e % len, n = len - col < end - e ? len - col : end - e;
@@ -400,12 +410,12 @@ static bool all_f32(const struct npu_view *in, unsigned int n, const struct npu_
  * dimension: one index unravelled a run, then a strided copy of the
  * element's size (the op moves bits, whatever the dtype).
  */
-static int transpose_runs(const struct npu_op_args *a, const struct npu_view *in,
+static int transpose_runs(const struct npu_op *a, const struct npu_view *in,
 			  const struct npu_view *out, uint64_t begin, uint64_t end,
 			  const uint32_t *cancel)
 {
 	uint32_t nd = out->ndim, last = nd - 1;
-	uint64_t ix[NPU_MAX_DIMS], jx[NPU_MAX_DIMS], len;
+	uint64_t ix[NPU_OP_MAX_DIMS], jx[NPU_OP_MAX_DIMS], len;
 	uint64_t si = in[0].stride[a->perm[last]], so = out->stride[last];
 	size_t es = npu_dtype_size(out->dtype);
 
@@ -437,12 +447,12 @@ static int transpose_runs(const struct npu_op_args *a, const struct npu_view *in
 
 #undef RUN_COPY
 
-static int run_elementwise(const struct npu_op_args *a, const struct npu_view *in,
+static int run_elementwise(const struct npu_op *a, const struct npu_view *in,
 			   const struct npu_view *out, uint64_t begin, uint64_t end,
 			   const uint32_t *cancel)
 {
 	enum npu_op_kind c = npu_op_kind(a->op);
-	uint64_t ix[NPU_MAX_DIMS];
+	uint64_t ix[NPU_OP_MAX_DIMS];
 	uint32_t nd = out->ndim, d0 = in[0].dtype;
 	size_t es = npu_dtype_size(out->dtype);
 
@@ -572,13 +582,13 @@ static int layernorm_row(const float *x, uint64_t si, float *y, uint64_t so, uin
 
 #undef BLOCKS
 
-static int run_rows(const struct npu_op_args *a, const struct npu_view *in,
+static int run_rows(const struct npu_op *a, const struct npu_view *in,
 		    const struct npu_view *out, uint64_t begin, uint64_t end,
 		    const uint32_t *cancel)
 {
 	uint32_t last = out->ndim - 1;
 	uint64_t n = out->shape[last], si = in[0].stride[last], so = out->stride[last];
-	uint64_t ix[NPU_MAX_DIMS] = { 0 };
+	uint64_t ix[NPU_OP_MAX_DIMS] = { 0 };
 
 	for (uint64_t r = begin; r < end; r++) {
 		const float *x;
@@ -599,12 +609,12 @@ static int run_rows(const struct npu_op_args *a, const struct npu_view *in,
 }
 
 /* Unit u: the line along the axis through the u-th element of the others. */
-static int run_scan(const struct npu_op_args *a, const struct npu_view *in,
+static int run_scan(const struct npu_op *a, const struct npu_view *in,
 		    const struct npu_view *out, uint64_t begin, uint64_t end,
 		    const uint32_t *cancel)
 {
 	uint32_t nd = out->ndim, ax = a->axis;
-	uint64_t n = out->shape[ax], ix[NPU_MAX_DIMS];
+	uint64_t n = out->shape[ax], ix[NPU_OP_MAX_DIMS];
 	bool excl = a->flags & NPU_OP_F_EXCLUSIVE, rev = a->flags & NPU_OP_F_REVERSE;
 	struct npu_view lines = *out;	/* out with the axis at 1: its units */
 
@@ -633,14 +643,14 @@ static int run_scan(const struct npu_op_args *a, const struct npu_view *in,
 }
 
 /* An index outside [-n, n) reads as 0: a launch cannot fail an element. */
-static int run_gather(const struct npu_op_args *a, const struct npu_view *in,
+static int run_gather(const struct npu_op *a, const struct npu_view *in,
 		      const struct npu_view *out, uint64_t begin, uint64_t end,
 		      const uint32_t *cancel)
 {
 	uint32_t nd = out->ndim, ax = a->axis;
 	int64_t n = (int64_t)in[0].shape[ax];
 	size_t es = npu_dtype_size(out->dtype);
-	uint64_t ix[NPU_MAX_DIMS];
+	uint64_t ix[NPU_OP_MAX_DIMS];
 
 	for (uint64_t e = begin; e < end; e++) {
 		char *dst;
@@ -663,7 +673,7 @@ static int run_gather(const struct npu_op_args *a, const struct npu_view *in,
 }
 
 /* ARGMAX / ARGMIN: does v (at a later index) take best's place? */
-static bool arg_better(const struct npu_op_args *a, enum npu_dom dom, union npu_num v,
+static bool arg_better(const struct npu_op *a, enum npu_dom dom, union npu_num v,
 		       union npu_num best)
 {
 	bool last = a->flags & NPU_OP_F_LAST_INDEX, max = a->op == NPU_OP_ARGMAX;
@@ -688,12 +698,12 @@ static bool arg_better(const struct npu_op_args *a, enum npu_dom dom, union npu_
  * meet (as numpy's do). fp32 input reads through a float pointer, others
  * through npu_load().
  */
-static int run_reduce(const struct npu_op_args *a, const struct npu_view *in,
+static int run_reduce(const struct npu_op *a, const struct npu_view *in,
 		      const struct npu_view *out, uint64_t begin, uint64_t end,
 		      const uint32_t *cancel)
 {
 	uint32_t nd = out->ndim, ax = a->axis, dt = in[0].dtype;
-	uint64_t ix[NPU_MAX_DIMS], n = in[0].shape[ax], st = in[0].stride[ax];
+	uint64_t ix[NPU_OP_MAX_DIMS], n = in[0].shape[ax], st = in[0].stride[ax];
 	enum npu_dom dom = npu_dtype_dom(dt);
 	bool arg = a->op == NPU_OP_ARGMAX || a->op == NPU_OP_ARGMIN;
 
@@ -743,7 +753,7 @@ static int run_reduce(const struct npu_op_args *a, const struct npu_view *in,
 	return 0;
 }
 
-int npu_op_run_cancellable(const struct npu_op_args *a, const struct npu_view *in,
+int npu_op_run_cancellable(const struct npu_op *a, const struct npu_view *in,
 			   const struct npu_view *out, uint64_t begin, uint64_t end,
 			   const uint32_t *cancel)
 {
@@ -767,7 +777,7 @@ int npu_op_run_cancellable(const struct npu_op_args *a, const struct npu_view *i
 	}
 }
 
-void npu_op_run(const struct npu_op_args *a, const struct npu_view *in,
+void npu_op_run(const struct npu_op *a, const struct npu_view *in,
 		const struct npu_view *out, uint64_t begin, uint64_t end)
 {
 	npu_op_run_cancellable(a, in, out, begin, end, NULL);

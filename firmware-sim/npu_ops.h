@@ -22,8 +22,8 @@ struct npu_view {
 	void *data;
 	uint32_t dtype;
 	uint32_t ndim;
-	uint64_t shape[NPU_MAX_DIMS];
-	uint64_t stride[NPU_MAX_DIMS];
+	uint64_t shape[NPU_OP_MAX_DIMS];
+	uint64_t stride[NPU_OP_MAX_DIMS];
 };
 
 /* Largest tensor extent a launch may touch. */
@@ -33,16 +33,16 @@ struct npu_view {
  * Check a launch's arguments. NULL when the op can run, else why not
  * (logged by the device with the failed task).
  */
-const char *npu_op_check(const struct npu_op_args *a);
+const char *npu_op_check(const struct npu_op *a);
 
 /* How many inputs the op reads (0..2); only valid after npu_op_check(). */
-unsigned int npu_op_inputs(const struct npu_op_args *a);
+unsigned int npu_op_inputs(const struct npu_op *a);
 
 /* Whether the op reads its output before writing it (GEMM with beta, SELECT). */
-int npu_op_reads_output(const struct npu_op_args *a);
+int npu_op_reads_output(const struct npu_op *a);
 
 /* Bytes from element 0 to one past the last element of `t`. */
-uint64_t npu_tensor_extent(const struct npu_op_tensor *t);
+uint64_t npu_tensor_extent(const struct npu_tensor *t);
 
 
 /*
@@ -50,16 +50,16 @@ uint64_t npu_tensor_extent(const struct npu_op_tensor *t);
  * the firmware weighs to run a small one at once instead of handing it to
  * a core group. Only valid after npu_op_check().
  */
-uint64_t npu_op_cost(const struct npu_op_args *a);
+uint64_t npu_op_cost(const struct npu_op *a);
 
 /* Independent units of work, to split across cores. */
-uint64_t npu_op_units(const struct npu_op_args *a);
+uint64_t npu_op_units(const struct npu_op *a);
 
 /*
  * Run units [begin, end). Views: in[0], in[1] (if used), in[2] (the
  * epilogue's bias, if it has one), out.
  */
-void npu_op_run(const struct npu_op_args *a, const struct npu_view *in,
+void npu_op_run(const struct npu_op *a, const struct npu_view *in,
 		const struct npu_view *out, uint64_t begin, uint64_t end);
 
 /*
@@ -69,7 +69,7 @@ void npu_op_run(const struct npu_op_args *a, const struct npu_view *in,
  * soon as it is non-zero, leaving the output partly written. Returns 0
  * when every unit ran, -1 when cancelled.
  */
-int npu_op_run_cancellable(const struct npu_op_args *a, const struct npu_view *in,
+int npu_op_run_cancellable(const struct npu_op *a, const struct npu_view *in,
 			   const struct npu_view *out, uint64_t begin, uint64_t end,
 			   const uint32_t *cancel);
 

@@ -32,11 +32,11 @@ static inline int npu_cancelled(const uint32_t *cancel)
  * y[j * ys] = act(y[j * ys] + b[j * bs]) for j < n: the epilogue on a row
  * of output (b NULL: no bias).
  */
-void npu_epilogue(const struct npu_op_epilogue *e, const float *b, uint64_t bs, float *y,
+void npu_epilogue(const struct npu_epi *e, const float *b, uint64_t bs, float *y,
 		  uint64_t ys, uint64_t n);
 
 /* The same, from x[j * ys] (x == y allowed): a copy and the epilogue in one pass. */
-void npu_epilogue_from(const struct npu_op_epilogue *e, const float *b, uint64_t bs,
+void npu_epilogue_from(const struct npu_epi *e, const float *b, uint64_t bs,
 		       const float *x, float *y, uint64_t ys, uint64_t n);
 
 /*
@@ -134,12 +134,12 @@ static inline void npu_gemm_put(float *dst, const float *src, int64_t w, int64_t
 }
 
 /* GEMM over rows [begin, end) of C, then its epilogue (npu_matmul.c). */
-int npu_gemm_run(const struct npu_op_args *a, const struct npu_view *in,
+int npu_gemm_run(const struct npu_op *a, const struct npu_view *in,
 		 const struct npu_view *out, uint64_t begin, uint64_t end,
 		 const uint32_t *cancel);
 
 /* CONV2D, MAXPOOL2D, AVGPOOL2D over output planes [begin, end) (npu_window.c). */
-int npu_window_run(const struct npu_op_args *a, const struct npu_view *in,
+int npu_window_run(const struct npu_op *a, const struct npu_view *in,
 		   const struct npu_view *out, uint64_t begin, uint64_t end,
 		   const uint32_t *cancel);
 

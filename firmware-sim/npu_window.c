@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * The op library's window ops over [N, C, H, W]: convolution (im2col and
- * the fast GEMM where it applies, else a direct loop) and max and average
- * pooling, an output plane (n, o) per unit. npu_window_check() in
- * npu_opdefs.h has vetted the shapes and the window.
+ * The op library's window ops over [N, C, H, W] and [N, C, D, H, W]:
+ * convolution (im2col and the fast GEMM where it applies, else a direct
+ * loop; 3-D as a sum of 2-D ones) and max and average pooling, an output
+ * plane (n, o) per unit. npu_window_check() in npu_opdefs.h has vetted
+ * the shapes and the window.
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -29,7 +30,7 @@ static void valid_cols(int64_t width, int64_t wo_n, int64_t stride, int64_t pad,
 }
 
 /* Output channel o's bias, or NULL. */
-static const float *bias(const struct npu_op_args *a, const struct npu_view *in, uint64_t o)
+static const float *bias(const struct npu_op *a, const struct npu_view *in, uint64_t o)
 {
 	return a->epi.flags & NPU_OP_E_BIAS ? (const float *)in[2].data + o * in[2].stride[0] : NULL;
 }
@@ -103,8 +104,8 @@ static void pack_im2col(const void *ctx, uint64_t kb, int64_t kc, uint64_t jb, i
  * Output columns [t0, t1) of every plane of image n, directly: where the
  * GEMM has no memory for its panels.
  */
-static int conv_cols(const struct npu_op_args *a, const struct npu_view *in,
-		     const struct npu_view *out, uint64_t n, uint64_t t0, uint64_t t1,
+static int conv_cols(const struct npu_op *a, const struct npu_view *in,
+		     const struct npu_view *out, uint64_t n, uint64_t t0, uint64_t t1, bool add,
 		     const uint32_t *cancel)
 {
 	const struct npu_op_window *w = &a->win;
@@ -137,7 +138,7 @@ static int conv_cols(const struct npu_op_args *a, const struct npu_view *in,
 						       X[c * xs[1] + (uint64_t)r * xs[2] +
 							 (uint64_t)q * xs[3]];
 					}
-			y[t] = acc;
+			y[t] = add ? y[t] + acc : acc;
 		}
 	}
 	return 0;
@@ -167,8 +168,8 @@ static bool phase_used(uint64_t k, uint64_t d, uint64_t s, uint64_t ph)
  * planes [o0, o1) is the same share [t0, t1) of positions; only the rows
  * it reaches are padded, and only the phases some tap reads.
  */
-static int conv_shifted(const struct npu_op_args *a, const struct npu_view *in,
-			const struct npu_view *out, uint64_t n, uint64_t o0, uint64_t o1,
+static int conv_shifted(const struct npu_op *a, const struct npu_view *in,
+			const struct npu_view *out, uint64_t n, uint64_t o0, uint64_t o1, bool add,
 			const uint32_t *cancel)
 {
 	const struct npu_op_window *w = &a->win;
@@ -248,7 +249,15 @@ static int conv_shifted(const struct npu_op_args *a, const struct npu_view *in,
 			e = e < t1 ? e : t1;
 			if (b >= e)
 				continue;
-			if (a->epi.flags || a->epi.act)
+			if (add) {
+				float *d = y + ho * Wo + (b - ho * Wq);
+				const float *src = yp + o * ldc + (b - t0);
+
+				for (uint64_t j = 0; j < e - b; j++)
+					d[j] += src[j];
+				if (a->epi.flags || a->epi.act)
+					npu_epilogue(&a->epi, bias(a, in, o), 0, d, 1, e - b);
+			} else if (a->epi.flags || a->epi.act)
 				npu_epilogue_from(&a->epi, bias(a, in, o), 0, yp + o * ldc + (b - t0),
 						  y + ho * Wo + (b - ho * Wq), 1, e - b);
 			else
@@ -269,8 +278,8 @@ static int conv_shifted(const struct npu_op_args *a, const struct npu_view *in,
  * columns and each packs only its own. 1 if the shapes or the host do
  * not allow it (the same answer for every worker of a launch).
  */
-static int conv_as_gemm(const struct npu_op_args *a, const struct npu_view *in,
-			const struct npu_view *out, uint64_t begin, uint64_t end,
+static int conv_as_gemm(const struct npu_op *a, const struct npu_view *in,
+			const struct npu_view *out, uint64_t begin, uint64_t end, bool add,
 			const uint32_t *cancel)
 {
 	const struct npu_op_window *w = &a->win;
@@ -288,7 +297,7 @@ static int conv_as_gemm(const struct npu_op_args *a, const struct npu_view *in,
 		uint64_t n = u / O, o0 = u % O, o1 = (n + 1) * O < end ? O : end - n * O;
 		uint64_t t0 = o0 * hw / O, t1 = o1 * hw / O;
 
-		ret = conv_shifted(a, in, out, n, o0, o1, cancel);
+		ret = conv_shifted(a, in, out, n, o0, o1, add, cancel);
 		if (ret < 0)
 			return ret;
 		if (!ret) {
@@ -298,9 +307,9 @@ static int conv_as_gemm(const struct npu_op_args *a, const struct npu_view *in,
 		m.x = (const float *)in[0].data + n * xs[0];
 		ret = npu_gemm_packed(in[1].data, fs[0], 1, pack_im2col, &m,
 				      (float *)out->data + n * ys[0], ys[1], 0, O, t0, t1, ck,
-				      1.0f, false, cancel);
+				      1.0f, add, cancel);
 		if (ret > 0)
-			ret = conv_cols(a, in, out, n, t0, t1, cancel);
+			ret = conv_cols(a, in, out, n, t0, t1, add, cancel);
 		if (ret < 0)
 			return ret;
 		for (uint64_t o = 0; o < O && (a->epi.flags || a->epi.act); o++)
@@ -312,12 +321,13 @@ static int conv_as_gemm(const struct npu_op_args *a, const struct npu_view *in,
 }
 
 /*
- * One output plane (n, o) per unit. A weight is loaded once per input
- * plane row pass and the inner loop runs over a contiguous stretch of
- * output columns, so with unit strides it vectorizes.
+ * One output plane (n, o) per unit, added to what is there with `add`
+ * (a 3-D convolution's later depth taps). A weight is loaded once per
+ * input plane row pass and the inner loop runs over a contiguous stretch
+ * of output columns, so with unit strides it vectorizes.
  */
-static int run_conv(const struct npu_op_args *a, const struct npu_view *in,
-		    const struct npu_view *out, uint64_t begin, uint64_t end,
+static int run_conv(const struct npu_op *a, const struct npu_view *in,
+		    const struct npu_view *out, uint64_t begin, uint64_t end, bool add,
 		    const uint32_t *cancel)
 {
 	const struct npu_op_window *w = &a->win;
@@ -330,7 +340,7 @@ static int run_conv(const struct npu_op_args *a, const struct npu_view *in,
 	int64_t sh = w->stride[0], sw = w->stride[1], dh = w->dilation[0], dw = w->dilation[1];
 	int64_t pt = w->pad[0], pl = w->pad[1];
 	uint64_t O = out->shape[1], cpg = in[0].shape[1] / w->group, opg = O / w->group;
-	int fast = conv_as_gemm(a, in, out, begin, end, cancel);
+	int fast = conv_as_gemm(a, in, out, begin, end, add, cancel);
 
 	if (fast <= 0)
 		return fast;
@@ -338,7 +348,7 @@ static int run_conv(const struct npu_op_args *a, const struct npu_view *in,
 		uint64_t n = u / O, o = u % O, g = o / opg;
 		float *y = Y + n * ys[0] + o * ys[1];
 
-		for (int64_t ho = 0; ho < Ho; ho++)
+		for (int64_t ho = 0; ho < Ho && !add; ho++)
 			for (int64_t wo = 0; wo < Wo; wo++)
 				y[ho * ys[2] + wo * ys[3]] = 0.0f;
 		for (uint64_t c = 0; c < cpg; c++) {
@@ -374,17 +384,127 @@ static int run_conv(const struct npu_op_args *a, const struct npu_view *in,
 	return 0;
 }
 
-static int run_pool(const struct npu_op_args *a, const struct npu_view *in,
+/*
+ * A 3-D convolution as 2-D ones: depth slice do of output plane (n, o)
+ * is the sum, over the depth taps t whose input slice d = do * stride -
+ * pad_front + t * dilation lies in the volume, of the 2-D convolution of
+ * slice d with the weights' slice t, the epilogue going with the last of
+ * them. The weights are made dense first ([kd][O][C / group][kh][kw]), so
+ * every 2-D path, the fast GEMM's among them, takes each tap's slice
+ * (without the memory for that, the slices are read in place, strided).
+ */
+static int run_conv3d(const struct npu_op *a, const struct npu_view *in,
+		      const struct npu_view *out, uint64_t begin, uint64_t end,
+		      const uint32_t *cancel)
+{
+	struct npu_win_dim wd = npu_window_dim(a, 3, 0);
+	const uint64_t *xs = in[0].stride, *fs = in[1].stride, *ys = out->stride;
+	uint64_t O = out->shape[1], D = in[0].shape[2], Do = out->shape[2], kd = in[1].shape[2];
+	uint64_t cg = in[1].shape[1], kh = in[1].shape[3], kw = in[1].shape[4];
+	uint64_t per = cg * kh * kw, Ho = out->shape[3], Wo = out->shape[4];
+	struct npu_op last = *a, inner = *a;
+	struct npu_view x2 = in[0], v[3] = { in[0], in[1], in[2] }, y2 = *out;
+	float *wt = malloc(kd * O * per * sizeof(float));
+	int ret = 0;
+
+	for (uint64_t t = 0; t < kd && wt; t++)
+		for (uint64_t o = 0; o < O; o++)
+			for (uint64_t p = 0; p < per; p++)
+				wt[(t * O + o) * per + p] = ((const float *)in[1].data)[
+					o * fs[0] + p / (kh * kw) * fs[1] + t * fs[2] +
+					p / kw % kh * fs[3] + p % kw * fs[4]];
+	inner.epi.flags = 0;
+	inner.epi.act = 0;
+	x2.ndim = v[1].ndim = y2.ndim = 4;
+	for (int k = 0; k < 3; k++) {
+		x2.shape[k + 1] = in[0].shape[k + 2];
+		x2.stride[k + 1] = xs[k + 2];
+		y2.shape[k + 1] = out->shape[k + 2];
+		y2.stride[k + 1] = ys[k + 2];
+	}
+	x2.shape[0] = y2.shape[0] = 1;
+	x2.shape[1] = in[0].shape[1];
+	x2.stride[1] = xs[1];
+	y2.shape[1] = O;
+	y2.stride[1] = ys[1];
+	x2.shape[4] = x2.stride[4] = y2.shape[4] = y2.stride[4] = 0;
+	if (wt)
+		v[1] = (struct npu_view){ .dtype = NPU_DT_F32, .ndim = 4,
+					  .shape = { O, cg, kh, kw }, .stride = { per, kh * kw, kw, 1 } };
+	else
+		v[1] = (struct npu_view){ .dtype = NPU_DT_F32, .ndim = 4,
+					  .shape = { O, cg, kh, kw },
+					  .stride = { fs[0], fs[1], fs[3], fs[4] } };
+	for (uint64_t u = begin; u < end && !ret;) {
+		uint64_t n = u / O, o0 = u % O, o1 = (n + 1) * O < end ? O : end - n * O;
+
+		for (uint64_t od = 0; od < Do && !ret; od++) {
+			int64_t first = -1, final = -1;
+
+			for (uint64_t t = 0; t < kd; t++) {
+				int64_t d = (int64_t)(od * wd.stride + t * wd.dilation) - (int64_t)wd.pad0;
+
+				if (d >= 0 && d < (int64_t)D) {
+					first = first < 0 ? (int64_t)t : first;
+					final = (int64_t)t;
+				}
+			}
+			y2.data = (float *)out->data + n * ys[0] + od * ys[2];
+			if (first < 0) {	/* every tap in the padding: the epilogue of 0 */
+				for (uint64_t o = o0; o < o1; o++)
+					for (uint64_t ho = 0; ho < Ho; ho++) {
+						float *y = (float *)y2.data + o * ys[1] + ho * ys[3];
+
+						for (uint64_t wo = 0; wo < Wo; wo++)
+							y[wo * ys[4]] = 0.0f;
+						if (a->epi.flags || a->epi.act)
+							npu_epilogue(&a->epi, bias(a, in, o), 0, y,
+								     ys[4], Wo);
+					}
+				continue;
+			}
+			for (int64_t t = first; t <= final && !ret; t++) {
+				int64_t d = (int64_t)(od * wd.stride + (uint64_t)t * wd.dilation) -
+					    (int64_t)wd.pad0;
+
+				if (d < 0 || d >= (int64_t)D)
+					continue;
+				x2.data = (float *)in[0].data + n * xs[0] + (uint64_t)d * xs[2];
+				v[0] = x2;
+				v[1].data = wt ? wt + (uint64_t)t * O * per :
+					    (float *)in[1].data + (uint64_t)t * fs[2];
+				ret = run_conv(t == final ? &last : &inner, v, &y2, o0, o1, t != first,
+					       cancel);
+			}
+		}
+		u = n * O + o1;
+	}
+	free(wt);
+	return ret;
+}
+
+/*
+ * One plane (n, c) per unit, in two or three dimensions (a 2-D window is
+ * one of depth 1).
+ */
+static int run_pool(const struct npu_op *a, const struct npu_view *in,
 		    const struct npu_view *out, uint64_t begin, uint64_t end,
 		    const uint32_t *cancel)
 {
 	const struct npu_op_window *w = &a->win;
+	unsigned int nsp = in[0].ndim - 2, hx = nsp, wx = nsp + 1;
+	struct npu_win_dim z = nsp == 3 ? npu_window_dim(a, 3, 0) :
+			       (struct npu_win_dim){ 1, 1, 1, 0, 0 };
 	const uint64_t *xs = in[0].stride, *ys = out->stride;
-	int64_t H = (int64_t)in[0].shape[2], W = (int64_t)in[0].shape[3];
-	int64_t Ho = (int64_t)out->shape[2], Wo = (int64_t)out->shape[3];
+	int64_t D = nsp == 3 ? (int64_t)in[0].shape[2] : 1, Do = nsp == 3 ? (int64_t)out->shape[2] : 1;
+	uint64_t xsd = nsp == 3 ? xs[2] : 0, ysd = nsp == 3 ? ys[2] : 0;
+	int64_t H = (int64_t)in[0].shape[hx], W = (int64_t)in[0].shape[wx];
+	int64_t Ho = (int64_t)out->shape[hx], Wo = (int64_t)out->shape[wx];
 	int64_t kh = w->kernel[0], kw = w->kernel[1], sh = w->stride[0], sw = w->stride[1];
 	int64_t dh = w->dilation[0], dw = w->dilation[1], pt = w->pad[0], pl = w->pad[1];
-	int64_t hp = H + pt + w->pad[2], wp = W + pl + w->pad[3];
+	int64_t kz = (int64_t)z.kernel, sz = (int64_t)z.stride, dz = (int64_t)z.dilation;
+	int64_t pf = (int64_t)z.pad0, dend = D + (int64_t)z.pad1;
+	int64_t hend = H + w->pad[2], wend = W + w->pad[3];
 	bool max = a->op == NPU_OP_MAXPOOL2D, count_pad = w->flags & NPU_OP_W_COUNT_PAD;
 	uint64_t C = out->shape[1];
 
@@ -394,11 +514,15 @@ static int run_pool(const struct npu_op_args *a, const struct npu_view *in,
 
 		if (npu_cancelled(cancel))
 			return -1;
+		for (int64_t od = 0; od < Do; od++)
 		for (int64_t ho = 0; ho < Ho; ho++)
 			for (int64_t wo = 0; wo < Wo; wo++) {
 				double acc = 0;
 				float m = -INFINITY;
 				int64_t cnt = 0, padded = 0;
+
+				for (int64_t l = 0; l < kz; l++) {
+				int64_t q = od * sz - pf + l * dz;
 
 				for (int64_t i = 0; i < kh; i++) {
 					int64_t r = ho * sh - pt + i * dh;
@@ -408,27 +532,33 @@ static int run_pool(const struct npu_op_args *a, const struct npu_view *in,
 						float v;
 
 						/* padding counts; what ceil_mode adds past it does not */
-						if (r < hp - pt && col < wp - pl)
+						if (q < dend && r < hend && col < wend)
 							padded++;
-						if (r < 0 || r >= H || col < 0 || col >= W)
+						if (q < 0 || q >= D || r < 0 || r >= H || col < 0 ||
+						    col >= W)
 							continue;
-						v = x[r * xs[2] + col * xs[3]];
+						v = x[(uint64_t)q * xsd + (uint64_t)r * xs[hx] +
+						      (uint64_t)col * xs[wx]];
 						m = v > m || isnan(v) ? v : m;
 						acc += v;
 						cnt++;
 					}
 				}
-				y[ho * ys[2] + wo * ys[3]] = max ? m :
-					(float)(acc / (double)(count_pad ? padded : cnt ? cnt : 1));
+				}
+				y[(uint64_t)od * ysd + (uint64_t)ho * ys[hx] + (uint64_t)wo * ys[wx]] =
+					max ? m : (float)(acc / (double)(count_pad ? padded :
+									 cnt ? cnt : 1));
 			}
 	}
 	return 0;
 }
 
-int npu_window_run(const struct npu_op_args *a, const struct npu_view *in,
+int npu_window_run(const struct npu_op *a, const struct npu_view *in,
 		   const struct npu_view *out, uint64_t begin, uint64_t end,
 		   const uint32_t *cancel)
 {
-	return a->op == NPU_OP_CONV2D ? run_conv(a, in, out, begin, end, cancel) :
-	       run_pool(a, in, out, begin, end, cancel);
+	if (a->op != NPU_OP_CONV2D)
+		return run_pool(a, in, out, begin, end, cancel);
+	return in[0].ndim == 5 ? run_conv3d(a, in, out, begin, end, cancel) :
+	       run_conv(a, in, out, begin, end, false, cancel);
 }

@@ -21,6 +21,9 @@ machine.
   resnet_mini    [1,3,64,64]: Conv + BatchNorm + Relu blocks with residual Adds,
                  a stride-2 downsample, GlobalAveragePool, Flatten, Gemm
   picked_column  [4,6]: ArgMax into a scalar index, Where, Gather of that column
+  video_cnn      [1,2,5,9,8]: Conv 3-D (every dimension its own kernel, stride,
+                 dilation and pads) + bias + Relu, MaxPool 3-D, AveragePool 3-D
+                 without the padding, Pad reflect and edge, Unsqueeze to 6-D
 """
 import os
 import sys
@@ -306,6 +309,53 @@ def shared_conv():
     return b.model("shared_conv", "x", [1, 3, 6, 6], q, [1, 5], 13), x, ref
 
 
+def windows3d(xp, k, st, dl, out):
+    """Each tap (i, j, l) of a 3-D window over padded xp: its strided patch."""
+    for t in np.ndindex(*k):
+        sl = tuple(slice(t[d] * dl[d], t[d] * dl[d] + st[d] * (out[d] - 1) + 1, st[d])
+                   for d in range(3))
+        yield t, xp[(slice(None), slice(None)) + sl]
+
+
+def video_cnn():
+    """3-D windows whose dimensions all differ (a swap of any two shows), on
+    5-D and 6-D tensors."""
+    b = Builder(0)
+    x = b.rng.standard_normal((1, 2, 5, 9, 8)).astype(np.float32)
+    w, bias = b.weight(3, 2, 3, 2, 3), b.weight(3)
+    k, st, dl, p0, p1 = (3, 2, 3), (1, 2, 1), (1, 1, 2), (1, 0, 1), (0, 1, 2)
+    c = b.node("Relu", [b.node("Conv", ["x", b.const(w, "w"), b.const(bias, "b")],
+                               kernel_shape=list(k), strides=list(st), dilations=list(dl),
+                               pads=list(p0 + p1))])
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0)) + tuple(zip(p0, p1)))
+    out = [(xp.shape[2 + d] - dl[d] * (k[d] - 1) - 1) // st[d] + 1 for d in range(3)]
+    cr = np.zeros([1, 3] + out)
+    for t, patch in windows3d(xp, k, st, dl, out):
+        cr += np.einsum("ncdhw,oc->nodhw", patch, w[(slice(None), slice(None)) + t])
+    cr = np.maximum(cr + bias.reshape(1, -1, 1, 1, 1), 0)
+    # MaxPool: kernel [2, 3, 1], strides [1, 1, 2], no padding
+    mk, ms = (2, 3, 1), (1, 1, 2)
+    m = b.node("MaxPool", [c], kernel_shape=list(mk), strides=list(ms))
+    mo = [(cr.shape[2 + d] - mk[d]) // ms[d] + 1 for d in range(3)]
+    mr = np.max([p for _, p in windows3d(cr, mk, ms, (1, 1, 1), mo)], axis=0)
+    # AveragePool: kernel [1, 2, 2], pads [0, 1, 0] / [0, 0, 1], padding not counted
+    ak, ap0, ap1 = (1, 2, 2), (0, 1, 0), (0, 0, 1)
+    a = b.node("AveragePool", [m], kernel_shape=list(ak), pads=list(ap0 + ap1))
+    mp = np.pad(mr, ((0, 0), (0, 0)) + tuple(zip(ap0, ap1)), constant_values=np.nan)
+    ao = [mp.shape[2 + d] - ak[d] + 1 for d in range(3)]
+    ar = np.nanmean([p for _, p in windows3d(mp, ak, (1, 1, 1), (1, 1, 1), ao)], axis=0)
+    # Pad reflect on the rows, edge on the depth, then a 6-D view of it
+    r = b.node("Pad", [a, b.const(np.array([0, 0, 0, 1, 0, 0, 0, 0, 2, 0], np.int64),
+                                  "pads")], mode="reflect")
+    e = b.node("Pad", [r, b.const(np.array([0, 0, 1, 0, 0, 0, 0, 2, 0, 0], np.int64),
+                                  "pads")], mode="edge")
+    y = b.node("Unsqueeze", [e, b.const(np.array([3], np.int64), "axes")])
+    rr = np.pad(ar, ((0, 0), (0, 0), (0, 0), (1, 2), (0, 0)), mode="reflect")
+    er = np.pad(rr, ((0, 0), (0, 0), (1, 2), (0, 0), (0, 0)), mode="edge")
+    ref = er[:, :, :, None]
+    return (b.model("video_cnn", "x", list(x.shape), y, list(ref.shape), 13), x, ref)
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -315,7 +365,7 @@ def main():
                        ("transformer17", lambda: transformer(17)),
                        ("resnet_mini", resnet_mini), ("trilu", trilu),
                        ("relu_bn", relu_bn), ("picked_column", picked_column),
-                       ("shared_conv", shared_conv)):
+                       ("shared_conv", shared_conv), ("video_cnn", video_cnn)):
         model, x, ref = make()
         onnx.save(model, os.path.join(out, name + ".onnx"))
         x.astype(np.float32).tofile(os.path.join(out, name + ".in"))

@@ -4,8 +4,9 @@
  * submission paths: results match a host reference, streams order
  * launches, launches of two streams run side by side, the argument arena
  * is reused as launches complete (and never while one still needs its
- * block), and bad descriptors are refused before the device or fail the
- * stream with a message that says so.
+ * block), tensors of up to 8 dimensions reach the device whole, and bad
+ * descriptors are refused before the device or fail the stream with a
+ * message that says so.
  */
 #include <math.h>
 #include <string.h>
@@ -279,7 +280,7 @@ TEST_F(launch, bad_descriptors_are_refused_before_the_device)
 	d.block_dim = 65;
 	EXPECT_EQ(NPURT_ERR_INVALID, npurt_launch(self->s, &d));
 	d.block_dim = 0;
-	d.in[1].ndim = 5;
+	d.in[1].ndim = NPURT_MAX_DIMS + 1;
 	EXPECT_EQ(NPURT_ERR_INVALID, npurt_launch(self->s, &d));
 	EXPECT_NE(NULL, strstr(npurt_last_error(), "input 1"));
 	d.in[1].ndim = 1;
@@ -300,6 +301,57 @@ TEST_F(launch, bad_descriptors_are_refused_before_the_device)
 	EXPECT_EQ(0, t.ndim);		/* untouched on failure */
 	/* None of it reached the device: the stream is fine. */
 	EXPECT_EQ(NPURT_OK, npurt_stream_synchronize(self->s));
+}
+
+/*
+ * Past four dimensions (firmware 0.6): an 8-D ADD whose second input
+ * broadcasts along dimensions 5 and 7, then a TRANSPOSE of the sum that
+ * reverses all eight, against the host.
+ */
+TEST_F(launch, tensors_of_eight_dimensions_reach_the_device)
+{
+	static const uint64_t d8[8] = { 2, 3, 2, 2, 3, 4, 2, 3 };
+	uint64_t n = 1, rev[8], bs[8];
+	float *x = self->host, *y, *z, *t;
+	npurt_launch_desc d = { .size = sizeof(d), .op = op("add") };
+
+	for (int k = 0; k < 8; k++) {
+		n *= d8[k];
+		rev[k] = d8[7 - k];
+	}
+	y = x + n;
+	z = y + n;
+	t = z + n;
+	for (uint64_t i = 0; i < n; i++) {
+		x[i] = (float)(i % 97) * 0.5f;
+		y[i] = (float)(i % 13) - 6.0f;
+	}
+	npurt_tensor_init(&d.in[0], self->va, NPURT_F32, 8, d8);
+	npurt_tensor_init(&d.in[1], self->va + n * 4, NPURT_F32, 8, d8);
+	memcpy(bs, d.in[1].stride, sizeof(bs));
+	d.in[1].stride[5] = d.in[1].stride[7] = 0;
+	npurt_tensor_init(&d.out, self->va + 2 * n * 4, NPURT_F32, 8, d8);
+	ASSERT_EQ(NPURT_OK, npurt_launch(self->s, &d)) TH_LOG("%s", npurt_last_error());
+	d = (npurt_launch_desc){ .size = sizeof(d), .op = op("transpose"),
+				 .perm = { 7, 6, 5, 4, 3, 2, 1, 0 } };
+	npurt_tensor_init(&d.in[0], self->va + 2 * n * 4, NPURT_F32, 8, d8);
+	npurt_tensor_init(&d.out, self->va + 3 * n * 4, NPURT_F32, 8, rev);
+	ASSERT_EQ(NPURT_OK, npurt_launch(self->s, &d)) TH_LOG("%s", npurt_last_error());
+	ASSERT_EQ(NPURT_OK, npurt_stream_synchronize(self->s)) TH_LOG("%s", npurt_last_error());
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t ix[8], rest = i, yo = 0, to = 0;
+
+		for (int k = 7; k >= 0; k--) {
+			ix[k] = rest % d8[k];
+			rest /= d8[k];
+		}
+		for (int k = 0; k < 8; k++) {
+			yo += (k == 5 || k == 7 ? 0 : ix[k]) * bs[k];
+			to = to * rev[k] + ix[7 - k];
+		}
+		ASSERT_EQ(x[i] + y[yo], z[i]) TH_LOG("sum element %llu", (unsigned long long)i);
+		ASSERT_EQ(z[i], t[to]) TH_LOG("transposed element %llu", (unsigned long long)i);
+	}
 }
 
 /* A launch the device refuses fails the stream and says it was the op. */

@@ -172,6 +172,12 @@ TEST_F(onnx, fused_and_unfusable_epilogues_match_numpy)
 	run_model(_metadata, self->dev, "shared_conv", NPURT_DISPATCH_SINK);
 }
 
+/* 3-D windows, each dimension its own; reflect and edge pads; a 6-D output. */
+TEST_F(onnx, a_3d_cnn_with_reflect_and_edge_pads_matches_numpy)
+{
+	run_model(_metadata, self->dev, "video_cnn", NPURT_DISPATCH_SINK);
+}
+
 TEST_F(onnx, host_dispatch_runs_an_imported_model_the_same)
 {
 	run_model(_metadata, self->dev, "transformer17", NPURT_DISPATCH_HOST);

@@ -13,7 +13,7 @@
 #include "npu_ops.h"
 
 /* A 1-D tensor of n elements of dtype dt over data (stride 0: broadcast). */
-static void vec(struct npu_op_tensor *t, struct npu_view *v, void *data, uint32_t dt, uint64_t n,
+static void vec(struct npu_tensor *t, struct npu_view *v, void *data, uint32_t dt, uint64_t n,
 		uint64_t stride)
 {
 	memset(t, 0, sizeof(*t));
@@ -32,7 +32,7 @@ static void vec(struct npu_op_tensor *t, struct npu_view *v, void *data, uint32_
 static const char *binary(uint32_t op, uint32_t dt, const void *x, const void *y, uint32_t odt,
 			  void *out, uint64_t n)
 {
-	struct npu_op_args a = { .op = op };
+	struct npu_op a = { .op = op };
 	struct npu_view in[2], o;
 	const char *err;
 
@@ -50,7 +50,7 @@ static const char *binary(uint32_t op, uint32_t dt, const void *x, const void *y
 static const char *unary(uint32_t op, uint32_t dt, const void *x, uint32_t odt, void *out,
 			 uint64_t n, float alpha, float beta)
 {
-	struct npu_op_args a = { .op = op, .alpha = alpha, .beta = beta };
+	struct npu_op a = { .op = op, .alpha = alpha, .beta = beta };
 	struct npu_view in[2], o;
 	const char *err;
 
@@ -220,14 +220,14 @@ TEST(isnan_and_isinf_by_sign)
 static const char *reduce(uint32_t op, uint32_t flags, uint32_t dt, const void *x, uint32_t odt,
 			  void *out)
 {
-	struct npu_op_args a = { .op = op, .flags = flags, .axis = 1 };
+	struct npu_op a = { .op = op, .flags = flags, .axis = 1 };
 	struct npu_view in[2], o;
 	const char *err;
 
 	memset(&a.in[0], 0, sizeof(a.in[0]));
-	a.in[0] = (struct npu_op_tensor){ .dtype = dt, .ndim = 2, .shape = { 2, 4 },
+	a.in[0] = (struct npu_tensor){ .dtype = dt, .ndim = 2, .shape = { 2, 4 },
 					  .stride = { 4, 1 } };
-	a.out = (struct npu_op_tensor){ .dtype = odt, .ndim = 2, .shape = { 2, 1 },
+	a.out = (struct npu_tensor){ .dtype = odt, .ndim = 2, .shape = { 2, 1 },
 					.stride = { 1, 1 } };
 	in[0] = (struct npu_view){ .data = (void *)x, .dtype = dt, .ndim = 2, .shape = { 2, 4 },
 				   .stride = { 4, 1 } };
@@ -281,11 +281,11 @@ TEST(min_prod_and_double_reductions)
 /* CUMSUM of a [2, 4] tensor along axis 1, in f64, with flags. */
 static const char *cumsum(uint32_t flags, const double *x, double *out)
 {
-	struct npu_op_args a = { .op = NPU_OP_CUMSUM, .flags = flags, .axis = 1 };
+	struct npu_op a = { .op = NPU_OP_CUMSUM, .flags = flags, .axis = 1 };
 	struct npu_view in[2], o;
 	const char *err;
 
-	a.in[0] = (struct npu_op_tensor){ .dtype = NPU_DT_F64, .ndim = 2, .shape = { 2, 4 },
+	a.in[0] = (struct npu_tensor){ .dtype = NPU_DT_F64, .ndim = 2, .shape = { 2, 4 },
 					  .stride = { 4, 1 } };
 	a.out = a.in[0];
 	in[0] = (struct npu_view){ .data = (void *)x, .dtype = NPU_DT_F64, .ndim = 2,
@@ -328,12 +328,12 @@ TEST(broadcast_and_strides_in_the_general_path)
 	/* [2, 3] int64 + a row broadcast down: the element loop's unravel. */
 	int64_t x[6] = { 1, 2, 3, 4, 5, 6 }, row[3] = { 10, 20, 30 }, z[6];
 	static const int64_t want[6] = { 11, 22, 33, 14, 25, 36 };
-	struct npu_op_args a = { .op = NPU_OP_ADD };
+	struct npu_op a = { .op = NPU_OP_ADD };
 	struct npu_view in[2], o;
 
-	a.in[0] = (struct npu_op_tensor){ .dtype = NPU_DT_I64, .ndim = 2, .shape = { 2, 3 },
+	a.in[0] = (struct npu_tensor){ .dtype = NPU_DT_I64, .ndim = 2, .shape = { 2, 3 },
 					  .stride = { 3, 1 } };
-	a.in[1] = (struct npu_op_tensor){ .dtype = NPU_DT_I64, .ndim = 2, .shape = { 2, 3 },
+	a.in[1] = (struct npu_tensor){ .dtype = NPU_DT_I64, .ndim = 2, .shape = { 2, 3 },
 					  .stride = { 0, 1 } };
 	a.out = a.in[0];
 	in[0] = (struct npu_view){ .data = x, .dtype = NPU_DT_I64, .ndim = 2, .shape = { 2, 3 },
@@ -353,7 +353,7 @@ TEST(select_takes_in1_where_the_condition_holds_and_keeps_the_output_elsewhere)
 	uint8_t c[4] = { 1, 0, 0, 1 };
 	int64_t x[4] = { 1, 2, 3, 4 }, out[4] = { -1, -2, -3, -4 };
 	static const int64_t want[4] = { 1, -2, -3, 4 };
-	struct npu_op_args a = { .op = NPU_OP_SELECT };
+	struct npu_op a = { .op = NPU_OP_SELECT };
 	struct npu_view in[2], o;
 
 	vec(&a.in[0], &in[0], c, NPU_DT_BOOL, 4, 1);
@@ -371,15 +371,15 @@ TEST(select_takes_in1_where_the_condition_holds_and_keeps_the_output_elsewhere)
 static const char *gather(const float *data, const void *idx, uint32_t idt, float *out,
 			  uint64_t data_stride0)
 {
-	struct npu_op_args a = { .op = NPU_OP_GATHER_ELEMENTS, .axis = 1 };
+	struct npu_op a = { .op = NPU_OP_GATHER_ELEMENTS, .axis = 1 };
 	struct npu_view in[2], o;
 	const char *err;
 
-	a.in[0] = (struct npu_op_tensor){ .dtype = NPU_DT_F32, .ndim = 2, .shape = { 2, 3 },
+	a.in[0] = (struct npu_tensor){ .dtype = NPU_DT_F32, .ndim = 2, .shape = { 2, 3 },
 					  .stride = { data_stride0, 1 } };
-	a.in[1] = (struct npu_op_tensor){ .dtype = idt, .ndim = 2, .shape = { 2, 3 },
+	a.in[1] = (struct npu_tensor){ .dtype = idt, .ndim = 2, .shape = { 2, 3 },
 					  .stride = { 3, 1 } };
-	a.out = (struct npu_op_tensor){ .dtype = NPU_DT_F32, .ndim = 2, .shape = { 2, 3 },
+	a.out = (struct npu_tensor){ .dtype = NPU_DT_F32, .ndim = 2, .shape = { 2, 3 },
 					.stride = { 3, 1 } };
 	in[0] = (struct npu_view){ .data = (void *)data, .dtype = NPU_DT_F32, .ndim = 2,
 				   .shape = { 2, 3 }, .stride = { data_stride0, 1 } };
@@ -415,7 +415,7 @@ TEST(dtype_rules_refuse_what_an_op_does_not_take)
 	float f[2] = { 0 }, fz[2];
 	int32_t i[2] = { 0 }, iz[2];
 	uint8_t b[2] = { 0 }, bz[2];
-	struct npu_op_args a = { .op = NPU_OP_GEMM };
+	struct npu_op a = { .op = NPU_OP_GEMM };
 
 	EXPECT_NE(NULL, binary(NPU_OP_AND, NPU_DT_F32, f, f, NPU_DT_BOOL, bz, 2));
 	EXPECT_NE(NULL, binary(NPU_OP_SHL, NPU_DT_I32, i, i, NPU_DT_I32, iz, 2));
@@ -425,7 +425,7 @@ TEST(dtype_rules_refuse_what_an_op_does_not_take)
 	EXPECT_NE(NULL, unary(NPU_OP_NOT, NPU_DT_I32, i, NPU_DT_I32, iz, 2, 0, 0));
 	EXPECT_NE(NULL, unary(NPU_OP_ISNAN, NPU_DT_I32, i, NPU_DT_BOOL, bz, 2, 0, 0));
 	EXPECT_NE(NULL, unary(NPU_OP_TANH, NPU_DT_F64, f, NPU_DT_F64, fz, 1, 0, 0));
-	a.in[0] = (struct npu_op_tensor){ .dtype = NPU_DT_I32, .ndim = 2, .shape = { 1, 1 },
+	a.in[0] = (struct npu_tensor){ .dtype = NPU_DT_I32, .ndim = 2, .shape = { 1, 1 },
 					  .stride = { 1, 1 } };
 	a.in[1] = a.in[0];
 	a.out = a.in[0];

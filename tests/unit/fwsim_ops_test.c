@@ -31,7 +31,7 @@ static float *rand_buf(size_t n)
 }
 
 /* A dense row-major fp32 tensor descriptor and view over `data`. */
-static void dense(struct npu_op_tensor *t, struct npu_view *v, void *data, uint32_t dtype,
+static void dense(struct npu_tensor *t, struct npu_view *v, void *data, uint32_t dtype,
 		  uint32_t ndim, const uint64_t *shape)
 {
 	memset(t, 0, sizeof(*t));
@@ -50,7 +50,7 @@ static void dense(struct npu_op_tensor *t, struct npu_view *v, void *data, uint3
 	}
 }
 
-static void run_all(struct npu_op_args *a, struct npu_view *in, struct npu_view *out)
+static void run_all(struct npu_op *a, struct npu_view *in, struct npu_view *out)
 {
 	uint64_t units = npu_op_units(a);
 
@@ -73,7 +73,7 @@ TEST(binary_ops_with_broadcast)
 	float *x = rand_buf(105), *row = rand_buf(7), *y = calloc(105, 4);
 
 	for (size_t o = 0; o < 6; o++) {
-		struct npu_op_args a = { .op = ops[o] };
+		struct npu_op a = { .op = ops[o] };
 		struct npu_view in[2], out;
 
 		dense(&a.in[0], &in[0], x, NPU_DT_F32, 3, shape);
@@ -109,7 +109,7 @@ TEST(unary_ops)
 	float *x = rand_buf(1000), *y = calloc(1000, 4);
 
 	for (size_t o = 0; o < 5; o++) {
-		struct npu_op_args a = { .op = ops[o] };
+		struct npu_op a = { .op = ops[o] };
 		struct npu_view in[2], out;
 
 		dense(&a.in[0], &in[0], x, NPU_DT_F32, 1, shape);
@@ -137,7 +137,7 @@ TEST(binary_ops_broadcast_along_rows)
 {
 	uint64_t shape[2] = { 6, 9 };
 	float *x = rand_buf(54), *col = rand_buf(6), *y = calloc(108, 4);
-	struct npu_op_args a = { .op = NPU_OP_SUB };
+	struct npu_op a = { .op = NPU_OP_SUB };
 	struct npu_view in[2], out;
 
 	dense(&a.in[0], &in[0], x, NPU_DT_F32, 2, shape);
@@ -230,7 +230,7 @@ TEST(onnx_unary_ops)
 	float *x = calloc(1000, 4), *y = calloc(1000, 4);
 
 	for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
-		struct npu_op_args a = { .op = ops[o].op, .alpha = ops[o].a, .beta = ops[o].b };
+		struct npu_op a = { .op = ops[o].op, .alpha = ops[o].a, .beta = ops[o].b };
 		float lo = ops[o].lo, hi = ops[o].hi;
 		struct npu_view in[2], out;
 
@@ -252,7 +252,7 @@ TEST(onnx_unary_ops)
 	}
 	/* A NaN parameter fails the launch; POW is powf. */
 	{
-		struct npu_op_args a = { .op = NPU_OP_CLIP, .alpha = NAN };
+		struct npu_op a = { .op = NPU_OP_CLIP, .alpha = NAN };
 		struct npu_view in[2], out;
 
 		dense(&a.in[0], &in[0], x, NPU_DT_F32, 1, shape);
@@ -269,7 +269,7 @@ static void gemm_case(struct __test_metadata *_metadata, uint64_t m, uint64_t n,
 	uint64_t sc[2] = { m, n };
 	float *A = rand_buf(m * k), *B = rand_buf(k * n), *C = rand_buf(m * n);
 	float *C0 = malloc(m * n * 4);
-	struct npu_op_args a = { .op = NPU_OP_GEMM, .alpha = alpha, .beta = beta };
+	struct npu_op a = { .op = NPU_OP_GEMM, .alpha = alpha, .beta = beta };
 	struct npu_view in[2], out;
 
 	memcpy(C0, C, m * n * 4);
@@ -318,7 +318,7 @@ TEST(the_epilogue_biases_and_activates_gemm_and_binary_ops)
 	uint64_t sbias[1] = { n };
 	float *A = rand_buf(m * k), *B = rand_buf(k * n), *C = rand_buf(m * n), *b = rand_buf(n);
 	float *D = rand_buf(m * n);
-	struct npu_op_args a = { .op = NPU_OP_GEMM, .alpha = 1.0f };
+	struct npu_op a = { .op = NPU_OP_GEMM, .alpha = 1.0f };
 	struct npu_view v[4];
 
 	dense(&a.in[0], &v[0], A, NPU_DT_F32, 2, sa);
@@ -342,7 +342,7 @@ TEST(the_epilogue_biases_and_activates_gemm_and_binary_ops)
 				TH_LOG("C[%lu][%lu] want %g got %g", i, j, acc, C[i * n + j]);
 		}
 
-	a = (struct npu_op_args){ .op = NPU_OP_ADD, .epi = { .act = NPU_OP_RELU } };
+	a = (struct npu_op){ .op = NPU_OP_ADD, .epi = { .act = NPU_OP_RELU } };
 	dense(&a.in[0], &v[0], A, NPU_DT_F32, 2, sc);
 	dense(&a.in[1], &v[1], D, NPU_DT_F32, 2, sc);
 	dense(&a.out, &v[3], C, NPU_DT_F32, 2, sc);
@@ -365,7 +365,7 @@ TEST(the_epilogue_biases_and_activates_gemm_and_binary_ops)
 	EXPECT_NE(NULL, strstr(npu_op_check(&a), "nan"));
 	a.op = NPU_OP_SOFTMAX, a.epi.alpha = 0;
 	EXPECT_NE(NULL, strstr(npu_op_check(&a), "an epilogue takes"));
-	a = (struct npu_op_args){ .op = NPU_OP_GEMM, .alpha = 1.0f, .epi = { .flags = NPU_OP_E_BIAS } };
+	a = (struct npu_op){ .op = NPU_OP_GEMM, .alpha = 1.0f, .epi = { .flags = NPU_OP_E_BIAS } };
 	dense(&a.in[0], NULL, NULL, NPU_DT_F32, 2, sa);
 	dense(&a.in[1], NULL, NULL, NPU_DT_F32, 2, sb);
 	dense(&a.out, NULL, NULL, NPU_DT_F32, 2, sc);
@@ -378,7 +378,7 @@ TEST(gemm_beta_zero_ignores_nan_in_output)
 {
 	uint64_t s[2] = { 2, 2 };
 	float A[4] = { 1, 2, 3, 4 }, B[4] = { 1, 0, 0, 1 }, C[4] = { NAN, NAN, NAN, NAN };
-	struct npu_op_args a = { .op = NPU_OP_GEMM, .alpha = 1 };
+	struct npu_op a = { .op = NPU_OP_GEMM, .alpha = 1 };
 	struct npu_view in[2], out;
 
 	dense(&a.in[0], &in[0], A, NPU_DT_F32, 2, s);
@@ -396,7 +396,7 @@ TEST(softmax_and_layernorm_rows)
 	float *x = rand_buf(198), *y = calloc(198, 4);
 
 	for (int op = NPU_OP_SOFTMAX; op <= NPU_OP_LAYERNORM; op++) {
-		struct npu_op_args a = { .op = (uint32_t)op, .eps = 1e-5f };
+		struct npu_op a = { .op = (uint32_t)op, .eps = 1e-5f };
 		struct npu_view in[2], out;
 
 		dense(&a.in[0], &in[0], x, NPU_DT_F32, 2, shape);
@@ -450,7 +450,7 @@ TEST(softmax_and_layernorm_strided_rows_match_dense_ones)
 		for (int j = 0; j < C; j++)
 			xt[j * R + r] = x[r * C + j];
 	for (int op = NPU_OP_SOFTMAX; op <= NPU_OP_LAYERNORM; op++) {
-		struct npu_op_args a = { .op = (uint32_t)op, .eps = 1e-5f };
+		struct npu_op a = { .op = (uint32_t)op, .eps = 1e-5f };
 		struct npu_view in[2], out;
 
 		dense(&a.in[0], &in[0], x, NPU_DT_F32, 2, shape);
@@ -491,7 +491,7 @@ TEST(softmax_row_with_a_nan)
 	static const int at[3] = { 0, 21, 38 };
 	float x[4 * N], y[4 * N];
 	uint64_t shape[2] = { 4, N };
-	struct npu_op_args a = { .op = NPU_OP_SOFTMAX };
+	struct npu_op a = { .op = NPU_OP_SOFTMAX };
 	struct npu_view in[2], out;
 
 	for (int j = 0; j < 4 * N; j++)
@@ -519,7 +519,7 @@ TEST(softmax_max_found_in_every_lane_and_the_tail)
 	enum { N = 37 };
 	float x[N * N], y[N * N];
 	uint64_t shape[2] = { N, N };
-	struct npu_op_args a = { .op = NPU_OP_SOFTMAX };
+	struct npu_op a = { .op = NPU_OP_SOFTMAX };
 	struct npu_view in[2], out;
 
 	for (int r = 0; r < N; r++)
@@ -548,7 +548,7 @@ TEST(softmax_rows_far_from_zero)
 	static const float base[] = { 1000.0f, -1000.0f, 80.0f, -120.0f };
 	uint64_t shape[2] = { 4, 8 };
 	float x[32], y[32];
-	struct npu_op_args a = { .op = NPU_OP_SOFTMAX };
+	struct npu_op a = { .op = NPU_OP_SOFTMAX };
 	struct npu_view in[2], out;
 	double s = 0;
 
@@ -576,7 +576,7 @@ TEST(reductions_over_each_axis)
 
 	for (uint32_t op = NPU_OP_REDUCE_SUM; op <= NPU_OP_REDUCE_MAX; op++) {
 		for (uint32_t ax = 0; ax < 3; ax++) {
-			struct npu_op_args a = { .op = op, .axis = ax };
+			struct npu_op a = { .op = op, .axis = ax };
 			uint64_t oshape[3] = { 4, 5, 6 };
 			struct npu_view in[2], out;
 
@@ -612,7 +612,7 @@ TEST(transpose_3d)
 {
 	uint64_t shape[3] = { 2, 3, 4 }, oshape[3] = { 4, 2, 3 };
 	float x[24], y[24];
-	struct npu_op_args a = { .op = NPU_OP_TRANSPOSE, .perm = { 2, 0, 1 } };
+	struct npu_op a = { .op = NPU_OP_TRANSPOSE, .perm = { 2, 0, 1 } };
 	struct npu_view in[2], out;
 
 	for (int i = 0; i < 24; i++)
@@ -667,7 +667,7 @@ TEST(cast_op_between_dtypes)
 	uint64_t shape[1] = { 4 };
 	float x[4] = { 1.0f, -2.5f, 65504.0f, 0.1f }, back[4];
 	uint16_t h[4];
-	struct npu_op_args a = { .op = NPU_OP_CAST };
+	struct npu_op a = { .op = NPU_OP_CAST };
 	struct npu_view in[2], out;
 
 	dense(&a.in[0], &in[0], x, NPU_DT_F32, 1, shape);
@@ -686,7 +686,7 @@ TEST(cast_op_between_dtypes)
 TEST(bad_launches_are_refused_with_a_reason)
 {
 	uint64_t s2[2] = { 4, 4 }, s3[2] = { 4, 3 }, s1[1] = { 16 };
-	struct npu_op_args good = { .op = NPU_OP_ADD }, a;
+	struct npu_op good = { .op = NPU_OP_ADD }, a;
 
 	dense(&good.in[0], NULL, NULL, NPU_DT_F32, 2, s2);
 	dense(&good.in[1], NULL, NULL, NPU_DT_F32, 2, s2);
@@ -697,8 +697,13 @@ TEST(bad_launches_are_refused_with_a_reason)
 	EXPECT_NE(NULL, strstr(npu_op_check(&a), "unknown op"));
 	a = good, a.flags = 1;
 	EXPECT_NE(NULL, strstr(npu_op_check(&a), "flags"));
-	a = good, a.out.ndim = 5;
+	a = good, a.out.ndim = NPU_OP_MAX_DIMS + 1;
 	EXPECT_NE(NULL, strstr(npu_op_check(&a), "rank"));
+	/* dimensions past ndim, the block's high ones too, must be zero */
+	a = good, a.in[0].shape[NPU_OP_MAX_DIMS - 1] = 1;
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "unused dimensions"));
+	a = good, a.out.stride[NPU_MAX_DIMS] = 1;
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "unused dimensions"));
 	a = good, a.in[1].shape[1] = 3;
 	EXPECT_NE(NULL, strstr(npu_op_check(&a), "shapes differ"));
 	a = good, a.out.stride[0] = 0;
@@ -759,7 +764,7 @@ TEST(every_op_stops_when_cancelled)
 
 	for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
 		for (int trans = 0; trans < (ops[o] == NPU_OP_GEMM ? 2 : 1); trans++) {
-			struct npu_op_args a = { .op = ops[o], .alpha = 1, .eps = 1e-5f };
+			struct npu_op a = { .op = ops[o], .alpha = 1, .eps = 1e-5f };
 			struct npu_view in[2], out;
 			uint32_t cancel = 1;
 			int untouched = 1;

@@ -135,16 +135,18 @@ static inline uint64_t long_gemm_k(unsigned int ms, unsigned int cores, uint64_t
 
 	if (!macs_per_ms) {
 		const uint64_t k0 = 8192;
-		struct npu_op_args a;
+		struct npu_op_args blk;
+		struct npu_op a;
 		static float C[LONG_M * LONG_N];
 		float A = 1.0f, B[LONG_N];
 		struct npu_view v[3];
 
 		for (int i = 0; i < LONG_N; i++)
 			B[i] = 1.0f;
-		long_gemm_args(&a, 0, 0, 0, k0);
+		long_gemm_args(&blk, 0, 0, 0, k0);
+		npu_op_decode(&blk, &a);
 		for (int i = 0; i < 3; i++) {
-			const struct npu_op_tensor *t = i == 2 ? &a.out : &a.in[i];
+			const struct npu_tensor *t = i == 2 ? &a.out : &a.in[i];
 
 			v[i].data = i == 0 ? (void *)&A : i == 1 ? (void *)B : (void *)C;
 			v[i].dtype = t->dtype;

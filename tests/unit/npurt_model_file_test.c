@@ -331,19 +331,55 @@ TEST(inconsistent_models_are_refused)
  * file as format 1.0 wrote it (records without the epilogue) reads as the
  * ops without one.
  */
-TEST(epilogues_round_trip_and_format_1_0_still_reads)
+/*
+ * Rewrite a file in place as format 1.`minor` (0 or 1) wrote it: its op
+ * records cut to that format's size, its tensor records (when it is 1.2)
+ * to 4 dimensions, what that frees at each section's end zeroed.
+ */
+static void downgrade(void *data, unsigned int minor)
+{
+	struct npum_header *h = data;
+	struct npum_section *tab = (struct npum_section *)((uint8_t *)data + h->section_offset);
+
+	for (uint32_t i = 0; i < h->section_count; i++) {
+		struct npum_section *sec = &tab[i];
+		uint8_t *p = (uint8_t *)data + sec->offset;
+		size_t from = sec->count ? sec->size / sec->count : 0, to = from;
+
+		if (sec->type == NPUM_SEC_OPS)
+			to = minor ? NPUM_OP_V11_SIZE : NPUM_OP_V10_SIZE;
+		else if (sec->type == NPUM_SEC_TENSORS)
+			to = NPUM_TENSOR_V11_SIZE;
+		if (!sec->count || to == from)
+			continue;
+		for (uint32_t r = 0; r < sec->count; r++) {
+			uint8_t rec[sizeof(struct npum_tensor) + sizeof(struct npum_op)];
+
+			memcpy(rec, p + r * from, from);
+			if (sec->type == NPUM_SEC_TENSORS)	/* shape[0..3], then stride[0..3] */
+				memmove(rec + NPUM_TENSOR_HEAD + 32, rec + NPUM_TENSOR_HEAD + 64, 32);
+			memcpy(p + r * to, rec, to);
+		}
+		memset(p + sec->count * to, 0, sec->size - sec->count * to);
+		sec->size = sec->count * to;
+		sec->crc = mf_crc32(p, sec->size);
+	}
+	h->table_crc = mf_crc32(tab, h->section_count * sizeof(*tab));
+	h->minor = (uint16_t)minor;
+	h->header_crc = 0;
+	h->header_crc = mf_crc32(h, sizeof(*h));
+}
+
+TEST(epilogues_round_trip_and_formats_1_0_and_1_1_still_read)
 {
 	static float w[8 * 8], bias[8];
 	npurt_graph *g;
 	npurt_graph_node n;
 	struct mf_model m;
-	struct npum_header *h;
-	struct npum_section *tab, *ops = NULL;
 	uint32_t x, c, b, y;
 	char why[256] = "";
 	void *data;
 	size_t len;
-	uint8_t *p;
 
 	ASSERT_EQ(NPURT_OK, npurt_graph_create(&g));
 	ASSERT_EQ(NPURT_OK, npurt_graph_input(g, "x", NPURT_F32, 2, (uint64_t[]){ 4, 8 }, &x));
@@ -365,24 +401,17 @@ TEST(epilogues_round_trip_and_format_1_0_still_reads)
 	EXPECT_EQ(NPU_OP_RELU, m.ops[0].act);
 	mf_free(&m);
 
-	/* Rewrite it as 1.0: each op record cut at `bias`, the rest left in place. */
-	h = data;
-	EXPECT_EQ(1, h->minor);
-	tab = (struct npum_section *)((uint8_t *)data + h->section_offset);
-	for (uint32_t i = 0; i < h->section_count; i++)
-		if (tab[i].type == NPUM_SEC_OPS)
-			ops = &tab[i];
-	ASSERT_NE(NULL, ops);
-	p = (uint8_t *)data + ops->offset;
-	for (uint32_t i = 0; i < ops->count; i++)
-		memmove(p + i * NPUM_OP_V10_SIZE, p + i * sizeof(struct npum_op), NPUM_OP_V10_SIZE);
-	memset(p + ops->count * NPUM_OP_V10_SIZE, 0, ops->size - ops->count * NPUM_OP_V10_SIZE);
-	ops->size = ops->count * NPUM_OP_V10_SIZE;
-	ops->crc = mf_crc32(p, ops->size);
-	h->table_crc = mf_crc32(tab, h->section_count * sizeof(*tab));
-	h->minor = 0;
-	h->header_crc = 0;
-	h->header_crc = mf_crc32(h, sizeof(*h));
+	/* As 1.1 wrote it: tensors of 4 dimensions, ops without perm_hi. */
+	ASSERT_EQ(NPUM_MINOR, ((struct npum_header *)data)->minor);
+	downgrade(data, 1);
+	ASSERT_EQ(0, mf_parse(data, len, &m, why, sizeof(why))) TH_LOG("%s", why);
+	EXPECT_EQ(NPU_OP_E_BIAS, m.ops[0].epi_flags);
+	EXPECT_EQ(b, m.ops[0].bias);
+	EXPECT_EQ(8, m.tensors[m.ops[0].out].shape[1]);
+	EXPECT_EQ(1, m.tensors[m.ops[0].out].stride[1]);
+	mf_free(&m);
+	/* And as 1.0: each op record cut at `bias` too. */
+	downgrade(data, 0);
 	ASSERT_EQ(0, mf_parse(data, len, &m, why, sizeof(why))) TH_LOG("%s", why);
 	EXPECT_EQ(NPU_OP_GEMM, m.ops[0].kernel);
 	EXPECT_EQ(0, m.ops[0].epi_flags);

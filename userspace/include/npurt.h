@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 #define NPURT_VERSION_MAJOR 0
-#define NPURT_VERSION_MINOR 5
+#define NPURT_VERSION_MINOR 6
 #define NPURT_VERSION_PATCH 0
 
 typedef enum npurt_status {
@@ -694,7 +694,7 @@ typedef enum npurt_dtype {
 /* Bytes of an element of `dtype`; 0 for none. */
 NPURT_API size_t npurt_dtype_size(npurt_dtype dtype);
 
-#define NPURT_MAX_DIMS 4
+#define NPURT_MAX_DIMS 8
 
 /*
  * A strided view of device memory: element (i0, i1, ...) is at
@@ -1039,6 +1039,16 @@ typedef struct npurt_window {
 #define NPURT_WINDOW_COUNT_PAD	(1u << 0)
 
 /*
+ * The depth of a window op over [N, C, D, H, W] (since 0.6; needs
+ * firmware 0.6): kernel (the pools'; 0 for conv2d), stride and dilation
+ * at least 1, pads front and back, every field within 16 bits. npurt_window
+ * keeps the rows and columns. All zero for a window over [N, C, H, W].
+ */
+typedef struct npurt_window_depth {
+	uint32_t kernel, stride, dilation, pad[2];
+} npurt_window_depth;
+
+/*
  * What "conv2d", "gemm" and the f32 arithmetic binary ops ("add", "mul",
  * ...) do to each output element on its way out, in the same launch:
  * with NPURT_EPILOGUE_BIAS add bias[c], a 1-D f32 tensor of one element
@@ -1071,6 +1081,7 @@ typedef struct npurt_graph_node {
 	npurt_window win;		/* window ops (since 0.4; a smaller size
 					 * leaves it out) */
 	npurt_epilogue epi;		/* since 0.5, the same way: none */
+	npurt_window_depth win_d;	/* since 0.6, the same way: a 2-D window */
 } npurt_graph_node;
 
 /*

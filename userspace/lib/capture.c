@@ -263,7 +263,8 @@ npurt_status npurt_capture_launch(npurt_stream *s, const npurt_launch_desc *d, i
 	struct mark mk;
 
 	for (int k = 0; k < NPURT_MAX_DIMS; k++)
-		op.perm[k] = (uint8_t)(d->perm[k] < 256 ? d->perm[k] : 255);
+		*(k < 4 ? &op.perm[k] : &op.perm_hi[k - 4]) =
+			(uint8_t)(d->perm[k] < 256 ? d->perm[k] : 255);
 	c = op_begin(s, &mk, &st, who);
 	if (!c)
 		return st;

@@ -462,12 +462,26 @@ static npurt_status node_op(npurt_graph *g, const npurt_graph_node *n, struct np
 			}
 		op->value = w->group;
 		op->flags = w->flags;
+		if (n->size >= offsetof(npurt_graph_node, win_d) + sizeof(n->win_d)) {
+			const uint32_t d[5] = { n->win_d.kernel, n->win_d.stride,
+						n->win_d.dilation, n->win_d.pad[0],
+						n->win_d.pad[1] };
+
+			for (int k = 0; k < 5; k++) {
+				if (d[k] > 0xffff)
+					return npurt_set_error(NPURT_ERR_INVALID, "%s(%s): window "
+							       "depth field %u over 65535", who,
+							       npurt_op_name(n->op), d[k]);
+				op->window_d[k] = (uint16_t)d[k];
+			}
+		}
 	} else if (npu_op_kind(n->op) == NPU_OPK_WINDOW) {
 		return npurt_set_error(NPURT_ERR_INVALID, "%s(%s): the node's size %u leaves out "
 				       "its window", who, npurt_op_name(n->op), n->size);
 	}
 	for (int k = 0; k < NPUM_MAX_DIMS; k++)
-		op->perm[k] = (uint8_t)(n->perm[k] < 256 ? n->perm[k] : 255);
+		*(k < 4 ? &op->perm[k] : &op->perm_hi[k - 4]) =
+			(uint8_t)(n->perm[k] < 256 ? n->perm[k] : 255);
 	if (npurt_op_inputs(n->op) == 2)
 		op->in[1] = n->in[1];
 	for (int k = 0; k < npurt_op_inputs(n->op); k++) {
@@ -491,7 +505,8 @@ static npurt_status node_op(npurt_graph *g, const npurt_graph_node *n, struct np
 }
 
 /* The output an op makes of its inputs, for npurt_graph_add(). */
-static npurt_status infer(const npurt_graph *g, const npurt_graph_node *n, uint32_t *dtype,
+static npurt_status infer(const npurt_graph *g, const npurt_graph_node *n,
+			  const struct npum_op *op, uint32_t *dtype,
 			  uint32_t *ndim, uint64_t *shape, const char *who)
 {
 	const struct npum_tensor *a = &g->m.tensors[n->in[0]];
@@ -531,17 +546,21 @@ static npurt_status infer(const npurt_graph *g, const npurt_graph_node *n, uint3
 	case NPU_OP_MAXPOOL2D:
 	case NPU_OP_AVGPOOL2D: {
 		const struct npum_tensor *b = n->op == NPU_OP_CONV2D ? &g->m.tensors[n->in[1]] : NULL;
-		const npurt_window *w = &n->win;
+		struct npu_op wa = { .op = n->op };
+		unsigned int nsp = a->ndim - 2;
 
-		if (a->ndim != 4 || (b && b->ndim != 4))
-			return npurt_set_error(NPURT_ERR_INVALID, "%s: %s takes [N, C, H, W]", who,
-					       npurt_op_name(n->op));
+		if ((a->ndim != 4 && a->ndim != 5) || (b && b->ndim != a->ndim))
+			return npurt_set_error(NPURT_ERR_INVALID, "%s: %s takes [N, C, H, W] or "
+					       "[N, C, D, H, W]", who, npurt_op_name(n->op));
 		if (b)
 			shape[1] = b->shape[0];
-		for (int k = 0; k < 2; k++) {
-			shape[2 + k] = npu_window_out(a->shape[2 + k], w->pad[k], w->pad[k + 2],
-						      b ? b->shape[2 + k] : w->kernel[k],
-						      w->stride[k], w->dilation[k], 0);
+		mf_window_args(op, &wa);
+		for (unsigned int k = 0; k < nsp; k++) {
+			struct npu_win_dim d = npu_window_dim(&wa, nsp, k);
+
+			shape[2 + k] = npu_window_out(a->shape[2 + k], d.pad0, d.pad1,
+						      b ? b->shape[2 + k] : d.kernel, d.stride,
+						      d.dilation, 0);
 			if (!shape[2 + k])
 				return npurt_set_error(NPURT_ERR_INVALID, "%s: the %s window does "
 						       "not fit the input", who, npurt_op_name(n->op));
@@ -568,7 +587,7 @@ npurt_status npurt_graph_add(npurt_graph *g, const npurt_graph_node *node, uint3
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL out", who);
 	st = node_op(g, node, &op, who);
 	if (!st)
-		st = infer(g, node, &dtype, &ndim, shape, who);
+		st = infer(g, node, &op, &dtype, &ndim, shape, who);
 	if (st)
 		return st;
 	if (npu_op_reads_out(node->op, node->beta))

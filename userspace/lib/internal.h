@@ -27,7 +27,7 @@ struct npurt_capture;
 
 /* A stream's arena of kernel argument blocks: slots in flight at most. */
 #define NPURT_ARENA_SLOTS	128
-#define NPURT_ARENA_SLOT	512
+#define NPURT_ARENA_SLOT	768	/* sizeof(struct npu_op_args), rounded up */
 
 struct npurt_device {
 	int fd;

@@ -17,13 +17,13 @@
 #include "capture.h"
 #include "error.h"
 #include "internal.h"
-#include "npu_oplib.h"
+#include "npu_opdesc.h"
 
 _Static_assert(sizeof(struct npu_op_args) <= NPURT_ARENA_SLOT,
 	       "an argument block must fit an arena slot");
-_Static_assert(NPURT_MAX_DIMS == NPU_MAX_DIMS, "dimension limits agree");
+_Static_assert(NPURT_MAX_DIMS == NPU_OP_MAX_DIMS, "dimension limits agree");
 
-static npurt_status tensor_to_block(const npurt_tensor *t, struct npu_op_tensor *o,
+static npurt_status tensor_to_block(const npurt_tensor *t, struct npu_tensor *o,
 				    const char *what, const char *who)
 {
 	if (!t->ndim || t->ndim > NPURT_MAX_DIMS || (unsigned int)t->dtype >= NPURT_DTYPE_COUNT)
@@ -70,7 +70,8 @@ npurt_status npurt_launch(npurt_stream *s, const npurt_launch_desc *d)
 {
 	static const char who[] = "npurt_launch";
 	struct drm_npu_task t = { .type = DRM_NPU_TASK_KERNEL };
-	struct npu_op_args a = { 0 };
+	struct npu_op a = { 0 };
+	struct npu_op_args blk;
 	npurt_status st;
 	uint32_t slot = 0;
 	int op;		/* its inputs */
@@ -106,11 +107,12 @@ npurt_status npurt_launch(npurt_stream *s, const npurt_launch_desc *d)
 	pthread_mutex_lock(&s->arena_lock);
 	st = arena_slot(s, &slot, who);
 	if (!st) {
-		memcpy((uint8_t *)npurt_mem_host_ptr(s->arena) + slot * NPURT_ARENA_SLOT, &a,
-		       sizeof(a));
+		npu_op_encode(&a, &blk);
+		memcpy((uint8_t *)npurt_mem_host_ptr(s->arena) + slot * NPURT_ARENA_SLOT, &blk,
+		       sizeof(blk));
 		t.args[0] = npurt_mem_device_addr(s->arena) + slot * NPURT_ARENA_SLOT;
 		t.args[1] = d->block_dim;
-		t.args[2] = sizeof(a);
+		t.args[2] = sizeof(blk);
 		st = npurt_stream_push(s, &t, 1, &s->arena_seq[slot], who);
 		if (!st)
 			s->arena_next++;

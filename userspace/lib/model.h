@@ -11,7 +11,7 @@
 #include "model_file.h"
 
 /* A kernel launch's argument block in the model's work memory. */
-#define MODEL_ARG_SLOT		512
+#define MODEL_ARG_SLOT		768	/* sizeof(struct npu_op_args), rounded up */
 
 /* Weights in device memory, possibly shared by several loads of one file. */
 struct model_weights {
@@ -75,5 +75,13 @@ void npurt_model_release_device(npurt_model *m);
 npurt_status npurt_model_new_streams(npurt_model *m, const char *who);
 /* model.c: the device's models go with it (npurt_device_close()). */
 void npurt_models_close(npurt_device *dev);
+
+/*
+ * model_lists.c: the task lists of a model whose device resources are
+ * taken (its streams' lists, their argument blocks and I/O patches), and
+ * sinking them to the device (the TASKLIST objects its runs submit).
+ */
+npurt_status npurt_model_build_lists(npurt_model *m, const char *who);
+npurt_status npurt_model_sink_lists(npurt_model *m, const char *who);
 
 #endif /* NPURT_MODEL_H */

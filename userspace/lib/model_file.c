@@ -264,10 +264,11 @@ static int check_kernel(const struct npum_op *op,
 		if (b || o->ndim != a->ndim || o->dtype != a->dtype)
 			return mf_fail(why, len, "transpose: one input, the output of its rank and dtype");
 		for (unsigned int k = 0; k < a->ndim; k++) {
-			if (op->perm[k] >= a->ndim || seen >> op->perm[k] & 1 ||
-			    o->shape[k] != a->shape[op->perm[k]])
+			unsigned int p = mf_perm(op, k);
+
+			if (p >= a->ndim || seen >> p & 1 || o->shape[k] != a->shape[p])
 				return mf_fail(why, len, "transpose: a bad permutation");
-			seen |= 1u << op->perm[k];
+			seen |= 1u << p;
 		}
 		break;
 	}
@@ -276,7 +277,7 @@ static int check_kernel(const struct npum_op *op,
 			return mf_fail(why, len, "cast: one input, the output of its shape");
 		break;
 	case NPU_OPK_WINDOW: {
-		struct npu_op_args args = { .op = op->kernel };
+		struct npu_op args = { .op = op->kernel };
 
 		if (!!b != (op->kernel == NPU_OP_CONV2D))
 			return mf_fail(why, len, "window op: conv2d reads weights, pools do not");
@@ -314,7 +315,12 @@ static int check_kernel(const struct npum_op *op,
 	return err ? mf_fail(why, len, "%s", err) : 0;
 }
 
-void mf_window_args(const struct npum_op *op, struct npu_op_args *a)
+unsigned int mf_perm(const struct npum_op *op, unsigned int k)
+{
+	return k < 4 ? op->perm[k] : op->perm_hi[k - 4];
+}
+
+void mf_window_args(const struct npum_op *op, struct npu_op *a)
 {
 	for (int k = 0; k < 2; k++) {
 		a->win.kernel[k] = op->window[k];
@@ -325,9 +331,14 @@ void mf_window_args(const struct npum_op *op, struct npu_op_args *a)
 		a->win.pad[k] = op->window[6 + k];
 	a->win.group = op->kernel == NPU_OP_CONV2D ? op->value : 0;
 	a->win.flags = op->flags;
+	a->win_d.kernel = op->window_d[0];
+	a->win_d.stride = op->window_d[1];
+	a->win_d.dilation = op->window_d[2];
+	a->win_d.pad[0] = op->window_d[3];
+	a->win_d.pad[1] = op->window_d[4];
 }
 
-void mf_epilogue_args(const struct mf_model *m, const struct npum_op *op, struct npu_op_args *a)
+void mf_epilogue_args(const struct mf_model *m, const struct npum_op *op, struct npu_op *a)
 {
 	const struct npum_tensor *t = op->epi_flags & NPU_OP_E_BIAS ? op_tensor(m, op->bias) : NULL;
 
@@ -347,7 +358,7 @@ static int check_epilogue(const struct mf_model *m, const struct npum_op *op,
 			  const struct npum_tensor *a, const struct npum_tensor *o, char *why,
 			  size_t len)
 {
-	struct npu_op_args args = { .op = op->kernel };
+	struct npu_op args = { .op = op->kernel };
 	const char *err;
 
 	if (op->epi_flags & NPU_OP_E_BIAS && !op_tensor(m, op->bias))
@@ -367,10 +378,16 @@ int mf_op_check(const struct mf_model *m, const struct npum_op *op, char *why, s
 	const struct npum_tensor *b = op->in[1] == NPUM_NONE ? NULL : op_tensor(m, op->in[1]);
 	const struct npum_tensor *o = op_tensor(m, op->out);
 
-	if (op->type != NPUM_OP_KERNEL || npu_op_kind(op->kernel) != NPU_OPK_WINDOW)
+	if (op->type != NPUM_OP_KERNEL || npu_op_kind(op->kernel) != NPU_OPK_WINDOW) {
 		for (unsigned int k = 0; k < sizeof(op->window) / sizeof(op->window[0]); k++)
 			if (op->window[k])
 				return mf_fail(why, len, "window fields set on an op without a window");
+		for (unsigned int k = 0; k < 5; k++)
+			if (op->window_d[k])
+				return mf_fail(why, len, "window fields set on an op without a window");
+	}
+	if (op->reserved2)
+		return mf_fail(why, len, "reserved op field set");
 	if ((op->type != NPUM_OP_KERNEL &&
 	     (op->bias || op->act || op->epi_flags || op->act_alpha || op->act_beta)) ||
 	    (!(op->epi_flags & NPU_OP_E_BIAS) && op->bias))
@@ -557,20 +574,39 @@ static const struct sec_spec specs[] = {
 
 _Static_assert(NPU_OP_E_BIAS == 1u, "npum_op_read() knows the bias flag");
 
-/* A section's record size in this file: format 1.0's ops are shorter. */
+/* A section's record size in this file: earlier formats' ops and tensors are shorter. */
 static size_t rec_size(const struct sec_spec *spec, const struct npum_header *h)
 {
-	return spec->type == NPUM_SEC_OPS && h->minor == 0 ? NPUM_OP_V10_SIZE : spec->rec;
+	if (spec->type == NPUM_SEC_OPS && h->minor < 2)
+		return h->minor ? NPUM_OP_V11_SIZE : NPUM_OP_V10_SIZE;
+	if (spec->type == NPUM_SEC_TENSORS && h->minor < 2)
+		return NPUM_TENSOR_V11_SIZE;
+	return spec->rec;
 }
 
-/* The ops of a 1.0 file, in today's records: no epilogues. */
-static struct npum_op *ops_v10(const uint8_t *p, uint32_t n)
+/* The ops of an earlier file, in today's records: what they lack is zero. */
+static struct npum_op *ops_old(const uint8_t *p, uint32_t n, size_t rec)
 {
 	struct npum_op *ops = calloc(n ? n : 1, sizeof(*ops));
 
 	for (uint32_t i = 0; ops && i < n; i++)
-		memcpy(&ops[i], p + (size_t)i * NPUM_OP_V10_SIZE, NPUM_OP_V10_SIZE);
+		memcpy(&ops[i], p + (size_t)i * rec, rec);
 	return ops;
+}
+
+/* The tensors of a 1.0 or 1.1 file: 4 dimensions, the rest zero. */
+static struct npum_tensor *tensors_old(const uint8_t *p, uint32_t n)
+{
+	struct npum_tensor *t = calloc(n ? n : 1, sizeof(*t));
+
+	for (uint32_t i = 0; t && i < n; i++) {
+		const uint8_t *r = p + (size_t)i * NPUM_TENSOR_V11_SIZE;
+
+		memcpy(&t[i], r, NPUM_TENSOR_HEAD);
+		memcpy(t[i].shape, r + NPUM_TENSOR_HEAD, 4 * sizeof(uint64_t));
+		memcpy(t[i].stride, r + NPUM_TENSOR_HEAD + 32, 4 * sizeof(uint64_t));
+	}
+	return t;
 }
 
 /*
@@ -732,11 +768,12 @@ int mf_parse(const void *data, size_t len, struct mf_model *m, char *why, size_t
 	m->ntensors = found[2]->count;
 	m->nops = found[5]->count;
 	m->strings = dup_bytes(p + found[0]->offset, found[0]->size);
-	m->tensors = dup_bytes(p + found[2]->offset, found[2]->size);
+	m->tensors = h.minor >= 2 ? dup_bytes(p + found[2]->offset, found[2]->size) :
+		     tensors_old(p + found[2]->offset, m->ntensors);
 	m->io = dup_bytes(p + found[3]->offset, found[3]->size);
 	m->streams = dup_bytes(p + found[4]->offset, found[4]->size);
-	m->ops = h.minor ? dup_bytes(p + found[5]->offset, found[5]->size) :
-		 ops_v10(p + found[5]->offset, m->nops);
+	m->ops = h.minor >= 2 ? dup_bytes(p + found[5]->offset, found[5]->size) :
+		 ops_old(p + found[5]->offset, m->nops, rec_size(&specs[5], &h));
 	m->weights = dup_bytes(p + found[6]->offset, found[6]->size);
 	if (!m->strings || !m->tensors || !m->io || !m->streams || !m->ops || !m->weights) {
 		ret = ENOMEM;

@@ -67,12 +67,15 @@ static inline const struct npum_tensor *mf_base(const struct mf_model *m,
  */
 int mf_op_check(const struct mf_model *m, const struct npum_op *op, char *why, size_t why_len);
 
-struct npu_op_args;
+struct npu_op;
 /* A window op's npu_op_window (its group and flags included) into a. */
-void mf_window_args(const struct npum_op *op, struct npu_op_args *a);
+void mf_window_args(const struct npum_op *op, struct npu_op *a);
+
+/* TRANSPOSE's perm[k], k < NPUM_MAX_DIMS (perm, then perm_hi). */
+unsigned int mf_perm(const struct npum_op *op, unsigned int k);
 
 /* The epilogue's fields of the op's argument block, and its bias's shape (not its address). */
-void mf_epilogue_args(const struct mf_model *m, const struct npum_op *op, struct npu_op_args *a);
+void mf_epilogue_args(const struct mf_model *m, const struct npum_op *op, struct npu_op *a);
 
 /* plan.c: the streams' order and the feature-map plan. */
 struct mf_order;

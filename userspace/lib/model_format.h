@@ -12,9 +12,9 @@
 
 #define NPUM_MAGIC		"NPUMODL"	/* and a NUL: 8 bytes */
 #define NPUM_MAJOR		1
-#define NPUM_MINOR		1
+#define NPUM_MINOR		2
 
-#define NPUM_MAX_DIMS		4
+#define NPUM_MAX_DIMS		8	/* 4 before format 1.2 */
 #define NPUM_MAX_STREAMS	8
 #define NPUM_MAX_TENSORS	65536
 #define NPUM_MAX_OPS		65536
@@ -97,9 +97,14 @@ struct npum_tensor {
 	uint32_t reserved;		/* 0 */
 	uint64_t offset;		/* bytes, in the segment or the base */
 	uint64_t bytes;			/* its extent: first to last element */
+	/* Format 1.0 and 1.1 records hold 4 of each (NPUM_TENSOR_V11_SIZE). */
 	uint64_t shape[NPUM_MAX_DIMS];
 	uint64_t stride[NPUM_MAX_DIMS];	/* elements */
 };
+
+/* A format 1.0 or 1.1 tensor record: 4 dimensions, 4 strides. */
+#define NPUM_TENSOR_V11_SIZE	96
+#define NPUM_TENSOR_HEAD	__builtin_offsetof(struct npum_tensor, shape)
 
 #define NPUM_IO_OUTPUT		(1u << 0)
 
@@ -131,7 +136,7 @@ struct npum_op {
 	uint32_t out;
 	uint32_t event;			/* SIGNAL, WAIT */
 	uint32_t axis;			/* REDUCE_* */
-	uint8_t perm[NPUM_MAX_DIMS];	/* TRANSPOSE */
+	uint8_t perm[4];		/* TRANSPOSE; dimensions 4.. in perm_hi */
 	float alpha, beta, eps;		/* GEMM, unary parameters, LAYERNORM */
 	uint32_t value;			/* FILL; CONV2D: group */
 	uint32_t block_dim;		/* KERNEL: cores, 0 all */
@@ -151,10 +156,19 @@ struct npum_op {
 	uint16_t act;
 	uint16_t epi_flags;		/* NPU_OP_E_* */
 	float act_alpha, act_beta;
+	/*
+	 * Since format 1.2 (earlier records end before perm_hi: zeros):
+	 * TRANSPOSE's perm[4..7], and the depth of a 3-D window
+	 * (npu_op_window_depth: kernel, stride, dilation, pad front and back).
+	 */
+	uint8_t perm_hi[4];
+	uint16_t window_d[5];
+	uint16_t reserved2;		/* 0 */
 };
 
-/* A format 1.0 op record: everything before `bias`. */
+/* A format 1.0 op record: everything before `bias`; 1.1: before perm_hi. */
 #define NPUM_OP_V10_SIZE	__builtin_offsetof(struct npum_op, bias)
+#define NPUM_OP_V11_SIZE	__builtin_offsetof(struct npum_op, perm_hi)
 
 /* The tensors an op reads: in[0], in[1], the epilogue's bias (NPUM_NONE: none). */
 #define NPUM_OP_READS		3
@@ -167,7 +181,9 @@ static inline uint32_t npum_op_read(const struct npum_op *op, int k)
 _Static_assert(sizeof(struct npum_header) == 64, "header layout");
 _Static_assert(sizeof(struct npum_section) == 32, "section layout");
 _Static_assert(sizeof(struct npum_plan) == 64, "plan layout");
-_Static_assert(sizeof(struct npum_tensor) == 96, "tensor layout");
-_Static_assert(sizeof(struct npum_op) == 88 && NPUM_OP_V10_SIZE == 72, "op layout");
+_Static_assert(sizeof(struct npum_tensor) == 160 && NPUM_TENSOR_HEAD == 32 &&
+	       NPUM_TENSOR_HEAD + 64 == NPUM_TENSOR_V11_SIZE, "tensor layout");
+_Static_assert(sizeof(struct npum_op) == 104 && NPUM_OP_V10_SIZE == 72 && NPUM_OP_V11_SIZE == 88,
+	       "op layout");
 
 #endif /* NPURT_MODEL_FORMAT_H */

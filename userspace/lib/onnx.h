@@ -19,6 +19,9 @@
 
 #define OX_MAX_DIMS	8		/* constants; device values have NPURT_MAX_DIMS */
 #define OX_NONE		UINT32_MAX
+/* A TRANSPOSE that moves nothing: a strided copy, of any rank. */
+#define OX_PERM_IDENTITY	{ 0, 1, 2, 3, 4, 5, 6, 7 }
+_Static_assert(NPURT_MAX_DIMS == 8, "OX_PERM_IDENTITY names every dimension");
 
 /* TensorProto.DataType */
 enum {

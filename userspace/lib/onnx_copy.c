@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * ONNX nodes that are device copies: Concat, Pad (a fill and a copy),
+ * ONNX nodes that are device copies: Concat, Pad (a fill and a copy, or
+ * a copy and its border's copies: edge, reflect),
  * Tile, Trilu, DepthToSpace and SpaceToDepth, Gather of constant indices
  * from a computed tensor; and EyeLike, a constant. Copies are TRANSPOSE
  * ops of the identity between strided views, so they take any dtype.
@@ -17,7 +18,7 @@
 static npurt_status copy_layout(struct ox_imp *im, struct ox_val *src, struct ox_val *dst)
 {
 	npurt_graph_node node = { .size = sizeof(node), .op = NPU_OP_TRANSPOSE,
-				  .perm = { 0, 1, 2, 3 } };
+				  .perm = OX_PERM_IDENTITY };
 	uint32_t t;
 
 	if (ox_device(im, src, &node.in[0]) || ox_device(im, dst, &t))
@@ -249,20 +250,78 @@ npurt_status ox_op_concat(struct ox_imp *im, const Onnx__NodeProto *n, struct ox
 	return NPURT_OK;
 }
 
+/* Copies a reflect Pad may make at most (one per padded position). */
+#define OX_MAX_REFLECT	64
+
+/*
+ * The border of dimension k of y (x padded by `pads`) from what is inside
+ * it: along the dimensions before k the whole (already padded) extent,
+ * along those after it the inside only (padded after). edge: each side's
+ * positions are one copy of the nearest inside slice, broadcast (stride
+ * 0); reflect: one copy per position, of the slice mirrored about the
+ * edge (the edge itself not repeated).
+ */
+static npurt_status pad_border(struct ox_imp *im, const Onnx__NodeProto *n, uint32_t k,
+			       const int64_t *pads, const int64_t *xdims, bool reflect)
+{
+	uint32_t r = ox_find(im, n->output[0])->ndim;
+	int64_t p0 = pads[k], p1 = pads[k + r], in = xdims[k];
+
+	for (int side = 0; side < 2; side++) {
+		int64_t cnt = side ? p1 : p0, first = side ? p0 + in : 0;
+
+		for (int64_t j = 0; j < (reflect ? cnt : cnt ? 1 : 0); j++) {
+			struct ox_val *y = ox_find(im, n->output[0]), src = *y, dst;
+			int64_t at = first + (reflect ? j : 0), from;
+			npurt_status st;
+
+			if (reflect)	/* mirrored about the first or last inside index */
+				from = side ? 2 * (p0 + in - 1) - at : 2 * p0 - at;
+			else
+				from = side ? p0 + in - 1 : p0;
+			src.tensor = OX_NONE;
+			src.off = y->off;
+			for (uint32_t d = 0; d < r; d++) {
+				if (d > k) {
+					src.dims[d] = xdims[d];
+					src.off += (uint64_t)(pads[d] * y->stride[d]);
+				}
+			}
+			dst = src;
+			dst.dims[k] = reflect ? 1 : cnt;
+			src.dims[k] = dst.dims[k];
+			src.off += (uint64_t)(from * y->stride[k]);
+			dst.off += (uint64_t)(at * y->stride[k]);
+			if (!reflect)
+				src.stride[k] = 0;
+			st = copy_layout(im, &src, &dst);
+			if (st)
+				return st;
+		}
+	}
+	return NPURT_OK;
+}
+
 npurt_status ox_op_pad(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x)
 {
 	const Onnx__AttributeProto *mode = ox_attr(n, "mode");
-	int64_t pads[2 * OX_MAX_DIMS], dims[OX_MAX_DIMS];
+	int64_t pads[2 * OX_MAX_DIMS], dims[OX_MAX_DIMS], xdims[OX_MAX_DIMS], copies = 0;
 	float value = ox_attr_f(n, "value", 0.0f);
+	bool edge = false, reflect = false;
 	struct ox_val *y, *cv;
 	uint64_t off = 0;
 	npurt_status st;
 	uint32_t bits;
 	int cnt;
 
-	if (mode && mode->has_s && (mode->s.len != 8 || memcmp(mode->s.data, "constant", 8)))
-		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "mode \"%.*s\": constant pads only",
-			       (int)(mode->s.len < 16 ? mode->s.len : 16), (const char *)mode->s.data);
+	if (mode && mode->has_s) {
+		edge = mode->s.len == 4 && !memcmp(mode->s.data, "edge", 4);
+		reflect = mode->s.len == 7 && !memcmp(mode->s.data, "reflect", 7);
+		if (!edge && !reflect && (mode->s.len != 8 || memcmp(mode->s.data, "constant", 8)))
+			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "mode \"%.*s\": constant, edge "
+				       "and reflect only", (int)(mode->s.len < 16 ? mode->s.len : 16),
+				       (const char *)mode->s.data);
+	}
 	cnt = ox_ints(im, n, 1, im->opset < 11 ? "pads" : NULL, pads, 2 * OX_MAX_DIMS, &st);
 	if (st)
 		return st;
@@ -274,26 +333,41 @@ npurt_status ox_op_pad(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_va
 			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "a computed pad value");
 		value = (float)ox_getf(cv, 0);
 	}
-	if (ox_need_float(im, x))
+	/* The border's copies fill every padded element: any dtype but a fill's. */
+	if (!edge && !reflect && ox_need_float(im, x))
 		return npurt_last_status();
 	for (uint32_t k = 0; k < x->ndim; k++) {
 		if (pads[k] < 0 || pads[k + x->ndim] < 0)
 			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "negative pads (crops)");
 		if (pads[k] > (1 << 30) || pads[k + x->ndim] > (1 << 30))
 			return ox_fail(im, NPURT_ERR_INVALID, "pads of %lld", (long long)pads[k]);
+		if (reflect && (pads[k] >= x->dims[k] || pads[k + x->ndim] >= x->dims[k]))
+			return ox_fail(im, NPURT_ERR_INVALID, "reflect pads of %lld and %lld on a "
+				       "dimension of %lld", (long long)pads[k],
+				       (long long)pads[k + x->ndim], (long long)x->dims[k]);
+		copies += pads[k] + pads[k + x->ndim];
 		dims[k] = x->dims[k] + pads[k] + pads[k + x->ndim];
+		xdims[k] = x->dims[k];
 	}
-	y = ox_fresh(im, n->output[0], OX_FLOAT, x->ndim, dims);
+	if (reflect && copies > OX_MAX_REFLECT)
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "reflect pads past %d copies",
+			       OX_MAX_REFLECT);
+	y = ox_fresh(im, n->output[0], edge || reflect ? x->type : OX_FLOAT, x->ndim, dims);
 	if (!y)
 		return npurt_last_status();
-	memcpy(&bits, &value, 4);
-	st = npurt_graph_fill(im->g, 0, y->base, bits);
-	if (st)
-		return ox_fail(im, st, "%s", npurt_last_error());
-	im->info.device_ops++;
+	if (!edge && !reflect) {
+		memcpy(&bits, &value, 4);
+		st = npurt_graph_fill(im->g, 0, y->base, bits);
+		if (st)
+			return ox_fail(im, st, "%s", npurt_last_error());
+		im->info.device_ops++;
+	}
 	for (uint32_t k = 0; k < y->ndim; k++)
 		off += (uint64_t)(pads[k] * y->stride[k]);
-	return copy_into(im, ox_find(im, n->input[0]), ox_find(im, n->output[0]), off);
+	st = copy_into(im, ox_find(im, n->input[0]), ox_find(im, n->output[0]), off);
+	for (uint32_t k = 0; !st && (edge || reflect) && k < y->ndim; k++)
+		st = pad_border(im, n, k, pads, xdims, reflect);
+	return st;
 }
 
 npurt_status ox_gather_copies(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x,

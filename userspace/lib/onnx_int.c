@@ -295,7 +295,7 @@ static npurt_status op_where(struct ox_imp *im, const Onnx__NodeProto *n, struct
 {
 	struct ox_val *x = ox_in(im, n, 1), *y = ox_in(im, n, 2), *out;
 	npurt_graph_node copy = { .size = sizeof(copy), .op = NPU_OP_TRANSPOSE,
-				  .perm = { 0, 1, 2, 3 } };
+				  .perm = OX_PERM_IDENTITY };
 	npurt_graph_node sel = { .size = sizeof(sel), .op = NPU_OP_SELECT };
 	int64_t d1[OX_MAX_DIMS], dims[OX_MAX_DIMS];
 	uint32_t n1, nd;
@@ -406,7 +406,7 @@ static npurt_status op_nll(struct ox_imp *im, const Onnx__NodeProto *n, struct o
 
 		if (!wtn) {
 			npurt_graph_node copy = { .size = sizeof(copy), .op = NPU_OP_TRANSPOSE,
-						  .perm = { 0, 1, 2, 3 } };
+						  .perm = OX_PERM_IDENTITY };
 			const char *on;
 
 			v = ox_scalar_of(im, type, 1, 1, out);

@@ -3,7 +3,7 @@
  * ONNX layers with more to them than an op: normalizations (BatchNorm
  * folded to a scale and shift, InstanceNorm and LayerNormalization on the
  * device's layernorm), whole-image pools, PRelu, and the windows (Conv,
- * MaxPool, AveragePool in 1-D and 2-D) on the op library's CONV2D and
+ * MaxPool, AveragePool in 1-D to 3-D) on the op library's CONV2D and
  * pools.
  */
 #include <math.h>
@@ -342,13 +342,13 @@ npurt_status ox_op_prelu(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_
 	return ox_done(ox_binary(im, NPU_OP_ADD, ox_find(im, pn), neg, n->output[0]));
 }
 
-/* x (rank 3 or 4) seen as [N, C, H, W]: a 1-D case has H = 1. */
+/* x of rank 3 seen as [N, C, H, W] with H = 1; any other as it is. */
 static struct ox_val *as_4d(struct ox_imp *im, struct ox_val *x, const char *of)
 {
 	int64_t dims[4], stride[4];
 	char name[96];
 
-	if (x->ndim == 4)
+	if (x->ndim != 3)
 		return x;
 	dims[0] = x->dims[0], dims[1] = x->dims[1], dims[2] = 1, dims[3] = x->dims[2];
 	stride[0] = x->stride[0], stride[1] = x->stride[1], stride[2] = 0;
@@ -356,37 +356,66 @@ static struct ox_val *as_4d(struct ox_imp *im, struct ox_val *x, const char *of)
 	return ox_view(im, x, ox_tmp_name(im, name, sizeof(name), of), 4, dims, x->off, stride);
 }
 
+/* Spatial dimensions of a window at most: the device's windows are 1-D to 3-D. */
+#define SP_MAX	3
+
 /*
  * A window node's strides, dilations, output_padding (when asked for) and
- * pads (begins in pads[0..], ends in pads[2..]) over `sp` spatial
+ * pads (begins in pads[0..], ends in pads[SP_MAX..]) over `sp` spatial
  * dimensions; what a node leaves out keeps its default.
  */
 static npurt_status window_attrs(struct ox_imp *im, const Onnx__NodeProto *n, uint32_t sp,
 				 int64_t *st, int64_t *dl, int64_t *opad, int64_t *pads)
 {
 	static const char *const names[3] = { "strides", "dilations", "output_padding" };
-	int64_t *to[3] = { st, dl, opad }, v[4];
+	int64_t *to[3] = { st, dl, opad }, v[2 * SP_MAX];
 	npurt_status stt;
 	int cnt;
 
 	for (int a = 0; a < 3; a++)
-		if (to[a] && (cnt = ox_ints(im, n, SIZE_MAX, names[a], v, 4, &stt)) >= 0)
+		if (to[a] && (cnt = ox_ints(im, n, SIZE_MAX, names[a], v, 2 * SP_MAX, &stt)) >= 0)
 			for (int k = 0; k < cnt && k < (int)sp; k++)
 				to[a][k] = v[k];
-	if ((cnt = ox_ints(im, n, SIZE_MAX, "pads", v, 4, &stt)) >= 0) {
+	if ((cnt = ox_ints(im, n, SIZE_MAX, "pads", v, 2 * SP_MAX, &stt)) >= 0) {
 		if (cnt != 2 * (int)sp)
 			return ox_fail(im, NPURT_ERR_INVALID, "%d pads for %u-D", cnt, sp);
 		for (uint32_t k = 0; k < sp; k++) {
 			pads[k] = v[k];
-			pads[k + 2] = v[k + sp];
+			pads[k + SP_MAX] = v[k + sp];
 		}
 	}
 	return NPURT_OK;
 }
 
 /*
- * Conv, MaxPool, AveragePool in 1-D or 2-D: one window op (and, for a
- * bias, an ADD). Pads come from the attribute or auto_pad; a pool's
+ * ONNX's spatial dimension k of `sp` into the device's window: a 3-D
+ * window's depth is win_d; rows and columns are win's [0] and [1], and a
+ * 1-D window is a 2-D one over a single row.
+ */
+static void set_window_dim(npurt_graph_node *node, uint32_t sp, uint32_t k, uint32_t kernel,
+			   int64_t st, int64_t dl, int64_t p0, int64_t p1)
+{
+	npurt_window *w = &node->win;
+	uint32_t j = k + 2 - sp;
+
+	if (sp == 3 && k == 0) {
+		node->win_d = (npurt_window_depth){ .kernel = kernel, .stride = (uint32_t)st,
+						    .dilation = (uint32_t)dl,
+						    .pad = { (uint32_t)p0, (uint32_t)p1 } };
+		return;
+	}
+	if (sp == 3)
+		j = k - 1;
+	w->kernel[j] = kernel;
+	w->stride[j] = (uint32_t)st;
+	w->dilation[j] = (uint32_t)dl;
+	w->pad[j] = (uint32_t)p0;
+	w->pad[j + 2] = (uint32_t)p1;
+}
+
+/*
+ * Conv, MaxPool, AveragePool in 1-D, 2-D or 3-D: one window op, its bias
+ * the epilogue. Pads come from the attribute or auto_pad; a pool's
  * ceil_mode adds the last partial window where it starts inside the
  * padded image.
  */
@@ -396,19 +425,19 @@ npurt_status ox_op_window(struct ox_imp *im, const Onnx__NodeProto *n, struct ox
 	npurt_graph_node node = { .size = sizeof(node), .op = conv ? NPU_OP_CONV2D :
 				  max ? NPU_OP_MAXPOOL2D : NPU_OP_AVGPOOL2D };
 	const Onnx__AttributeProto *ap = ox_attr(n, "auto_pad");
-	int64_t ks[2], st[2] = { 1, 1 }, dl[2] = { 1, 1 }, pads[4] = { 0 }, v[4], dims[4];
+	int64_t ks[SP_MAX], st[SP_MAX] = { 1, 1, 1 }, dl[SP_MAX] = { 1, 1, 1 };
+	int64_t pads[2 * SP_MAX] = { 0 }, v[2 * SP_MAX], dims[2 + SP_MAX];
 	struct ox_val *w = conv ? ox_in(im, n, 1) : NULL, *y;
 	const char *xn = x->name, *wn = w ? w->name : NULL;
 	bool ceil_mode = !conv && ox_attr_i(n, "ceil_mode", 0);
-	npurt_window *win = &node.win;
 	uint32_t sp = x->ndim - 2;	/* spatial dimensions */
 	char yn[96];
 	npurt_status stt;
 	int cnt;
 
-	if ((x->ndim != 3 && x->ndim != 4) || (conv && (!w || w->ndim != x->ndim)))
-		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "%s-D windows; the device has 1-D and 2-D",
-			       x->ndim >= 2 ? (x->ndim == 5 ? "3" : "higher") : "0");
+	if (x->ndim < 3 || x->ndim > 2 + SP_MAX || (conv && (!w || w->ndim != x->ndim)))
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "%u-D windows; the device has 1-D to 3-D",
+			       x->ndim >= 2 ? x->ndim - 2 : 0);
 	if (n->n_output > 1 && n->output[1][0])
 		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "the Indices output");
 	if (ox_need_float(im, x) || (w && ox_need_float(im, w)) ||
@@ -417,7 +446,7 @@ npurt_status ox_op_window(struct ox_imp *im, const Onnx__NodeProto *n, struct ox
 		       ox_fail(im, NPURT_ERR_UNSUPPORTED, "storage_order 1");
 	for (uint32_t k = 0; k < sp; k++)
 		ks[k] = conv ? w->dims[2 + k] : 0;
-	cnt = ox_ints(im, n, SIZE_MAX, "kernel_shape", v, 4, &stt);
+	cnt = ox_ints(im, n, SIZE_MAX, "kernel_shape", v, 2 * SP_MAX, &stt);
 	if (cnt >= 0 && cnt != (int)sp)
 		return ox_fail(im, NPURT_ERR_INVALID, "kernel_shape of %d for %u-D", cnt, sp);
 	for (int k = 0; k < cnt; k++) {
@@ -431,37 +460,29 @@ npurt_status ox_op_window(struct ox_imp *im, const Onnx__NodeProto *n, struct ox
 	if (stt)
 		return stt;
 	for (uint32_t k = 0; k < sp; k++) {
-		if (ks[k] < 1 || st[k] < 1 || dl[k] < 1 || pads[k] < 0 || pads[k + 2] < 0 ||
-		    ks[k] > 0xffff || st[k] > 0xffff || dl[k] > 0xffff || pads[k] > 0xffff ||
-		    pads[k + 2] > 0xffff)
+		int64_t *p0 = &pads[k], *p1 = &pads[k + SP_MAX];
+
+		if (ks[k] < 1 || st[k] < 1 || dl[k] < 1 || *p0 < 0 || *p1 < 0 || ks[k] > 0xffff ||
+		    st[k] > 0xffff || dl[k] > 0xffff || *p0 > 0xffff || *p1 > 0xffff)
 			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "window attributes out of range");
 		if (ap && ap->has_s && ap->s.len >= 4 && !memcmp(ap->s.data, "SAME", 4)) {
 			int64_t in = x->dims[2 + k], out = (in + st[k] - 1) / st[k];
 			int64_t total = (out - 1) * st[k] + dl[k] * (ks[k] - 1) + 1 - in;
 
 			total = total > 0 ? total : 0;
-			pads[k] = ap->s.len == 10 && !memcmp(ap->s.data, "SAME_LOWER", 10) ?
-				  total - total / 2 : total / 2;
-			pads[k + 2] = total - pads[k];
+			*p0 = ap->s.len == 10 && !memcmp(ap->s.data, "SAME_LOWER", 10) ?
+			      total - total / 2 : total / 2;
+			*p1 = total - *p0;
 		} else if (ap && ap->has_s && ap->s.len == 5 && !memcmp(ap->s.data, "VALID", 5)) {
-			pads[k] = pads[k + 2] = 0;
+			*p0 = *p1 = 0;
 		}
+		set_window_dim(&node, sp, k, conv ? 0 : (uint32_t)ks[k], st[k], dl[k], *p0, *p1);
 	}
-	/* In 1-D the window's rows are the image's one row. */
-	for (uint32_t k = 0, j = 2 - sp; k < sp; k++, j++) {
-		win->stride[j] = (uint32_t)st[k];
-		win->dilation[j] = (uint32_t)dl[k];
-		win->pad[j] = (uint32_t)pads[k];
-		win->pad[j + 2] = (uint32_t)pads[k + 2];
-		win->kernel[j] = conv ? 0 : (uint32_t)ks[k];
-	}
-	if (sp == 1) {
-		win->stride[0] = win->dilation[0] = 1;
-		win->kernel[0] = conv ? 0 : 1;
-	}
-	win->group = conv ? (uint32_t)ox_attr_i(n, "group", 1) : 0;
-	win->flags = !conv && !max && ox_attr_i(n, "count_include_pad", 0) ?
-		     NPURT_WINDOW_COUNT_PAD : 0;
+	if (sp == 1)		/* the one row */
+		set_window_dim(&node, 2, 0, conv ? 0 : 1, 1, 1, 0, 0);
+	node.win.group = conv ? (uint32_t)ox_attr_i(n, "group", 1) : 0;
+	node.win.flags = !conv && !max && ox_attr_i(n, "count_include_pad", 0) ?
+			 NPURT_WINDOW_COUNT_PAD : 0;
 	x = as_4d(im, ox_find(im, xn), n->output[0]);
 	if (!x || ox_device(im, x, &node.in[0]))
 		return npurt_last_status();
@@ -471,23 +492,21 @@ npurt_status ox_op_window(struct ox_imp *im, const Onnx__NodeProto *n, struct ox
 			return npurt_last_status();
 		x = ox_find(im, xn);
 		w = ox_find(im, wn);
-		if (win->group < 1 || x->dims[1] % win->group || w->dims[0] % win->group ||
-		    w->dims[1] * (int64_t)win->group != x->dims[1])
+		if (node.win.group < 1 || x->dims[1] % node.win.group ||
+		    w->dims[0] % node.win.group || w->dims[1] * (int64_t)node.win.group != x->dims[1])
 			return ox_fail(im, NPURT_ERR_INVALID, "group %u does not split the channels",
-				       win->group);
+				       node.win.group);
 	}
 	x = ox_find(im, xn);
 	dims[0] = x->dims[0];
 	dims[1] = conv ? ox_find(im, wn)->dims[0] : x->dims[1];
-	for (uint32_t k = 0; k < 2; k++) {
-		uint64_t in = sp == 1 && k == 0 ? 1 : (uint64_t)x->dims[2 + k - (2 - sp)];
-		uint64_t kk = conv ? (sp == 1 && k == 0 ? 1 : (uint64_t)ks[k - (2 - sp)]) :
-			      win->kernel[k];
-		uint64_t o = npu_window_out(in, win->pad[k], win->pad[k + 2], kk, win->stride[k],
-					    win->dilation[k], ceil_mode);
+	for (uint32_t k = 0; k < sp; k++) {
+		uint64_t in = (uint64_t)x->dims[2 + k], p0 = (uint64_t)pads[k];
+		uint64_t o = npu_window_out(in, p0, (uint64_t)pads[k + SP_MAX], (uint64_t)ks[k],
+					    (uint64_t)st[k], (uint64_t)dl[k], ceil_mode);
 
 		/* A last window starting in the end padding is dropped. */
-		if (ceil_mode && o > 1 && (o - 1) * win->stride[k] >= in + win->pad[k])
+		if (ceil_mode && o > 1 && (o - 1) * (uint64_t)st[k] >= in + p0)
 			o--;
 		if (!o)
 			return ox_fail(im, NPURT_ERR_INVALID, "the window does not fit the input");
@@ -503,16 +522,21 @@ npurt_status ox_op_window(struct ox_imp *im, const Onnx__NodeProto *n, struct ox
 			return npurt_last_status();
 		node.epi.flags = NPURT_EPILOGUE_BIAS;
 	}
-	y = ox_fresh(im, ox_tmp_name(im, yn, sizeof(yn), n->output[0]), OX_FLOAT, 4, dims);
+	if (sp == 1) {		/* computed as [N, O, 1, Wo], seen as [N, O, Wo] */
+		int64_t d4[4] = { dims[0], dims[1], 1, dims[2] }, s3[3];
+
+		y = ox_fresh(im, ox_tmp_name(im, yn, sizeof(yn), n->output[0]), OX_FLOAT, 4, d4);
+		if (!y || ox_add(im, &node, y->base))
+			return npurt_last_status();
+		s3[0] = y->stride[0];
+		s3[1] = y->stride[1];
+		s3[2] = y->stride[3];
+		return ox_done(ox_view(im, y, n->output[0], 3, dims, y->off, s3));
+	}
+	y = ox_fresh(im, ox_tmp_name(im, yn, sizeof(yn), n->output[0]), OX_FLOAT, 2 + sp, dims);
 	if (!y || ox_add(im, &node, y->base))
 		return npurt_last_status();
-	if (sp == 1) {
-		int64_t d3[3] = { y->dims[0], y->dims[1], y->dims[3] };
-		int64_t s3[3] = { y->stride[0], y->stride[1], y->stride[3] };
-
-		return ox_done(ox_view(im, y, n->output[0], 3, d3, y->off, s3));
-	}
-	return ox_done(ox_view(im, y, n->output[0], 4, y->dims, y->off, y->stride));
+	return ox_done(ox_view(im, y, n->output[0], y->ndim, y->dims, y->off, y->stride));
 }
 
 /* Pads of a transposed window that ends at out_shape, or SAME's (auto_pad). */
@@ -538,12 +562,14 @@ npurt_status ox_op_conv_transpose(struct ox_imp *im, const Onnx__NodeProto *n, s
 	const Onnx__AttributeProto *ap = ox_attr(n, "auto_pad");
 	bool same = ap && ap->has_s && ap->s.len >= 4 && !memcmp(ap->s.data, "SAME", 4);
 	bool lower = same && ap->s.len == 10 && !memcmp(ap->s.data, "SAME_LOWER", 10);
-	int64_t ks[2], st[2] = { 1, 1 }, dl[2] = { 1, 1 }, pads[4] = { 0 }, opad[2] = { 0 };
-	int64_t osh[4], v[4], zd[4], wd[4], g = ox_attr_i(n, "group", 1), lo[2], hi[2], cg, mg;
+	int64_t ks[SP_MAX], st[SP_MAX] = { 1, 1, 1 }, dl[SP_MAX] = { 1, 1, 1 };
+	int64_t pads[2 * SP_MAX] = { 0 }, opad[SP_MAX] = { 0 }, osh[2 + SP_MAX], v[2 * SP_MAX];
+	int64_t zd[2 + SP_MAX], wd[2 + SP_MAX], g = ox_attr_i(n, "group", 1), lo[SP_MAX];
+	int64_t hi[SP_MAX], cg, mg;
 	Onnx__AttributeProto dil = ONNX__ATTRIBUTE_PROTO__INIT, grp = ONNX__ATTRIBUTE_PROTO__INIT;
 	Onnx__AttributeProto *attrs[2] = { &dil, &grp };
 	npurt_graph_node copy = { .size = sizeof(copy), .op = NPU_OP_TRANSPOSE,
-				  .perm = { 0, 1, 2, 3 } };
+				  .perm = OX_PERM_IDENTITY };
 	Onnx__NodeProto conv = ONNX__NODE_PROTO__INIT;
 	char zn[96], wn[96], *ins[3];
 	const char *xn = x->name;
@@ -551,9 +577,9 @@ npurt_status ox_op_conv_transpose(struct ox_imp *im, const Onnx__NodeProto *n, s
 	int osh_n, cnt;
 	npurt_status stt;
 
-	if ((x->ndim != 3 && x->ndim != 4) || !w || w->ndim != x->ndim)
-		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "%s-D windows; the device has 1-D and 2-D",
-			       x->ndim == 5 ? "3" : "other");
+	if (x->ndim < 3 || x->ndim > 2 + SP_MAX || !w || w->ndim != x->ndim)
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "%u-D windows; the device has 1-D to 3-D",
+			       x->ndim >= 2 ? x->ndim - 2 : 0);
 	if (!w->is_const || ox_need_float(im, x) || !ox_is_float(w->type))
 		return npurt_last_status() ? npurt_last_status() :
 		       ox_fail(im, NPURT_ERR_UNSUPPORTED, "weights that are not float constants");
@@ -562,7 +588,7 @@ npurt_status ox_op_conv_transpose(struct ox_imp *im, const Onnx__NodeProto *n, s
 			       (long long)x->dims[1]);
 	for (uint32_t k = 0; k < sp; k++)
 		ks[k] = w->dims[2 + k];
-	if ((cnt = ox_ints(im, n, SIZE_MAX, "kernel_shape", v, 4, &stt)) >= 0)
+	if ((cnt = ox_ints(im, n, SIZE_MAX, "kernel_shape", v, 2 * SP_MAX, &stt)) >= 0)
 		for (int k = 0; k < cnt; k++)
 			if (k >= (int)sp || v[k] != ks[k])
 				return ox_fail(im, NPURT_ERR_INVALID, "kernel_shape is not the weights'");
@@ -570,7 +596,7 @@ npurt_status ox_op_conv_transpose(struct ox_imp *im, const Onnx__NodeProto *n, s
 	if (stt)
 		return stt;
 	/* output_shape: the spatial dimensions, or all of them */
-	osh_n = ox_ints(im, n, SIZE_MAX, "output_shape", osh, 4, &stt);
+	osh_n = ox_ints(im, n, SIZE_MAX, "output_shape", osh, 2 + SP_MAX, &stt);
 	if (stt)
 		return stt;
 	for (uint32_t k = 0; k < sp; k++) {
@@ -582,12 +608,12 @@ npurt_status ox_op_conv_transpose(struct ox_imp *im, const Onnx__NodeProto *n, s
 		span = dl[k] * (ks[k] - 1) + 1;
 		if (osh_n >= (int)sp)
 			transposed_same(in, st[k], opad[k], span, osh[osh_n - sp + k], lower,
-					&pads[k], &pads[k + 2]);
+					&pads[k], &pads[k + SP_MAX]);
 		else if (same)
 			transposed_same(in, st[k], opad[k], span, in * st[k], lower, &pads[k],
-					&pads[k + 2]);
+					&pads[k + SP_MAX]);
 		lo[k] = span - 1 - pads[k];
-		hi[k] = span - 1 - pads[k + 2] + opad[k];
+		hi[k] = span - 1 - pads[k + SP_MAX] + opad[k];
 		if (lo[k] < 0 || hi[k] < 0 || lo[k] > 0xffff || hi[k] > 0xffff)
 			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "pads that crop past the kernel");
 		zd[2 + k] = (in - 1) * st[k] + 1 + lo[k] + hi[k];
@@ -628,21 +654,22 @@ npurt_status ox_op_conv_transpose(struct ox_imp *im, const Onnx__NodeProto *n, s
 		return npurt_last_status();
 	w = ox_find(im, n->input[1]);
 	{
-		int64_t kh = sp == 2 ? ks[0] : 1, kw = ks[sp - 1];
+		int64_t taps = 1;
 
+		for (uint32_t k = 0; k < sp; k++)
+			taps *= ks[k];
+		/* every spatial index flipped is the whole tap index reversed */
 		for (int64_t gi = 0; gi < g; gi++)
 			for (int64_t m = 0; m < mg; m++)
 				for (int64_t c = 0; c < cg; c++)
-					for (int64_t i = 0; i < kh; i++)
-						for (int64_t j = 0; j < kw; j++) {
-							uint64_t to = (uint64_t)((((gi * mg + m) * cg + c) *
-									kh + i) * kw + j);
-							uint64_t from = (uint64_t)((((gi * cg + c) * mg + m) *
-									kh + (kh - 1 - i)) * kw +
-									(kw - 1 - j));
+					for (int64_t t = 0; t < taps; t++) {
+						uint64_t to = (uint64_t)(((gi * mg + m) * cg + c) *
+									 taps + t);
+						uint64_t from = (uint64_t)(((gi * cg + c) * mg + m) *
+									   taps + (taps - 1 - t));
 
-							ox_set(wt, to, ox_getf(w, from));
-						}
+						ox_set(wt, to, ox_getf(w, from));
+					}
 	}
 	/* Conv of the two at stride 1, the window's dilations, the groups. */
 	dil.name = (char *)"dilations";

@@ -395,7 +395,7 @@ static npurt_status op_gemm(struct ox_imp *im, const Onnx__NodeProto *n)
 	if (cn && beta != 0.0f) {
 		/* C goes into Y first; the GEMM then adds its product (beta). */
 		npurt_graph_node copy = { .size = sizeof(copy), .op = NPU_OP_TRANSPOSE,
-					  .perm = { 0, 1, 2, 3 } };
+					  .perm = OX_PERM_IDENTITY };
 		uint32_t out = ox_find(im, n->output[0])->base;
 
 		if (ox_bcast_tensor(im, cn, 2, dims, &copy.in[0]) || ox_add(im, &copy, out))

@@ -23,7 +23,7 @@
 
 void openblas_set_num_threads(int n);
 
-static void view(struct npu_op_tensor *t, struct npu_view *v, float *data, uint64_t n0,
+static void view(struct npu_tensor *t, struct npu_view *v, float *data, uint64_t n0,
 		 uint64_t n1, uint64_t n2, uint64_t n3)
 {
 	const uint64_t shape[4] = { n0, n1, n2, n3 };
@@ -62,7 +62,7 @@ int main(void)
 	float *x = malloc(sizeof(float) * C * H * W), *f = malloc(sizeof(float) * O * C * K * K);
 	float *y = malloc(sizeof(float) * O * H * W), *y2 = malloc(sizeof(float) * O * H * W);
 	float *col = malloc(sizeof(float) * C * K * K * H * W);
-	struct npu_op_args a = { .op = NPU_OP_CONV2D,
+	struct npu_op a = { .op = NPU_OP_CONV2D,
 				 .win = { .stride = { 1, 1 }, .dilation = { 1, 1 },
 					  .pad = { 1, 1, 1, 1 }, .group = 1 } };
 	struct npu_view v[3];

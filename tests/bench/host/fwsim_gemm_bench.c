@@ -19,7 +19,7 @@
 
 void openblas_set_num_threads(int n);
 
-static void view(struct npu_op_tensor *t, struct npu_view *v, float *data, uint64_t r,
+static void view(struct npu_tensor *t, struct npu_view *v, float *data, uint64_t r,
 		 uint64_t c)
 {
 	memset(t, 0, sizeof(*t));
@@ -31,7 +31,7 @@ static void view(struct npu_op_tensor *t, struct npu_view *v, float *data, uint6
 	memcpy(v->stride, t->stride, sizeof(v->stride));
 }
 
-static double best_of(int runs, const struct npu_op_args *a, struct npu_view *v)
+static double best_of(int runs, const struct npu_op *a, struct npu_view *v)
 {
 	double best = 1e30;
 
@@ -56,7 +56,7 @@ int main(void)
 		int n = sizes[s], runs = n <= 512 ? 5 : 3;
 		float *A = malloc(sizeof(float) * n * n), *B = malloc(sizeof(float) * n * n);
 		float *C = malloc(sizeof(float) * n * n), *D = malloc(sizeof(float) * n * n);
-		struct npu_op_args a = { .op = NPU_OP_GEMM, .alpha = 1.0f };
+		struct npu_op a = { .op = NPU_OP_GEMM, .alpha = 1.0f };
 		struct npu_view v[3];
 		double t_fast, t_avx2, t_port, t_blas = 1e30, flops = 2.0 * n * n * n, err = 0;
 

@@ -148,51 +148,67 @@ static uint64_t count(const struct npum_tensor *t)
 }
 
 /*
- * Conv2d and the pools, one output element at a time, every window
- * position tested against the image (not the firmware's loop order).
+ * Conv2d and the pools in 2-D or 3-D, one output element at a time,
+ * every window position tested against the image (not the firmware's
+ * loop order). A 2-D window is one of depth 1.
  */
 static void window(const struct ref *r, const struct npum_op *op)
 {
 	const struct npum_tensor *x = &r->m->tensors[op->in[0]], *y = &r->m->tensors[op->out];
 	const struct npum_tensor *w = op->kernel == NPU_OP_CONV2D ? &r->m->tensors[op->in[1]] : NULL;
-	struct npu_op_args a = { .op = op->kernel };
-	uint64_t C = x->shape[1], H = x->shape[2], W = x->shape[3];
-	uint64_t O = y->shape[1], Ho = y->shape[2], Wo = y->shape[3];
-	uint64_t kh, kw, cpg, opg;
+	struct npu_op a = { .op = op->kernel };
+	unsigned int nsp = x->ndim - 2, z = nsp - 2;	/* z: whether there is a depth */
+	struct npu_win_dim d[3];
+	uint64_t C = x->shape[1], O = y->shape[1], in[3] = { 1, 1, 1 }, on[3] = { 1, 1, 1 };
+	uint64_t kn[3] = { 1, 1, 1 }, cpg, opg, per;
 
 	mf_window_args(op, &a);
-	kh = w ? w->shape[2] : a.win.kernel[0];
-	kw = w ? w->shape[3] : a.win.kernel[1];
+	d[0] = (struct npu_win_dim){ 1, 1, 1, 0, 0 };
+	for (unsigned int k = 0; k < nsp; k++) {
+		d[k + 1 - z] = npu_window_dim(&a, nsp, k);
+		in[k + 1 - z] = x->shape[2 + k];
+		on[k + 1 - z] = y->shape[2 + k];
+		kn[k + 1 - z] = w ? w->shape[2 + k] : d[k + 1 - z].kernel;
+	}
 	cpg = w ? C / a.win.group : 1;
 	opg = w ? O / a.win.group : 1;
-	for (uint64_t e = 0; e < y->shape[0] * O * Ho * Wo; e++) {
-		uint64_t wo = e % Wo, ho = e / Wo % Ho, o = e / (Wo * Ho) % O, n = e / (Wo * Ho * O);
+	per = on[0] * on[1] * on[2];
+	for (uint64_t e = 0; e < y->shape[0] * O * per; e++) {
+		uint64_t p = e % per, o = e / per % O, n = e / (per * O), ix[3];
 		double acc = 0, cnt = 0, all = 0;
 		float m = -INFINITY;
 
+		ix[2] = p % on[2];
+		ix[1] = p / on[2] % on[1];
+		ix[0] = p / (on[2] * on[1]);
 		for (uint64_t c = 0; c < cpg; c++)
-			for (uint64_t i = 0; i < kh; i++)
-				for (uint64_t j = 0; j < kw; j++) {
-					int64_t hi = (int64_t)(ho * a.win.stride[0] + i * a.win.dilation[0]) -
-						     (int64_t)a.win.pad[0];
-					int64_t wi = (int64_t)(wo * a.win.stride[1] + j * a.win.dilation[1]) -
-						     (int64_t)a.win.pad[1];
-					uint64_t ic = w ? (o / opg) * cpg + c : o;
-					float v;
+			for (uint64_t t = 0; t < kn[0] * kn[1] * kn[2]; t++) {
+				uint64_t tap[3] = { t / (kn[1] * kn[2]), t / kn[2] % kn[1], t % kn[2] };
+				uint64_t ic = w ? (o / opg) * cpg + c : o, src = n * C + ic;
+				bool inside = true, counted = true;
+				float v;
 
-					if (hi < (int64_t)(H + a.win.pad[2]) && wi < (int64_t)(W + a.win.pad[3]))
-						all++;
-					if (hi < 0 || wi < 0 || hi >= (int64_t)H || wi >= (int64_t)W)
-						continue;
-					v = get(r, op->in[0], ((n * C + ic) * H + (uint64_t)hi) * W + (uint64_t)wi);
-					cnt++;
-					if (w)
-						acc += (double)v * get(r, op->in[1],
-								       ((o * cpg + c) * kh + i) * kw + j);
-					else
-						acc += v;
-					m = v > m || isnan(v) ? v : m;
+				for (int k = 0; k < 3; k++) {
+					int64_t q = (int64_t)(ix[k] * d[k].stride + tap[k] * d[k].dilation) -
+						    (int64_t)d[k].pad0;
+
+					counted = counted && q < (int64_t)(in[k] + d[k].pad1);
+					inside = inside && q >= 0 && q < (int64_t)in[k];
+					src = src * in[k] + (uint64_t)(q < 0 ? 0 : q);
 				}
+				if (counted)
+					all++;
+				if (!inside)
+					continue;
+				v = get(r, op->in[0], src);
+				cnt++;
+				if (w)
+					acc += (double)v * get(r, op->in[1], (o * cpg + c) *
+							       kn[0] * kn[1] * kn[2] + t);
+				else
+					acc += v;
+				m = v > m || isnan(v) ? v : m;
+			}
 		put(r, op->out, e, op->kernel == NPU_OP_MAXPOOL2D ? m :
 		    op->kernel == NPU_OP_CONV2D ? (float)acc :
 		    (float)(acc / (a.win.flags & NPU_OP_W_COUNT_PAD ? all : cnt ? cnt : 1)));
@@ -440,7 +456,7 @@ static void transpose(const struct ref *r, const struct npum_op *op)
 			uint64_t i = 0;
 
 			for (unsigned int j = 0; j < o->ndim; j++)
-				if (op->perm[j] == k)
+				if (mf_perm(op, j) == k)
 					i = ci[j];
 			src = src * a->shape[k] + i;
 		}
