@@ -384,6 +384,15 @@ static int run_conv(const struct npu_op *a, const struct npu_view *in,
 	return 0;
 }
 
+/* A depth slice of 5-D `v`, [1, C, H, W] (its data set per slice). */
+static struct npu_view depth_slice(const struct npu_view *v)
+{
+	return (struct npu_view){ .dtype = v->dtype, .ndim = 4,
+				  .shape = { 1, v->shape[1], v->shape[3], v->shape[4] },
+				  .stride = { v->stride[0], v->stride[1], v->stride[3],
+					      v->stride[4] } };
+}
+
 /*
  * A 3-D convolution as 2-D ones: depth slice do of output plane (n, o)
  * is the sum, over the depth taps t whose input slice d = do * stride -
@@ -403,7 +412,7 @@ static int run_conv3d(const struct npu_op *a, const struct npu_view *in,
 	uint64_t cg = in[1].shape[1], kh = in[1].shape[3], kw = in[1].shape[4];
 	uint64_t per = cg * kh * kw, Ho = out->shape[3], Wo = out->shape[4];
 	struct npu_op last = *a, inner = *a;
-	struct npu_view x2 = in[0], v[3] = { in[0], in[1], in[2] }, y2 = *out;
+	struct npu_view v[3] = { depth_slice(&in[0]), { 0 }, in[2] }, y2 = depth_slice(out);
 	float *wt = malloc(kd * O * per * sizeof(float));
 	int ret = 0;
 
@@ -415,26 +424,10 @@ static int run_conv3d(const struct npu_op *a, const struct npu_view *in,
 					p / kw % kh * fs[3] + p % kw * fs[4]];
 	inner.epi.flags = 0;
 	inner.epi.act = 0;
-	x2.ndim = v[1].ndim = y2.ndim = 4;
-	for (int k = 0; k < 3; k++) {
-		x2.shape[k + 1] = in[0].shape[k + 2];
-		x2.stride[k + 1] = xs[k + 2];
-		y2.shape[k + 1] = out->shape[k + 2];
-		y2.stride[k + 1] = ys[k + 2];
-	}
-	x2.shape[0] = y2.shape[0] = 1;
-	x2.shape[1] = in[0].shape[1];
-	x2.stride[1] = xs[1];
-	y2.shape[1] = O;
-	y2.stride[1] = ys[1];
-	x2.shape[4] = x2.stride[4] = y2.shape[4] = y2.stride[4] = 0;
-	if (wt)
-		v[1] = (struct npu_view){ .dtype = NPU_DT_F32, .ndim = 4,
-					  .shape = { O, cg, kh, kw }, .stride = { per, kh * kw, kw, 1 } };
-	else
-		v[1] = (struct npu_view){ .dtype = NPU_DT_F32, .ndim = 4,
-					  .shape = { O, cg, kh, kw },
-					  .stride = { fs[0], fs[1], fs[3], fs[4] } };
+	/* a tap's weights: its slice of the dense copy, or of in[1] in place */
+	v[1] = (struct npu_view){ .dtype = NPU_DT_F32, .ndim = 4, .shape = { O, cg, kh, kw },
+				  .stride = { wt ? per : fs[0], wt ? kh * kw : fs[1],
+					      wt ? kw : fs[3], wt ? 1 : fs[4] } };
 	for (uint64_t u = begin; u < end && !ret;) {
 		uint64_t n = u / O, o0 = u % O, o1 = (n + 1) * O < end ? O : end - n * O;
 
@@ -469,8 +462,7 @@ static int run_conv3d(const struct npu_op *a, const struct npu_view *in,
 
 				if (d < 0 || d >= (int64_t)D)
 					continue;
-				x2.data = (float *)in[0].data + n * xs[0] + (uint64_t)d * xs[2];
-				v[0] = x2;
+				v[0].data = (float *)in[0].data + n * xs[0] + (uint64_t)d * xs[2];
 				v[1].data = wt ? wt + (uint64_t)t * O * per :
 					    (float *)in[1].data + (uint64_t)t * fs[2];
 				ret = run_conv(t == final ? &last : &inner, v, &y2, o0, o1, t != first,

@@ -280,16 +280,12 @@ static npurt_status pad_border(struct ox_imp *im, const Onnx__NodeProto *n, uint
 			else
 				from = side ? p0 + in - 1 : p0;
 			src.tensor = OX_NONE;
-			src.off = y->off;
-			for (uint32_t d = 0; d < r; d++) {
-				if (d > k) {
-					src.dims[d] = xdims[d];
-					src.off += (uint64_t)(pads[d] * y->stride[d]);
-				}
+			for (uint32_t d = k + 1; d < r; d++) {	/* not padded yet: the inside */
+				src.dims[d] = xdims[d];
+				src.off += (uint64_t)(pads[d] * y->stride[d]);
 			}
+			src.dims[k] = reflect ? 1 : cnt;
 			dst = src;
-			dst.dims[k] = reflect ? 1 : cnt;
-			src.dims[k] = dst.dims[k];
 			src.off += (uint64_t)(from * y->stride[k]);
 			dst.off += (uint64_t)(at * y->stride[k]);
 			if (!reflect)

@@ -396,7 +396,7 @@ static void set_window_dim(npurt_graph_node *node, uint32_t sp, uint32_t k, uint
 			   int64_t st, int64_t dl, int64_t p0, int64_t p1)
 {
 	npurt_window *w = &node->win;
-	uint32_t j = k + 2 - sp;
+	uint32_t j = sp == 3 ? k - 1 : k + 2 - sp;
 
 	if (sp == 3 && k == 0) {
 		node->win_d = (npurt_window_depth){ .kernel = kernel, .stride = (uint32_t)st,
@@ -404,8 +404,6 @@ static void set_window_dim(npurt_graph_node *node, uint32_t sp, uint32_t k, uint
 						    .pad = { (uint32_t)p0, (uint32_t)p1 } };
 		return;
 	}
-	if (sp == 3)
-		j = k - 1;
 	w->kernel[j] = kernel;
 	w->stride[j] = (uint32_t)st;
 	w->dilation[j] = (uint32_t)dl;
