@@ -315,20 +315,31 @@ static int dma_host(struct npu_dev *dev, struct npu_fw_queue *q, uint64_t va,
 /* Free the views' private buffers; bit i of `borrowed`: v[i] is device memory. */
 static void free_views(struct npu_view *v, unsigned int borrowed)
 {
-	for (unsigned int i = 0; i < 4; i++) {
+	for (unsigned int i = 0; i < 5; i++) {
 		if (!(borrowed & (1u << i)))
 			free(v[i].data);
 		v[i].data = NULL;
 	}
 }
 
-/* Write a launch's output back to device memory. */
+/*
+ * Write a launch's output (v[3], of the op as run) back to device memory
+ * as `a` has it: narrowed first if it was widened, in place, or into
+ * v[4] when it has gaps.
+ */
 static int scatter(struct npu_dev *dev, struct npu_fw_queue *q,
-		   const struct npu_op *a, const struct npu_view *out,
-		   struct fault *f)
+		   const struct npu_op *a, struct npu_view *v, struct fault *f)
 {
-	return dma_host(dev, q, a->out.va, out->data, npu_tensor_extent(&a->out),
-			NPU_ACCESS_WRITE, f);
+	uint64_t extent = npu_tensor_extent(&a->out);
+	void *data = v[3].data;
+
+	if (v[3].dtype != a->out.dtype && v[4].data) {
+		npu_narrow_view(&v[4], data);
+		data = v[4].data;
+	} else if (v[3].dtype != a->out.dtype) {
+		npu_narrow(data, data, extent / npu_dtype_size(a->out.dtype), a->out.dtype);
+	}
+	return dma_host(dev, q, a->out.va, data, extent, NPU_ACCESS_WRITE, f);
 }
 
 /* A core group with no launch, or -1. */
@@ -379,9 +390,9 @@ static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 		      const struct npu_fw_task *t, struct fault *f)
 {
 	struct npu_op_args blk;
-	struct npu_op a;
-	struct npu_view v[4] = { 0 };	/* in[0], in[1], the epilogue's bias, out */
-	const struct npu_tensor *ts[4];
+	struct npu_op a, run;
+	struct npu_view v[5] = { 0 };	/* struct npu_launch's */
+	const struct npu_tensor *ts[4], *rs[4];
 	unsigned int n_in, i, borrowed = 0;
 	int ret = -1, g = free_group(dev);
 	bool in_place;
@@ -414,48 +425,65 @@ static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 	}
 	n_in = npu_op_inputs(&a);
 	in_place = !npu_op_reads_output(&a);
-	ts[0] = &a.in[0];
-	ts[1] = &a.in[1];
-	ts[2] = &a.epi.bias;
-	ts[3] = &a.out;
+	npu_op_widened(&a, &run);
+	ts[0] = &a.in[0], rs[0] = &run.in[0];
+	ts[1] = &a.in[1], rs[1] = &run.in[1];
+	ts[2] = &a.epi.bias, rs[2] = &run.epi.bias;
+	ts[3] = &a.out, rs[3] = &run.out;
 	for (i = 0; i < 4; i++) {
 		const struct npu_tensor *tt = ts[i];
-		uint64_t extent, elems = 1;
-		int gather;
+		uint64_t extent, elems = 1, n;
+		bool gather, gaps, widen = tt->dtype != rs[i]->dtype;
+		uint8_t *p;
 
 		if ((i < 2 && i >= n_in) || (i == 2 && !(a.epi.flags & NPU_OP_E_BIAS)))
 			continue;
 		extent = npu_tensor_extent(tt);
+		n = extent / npu_dtype_size(tt->dtype);
 		for (uint32_t k = 0; k < tt->ndim; k++)
 			elems *= tt->shape[k];
-		gather = i < 3 || npu_op_reads_output(&a) ||
-			 extent != elems * npu_dtype_size(tt->dtype);
-		v[i].dtype = tt->dtype;
+		gaps = extent != elems * npu_dtype_size(tt->dtype);
+		gather = i < 3 || npu_op_reads_output(&a) || gaps;
+		v[i].dtype = rs[i]->dtype;
 		v[i].ndim = tt->ndim;
 		memcpy(v[i].shape, tt->shape, sizeof(v[i].shape));
 		memcpy(v[i].stride, tt->stride, sizeof(v[i].stride));
 		if (i < 3 && in_place) {
-			uint8_t *p;
 			int r = npu_engine_borrow(dev, q, tt->va, extent, npu_dtype_size(tt->dtype), &p, f);
 
 			if (r < 0)
 				goto out;
-			if (!r) {
+			if (!r && !widen) {
 				v[i].data = p;
 				borrowed |= 1u << i;
 				continue;
 			}
+			if (!r) {	/* widened straight out of device memory */
+				v[i].data = malloc(n * sizeof(float));
+				if (!v[i].data)
+					goto nomem;
+				npu_widen(v[i].data, p, n, tt->dtype);
+				continue;
+			}
 		}
-		v[i].data = malloc(extent);
-		if (!v[i].data) {
-			f->code = NPU_FW_EKERNEL;
-			f->address = tt->va;
-			goto out;
-		}
+		v[i].data = malloc(widen ? n * sizeof(float) : extent);
+		if (!v[i].data)
+			goto nomem;
 		if (gather && dma_host(dev, q, tt->va, v[i].data, extent, NPU_ACCESS_READ, f))
 			goto out;
+		if (gather && widen)
+			npu_widen(v[i].data, v[i].data, n, tt->dtype);
+		if (i == 3 && widen && gaps) {
+			/* what lies between the elements, to go back unchanged */
+			v[4] = v[3];
+			v[4].dtype = tt->dtype;
+			v[4].data = malloc(extent);
+			if (!v[4].data ||
+			    dma_host(dev, q, tt->va, v[4].data, extent, NPU_ACCESS_READ, f))
+				goto nomem_or_fault;
+		}
 	}
-	if (dev->groups[g].n && !run_inline(&a)) {
+	if (dev->groups[g].n && !run_inline(&run)) {
 		struct npu_launch *l = &dev->eng.launch[g];
 
 		l->active = true;
@@ -470,14 +498,22 @@ static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 		l->cursor = npu_engine_cursor(dev, qid, q);
 		l->counted_ns = npu_dev_clock_ns();
 		l->args = a;
+		l->run = run;
 		memcpy(l->v, v, sizeof(v));
 		dev->eng.q[qid].busy = true;
-		npu_cores_launch(&dev->groups[g], &l->args, l->v, &l->v[3],
+		npu_cores_launch(&dev->groups[g], &l->run, l->v, &l->v[3],
 				 (unsigned int)t->args[1]);
 		return 1;
 	}
-	npu_op_run(&a, v, &v[3], 0, npu_op_units(&a));
-	ret = scatter(dev, q, &a, &v[3], f);
+	npu_op_run(&run, v, &v[3], 0, npu_op_units(&run));
+	ret = scatter(dev, q, &a, v, f);
+	goto out;
+nomem_or_fault:
+	if (v[4].data)		/* dma_host() filled in the fault */
+		goto out;
+nomem:
+	f->code = NPU_FW_EKERNEL;
+	f->address = ts[i]->va;
 out:
 	free_views(v, borrowed);
 	return ret;
@@ -689,7 +725,7 @@ static void complete_launch(struct npu_dev *dev, unsigned int g, uint64_t finish
 		npu_engine_own_inputs(l);
 	if (current && l->rerun && !l->lost) {
 		l->rerun = false;
-		npu_cores_launch(&dev->groups[g], &l->args, l->v, &l->v[3], l->parts);
+		npu_cores_launch(&dev->groups[g], &l->run, l->v, &l->v[3], l->parts);
 		return;
 	}
 	if (current && l->lost) {	/* no memory for the inputs' copies */
@@ -698,7 +734,7 @@ static void complete_launch(struct npu_dev *dev, unsigned int g, uint64_t finish
 	} else if (current) {
 		f.code = NPU_FW_EFAULT;
 		task_begin(dev, l->qid);
-		bad = scatter(dev, q, &l->args, &l->v[3], &f);
+		bad = scatter(dev, q, &l->args, l->v, &f);
 		task_end(dev);
 		if (bad)
 			npu_engine_queue_fault(dev, l->qid, &f);

@@ -49,8 +49,11 @@ struct npu_launch {
 	uint64_t epoch;			/* eng.epoch when it translated */
 	uint64_t cursor;		/* the task's place: npu_engine_cursor() */
 	uint64_t counted_ns;		/* exec time counted up to here */
-	struct npu_op args;
-	struct npu_view v[4];		/* in[0], in[1], bias, out */
+	struct npu_op args;		/* as the host wrote it */
+	struct npu_op run;		/* as the cores run it: args, widened (npu_widen.c) */
+	/* in[0], in[1], bias, out (of run), and out as the device holds it
+	 * when a widened output has gaps: it is narrowed into that */
+	struct npu_view v[5];
 };
 
 /* A copy engine and the COPY or FILL it runs. */

@@ -64,7 +64,7 @@ static bool reads_before(struct npu_dev *dev, unsigned int g, uint32_t ctx, uint
  */
 void npu_engine_own_inputs(struct npu_launch *l)
 {
-	const struct npu_tensor *ts[3] = { &l->args.in[0], &l->args.in[1], &l->args.epi.bias };
+	const struct npu_tensor *ts[3] = { &l->run.in[0], &l->run.in[1], &l->run.epi.bias };
 
 	for (unsigned int i = 0; i < 3; i++) {
 		uint64_t extent = npu_tensor_extent(ts[i]);

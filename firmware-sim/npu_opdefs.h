@@ -161,6 +161,29 @@ static inline bool npu_op_reads_out(uint32_t op, float beta)
 	return (op == NPU_OP_GEMM && beta != 0.0f) || op == NPU_OP_SELECT;
 }
 
+/*
+ * Whether op takes tensors of dtype dt by widening them (firmware 0.7):
+ * GEMM, the row ops and the windows compute in f32 only, and the engine
+ * hands them f16 and bf16 tensors as f32 copies and rounds their output
+ * to its dtype once, on the way back, so products accumulate in f32 as
+ * an NPU's MACs do. MaxPool takes i8 and u8 the same way: f32 holds
+ * every such value exactly, and a maximum is one of them.
+ */
+static inline bool npu_op_widens(uint32_t op, uint32_t dt)
+{
+	if (op != NPU_OP_GEMM && op != NPU_OP_SOFTMAX && op != NPU_OP_LAYERNORM &&
+	    (op < NPU_OP_CONV2D || op > NPU_OP_AVGPOOL2D))
+		return false;
+	return dt == NPU_DT_F16 || dt == NPU_DT_BF16 ||
+	       (op == NPU_OP_MAXPOOL2D && (dt == NPU_DT_I8 || dt == NPU_DT_U8));
+}
+
+/* Whether op computes on a tensor of dt as f32: it is f32, or widens. */
+static inline bool npu_op_takes_as_f32(uint32_t op, uint32_t dt)
+{
+	return dt == NPU_DT_F32 || npu_op_widens(op, dt);
+}
+
 static inline float npu_binary(uint32_t op, float x, float y)
 {
 	switch (op) {
@@ -254,9 +277,11 @@ static inline const char *npu_epilogue_check(const struct npu_op *a)
 		return NULL;
 	if (e->flags & ~NPU_OP_E_BIAS)
 		return "unknown epilogue flags";
-	if ((a->op != NPU_OP_CONV2D && a->op != NPU_OP_GEMM && !binary) ||
-	    a->out.dtype != NPU_DT_F32 || a->in[0].dtype != NPU_DT_F32)
-		return "an epilogue takes CONV2D, GEMM or an arithmetic binary op, on f32";
+	if (binary ? a->out.dtype != NPU_DT_F32 || a->in[0].dtype != NPU_DT_F32 :
+	    (a->op != NPU_OP_CONV2D && a->op != NPU_OP_GEMM) ||
+	    !npu_op_takes_as_f32(a->op, a->out.dtype) || !npu_op_takes_as_f32(a->op, a->in[0].dtype))
+		return "an epilogue takes CONV2D or GEMM (on f32, f16 or bf16) or an arithmetic "
+		       "binary op on f32";
 	if (e->act && (npu_op_kind(e->act) != NPU_OPK_UNARY || !npu_op_is_f32_classic(e->act)))
 		return "the epilogue's act is not an f32 unary op";
 	if (isnan(e->alpha) || isnan(e->beta))
@@ -265,8 +290,10 @@ static inline const char *npu_epilogue_check(const struct npu_op *a)
 		return NULL;
 	if (binary)
 		return "a bias takes CONV2D or GEMM";
-	if (e->bias.dtype != NPU_DT_F32 || e->bias.ndim != 1 || e->bias.shape[0] != a->out.shape[1])
-		return "the epilogue's bias: f32, one per output channel (CONV2D) or column (GEMM)";
+	if (!npu_op_takes_as_f32(a->op, e->bias.dtype) || e->bias.ndim != 1 ||
+	    e->bias.shape[0] != a->out.shape[1])
+		return "the epilogue's bias: f32, f16 or bf16, one per output channel (CONV2D) or "
+		       "column (GEMM)";
 	return NULL;
 }
 

@@ -393,9 +393,12 @@ static inline const char *npu_op_dtypes(uint32_t op, uint32_t d0, uint32_t d1, u
 	case NPU_OPK_GATHER:
 		return d0 == dout && (d1 == NPU_DT_I32 || d1 == NPU_DT_I64) ? NULL :
 		       "gather_elements: I32 or I64 indices, out of in0's dtype";
-	default:
-		return d0 == NPU_DT_F32 && dout == NPU_DT_F32 &&
-		       (d1 == NPU_DT_COUNT || d1 == NPU_DT_F32) ? NULL : "op takes fp32 tensors";
+	default:			/* in f32 (npu_op_widens) */
+		if (npu_op_takes_as_f32(op, d0) && npu_op_takes_as_f32(op, dout) &&
+		    (d1 == NPU_DT_COUNT || npu_op_takes_as_f32(op, d1)))
+			return NULL;
+		return op == NPU_OP_MAXPOOL2D ? "maxpool takes f32, f16, bf16, i8 and u8 tensors" :
+		       "op takes f32, f16 and bf16 tensors";
 	}
 }
 

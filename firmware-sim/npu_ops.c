@@ -194,8 +194,17 @@ static const char *check_epilogue(const struct npu_op *a)
 const char *npu_op_check(const struct npu_op *a)
 {
 	const char *err = check_op(a);
+	struct npu_op run;
 
-	return err ? err : check_epilogue(a);
+	if (!err)
+		err = check_epilogue(a);
+	if (err)
+		return err;
+	/* Widened, the op must be a launch of its own: f32 copies of i8 are 4 times the size. */
+	npu_op_widened(a, &run);
+	if (memcmp(&run, a, sizeof(run)))
+		err = check_op(&run);
+	return err ? err : check_epilogue(&run);
 }
 
 /*

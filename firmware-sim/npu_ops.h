@@ -73,6 +73,25 @@ int npu_op_run_cancellable(const struct npu_op *a, const struct npu_view *in,
 			   const struct npu_view *out, uint64_t begin, uint64_t end,
 			   const uint32_t *cancel);
 
+/*
+ * A launch of an op that computes in f32 on f16, bf16 (or MaxPool's i8,
+ * u8) tensors (npu_op_widens) runs as *run, `a` with those tensors' dtypes
+ * f32: the engine gives npu_op_run() f32 views of them (npu_widen.c), with
+ * the same strides, and narrows the output back. npu_op_run() takes no
+ * other f16 or bf16 tensors for these ops.
+ */
+void npu_op_widened(const struct npu_op *a, struct npu_op *run);
+
+/*
+ * n elements of dt at src into f32 at dst, and back; dst may be src (the
+ * buffer must hold n floats).
+ */
+void npu_widen(float *dst, const void *src, uint64_t n, uint32_t dt);
+void npu_narrow(void *dst, const float *src, uint64_t n, uint32_t dt);
+
+/* Only the elements of dst (its dtype, shape, strides) from src (f32, same strides). */
+void npu_narrow_view(const struct npu_view *dst, const float *src);
+
 /* npu_dtype_size() and the fp16 / bf16 conversions: npu_opdefs.h. */
 
 /*

@@ -332,9 +332,16 @@ long fz_ioctl(int fd, unsigned long req, void *arg)
 	return r < 0 ? -errno : r;
 }
 
+/*
+ * Every ms until fz_disarm(), not once: on a loaded guest a worker can be
+ * scheduled out for longer than ms between arming and entering the wait,
+ * and a single SIGALRM spent before the wait left one with no deadline
+ * blocked for good (a hang the watchdog reported as a finding).
+ */
 void fz_arm_ms(unsigned int ms)
 {
-	struct itimerval it = { .it_value = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 } };
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+	struct itimerval it = { .it_interval = tv, .it_value = tv };
 
 	setitimer(ITIMER_REAL, &it, NULL);
 	fz->alarm_armed = true;

@@ -6,8 +6,9 @@
     make_models.py --corpus DIR     (the ONNX fuzzer's seeds, kept in tests/fuzz)
 
 Writes, for each model NAME, OUTDIR/NAME.onnx, the input OUTDIR/NAME.in
-(float32, raw; its shape in OUTDIR/NAME.onnx.dims, JSON) and the output
-numpy computes from it in float64, OUTDIR/NAME.out (float32, raw). Weights and inputs come from
+(raw, in the model's input type; its shape in OUTDIR/NAME.onnx.dims, JSON)
+and the output numpy computes from it in float64, OUTDIR/NAME.out (float32,
+raw). Weights and inputs come from
 numpy.random.RandomState(0) per model, so the files are the same on every
 machine.
 
@@ -21,6 +22,9 @@ machine.
   resnet_mini    [1,3,64,64]: Conv + BatchNorm + Relu blocks with residual Adds,
                  a stride-2 downsample, GlobalAveragePool, Flatten, Gemm
   picked_column  [4,6]: ArgMax into a scalar index, Where, Gather of that column
+  mlp_bf16       the MLP in bfloat16 (opset 14), transformer17_f16 and
+                 resnet_mini_f16 in float16: weights, inputs and numpy's copies
+                 of them rounded alike, every activation half precision
   video_cnn      [1,2,5,9,8]: Conv 3-D (every dimension its own kernel, stride,
                  dilation and pads) + bias + Relu, MaxPool 3-D, AveragePool 3-D
                  without the padding, Pad reflect and edge, Unsqueeze to 6-D
@@ -35,24 +39,58 @@ from onnx import TensorProto, helper, numpy_helper
 from math import erf
 
 
+def rounded(a, dt):
+    """a (float32) as a tensor of dt holds it: float16 and bfloat16 round to
+    nearest even, so numpy's reference starts from the values the device has."""
+    a = np.asarray(a, np.float32)
+    if dt == TensorProto.FLOAT16:
+        return a.astype(np.float16).astype(np.float32)
+    if dt == TensorProto.BFLOAT16:
+        u = a.view(np.uint32).astype(np.uint64)
+        u = (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000
+        return u.astype(np.uint32).view(np.float32)
+    return a
+
+
+def raw(a, dt):
+    """The bytes of float array a as a tensor of dt (FLOAT, FLOAT16, BFLOAT16)."""
+    a = rounded(a, dt)
+    if dt == TensorProto.FLOAT16:
+        return a.astype(np.float16).tobytes()
+    if dt == TensorProto.BFLOAT16:
+        return (a.view(np.uint32) >> 16).astype(np.uint16).tobytes()
+    return a.tobytes()
+
+
 class Builder:
-    def __init__(self, seed):
+    """A graph under construction. dt is its real type: every float tensor,
+    weight and constant is stored as dt, and f32() rounds numpy's copies the
+    same way."""
+
+    def __init__(self, seed, dt=TensorProto.FLOAT):
         self.rng = np.random.RandomState(seed)
-        self.nodes, self.inits, self.n = [], [], 0
+        self.nodes, self.inits, self.n, self.dt = [], [], 0, dt
+
+    def f32(self, a):
+        return rounded(a, self.dt)
 
     def name(self, base):
         self.n += 1
         return "%s_%d" % (base, self.n)
 
-    def const(self, value, base="c"):
-        nm = self.name(base)
-        self.inits.append(numpy_helper.from_array(np.asarray(value), nm))
+    def const(self, value, base="c", dt=None):
+        nm, dt = self.name(base), dt or self.dt
+        a = np.asarray(value)
+        if a.dtype == np.float32 and dt != TensorProto.FLOAT:
+            self.inits.append(helper.make_tensor(nm, dt, a.shape, raw(a, dt), raw=True))
+        else:
+            self.inits.append(numpy_helper.from_array(a, nm))
         return nm
 
     def weight(self, *shape, scale=None):
         fan_in = shape[-1] if len(shape) == 2 else int(np.prod(shape[1:]))
         s = scale if scale is not None else 1.0 / np.sqrt(fan_in)
-        return (self.rng.standard_normal(shape) * s).astype(np.float32)
+        return self.f32(self.rng.standard_normal(shape) * s)
 
     def node(self, op, inputs, n_out=1, **attrs):
         outs = [self.name(op.lower()) for _ in range(n_out)]
@@ -62,8 +100,8 @@ class Builder:
     def model(self, name, x_name, x_shape, y, y_shape, opset):
         g = helper.make_graph(
             self.nodes, name,
-            [helper.make_tensor_value_info(x_name, TensorProto.FLOAT, x_shape)],
-            [helper.make_tensor_value_info(y, TensorProto.FLOAT, y_shape)],
+            [helper.make_tensor_value_info(x_name, self.dt, x_shape)],
+            [helper.make_tensor_value_info(y, self.dt, y_shape)],
             self.inits)
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)],
                               producer_name="npu tests/onnx/make_models.py")
@@ -87,14 +125,14 @@ def gelu(x):
     return 0.5 * x * (1.0 + np.vectorize(erf)(x / np.sqrt(2.0)))
 
 
-def mlp():
-    b = Builder(0)
-    x = b.rng.standard_normal((1, 784)).astype(np.float32)
+def mlp(dt=TensorProto.FLOAT, opset=13):
+    b = Builder(0, dt)
+    x = b.f32(b.rng.standard_normal((1, 784)))
     dims = [784, 512, 512, 10]
     h, ref = "x", x.astype(np.float64)
     for k in range(3):
         w = b.weight(dims[k + 1], dims[k])
-        bias = (b.rng.standard_normal(dims[k + 1]) * 0.1).astype(np.float32)
+        bias = b.f32(b.rng.standard_normal(dims[k + 1]) * 0.1)
         h = b.node("Gemm", [h, b.const(w, "w"), b.const(bias, "b")], transB=1)
         ref = ref @ w.T.astype(np.float64) + bias
         if k < 2:
@@ -102,25 +140,25 @@ def mlp():
             ref = np.maximum(ref, 0)
     y = b.node("Softmax", [h], axis=-1)
     ref = softmax(ref)
-    return b.model("mlp", "x", [1, 784], y, [1, 10], 13), x, ref
+    return b.model("mlp", "x", [1, 784], y, [1, 10], opset), x, ref
 
 
-def transformer(opset):
-    b = Builder(0)
+def transformer(opset, dt=TensorProto.FLOAT):
+    b = Builder(0, dt)
     s, d, heads, ff = 128, 256, 4, 1024
     dh = d // heads
-    x = b.rng.standard_normal((1, s, d)).astype(np.float32)
+    x = b.f32(b.rng.standard_normal((1, s, d)))
     xr = x.astype(np.float64)
 
     def linear(inp, ref, n_in, n_out):
         w = b.weight(n_in, n_out, scale=1.0 / np.sqrt(n_in))
-        bias = (b.rng.standard_normal(n_out) * 0.02).astype(np.float32)
+        bias = b.f32(b.rng.standard_normal(n_out) * 0.02)
         out = b.node("Add", [b.node("MatMul", [inp, b.const(w, "w")]), b.const(bias, "b")])
         return out, ref @ w.astype(np.float64) + bias
 
     def norm(inp, ref):
-        g = (1 + 0.1 * b.rng.standard_normal(d)).astype(np.float32)
-        beta = (0.1 * b.rng.standard_normal(d)).astype(np.float32)
+        g = b.f32(1 + 0.1 * b.rng.standard_normal(d))
+        beta = b.f32(0.1 * b.rng.standard_normal(d))
         if opset >= 17:
             out = b.node("LayerNormalization", [inp, b.const(g, "g"), b.const(beta, "beta")],
                          axis=-1, epsilon=1e-5)
@@ -175,17 +213,17 @@ def conv2d(x, w, bias, stride, pad):
     return out + bias.reshape(1, -1, 1, 1)
 
 
-def resnet_mini():
-    b = Builder(0)
-    x = b.rng.standard_normal((1, 3, 64, 64)).astype(np.float32)
+def resnet_mini(dt=TensorProto.FLOAT):
+    b = Builder(0, dt)
+    x = b.f32(b.rng.standard_normal((1, 3, 64, 64)))
 
     def conv_bn(inp, ref, cin, cout, k, stride, relu):
         w = b.weight(cout, cin, k, k, scale=np.sqrt(2.0 / (cin * k * k)))
         bias = np.zeros(cout, np.float32)
-        scale = (1 + 0.1 * b.rng.standard_normal(cout)).astype(np.float32)
-        shift = (0.1 * b.rng.standard_normal(cout)).astype(np.float32)
-        mean = (0.1 * b.rng.standard_normal(cout)).astype(np.float32)
-        var = (1 + 0.1 * np.abs(b.rng.standard_normal(cout))).astype(np.float32)
+        scale = b.f32(1 + 0.1 * b.rng.standard_normal(cout))
+        shift = b.f32(0.1 * b.rng.standard_normal(cout))
+        mean = b.f32(0.1 * b.rng.standard_normal(cout))
+        var = b.f32(1 + 0.1 * np.abs(b.rng.standard_normal(cout)))
         pad = k // 2
         c = b.node("Conv", [inp, b.const(w, "w"), b.const(bias, "b")], kernel_shape=[k, k],
                    strides=[stride, stride], pads=[pad] * 4)
@@ -211,7 +249,7 @@ def resnet_mini():
     g = b.node("Flatten", [b.node("GlobalAveragePool", [h])])
     gr = hr.mean(axis=(2, 3))
     w = b.weight(10, 64)
-    bias = (0.1 * b.rng.standard_normal(10)).astype(np.float32)
+    bias = b.f32(0.1 * b.rng.standard_normal(10))
     y = b.node("Gemm", [g, b.const(w, "w"), b.const(bias, "b")], transB=1)
     return b.model("resnet_mini", "x", [1, 3, 64, 64], y, [1, 10], 13), x, gr @ w.T + bias
 
@@ -282,6 +320,41 @@ def picked_column():
     xd = x.astype(np.float64)
     ref = np.abs(xd)[:, int(np.argmax(x.sum(axis=0)))]
     return b.model("picked_column", "x", [4, 6], y, [4], 13), x, ref
+
+
+def half_folds():
+    """Constants folded in float16 and bfloat16 round as ONNX computes them: each
+    product of two half-precision constants to its type, so subtracting the
+    rounded product (give or take an ulp) leaves 0 or an ulp, which a Cast to
+    float and a scale make large enough to see next to x."""
+    b = Builder(0)
+    x = b.rng.standard_normal((2, 8)).astype(np.float32)
+    y, ref = "x", x.astype(np.float64)
+    for dt, bits, scale in ((TensorProto.FLOAT16, 11, 4096.0), (TensorProto.BFLOAT16, 8, 256.0)):
+        p, q = (rounded(b.rng.uniform(0.5, 1.0, (2, 8)), dt) for _ in range(2))
+        exact = rounded(p * q, dt)              # in [0.25, 1): an ulp is 2^-bits or less
+        ulp = np.where(exact < 0.5, 2.0 ** -(bits + 1), 2.0 ** -bits).astype(np.float32)
+        off = b.rng.randint(-1, 2, (2, 8)).astype(np.float32)
+        r = rounded(exact + off * ulp, dt)
+        d = b.node("Sub", [b.node("Mul", [b.const(p, "p", dt), b.const(q, "q", dt)]),
+                           b.const(r, "r", dt)])
+        d = b.node("Mul", [b.node("Cast", [d], to=TensorProto.FLOAT),
+                           b.const(np.array(scale, np.float32), "scale")])
+        y = b.node("Add", [y, d])
+        ref = ref + (exact.astype(np.float64) - r) * scale
+    return b.model("half_folds", "x", [2, 8], y, [2, 8], 13), x, ref
+
+
+def pad_f16():
+    """A constant Pad of a float16 image (opset 11: the value as an input), the
+    value rounded to float16 and repeated through every padded element."""
+    b = Builder(0, TensorProto.FLOAT16)
+    x = b.f32(b.rng.standard_normal((1, 2, 3, 4)))
+    pads = np.array([0, 0, 1, 2, 0, 0, 1, 1], np.int64)
+    y = b.node("Pad", ["x", b.const(pads, "pads"), b.const(np.array(0.3, np.float32), "v")],
+               mode="constant")
+    ref = np.pad(x, [(0, 0), (0, 0), (1, 1), (2, 1)], constant_values=b.f32(0.3))
+    return b.model("pad_f16", "x", [1, 2, 3, 4], y, [1, 2, 5, 7], 11), x, ref
 
 
 def shared_conv():
@@ -361,14 +434,21 @@ def main():
     os.makedirs(out, exist_ok=True)
     onnx.save(dynamic(), os.path.join(out, "dynamic.onnx"))
     onnx.save(unsupported(), os.path.join(out, "unsupported.onnx"))
+    half, bf16 = TensorProto.FLOAT16, TensorProto.BFLOAT16
     for name, make in (("mlp", mlp), ("transformer13", lambda: transformer(13)),
                        ("transformer17", lambda: transformer(17)),
                        ("resnet_mini", resnet_mini), ("trilu", trilu),
                        ("relu_bn", relu_bn), ("picked_column", picked_column),
-                       ("shared_conv", shared_conv), ("video_cnn", video_cnn)):
+                       ("shared_conv", shared_conv), ("video_cnn", video_cnn),
+                       ("half_folds", half_folds), ("pad_f16", pad_f16),
+                       ("mlp_bf16", lambda: mlp(bf16, 14)),
+                       ("transformer17_f16", lambda: transformer(17, half)),
+                       ("resnet_mini_f16", lambda: resnet_mini(half))):
         model, x, ref = make()
+        dt = model.graph.input[0].type.tensor_type.elem_type
         onnx.save(model, os.path.join(out, name + ".onnx"))
-        x.astype(np.float32).tofile(os.path.join(out, name + ".in"))
+        with open(os.path.join(out, name + ".in"), "wb") as f:
+            f.write(raw(x, dt))
         with open(os.path.join(out, name + ".onnx.dims"), "w") as f:
             f.write("[%s]\n" % ", ".join(str(d) for d in x.shape))
         np.asarray(ref, np.float32).tofile(os.path.join(out, name + ".out"))

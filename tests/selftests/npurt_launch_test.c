@@ -2,7 +2,8 @@
 /*
  * libnpurt kernel launches against npu.ko and the emulated device, on both
  * submission paths: results match a host reference, streams order
- * launches, launches of two streams run side by side, the argument arena
+ * launches, half precision tensors are widened on the device, launches of
+ * two streams run side by side, the argument arena
  * is reused as launches complete (and never while one still needs its
  * block), tensors of up to 8 dimensions reach the device whole, and bad
  * descriptors are refused before the device or fail the stream with a
@@ -97,6 +98,51 @@ TEST_F(launch, gemm_matches_the_host)
 				want += (double)A[i * K + k] * B[k * N + j];
 			ASSERT_LE(fabs(want - C[i * N + j]), 1e-3 * (1 + fabs(want)))
 				TH_LOG("C[%d][%d] = %f, want %f", i, j, C[i * N + j], want);
+		}
+	}
+}
+
+/*
+ * A GEMM of a float16 and a bfloat16 matrix into float16: the device
+ * widens both to float32, accumulates there and narrows the result. Every
+ * value and sum here is a multiple of 0.5 below 2048, which all three types
+ * hold exactly, so the result must match the host's exactly; a device that
+ * read the halves as float32 or wrote float32 back is far off.
+ */
+TEST_F(launch, half_precision_gemm_widens_on_the_device)
+{
+	enum { M = 19, K = 37, N = 23 };
+	_Float16 *A = (_Float16 *)self->host, *C;
+	uint16_t *B = (uint16_t *)(A + M * K);
+	npurt_launch_desc d = { .size = sizeof(d), .op = op("gemm"), .alpha = 1.0f };
+	float b;
+
+	C = (_Float16 *)(B + K * N);
+	for (int i = 0; i < M * K; i++)
+		A[i] = (_Float16)((float)(i % 7) - 3.0f);
+	for (int i = 0; i < K * N; i++) {
+		uint32_t u;
+
+		b = (float)(i % 5) * 0.5f;
+		memcpy(&u, &b, 4);
+		B[i] = (uint16_t)(u >> 16);	/* exact: 8 significant bits suffice */
+	}
+	for (int i = 0; i < M * N; i++)
+		C[i] = (_Float16)-1.0f;
+	npurt_tensor_init(&d.in[0], self->va, NPURT_F16, 2, (uint64_t[]){ M, K });
+	npurt_tensor_init(&d.in[1], self->va + 2 * M * K, NPURT_BF16, 2, (uint64_t[]){ K, N });
+	npurt_tensor_init(&d.out, self->va + 2 * (M * K + K * N), NPURT_F16, 2,
+			  (uint64_t[]){ M, N });
+	ASSERT_EQ(NPURT_OK, npurt_launch(self->s, &d)) TH_LOG("%s", npurt_last_error());
+	ASSERT_EQ(NPURT_OK, npurt_stream_synchronize(self->s)) TH_LOG("%s", npurt_last_error());
+	for (int i = 0; i < M; i++) {
+		for (int j = 0; j < N; j++) {
+			double want = 0;
+
+			for (int k = 0; k < K; k++)
+				want += ((i * K + k) % 7 - 3.0) * ((k * N + j) % 5) * 0.5;
+			ASSERT_EQ(want, (double)C[i * N + j])
+				TH_LOG("C[%d][%d] = %f, want %f", i, j, (double)C[i * N + j], want);
 		}
 	}
 }

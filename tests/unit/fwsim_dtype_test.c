@@ -429,7 +429,12 @@ TEST(dtype_rules_refuse_what_an_op_does_not_take)
 					  .stride = { 1, 1 } };
 	a.in[1] = a.in[0];
 	a.out = a.in[0];
-	EXPECT_NE(NULL, strstr(npu_op_check(&a), "fp32"));
+	EXPECT_NE(NULL, strstr(npu_op_check(&a), "f32, f16 and bf16"));
+	/* i8 widens into maxpool only (fwsim_widen_test.c has the rest) */
+	a.in[0].dtype = a.in[1].dtype = a.out.dtype = NPU_DT_I8;
+	EXPECT_NE(NULL, npu_op_check(&a));
+	a.in[0].dtype = a.in[1].dtype = a.out.dtype = NPU_DT_F16;
+	EXPECT_EQ(NULL, npu_op_check(&a));
 }
 
 TEST_HARNESS_MAIN

@@ -310,20 +310,29 @@ static npurt_status take_notifies(npurt_model *m, const char *who)
 /*
  * The firmware (major << 16 | minor << 8) op `op` needs, and why: 0.5
  * for an epilogue (older firmware would ignore it), 0.6 for a tensor of
- * more than 4 dimensions or a 3-D window (older firmware refuses the
- * launch: better to say so at load than at the first run).
+ * more than 4 dimensions or a 3-D window, 0.7 for an op that computes
+ * in f32 on a tensor of f16, bf16 (or MaxPool's i8, u8) (older firmware
+ * refuses the launch: better to say so at load than at the first run).
  */
 static uint32_t op_needs(const npurt_model *m, const struct npum_op *op, const char **why)
 {
 	if (op->type == NPUM_OP_KERNEL) {
+		uint32_t need = 0;
+
 		for (int k = 0; k < NPUM_OP_READS + 1; k++) {
 			uint32_t t = k < NPUM_OP_READS ? npum_op_read(op, k) : op->out;
 
-			if (t != NPUM_NONE && m->m.tensors[t].ndim > 4) {
+			if (t != NPUM_NONE && npu_op_widens(op->kernel, m->m.tensors[t].dtype)) {
+				*why = "a tensor it widens to f32 (f16, bf16, or i8 and u8 to maxpool)";
+				need = 0x000700;
+			}
+			if (t != NPUM_NONE && m->m.tensors[t].ndim > 4 && !need) {
 				*why = "a tensor of more than 4 dimensions";
-				return 0x000600;
+				need = 0x000600;
 			}
 		}
+		if (need)
+			return need;
 		if (op->window_d[1]) {
 			*why = "a 3-D window";
 			return 0x000600;

@@ -65,6 +65,8 @@ npurt_status ox_fail(struct ox_imp *im, npurt_status st, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 bool ox_is_float(int32_t type);
+/* float, float16 or bfloat16: what the ops computed in f32 take (no double) */
+bool ox_is_real(int32_t type);
 /* The device dtype of an ONNX type (NPURT_DTYPE_COUNT: none), and back (0: none). */
 npurt_dtype ox_dtype(int32_t type);
 int32_t ox_type(npurt_dtype d);
@@ -131,6 +133,7 @@ npurt_status ox_op_types(struct ox_imp *im, uint32_t op, const struct ox_val *a,
 			 const struct ox_val *b, int32_t *type);
 /* NPURT_ERR_UNSUPPORTED unless v is float, the type the op library computes in. */
 npurt_status ox_need_float(struct ox_imp *im, const struct ox_val *v);
+npurt_status ox_need_real(struct ox_imp *im, const struct ox_val *v);
 /* A new value with a dense tensor of the graph as its home. */
 struct ox_val *ox_fresh(struct ox_imp *im, const char *name, int32_t type, uint32_t ndim,
 			const int64_t *dims);

@@ -298,16 +298,69 @@ static npurt_status pad_border(struct ox_imp *im, const Onnx__NodeProto *n, uint
 	return NPURT_OK;
 }
 
+/*
+ * The word a fill repeats to pad y with a constant (f, or i for an
+ * integer type): the value's bytes as y's dtype holds it, repeated to 32
+ * bits. A fill writes whole words, so y must take a multiple of 4 bytes,
+ * and an 8-byte value must be two equal halves (0 and -1 are).
+ */
+static npurt_status pad_word(struct ox_imp *im, const struct ox_val *y, double f, int64_t i,
+			     uint32_t *word)
+{
+	size_t size = npurt_dtype_size(ox_dtype(y->type));
+	float f32 = (float)f;
+	uint64_t bits;
+	uint32_t w;
+
+	if (ox_count(y) * size % 4)
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "a constant pad into %llu bytes of %s: "
+			       "the device fills whole 32-bit words",
+			       (unsigned long long)(ox_count(y) * size), ox_type_name(y->type));
+	switch (y->type) {
+	case OX_FLOAT:
+		memcpy(&w, &f32, 4);
+		bits = w;
+		break;
+	case OX_FLOAT16:
+		bits = npu_f32_to_f16(npu_f64_to_f32_odd(f));
+		break;
+	case OX_BFLOAT16:
+		bits = npu_f32_to_bf16(npu_f64_to_f32_odd(f));
+		break;
+	case OX_DOUBLE:
+		memcpy(&bits, &f, 8);
+		break;
+	case OX_BOOL:
+		bits = i != 0;
+		break;
+	default:			/* an integer keeps its width's low bits */
+		bits = (uint64_t)i;
+		break;
+	}
+	if (size == 8 && (uint32_t)bits != bits >> 32)
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "a pad value of %g in %s: the device "
+			       "fills 32-bit words, and its halves differ", f,
+			       ox_type_name(y->type));
+	if (size == 1)
+		*word = (uint32_t)(bits & 0xff) * 0x01010101u;
+	else if (size == 2)
+		*word = (uint32_t)(bits & 0xffff) * 0x00010001u;
+	else
+		*word = (uint32_t)bits;
+	return NPURT_OK;
+}
+
 npurt_status ox_op_pad(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x)
 {
 	const Onnx__AttributeProto *mode = ox_attr(n, "mode");
 	int64_t pads[2 * OX_MAX_DIMS], dims[OX_MAX_DIMS], xdims[OX_MAX_DIMS], copies = 0;
-	float value = ox_attr_f(n, "value", 0.0f);
+	double value = ox_attr_f(n, "value", 0.0f);
+	int64_t ivalue;
 	bool edge = false, reflect = false;
 	struct ox_val *y, *cv;
 	uint64_t off = 0;
 	npurt_status st;
-	uint32_t bits;
+	uint32_t bits = 0;
 	int cnt;
 
 	if (mode && mode->has_s) {
@@ -323,15 +376,14 @@ npurt_status ox_op_pad(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_va
 		return st;
 	if (cnt != 2 * (int)x->ndim)
 		return ox_fail(im, NPURT_ERR_INVALID, "%d pads for rank %u", cnt, x->ndim);
+	ivalue = (int64_t)value;
 	cv = im->opset >= 11 ? ox_in(im, n, 2) : NULL;
 	if (cv) {
 		if (!cv->is_const)
 			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "a computed pad value");
-		value = (float)ox_getf(cv, 0);
+		value = ox_getf(cv, 0);
+		ivalue = ox_geti(cv, 0);
 	}
-	/* The border's copies fill every padded element: any dtype but a fill's. */
-	if (!edge && !reflect && ox_need_float(im, x))
-		return npurt_last_status();
 	for (uint32_t k = 0; k < x->ndim; k++) {
 		if (pads[k] < 0 || pads[k + x->ndim] < 0)
 			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "negative pads (crops)");
@@ -348,11 +400,14 @@ npurt_status ox_op_pad(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_va
 	if (reflect && copies > OX_MAX_REFLECT)
 		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "reflect pads past %d copies",
 			       OX_MAX_REFLECT);
-	y = ox_fresh(im, n->output[0], edge || reflect ? x->type : OX_FLOAT, x->ndim, dims);
+	y = ox_fresh(im, n->output[0], x->type, x->ndim, dims);
 	if (!y)
 		return npurt_last_status();
 	if (!edge && !reflect) {
-		memcpy(&bits, &value, 4);
+		/* the border's copies fill every padded element of the other modes */
+		st = pad_word(im, y, value, ivalue, &bits);
+		if (st)
+			return st;
 		st = npurt_graph_fill(im->g, 0, y->base, bits);
 		if (st)
 			return ox_fail(im, st, "%s", npurt_last_error());

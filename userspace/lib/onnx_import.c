@@ -306,8 +306,8 @@ static bool fold_conv_bn(struct ox_imp *im, const Onnx__GraphProto *g, size_t k,
 	per = (int64_t)(ox_count(w) / (uint64_t)o);
 	snprintf(wn, sizeof(wn), "\001%.64s:w%u", c->output[0], im->scratch++);
 	snprintf(bname, sizeof(bname), "\001%.64s:b%u", c->output[0], im->scratch++);
-	nw = ox_new_const(im, wn, OX_FLOAT, w->ndim, w->dims);
-	nb = nw ? ox_new_const(im, bname, OX_FLOAT, 1, &o) : NULL;
+	nw = ox_new_const(im, wn, w->type, w->ndim, w->dims);
+	nb = nw ? ox_new_const(im, bname, w->type, 1, &o) : NULL;
 	if (!nb) {
 		*st = npurt_last_status();
 		return true;
@@ -391,7 +391,7 @@ static bool fold_gelu(struct ox_imp *im, const Onnx__GraphProto *g, size_t k, np
 	    read_later(g, k + 4, a->output[0]) || read_later(g, k + 5, m1->output[0]))
 		return false;
 	xv = ox_find(im, x);
-	if (!xv || xv->type != OX_FLOAT || xv->is_const)
+	if (!xv || !ox_is_real(xv->type) || xv->is_const)
 		return false;
 	im->node_index = k + 4;		/* x may have readers after the five */
 	fused = ox_fuse_act(im, xv, NPU_OP_GELU_ERF, 0, 0, m2->output[0]);

@@ -22,7 +22,7 @@ npurt_status ox_op_global_pool(struct ox_imp *im, const Onnx__NodeProto *n, stru
 	struct ox_val *y = x;
 	char name[96];
 
-	if (ox_need_float(im, x))
+	if (ox_need_real(im, x))
 		return npurt_last_status();
 	if (x->ndim < 3)
 		return ox_fail(im, NPURT_ERR_INVALID, "rank %u, at least 3", x->ndim);
@@ -38,7 +38,7 @@ npurt_status ox_op_global_pool(struct ox_imp *im, const Onnx__NodeProto *n, stru
 		memcpy(dims, y->dims, sizeof(dims));
 		dims[a] = 1;
 		y = ox_fresh(im, last ? n->output[0] : ox_tmp_name(im, name, sizeof(name), n->output[0]),
-			  OX_FLOAT, y->ndim, dims);
+			  x->type, y->ndim, dims);
 		if (!y || ox_add(im, &node, y->base))
 			return npurt_last_status();
 		x = ox_find(im, n->input[0]);
@@ -58,8 +58,8 @@ static npurt_status scale_shift(struct ox_imp *im, const Onnx__NodeProto *n, str
 
 	for (uint32_t k = 0; k + 1 < rank; k++)
 		dims[k] = k == 0 ? c : 1;
-	va = ox_new_const(im, ox_tmp_name(im, an, sizeof(an), n->output[0]), OX_FLOAT, rank - 1, dims);
-	vb = va ? ox_new_const(im, ox_tmp_name(im, bn, sizeof(bn), n->output[0]), OX_FLOAT, rank - 1,
+	va = ox_new_const(im, ox_tmp_name(im, an, sizeof(an), n->output[0]), x->type, rank - 1, dims);
+	vb = va ? ox_new_const(im, ox_tmp_name(im, bn, sizeof(bn), n->output[0]), x->type, rank - 1,
 			       dims) : NULL;
 	if (!vb)
 		return npurt_last_status();
@@ -91,7 +91,8 @@ static npurt_status batchnorm_computed(struct ox_imp *im, const Onnx__NodeProto 
 	for (uint32_t k = 1; k < rank; k++)
 		dims[k] = 1, stride[k] = 0;
 	/* a = scale / sqrt(var + eps); b = bias - mean a */
-	t = ox_scalar(im, ox_attr_f(n, "epsilon", 1e-5f), n->output[0]);
+	t = ox_in(im, n, 4);
+	t = ox_scalar_of(im, t->type, ox_attr_f(n, "epsilon", 1e-5f), 0, n->output[0]);
 	if (t)
 		t = ox_binary(im, NPU_OP_ADD, ox_in(im, n, 4), t, ox_tmp_name(im, tn, sizeof(tn),
 									    n->output[0]));
@@ -128,6 +129,8 @@ npurt_status ox_op_batchnorm(struct ox_imp *im, const Onnx__NodeProto *n, struct
 
 	if (n->n_output > 1 || ox_attr_i(n, "training_mode", 0))
 		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "training mode (running statistics out)");
+	if (ox_need_real(im, x))
+		return npurt_last_status();
 	if (x->ndim < 2)
 		return ox_fail(im, NPURT_ERR_INVALID, "rank %u, at least 2", x->ndim);
 	c = x->dims[1];
@@ -165,7 +168,7 @@ npurt_status ox_op_instancenorm(struct ox_imp *im, const Onnx__NodeProto *n, str
 	int64_t c;
 	npurt_status st;
 
-	if (x->ndim < 3 || ox_need_float(im, x))
+	if (x->ndim < 3 || ox_need_real(im, x))
 		return x->ndim < 3 ? ox_fail(im, NPURT_ERR_INVALID, "rank %u", x->ndim) :
 		       npurt_last_status();
 	c = x->dims[1];
@@ -182,7 +185,7 @@ npurt_status ox_op_instancenorm(struct ox_imp *im, const Onnx__NodeProto *n, str
 	x = ox_view(im, x, ox_tmp_name(im, xn, sizeof(xn), n->output[0]), 3, dims, x->off, stride);
 	if (!x || ox_device(im, x, &node.in[0]))
 		return npurt_last_status();
-	y = ox_fresh(im, ox_tmp_name(im, yn, sizeof(yn), n->output[0]), OX_FLOAT, 3, dims);
+	y = ox_fresh(im, ox_tmp_name(im, yn, sizeof(yn), n->output[0]), x->type, 3, dims);
 	if (!y || ox_add(im, &node, y->base))
 		return npurt_last_status();
 	a = malloc(2 * (size_t)c * sizeof(*a));
@@ -220,17 +223,18 @@ static npurt_status layernorm_stats(struct ox_imp *im, const Onnx__NodeProto *n,
 	int64_t dims[2] = { x2->dims[0], 1 }, od[OX_MAX_DIMS], os[OX_MAX_DIMS], s = 1;
 	char mn[96], qn[96], tn[96];
 	struct ox_val *mean, *msq, *v, *x;
+	int32_t type = x2->type;
 
 	if (ox_device(im, x2, &red.in[0]))
 		return npurt_last_status();
-	mean = ox_fresh(im, ox_tmp_name(im, mn, sizeof(mn), n->output[0]), OX_FLOAT, 2, dims);
+	mean = ox_fresh(im, ox_tmp_name(im, mn, sizeof(mn), n->output[0]), type, 2, dims);
 	if (!mean || ox_add(im, &red, mean->base))
 		return npurt_last_status();
 	v = ox_binary(im, NPU_OP_MUL, ox_find(im, x2n), ox_find(im, x2n),
 		   ox_tmp_name(im, tn, sizeof(tn), n->output[0]));
 	if (!v || ox_device(im, v, &red.in[0]))
 		return npurt_last_status();
-	msq = ox_fresh(im, ox_tmp_name(im, qn, sizeof(qn), n->output[0]), OX_FLOAT, 2, dims);
+	msq = ox_fresh(im, ox_tmp_name(im, qn, sizeof(qn), n->output[0]), type, 2, dims);
 	if (!msq || ox_add(im, &red, msq->base))
 		return npurt_last_status();
 	v = ox_binary(im, NPU_OP_MUL, ox_find(im, mn), ox_find(im, mn),
@@ -239,7 +243,7 @@ static npurt_status layernorm_stats(struct ox_imp *im, const Onnx__NodeProto *n,
 		v = ox_binary(im, NPU_OP_SUB, ox_find(im, qn), v, ox_tmp_name(im, tn, sizeof(tn), n->output[0]));
 	if (v) {
 		const char *vn = v->name;
-		struct ox_val *e = ox_scalar(im, eps, n->output[0]);
+		struct ox_val *e = ox_scalar_of(im, type, eps, 0, n->output[0]);
 
 		v = e ? ox_binary(im, NPU_OP_ADD, ox_find(im, vn), e, ox_tmp_name(im, tn, sizeof(tn),
 									    n->output[0])) : NULL;
@@ -278,7 +282,7 @@ npurt_status ox_op_layernorm(struct ox_imp *im, const Onnx__NodeProto *n, struct
 	char xn[96], yn[96];
 	struct ox_val *y;
 
-	if (a < 0 || ox_need_float(im, x))
+	if (a < 0 || ox_need_real(im, x))
 		return a < 0 ? ox_fail(im, NPURT_ERR_INVALID, "axis") : npurt_last_status();
 	for (uint32_t k = 0; k < x->ndim; k++)
 		dims[k >= (uint32_t)a] *= x->dims[k];
@@ -289,7 +293,7 @@ npurt_status ox_op_layernorm(struct ox_imp *im, const Onnx__NodeProto *n, struct
 	x = ox_view(im, x, ox_tmp_name(im, xn, sizeof(xn), n->output[0]), 2, dims, x->off, stride);
 	if (!x || ox_device(im, x, &node.in[0]))
 		return npurt_last_status();
-	y = ox_fresh(im, ox_tmp_name(im, yn, sizeof(yn), n->output[0]), OX_FLOAT, 2, dims);
+	y = ox_fresh(im, ox_tmp_name(im, yn, sizeof(yn), n->output[0]), x->type, 2, dims);
 	if (!y || ox_add(im, &node, y->base))
 		return npurt_last_status();
 	if (n->n_output > 1) {
@@ -438,7 +442,8 @@ npurt_status ox_op_window(struct ox_imp *im, const Onnx__NodeProto *n, struct ox
 			       x->ndim >= 2 ? x->ndim - 2 : 0);
 	if (n->n_output > 1 && n->output[1][0])
 		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "the Indices output");
-	if (ox_need_float(im, x) || (w && ox_need_float(im, w)) ||
+	if ((max && (x->type == OX_INT8 || x->type == OX_UINT8) ? NPURT_OK : ox_need_real(im, x)) ||
+	    (w && ox_need_real(im, w)) ||
 	    (ox_attr_i(n, "storage_order", 0) && max))
 		return npurt_last_status() ? npurt_last_status() :
 		       ox_fail(im, NPURT_ERR_UNSUPPORTED, "storage_order 1");
@@ -516,14 +521,15 @@ npurt_status ox_op_window(struct ox_imp *im, const Onnx__NodeProto *n, struct ox
 
 		if (b->ndim != 1 || b->dims[0] != dims[1])
 			return ox_fail(im, NPURT_ERR_INVALID, "a bias of other than [O]");
-		if (ox_need_float(im, b) || ox_device(im, b, &node.epi.bias))
+		if (ox_need_real(im, b) || ox_device(im, b, &node.epi.bias))
 			return npurt_last_status();
 		node.epi.flags = NPURT_EPILOGUE_BIAS;
 	}
 	if (sp == 1) {		/* computed as [N, O, 1, Wo], seen as [N, O, Wo] */
 		int64_t d4[4] = { dims[0], dims[1], 1, dims[2] }, s3[3];
 
-		y = ox_fresh(im, ox_tmp_name(im, yn, sizeof(yn), n->output[0]), OX_FLOAT, 4, d4);
+		y = ox_fresh(im, ox_tmp_name(im, yn, sizeof(yn), n->output[0]), ox_find(im, xn)->type,
+			     4, d4);
 		if (!y || ox_add(im, &node, y->base))
 			return npurt_last_status();
 		s3[0] = y->stride[0];
@@ -531,7 +537,8 @@ npurt_status ox_op_window(struct ox_imp *im, const Onnx__NodeProto *n, struct ox
 		s3[2] = y->stride[3];
 		return ox_done(ox_view(im, y, n->output[0], 3, dims, y->off, s3));
 	}
-	y = ox_fresh(im, ox_tmp_name(im, yn, sizeof(yn), n->output[0]), OX_FLOAT, 2 + sp, dims);
+	y = ox_fresh(im, ox_tmp_name(im, yn, sizeof(yn), n->output[0]), ox_find(im, xn)->type,
+		     2 + sp, dims);
 	if (!y || ox_add(im, &node, y->base))
 		return npurt_last_status();
 	return ox_done(ox_view(im, y, n->output[0], y->ndim, y->dims, y->off, y->stride));
@@ -578,7 +585,7 @@ npurt_status ox_op_conv_transpose(struct ox_imp *im, const Onnx__NodeProto *n, s
 	if (x->ndim < 3 || x->ndim > 2 + SP_MAX || !w || w->ndim != x->ndim)
 		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "%u-D windows; the device has 1-D to 3-D",
 			       x->ndim >= 2 ? x->ndim - 2 : 0);
-	if (!w->is_const || ox_need_float(im, x) || !ox_is_float(w->type))
+	if (!w->is_const || ox_need_real(im, x) || !ox_is_real(w->type))
 		return npurt_last_status() ? npurt_last_status() :
 		       ox_fail(im, NPURT_ERR_UNSUPPORTED, "weights that are not float constants");
 	if (g < 1 || x->dims[1] != w->dims[0] || w->dims[0] % g)
@@ -647,7 +654,7 @@ npurt_status ox_op_conv_transpose(struct ox_imp *im, const Onnx__NodeProto *n, s
 	wd[1] = cg;
 	for (uint32_t k = 0; k < sp; k++)
 		wd[2 + k] = ks[k];
-	wt = ox_new_const(im, ox_tmp_name(im, wn, sizeof(wn), n->output[0]), OX_FLOAT, w->ndim, wd);
+	wt = ox_new_const(im, ox_tmp_name(im, wn, sizeof(wn), n->output[0]), w->type, w->ndim, wd);
 	if (!wt)
 		return npurt_last_status();
 	w = ox_find(im, n->input[1]);

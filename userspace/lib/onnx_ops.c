@@ -28,6 +28,16 @@ npurt_status ox_add(struct ox_imp *im, const npurt_graph_node *node, uint32_t ou
 	return NPURT_OK;
 }
 
+/* v is float, float16 or bfloat16: an op the device computes in f32 takes it. */
+npurt_status ox_need_real(struct ox_imp *im, const struct ox_val *v)
+{
+	if (v->type != OX_FLOAT && v->type != OX_FLOAT16 && v->type != OX_BFLOAT16)
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "\"%.64s\" is %s; the device's op "
+			       "library computes in float, float16 and bfloat16", v->name,
+			       ox_type_name(v->type));
+	return NPURT_OK;
+}
+
 npurt_status ox_need_float(struct ox_imp *im, const struct ox_val *v)
 {
 	if (v->type != OX_FLOAT)
@@ -161,7 +171,7 @@ struct ox_val *ox_unary(struct ox_imp *im, uint32_t op, struct ox_val *x, float 
 int ox_fuse_act(struct ox_imp *im, struct ox_val *x, uint32_t op, float alpha, float beta,
 		const char *name)
 {
-	if (x->type != OX_FLOAT || !x->computed || x->output || x->tensor != x->base ||
+	if (!ox_is_real(x->type) || !x->computed || x->output || x->tensor != x->base ||
 	    ox_read_later(im, x->name) || !graph_fuse(im->g, x->base, OX_NONE, op, alpha, beta))
 		return 0;
 	/* The op's output is the activation's now, under its name (no copy). */
@@ -185,7 +195,7 @@ static int fuse_bias(struct ox_imp *im, struct ox_val *p, struct ox_val *b, cons
 	char tmp[96];
 
 	/* p dense over all of its base: its last dimension is the GEMM's columns */
-	if (p->type != OX_FLOAT || b->type != OX_FLOAT || !p->computed || p->output ||
+	if (!ox_is_real(p->type) || b->type != p->type || !p->computed || p->output ||
 	    p->off || !nd || b->ndim > nd || !b->ndim || p->base >= im->g->m.ntensors ||
 	    ox_read_later(im, pn))
 		return 0;
@@ -195,7 +205,8 @@ static int fuse_bias(struct ox_imp *im, struct ox_val *p, struct ox_val *b, cons
 	for (uint32_t k = nd; k-- > 0; step *= p->dims[k])
 		if (p->stride[k] != step)
 			return 0;
-	if ((uint64_t)step * sizeof(float) != im->g->m.tensors[p->base].bytes)
+	if ((uint64_t)step * npu_dtype_size((uint32_t)ox_dtype(p->type)) !=
+	    im->g->m.tensors[p->base].bytes)
 		return 0;
 	for (uint32_t k = 0; k + 1 < b->ndim; k++)
 		if (b->dims[k] != 1)
@@ -361,7 +372,7 @@ static npurt_status op_gemm(struct ox_imp *im, const Onnx__NodeProto *n)
 
 	if (!a || !b || a->ndim != 2 || b->ndim != 2)
 		return ox_fail(im, NPURT_ERR_INVALID, "A and B must be 2-D");
-	if (ox_need_float(im, a) || ox_need_float(im, b) || (c && ox_need_float(im, c)))
+	if (ox_need_real(im, a) || ox_need_real(im, b) || (c && ox_need_real(im, c)))
 		return npurt_last_status();
 	dims[0] = ta ? a->dims[1] : a->dims[0];
 	dims[1] = tb ? b->dims[0] : b->dims[1];
@@ -389,7 +400,7 @@ static npurt_status op_gemm(struct ox_imp *im, const Onnx__NodeProto *n)
 			cn = NULL;
 		}
 	}
-	y = ox_fresh(im, n->output[0], OX_FLOAT, 2, dims);
+	y = ox_fresh(im, n->output[0], ox_find(im, n->input[0])->type, 2, dims);
 	if (!y)
 		return npurt_last_status();
 	if (cn && beta != 0.0f) {
@@ -420,7 +431,7 @@ static npurt_status op_matmul(struct ox_imp *im, const Onnx__NodeProto *n)
 
 	if (!a || !b || !a->ndim || !b->ndim)
 		return ox_fail(im, NPURT_ERR_INVALID, "inputs must have a dimension");
-	if (ox_need_float(im, a) || ox_need_float(im, b))
+	if (ox_need_real(im, a) || ox_need_real(im, b))
 		return npurt_last_status();
 	if (ox_device(im, a, &va.tensor) || ox_device(im, ox_find(im, n->input[1]), &vb.tensor))
 		return npurt_last_status();
@@ -466,7 +477,7 @@ static npurt_status op_matmul(struct ox_imp *im, const Onnx__NodeProto *n)
 		dims[nd++] = ad[an - 2];
 	if (b->ndim > 1)
 		dims[nd++] = bd[bn - 1];
-	y = ox_fresh(im, n->output[0], OX_FLOAT, nd, dims);
+	y = ox_fresh(im, n->output[0], a->type, nd, dims);
 	if (!y)
 		return npurt_last_status();
 	vy = *y;
@@ -531,7 +542,7 @@ static npurt_status op_softmax(struct ox_imp *im, const Onnx__NodeProto *n, stru
 	struct ox_val *p, *y;
 	int a = ox_axis(axis, nd);
 
-	if (ox_need_float(im, x))
+	if (ox_need_real(im, x))
 		return npurt_last_status();
 	if (a < 0)
 		return ox_fail(im, NPURT_ERR_INVALID, "axis %lld of rank %u", (long long)axis, nd);
@@ -560,7 +571,7 @@ static npurt_status op_softmax(struct ox_imp *im, const Onnx__NodeProto *n, stru
 			    stride);
 	if (!p || ox_device(im, p, &node.in[0]))
 		return npurt_last_status();
-	y = ox_fresh(im, ox_tmp_name(im, yn, sizeof(yn), n->output[0]), OX_FLOAT, nd, dims);
+	y = ox_fresh(im, ox_tmp_name(im, yn, sizeof(yn), n->output[0]), x->type, nd, dims);
 	if (!y || ox_add(im, &node, y->base))
 		return npurt_last_status();
 	if (log) {

@@ -33,6 +33,11 @@ npurt_status ox_fail(struct ox_imp *im, npurt_status st, const char *fmt, ...)
 	return npurt_set_error(st, "onnx: %s", msg);
 }
 
+bool ox_is_real(int32_t type)
+{
+	return type == OX_FLOAT || type == OX_FLOAT16 || type == OX_BFLOAT16;
+}
+
 bool ox_is_float(int32_t type)
 {
 	return type == OX_FLOAT || type == OX_FLOAT16 || type == OX_BFLOAT16 || type == OX_DOUBLE;
@@ -182,7 +187,14 @@ int64_t ox_geti(const struct ox_val *v, uint64_t idx)
 void ox_set(struct ox_val *v, uint64_t idx, double x)
 {
 	if (v->f) {
-		v->f[idx] = v->type == OX_FLOAT ? (double)(float)x : x;
+		/* as the device will hold it */
+		if (v->type == OX_FLOAT)
+			x = (float)x;
+		else if (v->type == OX_FLOAT16)
+			x = npu_f16_to_f32(npu_f32_to_f16(npu_f64_to_f32_odd(x)));
+		else if (v->type == OX_BFLOAT16)
+			x = npu_bf16_to_f32(npu_f32_to_bf16(npu_f64_to_f32_odd(x)));
+		v->f[idx] = x;
 		return;
 	}
 	if (v->type == OX_BOOL)
