@@ -107,7 +107,8 @@ static inline void npu_hrtimer_setup(struct hrtimer *t,
 
 static inline int npu_sched_init(struct drm_gpu_scheduler *sched,
 				 const struct drm_sched_backend_ops *ops, u32 jobs,
-				 long timeout, const char *name, struct device *dev)
+				 long timeout, struct workqueue_struct *timeout_wq,
+				 const char *name, struct device *dev)
 {
 #if defined(HAVE_DRM_SCHED_INIT_ARGS)
 	const struct drm_sched_init_args args = {
@@ -117,15 +118,16 @@ static inline int npu_sched_init(struct drm_gpu_scheduler *sched,
 #endif
 		.credit_limit = jobs,
 		.timeout = timeout,
+		.timeout_wq = timeout_wq,
 		.name = name,
 		.dev = dev,
 	};
 
 	return drm_sched_init(sched, &args);
 #elif defined(HAVE_DRM_SCHED_INIT_SUBMIT_WQ)
-	return drm_sched_init(sched, ops, NULL, 1, jobs, 0, timeout, NULL, NULL, name, dev);
+	return drm_sched_init(sched, ops, NULL, 1, jobs, 0, timeout, timeout_wq, NULL, name, dev);
 #else
-	return drm_sched_init(sched, ops, jobs, 0, timeout, NULL, NULL, name, dev);
+	return drm_sched_init(sched, ops, jobs, 0, timeout, timeout_wq, NULL, name, dev);
 #endif
 }
 

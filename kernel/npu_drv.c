@@ -342,23 +342,35 @@ static struct pci_driver npu_pci_driver = {
 	.remove = npu_remove,
 };
 struct workqueue_struct *npu_wq;
+struct workqueue_struct *npu_timeout_wq;
 
 static int __init npu_init(void)
 {
-	int ret;
+	int ret = -ENOMEM;
 
 	npu_wq = alloc_workqueue("npu", WQ_UNBOUND, 0);
 	if (!npu_wq)
 		return -ENOMEM;
+	npu_timeout_wq = alloc_ordered_workqueue("npu-timeout", WQ_MEM_RECLAIM);
+	if (!npu_timeout_wq)
+		goto err_wq;
 	ret = pci_register_driver(&npu_pci_driver);
 	if (ret)
-		destroy_workqueue(npu_wq);
+		goto err_timeout_wq;
+	return 0;
+
+err_timeout_wq:
+	destroy_workqueue(npu_timeout_wq);
+err_wq:
+	destroy_workqueue(npu_wq);
 	return ret;
 }
 
 static void __exit npu_exit(void)
 {
 	pci_unregister_driver(&npu_pci_driver);
+	/* Every scheduler went with its device: no timeout is queued. */
+	destroy_workqueue(npu_timeout_wq);
 	/* Jobs freed after an unbind, by files closed since, finish here. */
 	destroy_workqueue(npu_wq);
 }

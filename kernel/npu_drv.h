@@ -102,10 +102,19 @@ struct npu_device {
 	unsigned long last_beat_time;
 	/* debugfs npu_inject "hold-timeout <ms>": see npu_job_timedout(). */
 	unsigned int inject_hold_timeout_ms;
+	/* debugfs npu_inject "fail-pt-alloc <n>": see npu_pt_alloc(). */
+	atomic_t inject_fail_pt_alloc;
 };
 
 /* The driver's own work (releasing finished jobs); drained when the module goes. */
 extern struct workqueue_struct *npu_wq;
+/*
+ * The schedulers' timeout handlers: ordered, as they stop queues through
+ * the mailbox (a round trip that may take the firmware's timeout) and
+ * sleep, which they must not do on system_wq; able to make progress
+ * under memory pressure, as they are on the way to a fence's signal.
+ */
+extern struct workqueue_struct *npu_timeout_wq;
 
 static inline struct npu_device *to_npu_device(struct drm_device *drm)
 {
@@ -119,18 +128,18 @@ static inline struct npu_device *to_npu_device(struct drm_device *drm)
  */
 static inline long npu_deadline_jiffies(s64 deadline_ns)
 {
-	s64 left;
+	s64 now = ktime_to_ns(ktime_get());
 
 	if (deadline_ns == DRM_NPU_DEADLINE_NONE)
 		return MAX_SCHEDULE_TIMEOUT;
-	left = deadline_ns - ktime_to_ns(ktime_get());
-	if (left <= 0)
+	/* Compared, not subtracted first: deadline - now overflows near S64_MIN. */
+	if (deadline_ns <= now)
 		return 0;
 	/*
 	 * Two more: the first tick may come at once, and the wait must not
 	 * end before the deadline.
 	 */
-	return min_t(u64, nsecs_to_jiffies64(left) + 2, MAX_SCHEDULE_TIMEOUT - 1);
+	return min_t(u64, nsecs_to_jiffies64(deadline_ns - now) + 2, MAX_SCHEDULE_TIMEOUT - 1);
 }
 
 #define npu_err(ndev, fmt, ...)  drm_err(&(ndev)->drm, fmt, ##__VA_ARGS__)

@@ -204,14 +204,11 @@ static int npu_bo_map_pages(struct npu_ctx *ctx, struct npu_bo *bo, u64 va)
 	lockdep_assert_held(&ctx->lock);
 	if (bo->user)
 		return npu_userptr_map_pages(ctx, bo->user, va);
-	for (off = 0; off < bo->base.size; off += bo->page_size) {
-		ret = npu_mmu_map(ctx, va + off, bo->hbm.start + off, bo->page_size,
-				  NPU_PTE_WRITE);
-		if (ret) {
-			npu_mmu_unmap(ctx, va, off, bo->page_size);
-			return ret;
-		}
-	}
+	ret = npu_mmu_reserve(ctx, va, bo->base.size, bo->page_size);
+	if (ret)
+		return ret;
+	for (off = 0; off < bo->base.size; off += bo->page_size)
+		npu_mmu_map(ctx, va + off, bo->hbm.start + off, bo->page_size, NPU_PTE_WRITE);
 	return 0;
 }
 

@@ -166,16 +166,14 @@ static int npu_tasklist_map(struct npu_ctx *ctx, struct npu_tasklist *l)
 					 DRM_NPU_PAGE_SIZE_4K, 0, DRM_MM_INSERT_BEST);
 	if (ret)
 		return ret == -ENOSPC ? -ENOMEM : ret;
-	for (off = 0; off < l->hbm.size; off += DRM_NPU_PAGE_SIZE_4K) {
-		/* No NPU_PTE_WRITE: nothing the context runs may change it. */
-		ret = npu_mmu_map(ctx, l->va.start + off, l->hbm.start + off,
-				  DRM_NPU_PAGE_SIZE_4K, 0);
-		if (ret) {
-			npu_mmu_unmap(ctx, l->va.start, off, DRM_NPU_PAGE_SIZE_4K);
-			drm_mm_remove_node(&l->va);
-			return ret;
-		}
+	ret = npu_mmu_reserve(ctx, l->va.start, l->hbm.size, DRM_NPU_PAGE_SIZE_4K);
+	if (ret) {
+		drm_mm_remove_node(&l->va);
+		return ret;
 	}
+	/* No NPU_PTE_WRITE: nothing the context runs may change it. */
+	for (off = 0; off < l->hbm.size; off += DRM_NPU_PAGE_SIZE_4K)
+		npu_mmu_map(ctx, l->va.start + off, l->hbm.start + off, DRM_NPU_PAGE_SIZE_4K, 0);
 	return 0;
 }
 
@@ -261,8 +259,6 @@ int npu_ioctl_tasklist_create(struct drm_device *drm, void *data, struct drm_fil
 	npu_holds_begin(&l->holds, ctx);
 	for (i = 0; i < args->count && !ret; i++)
 		ret = npu_holds_task(&l->holds, ctx, &tasks[i], skip[i]);
-	if (!ret && ctx->nlists >= DRM_NPU_TASKLISTS_PER_CONTEXT)
-		ret = -EDQUOT;
 	mutex_unlock(&ctx->lock);
 	if (ret)
 		goto out;
@@ -283,8 +279,13 @@ int npu_ioctl_tasklist_create(struct drm_device *drm, void *data, struct drm_fil
 			    patches, (size_t)args->patch_count * sizeof(*patches));
 	/* The tail of the last page is no one's business but zeros. */
 	memset_io(ndev->hbm + l->hbm.start + size, 0, l->hbm.size - size);
+	/*
+	 * The quota is checked where it is consumed, in one section: checked
+	 * apart, concurrent creates all passed the check and then all took
+	 * a place.
+	 */
 	mutex_lock(&ctx->lock);
-	ret = npu_tasklist_map(ctx, l);
+	ret = ctx->nlists >= DRM_NPU_TASKLISTS_PER_CONTEXT ? -EDQUOT : npu_tasklist_map(ctx, l);
 	if (!ret) {
 		ret = xa_alloc(&ctx->lists, &id, l, xa_limit_31b, GFP_KERNEL);
 		if (!ret)
@@ -310,7 +311,12 @@ int npu_ioctl_tasklist_destroy(struct drm_device *drm, void *data, struct drm_fi
 	struct npu_ctx *ctx = file->driver_priv;
 	struct npu_tasklist *l;
 
-	if (args->flags)
+	/*
+	 * Handle 0 is never a list's, and must not reach xa_erase(): erasing
+	 * index 0 of an ALLOC1 xarray marks it free, and the next create
+	 * would hand out 0, the handle that means "no list".
+	 */
+	if (args->flags || !args->handle)
 		return -EINVAL;
 	mutex_lock(&ctx->lock);
 	l = xa_erase(&ctx->lists, args->handle);

@@ -8,6 +8,13 @@
  * goes away; an unmap only clears leaves and then has the device drop
  * its cached translations.
  *
+ * A map is two passes: npu_mmu_reserve() makes every table the range
+ * needs, which may fail, then npu_mmu_map() writes leaves, which cannot.
+ * A map that failed half way would have to clear the leaves it wrote and
+ * invalidate before its memory went back, since the device may already
+ * have cached them (a job can name any address); with no leaf written
+ * before the last allocation, there is nothing to take back.
+ *
  * The driver never reads the tables back: HBM is memory the device (and
  * whatever runs on it) can write, so the walk follows a shadow of the
  * directory in kernel memory and only ever stores to HBM.
@@ -50,7 +57,10 @@ static struct npu_pt_table *npu_pt_alloc(struct npu_ctx *ctx, int level)
 	struct npu_pt_table *t;
 	int ret;
 
-	t = kzalloc(sizeof(*t), GFP_KERNEL);
+	/* debugfs npu_inject "fail-pt-alloc <n>": the n-th from now fails. */
+	if (!atomic_dec_if_positive(&ctx->ndev->inject_fail_pt_alloc))
+		return ERR_PTR(-ENOMEM);
+	t = kzalloc(sizeof(*t), GFP_KERNEL_ACCOUNT);
 	if (!t)
 		return ERR_PTR(-ENOMEM);
 	if (level < NPU_PT_LEVELS - 1) {
@@ -131,17 +141,36 @@ static int npu_leaf_level(u32 page_size)
 	return page_size == DRM_NPU_PAGE_SIZE_2M ? 2 : 3;
 }
 
-int npu_mmu_map(struct npu_ctx *ctx, u64 va, u64 addr, u32 page_size, u64 flags)
+/*
+ * Every table the leaves of [va, va + size) need, made now: then mapping
+ * them cannot fail. One walk per leaf table the range touches.
+ */
+int npu_mmu_reserve(struct npu_ctx *ctx, u64 va, u64 size, u32 page_size)
 {
 	int level = npu_leaf_level(page_size);
-	unsigned int i = NPU_PT_INDEX(va, level);
+	u64 span = (u64)page_size * NPU_PT_ENTRIES, at;
 	struct npu_pt_table *table;
 	int ret;
 
 	lockdep_assert_held(&ctx->lock);
-	ret = npu_mmu_walk(ctx, va, level, true, &table);
-	if (ret)
-		return ret;
+	for (at = round_down(va, span); at < va + size; at += span) {
+		ret = npu_mmu_walk(ctx, at, level, true, &table);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* A leaf in a range npu_mmu_reserve() prepared: cannot fail. */
+void npu_mmu_map(struct npu_ctx *ctx, u64 va, u64 addr, u32 page_size, u64 flags)
+{
+	int level = npu_leaf_level(page_size);
+	unsigned int i = NPU_PT_INDEX(va, level);
+	struct npu_pt_table *table;
+
+	lockdep_assert_held(&ctx->lock);
+	if (WARN_ON_ONCE(npu_mmu_walk(ctx, va, level, false, &table)))
+		return;		/* not reserved: a driver bug; the device faults */
 	if (page_size == DRM_NPU_PAGE_SIZE_2M) {
 		flags |= NPU_PTE_HUGE;
 		/* A leaf now: a table once used here stays, unreachable, until teardown. */
@@ -149,7 +178,6 @@ int npu_mmu_map(struct npu_ctx *ctx, u64 va, u64 addr, u32 page_size, u64 flags)
 	}
 	writeq((addr & NPU_PTE_ADDR_MASK) | flags | NPU_PTE_VALID,
 	       npu_pte(ctx, table->node.start, i));
-	return 0;
 }
 
 void npu_mmu_unmap(struct npu_ctx *ctx, u64 va, u64 size, u32 page_size)

@@ -17,7 +17,8 @@ struct npu_mmu {
 
 int npu_mmu_init(struct npu_ctx *ctx);
 void npu_mmu_fini(struct npu_ctx *ctx);
-int npu_mmu_map(struct npu_ctx *ctx, u64 va, u64 addr, u32 page_size, u64 flags);
+int npu_mmu_reserve(struct npu_ctx *ctx, u64 va, u64 size, u32 page_size);
+void npu_mmu_map(struct npu_ctx *ctx, u64 va, u64 addr, u32 page_size, u64 flags);
 void npu_mmu_unmap(struct npu_ctx *ctx, u64 va, u64 size, u32 page_size);
 int npu_mmu_invalidate(struct npu_ctx *ctx);
 

@@ -175,6 +175,8 @@ static int npu_run_prepare(struct drm_file *file, struct npu_run *run,
 	struct drm_device *drm = file->minor->dev;
 	struct npu_ctx *ctx = file->driver_priv;
 	struct drm_npu_submit_entry e[DRM_NPU_SUBMIT_MULTI_MAX];
+	struct npu_queue *qs[DRM_NPU_SUBMIT_MULTI_MAX];
+	struct npu_job *jobs[DRM_NPU_SUBMIT_MULTI_MAX];
 	u32 i;
 	int ret;
 
@@ -206,16 +208,23 @@ static int npu_run_prepare(struct drm_file *file, struct npu_run *run,
 		run->b[i].q = q;
 		run->n = i + 1;
 	}
-	/* Each admission may leave the device's section to wait: enter per batch. */
+	/*
+	 * Room on every queue, or on none: waiting for one queue's room
+	 * while holding another's admitted job kept that queue's destroy
+	 * asleep, uninterruptibly, as long as the wait lasted.
+	 */
 	for (i = 0; i < args->count; i++) {
-		if (!drm_dev_enter(drm, idx))
-			return -ENODEV;
-		ret = npu_batch_queue(drm, ctx, run->b[i].q, run->b[i].job, false, idx);
-		if (ret)
-			return ret;	/* not a scheduler job: freed as a plain one */
-		drm_dev_exit(*idx);
-		run->b[i].finished = ERR_PTR(-EINPROGRESS);	/* queued, not pushed */
+		qs[i] = run->b[i].q;
+		jobs[i] = run->b[i].job;
 	}
+	if (!drm_dev_enter(drm, idx))
+		return -ENODEV;
+	ret = npu_batch_queue(drm, ctx, qs, jobs, args->count, false, idx);
+	if (ret)
+		return ret;	/* none is a scheduler job: freed as plain ones */
+	drm_dev_exit(*idx);
+	for (i = 0; i < args->count; i++)
+		run->b[i].finished = ERR_PTR(-EINPROGRESS);	/* queued, not pushed */
 	return 0;
 }
 

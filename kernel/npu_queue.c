@@ -409,9 +409,9 @@ void npu_queue_put(struct npu_queue *q)
 	kref_put(&q->ref, npu_queue_release);
 }
 
-/* Under ctx->lock: a new queue at ctx->queues[id]. */
-int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries,
-		     u32 timeout_ms)
+/* npu_queue_create() inside the device's section. */
+static int npu_queue_start(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries,
+			   u32 timeout_ms)
 {
 	struct drm_gpu_scheduler *sched_list[1];
 	struct npu_device *ndev = ctx->ndev;
@@ -459,7 +459,8 @@ int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries,
 	 * many batches on the ring as the smallest ones fit.
 	 */
 	ret = npu_sched_init(&q->sched, &npu_sched_ops, entries / 2,
-			     msecs_to_jiffies(q->timeout_ms), q->name, ndev->drm.dev);
+			     msecs_to_jiffies(q->timeout_ms), npu_timeout_wq, q->name,
+			     ndev->drm.dev);
 	if (ret)
 		goto err_id;
 	sched_list[0] = &q->sched;
@@ -503,6 +504,24 @@ err_id:
 	ida_free(&ndev->queue_ida, q->hw_id);
 	mutex_destroy(&q->submit_lock);
 	npu_queue_free(q);
+	return ret;
+}
+
+/*
+ * Under ctx->lock: a new queue at ctx->queues[id]. It writes the queue's
+ * slot through the BARs and starts it, so it enters the device's section
+ * itself, whoever calls: a SUBMIT_MULTI resumed after an unbind (it may
+ * sleep in copy_from_user first) reached unmapped MMIO here.
+ */
+int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries,
+		     u32 timeout_ms)
+{
+	int idx, ret;
+
+	if (!drm_dev_enter(&ctx->ndev->drm, &idx))
+		return -ENODEV;
+	ret = npu_queue_start(ctx, id, priority, entries, timeout_ms);
+	drm_dev_exit(idx);
 	return ret;
 }
 

@@ -143,8 +143,9 @@ int npu_ioctl_queue_abort(struct drm_device *drm, void *data, struct drm_file *f
 struct npu_job *npu_batch_build(struct npu_ctx *ctx, u64 uptr, u32 count);
 int npu_batch_depend(struct drm_file *file, struct npu_job *job,
 		     const struct drm_npu_syncobj *in, u32 in_count);
-int npu_batch_queue(struct drm_device *drm, struct npu_ctx *ctx, struct npu_queue *q,
-		    struct npu_job *job, bool nonblock, int *idx);
+int npu_batch_queue(struct drm_device *drm, struct npu_ctx *ctx, struct npu_queue **qs,
+		    struct npu_job **jobs, u32 n, bool nonblock, int *idx);
+void npu_batch_detach(struct npu_job *job);
 void npu_batch_unqueue(struct npu_job *job);
 struct dma_fence *npu_batch_push(struct npu_queue *q, struct npu_job *job);
 

@@ -169,9 +169,11 @@ DEFINE_SHOW_ATTRIBUTE(npu_errlog);
  * Fault injection for tests, when the firmware offers it: write
  * "hang <context id>", "heartbeat-stop", "drop-irqs <n>",
  * "fail-invalidate <n>" or "clear", which the firmware acts on, or
- * "hold-timeout <ms>" (at most 100), which the driver does: its timeout
- * handler holds a timed-out job off the scheduler's list that long after
- * stopping its queue ("clear" ends it too).
+ * "hold-timeout <ms>" (at most 100) or "fail-pt-alloc <n>", which the
+ * driver does: its timeout handler holds a timed-out job off the
+ * scheduler's list that long after stopping its queue; the n-th device
+ * page-table allocation from now fails, once (0 disarms). "clear" ends
+ * both too.
  */
 static ssize_t npu_inject_write(struct file *f, const char __user *ubuf, size_t len,
 				loff_t *pos)
@@ -198,6 +200,12 @@ static ssize_t npu_inject_write(struct file *f, const char __user *ubuf, size_t 
 		WRITE_ONCE(ndev->inject_hold_timeout_ms, arg);
 		return len;
 	}
+	if (!strcmp(word, "fail-pt-alloc")) {
+		if (n != 2 || arg > INT_MAX)
+			return -EINVAL;
+		atomic_set(&ndev->inject_fail_pt_alloc, arg);
+		return len;
+	}
 	if (!strcmp(word, "hang") && n == 2)
 		args[0] = NPU_FW_INJECT_HANG_CONTEXT;
 	else if (!strcmp(word, "heartbeat-stop"))
@@ -206,8 +214,10 @@ static ssize_t npu_inject_write(struct file *f, const char __user *ubuf, size_t 
 		args[0] = NPU_FW_INJECT_DROP_IRQS;
 	else if (!strcmp(word, "fail-invalidate") && n == 2)
 		args[0] = NPU_FW_INJECT_FAIL_INVALIDATE;
-	else if (!strcmp(word, "clear"))
+	else if (!strcmp(word, "clear")) {
 		WRITE_ONCE(ndev->inject_hold_timeout_ms, 0);
+		atomic_set(&ndev->inject_fail_pt_alloc, 0);
+	}
 	else
 		return -EINVAL;
 	args[1] = arg;

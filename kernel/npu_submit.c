@@ -102,7 +102,7 @@ int npu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *
 	struct npu_ctx *ctx = file->driver_priv;
 	struct drm_npu_queue_create *args = data;
 	u32 depth = args->depth ? args->depth : DRM_NPU_QUEUE_DEPTH_DEFAULT;
-	int ret = -EBUSY, idx;
+	int ret = -EBUSY;
 	u32 id;
 
 	if (args->flags || args->queue || args->pad ||
@@ -114,8 +114,6 @@ int npu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *
 	/* Above NORMAL a queue can starve other users' work: as for CPU nice. */
 	if (args->priority > DRM_NPU_QUEUE_PRIORITY_NORMAL && !capable(CAP_SYS_NICE))
 		return -EPERM;
-	if (!drm_dev_enter(drm, &idx))
-		return -ENODEV;
 	mutex_lock(&ctx->lock);
 	for (id = 1; id < NPU_CTX_QUEUES; id++) {
 		if (!ctx->queues[id]) {
@@ -124,7 +122,6 @@ int npu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *
 		}
 	}
 	mutex_unlock(&ctx->lock);
-	drm_dev_exit(idx);
 	if (!ret)
 		args->queue = id;
 	return ret;
@@ -243,56 +240,88 @@ int npu_batch_depend(struct drm_file *file, struct npu_job *job,
 	return npu_job_alloc_deps(job);
 }
 
-/*
- * Make `job` a scheduler job of q with ring room admitted in q's backlog:
- * inside the device's section (idx), which a wait for room leaves and
- * enters again. On failure the section is left.
- */
-int npu_batch_queue(struct drm_device *drm, struct npu_ctx *ctx, struct npu_queue *q,
-		    struct npu_job *job, bool nonblock, int *idx)
+/* Give back room npu_queue_admit() reserved. */
+static void npu_queue_unadmit(struct npu_queue *q, u32 need)
 {
-	u32 need = job->nring + 1;
+	atomic_sub(need, &q->queued);
+	wake_up_all(&q->drain_wq);
+}
+
+/*
+ * Make jobs[i] a scheduler job of qs[i], for every i or for none, with
+ * ring room admitted in each queue's backlog: inside the device's section
+ * (idx), which a wait for room leaves and enters again. Room is admitted
+ * on every queue before any job is armed, and none is held while waiting:
+ * a SUBMIT_MULTI waiting for room on one queue holds nothing (no job
+ * counted in nr_jobs) that destroying another queue waits for. On failure
+ * the section is left and nothing is held.
+ */
+int npu_batch_queue(struct drm_device *drm, struct npu_ctx *ctx, struct npu_queue **qs,
+		    struct npu_job **jobs, u32 n, bool nonblock, int *idx)
+{
+	u32 i, k;
 	int ret;
 
-	/* The ring must hold the batch and its FENCE at once. */
-	if (need > q->entries) {
-		drm_dev_exit(*idx);
-		return -EINVAL;
+	/* The ring must hold each batch and its FENCE at once. */
+	for (i = 0; i < n; i++) {
+		if (jobs[i]->nring + 1 > qs[i]->entries) {
+			drm_dev_exit(*idx);
+			return -EINVAL;
+		}
 	}
-	while (!npu_queue_admit(q, need)) {
+	for (;;) {
+		for (i = 0; i < n && npu_queue_admit(qs[i], jobs[i]->nring + 1); i++)
+			;
+		if (i == n)
+			break;
+		for (k = 0; k < i; k++)
+			npu_queue_unadmit(qs[k], jobs[k]->nring + 1);
 		drm_dev_exit(*idx);
 		if (nonblock)
 			return -EAGAIN;
-		ret = wait_event_interruptible(q->drain_wq, npu_queue_may_admit(drm, q, need));
+		ret = wait_event_interruptible(qs[i]->drain_wq,
+					       npu_queue_may_admit(drm, qs[i], jobs[i]->nring + 1));
 		if (ret)
 			return ret;
 		if (!drm_dev_enter(drm, idx))
 			return -ENODEV;
 	}
-	ret = npu_sched_job_init(&job->base, &q->entity, ctx);
-	if (ret) {
-		atomic_sub(need, &q->queued);
-		wake_up_all(&q->drain_wq);
-		drm_dev_exit(*idx);
-		return ret;
+	for (i = 0; i < n; i++) {
+		ret = npu_sched_job_init(&jobs[i]->base, &qs[i]->entity, ctx);
+		if (ret)
+			goto err_unwind;
+		jobs[i]->q = qs[i];
+		kref_get(&qs[i]->ref);		/* the job's, dropped when it is freed */
+		atomic_inc(&qs[i]->nr_jobs);
 	}
-	job->q = q;
-	kref_get(&q->ref);		/* the job's, dropped when it is freed */
-	atomic_inc(&q->nr_jobs);
 	return 0;
+
+err_unwind:
+	for (k = i; k < n; k++)
+		npu_queue_unadmit(qs[k], jobs[k]->nring + 1);
+	while (i--)
+		npu_batch_detach(jobs[i]);
+	drm_dev_exit(*idx);
+	return ret;
 }
 
-/* Undo npu_batch_queue() for a job never pushed; the job is freed. */
-void npu_batch_unqueue(struct npu_job *job)
+/* Undo npu_batch_queue() for a job never pushed: a plain job again. */
+void npu_batch_detach(struct npu_job *job)
 {
 	struct npu_queue *q = job->q;
 
 	drm_sched_job_cleanup(&job->base);
 	atomic_dec(&q->nr_jobs);
-	atomic_sub(job->nring + 1, &q->queued);
-	wake_up_all(&q->drain_wq);
-	npu_job_free(job);
+	npu_queue_unadmit(q, job->nring + 1);
+	job->q = NULL;
 	npu_queue_put(q);		/* the job's */
+}
+
+/* Undo npu_batch_queue() for a job never pushed; the job is freed. */
+void npu_batch_unqueue(struct npu_job *job)
+{
+	npu_batch_detach(job);
+	npu_job_free(job);
 }
 
 /*
@@ -364,7 +393,7 @@ int npu_submit(struct drm_file *file, struct drm_npu_submit *args, bool nonblock
 		ret = PTR_ERR(q);
 		goto err_out;
 	}
-	ret = npu_batch_queue(drm, ctx, q, job, nonblock, &idx);
+	ret = npu_batch_queue(drm, ctx, &q, &job, 1, nonblock, &idx);
 	if (ret) {
 		npu_queue_put(q);
 		goto err_out;

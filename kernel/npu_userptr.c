@@ -103,17 +103,15 @@ int npu_userptr_map_pages(struct npu_ctx *ctx, struct npu_userptr *u, u64 va)
 	int ret;
 
 	lockdep_assert_held(&ctx->lock);
+	ret = npu_mmu_reserve(ctx, va, (u64)u->npages << PAGE_SHIFT, PAGE_SIZE);
+	if (ret)
+		return ret;
 	for_each_sgtable_dma_sg(&u->sgt, sg, i) {
 		dma_addr_t addr = sg_dma_address(sg);
 		u64 len;
 
-		for (len = 0; len < sg_dma_len(sg); len += PAGE_SIZE, off += PAGE_SIZE) {
-			ret = npu_mmu_map(ctx, va + off, addr + len, PAGE_SIZE, flags);
-			if (ret) {
-				npu_mmu_unmap(ctx, va, off, PAGE_SIZE);
-				return ret;
-			}
-		}
+		for (len = 0; len < sg_dma_len(sg); len += PAGE_SIZE, off += PAGE_SIZE)
+			npu_mmu_map(ctx, va + off, addr + len, PAGE_SIZE, flags);
 	}
 	return 0;
 }

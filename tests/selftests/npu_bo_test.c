@@ -247,4 +247,63 @@ TEST(contexts_have_separate_address_spaces)
 	close(b);
 }
 
+/*
+ * A buffer whose mapping fails on any of its page-table allocations
+ * (debugfs "fail-pt-alloc <n>") fails -ENOMEM with nothing of it left,
+ * and the next one maps every page. Tables are made before any leaf is
+ * written, so a failure leaves no translation the device could have
+ * cached on memory that goes back.
+ */
+TEST(a_map_failing_on_any_table_allocation_leaves_nothing)
+{
+	const uint64_t size = 6 * MiB;	/* 3 or 4 leaf tables, and directories */
+	uint64_t caps = 0;
+	int failed = 0, n, probe = npu_open();
+
+	ASSERT_LE(0, probe);
+	ASSERT_EQ(0, npu_get_param(probe, DRM_NPU_PARAM_DEVICE_CAPS, &caps));
+	close(probe);
+	if (!(caps & DRM_NPU_CAP_FAULT_INJECTION) || npu_inject("clear"))
+		SKIP(return, "no fault injection (npu-fwsim --fault-injection, debugfs)");
+	for (n = 1; n < 16; n++) {
+		struct drm_npu_bo_create c;
+		uint64_t buffers, seq;
+		struct drm_npu_task t;
+		char cmd[32];
+		uint32_t *p;
+		int fd = npu_open(), ret;
+
+		ASSERT_LE(0, fd);
+		buffers = npu_dev_usage(fd, DRM_NPU_MEM_REGION_HBM);
+		snprintf(cmd, sizeof(cmd), "fail-pt-alloc %d", n);
+		ASSERT_EQ(0, npu_inject(cmd));
+		ret = npu_bo_create(fd, size, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c);
+		ASSERT_EQ(0, npu_inject("clear"));
+		if (ret) {
+			EXPECT_EQ(-ENOMEM, ret) TH_LOG("table %d", n);
+			EXPECT_EQ(buffers, npu_dev_usage(fd, DRM_NPU_MEM_REGION_HBM))
+				TH_LOG("table %d", n);
+			failed++;
+			/* The same buffer now maps; its tables are partly there already. */
+			ASSERT_EQ(0, npu_bo_create(fd, size, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c));
+		}
+		/* Every page mapped: the device fills it all, the CPU reads it back. */
+		p = npu_bo_mmap(fd, c.handle, size);
+		ASSERT_NE(MAP_FAILED, p);
+		t = npu_task_fill(c.device_va, size, 0x5a5a0000u + n);
+		ASSERT_EQ(0, npu_submit(fd, &t, 1, &seq));
+		ASSERT_EQ(0, npu_wait(fd, seq, 20000000000ll, NULL)) TH_LOG("table %d", n);
+		for (uint64_t w = 0; w < size / 4; w += 1024) {
+			ASSERT_EQ(0x5a5a0000u + n, p[w]) TH_LOG("table %d, page %llu", n,
+							       (unsigned long long)(w / 1024));
+		}
+		munmap(p, size);
+		close(fd);
+		if (!ret)
+			break;		/* n is past the tables it needs */
+	}
+	EXPECT_LE(3, failed);
+	EXPECT_EQ(failed + 1, n);
+}
+
 TEST_HARNESS_MAIN

@@ -4,6 +4,10 @@
  * unbind with open files, and module reload with the device bound.
  * Runs as root in the VM (tests/vm/run), against npu-fwsim.
  */
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -339,6 +343,89 @@ TEST(unbind_with_work_in_flight_then_rebind)
 	t = npu_task_fill(c.device_va, 4096, 2);
 	ASSERT_EQ(0, npu_submit(fd, &t, 1, &seq));
 	EXPECT_EQ(0, npu_wait(fd, seq, 10000000000ll, NULL));
+	close(fd);
+}
+
+struct multi_call {
+	int fd;
+	struct drm_npu_submit_multi m;
+	int ret;
+};
+
+static void *multi_call_run(void *arg)
+{
+	struct multi_call *c = arg;
+
+	c->ret = ioctl(c->fd, DRM_IOCTL_NPU_SUBMIT_MULTI, &c->m) ? -errno : 0;
+	return NULL;
+}
+
+/*
+ * A SUBMIT_MULTI that sleeps in copy_from_user (here on a userfaultfd
+ * page) while the device is unbound, then resumes, gets -ENODEV and
+ * touches no hardware. It used to create the file's default queue, and
+ * so write its slot through the BARs and ring the mailbox, outside the
+ * device's section: unmapped MMIO after the unbind, an oops.
+ */
+TEST(a_multi_submit_resumed_after_unbind_touches_no_device)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	struct drm_npu_task nop = { .type = DRM_NPU_TASK_NOP };
+	struct drm_npu_submit_entry *e, page_entry;
+	char node[64], bdf[32], *src;
+	struct pollfd pfd;
+	struct uffd_msg msg;
+	struct multi_call c;
+	pthread_t th;
+	uint64_t v = 0;
+	long psz = sysconf(_SC_PAGESIZE);
+	int uffd, fd;
+
+	ASSERT_EQ(0, npu_find(node, sizeof(node), bdf, sizeof(bdf)));
+	uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (uffd < 0)
+		SKIP(return, "no userfaultfd: %s", strerror(errno));
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_API, &api));
+	e = mmap(NULL, psz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, e);
+	reg.range.start = (uintptr_t)e;
+	reg.range.len = psz;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg));
+
+	/* A fresh file: no default queue yet, so the submit would make one. */
+	fd = open(node, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	c = (struct multi_call){ .fd = fd, .m = { .entries = (uintptr_t)e, .count = 1 } };
+	ASSERT_EQ(0, pthread_create(&th, NULL, multi_call_run, &c));
+	pfd = (struct pollfd){ .fd = uffd, .events = POLLIN };
+	ASSERT_EQ(1, poll(&pfd, 1, 10000));
+	ASSERT_EQ((ssize_t)sizeof(msg), read(uffd, &msg, sizeof(msg)));
+	ASSERT_EQ(UFFD_EVENT_PAGEFAULT, msg.event);
+
+	/* The caller sleeps in the kernel, holding no section: the unbind goes through. */
+	ASSERT_EQ(0, npu_sysfs_write(NPU_SYSFS_DRIVER "/unbind", bdf));
+	src = aligned_alloc(psz, psz);
+	ASSERT_NE(NULL, src);
+	memset(src, 0, psz);
+	page_entry = (struct drm_npu_submit_entry){ .tasks = (uintptr_t)&nop, .count = 1 };
+	memcpy(src, &page_entry, sizeof(page_entry));
+	{
+		struct uffdio_copy copy = { .dst = (uintptr_t)e, .src = (uintptr_t)src, .len = psz };
+
+		ASSERT_EQ(0, ioctl(uffd, UFFDIO_COPY, &copy));
+	}
+	pthread_join(th, NULL);
+	EXPECT_EQ(-ENODEV, c.ret);
+	close(fd);
+	free(src);
+	munmap(e, psz);
+	close(uffd);
+
+	ASSERT_EQ(0, npu_sysfs_write(NPU_SYSFS_DRIVER "/bind", bdf));
+	fd = npu_open();
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, npu_fw_ping(fd, &v));
 	close(fd);
 }
 

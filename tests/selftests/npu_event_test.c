@@ -111,13 +111,14 @@ static void on_alarm(int sig)
 
 /*
  * WAIT and EVENT_WAIT take absolute CLOCK_MONOTONIC deadlines: one in the
- * past polls (negative ones too), a near one expires on time, and an
+ * past polls (negative ones too, down to INT64_MIN, where deadline - now
+ * would overflow), a near one expires on time, and an
  * interrupted wait leaves the struct as it was (no write-back), so
  * calling again keeps the deadline.
  */
 TEST_F(ev, waits_take_absolute_deadlines)
 {
-	const int64_t past[] = { -1, -5 * SEC, 1, mono_ns() - SEC };
+	const int64_t past[] = { -1, -5 * SEC, 1, mono_ns() - SEC, INT64_MIN, INT64_MIN + SEC };
 	struct sigaction sa = { .sa_handler = on_alarm }, old;	/* no SA_RESTART */
 	struct itimerval it = { .it_value = { 0, 50000 } };
 	struct drm_npu_event_wait w = { 0 };

@@ -8,6 +8,9 @@
  * binding and multi-submit is refused with nothing left behind.
  */
 #include <linux/sync_file.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <xf86drm.h>
 
@@ -712,6 +715,106 @@ TEST_F(l, bad_multi_submits_queue_nothing)
 	EXPECT_EQ(0, npu_queue_destroy(self->fd, q2));
 }
 
+struct multi_waiter {
+	int fd;
+	const struct drm_npu_submit_entry *e;
+	uint32_t n;
+	int ret;
+};
+
+static void *multi_waiter_run(void *arg)
+{
+	struct multi_waiter *w = arg;
+
+	w->ret = submit_multi(w->fd, w->e, w->n, 0, NULL);
+	return NULL;
+}
+
+struct destroyer {
+	int fd;
+	uint32_t queue;
+	atomic_int done;
+	int ret;
+};
+
+static void *destroyer_run(void *arg)
+{
+	struct destroyer *d = arg;
+
+	d->ret = npu_queue_destroy(d->fd, d->queue);
+	atomic_store(&d->done, 1);
+	return NULL;
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * A SUBMIT_MULTI waiting for room on one queue holds nothing on the
+ * others: QUEUE_DESTROY of another of its queues returns at once. It
+ * used to admit the first queue's batch (a job its destroy waits for,
+ * uninterruptibly) and then sleep for the second's room, as long as
+ * that took: a D-state sleep any user could cause, for good.
+ */
+TEST_F(l, a_multi_submit_waiting_for_room_holds_up_no_destroy)
+{
+	enum { DEPTH = DRM_NPU_QUEUE_DEPTH_MIN, BATCH = DRM_NPU_SUBMIT_MAX_TASKS - 1 };
+	struct sigaction sa = { .sa_handler = on_usr1 }, old;	/* no SA_RESTART */
+	static struct drm_npu_task full[DRM_NPU_SUBMIT_MAX_TASKS];
+	struct drm_npu_task nop = { .type = DRM_NPU_TASK_NOP }, rec;
+	struct drm_npu_submit_entry e[2];
+	struct multi_waiter w;
+	struct destroyer d;
+	pthread_t mt, dt;
+	uint32_t qa, qb, n;
+	uint64_t seq;
+	int batches = 0;
+
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, &old));
+	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, DEPTH, 0, &qa));
+	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, DEPTH, 0, &qb));
+	ASSERT_EQ(0, npu_sync_create(self->fd, DRM_NPU_SYNC_NOTIFY, &n));
+	/* qb's whole backlog, behind a notify nobody records yet. */
+	for (int i = 0; i < BATCH; i++)
+		full[i] = nop;
+	full[0] = (struct drm_npu_task){ .type = DRM_NPU_TASK_NOTIFY_WAIT, .args = { n } };
+	ASSERT_EQ(0, npu_submit_on(self->fd, qb, full, BATCH, &seq));
+	full[0] = nop;
+	/* Each batch takes BATCH + 1 = 256 slots; 16 rings' worth is the backlog. */
+	for (batches = 1; batches < 16 * DEPTH / (BATCH + 1); batches++)
+		ASSERT_EQ(0, npu_submit_on(self->fd, qb, full, BATCH, &seq));
+
+	e[0] = (struct drm_npu_submit_entry){ .tasks = (uintptr_t)&nop, .count = 1, .queue = qa };
+	e[1] = (struct drm_npu_submit_entry){ .tasks = (uintptr_t)&nop, .count = 1, .queue = qb };
+	w = (struct multi_waiter){ .fd = self->fd, .e = e, .n = 2 };
+	ASSERT_EQ(0, pthread_create(&mt, NULL, multi_waiter_run, &w));
+	usleep(300000);			/* into its wait for qb's room */
+	d = (struct destroyer){ .fd = self->fd, .queue = qa };
+	ASSERT_EQ(0, pthread_create(&dt, NULL, destroyer_run, &d));
+	for (int i = 0; i < 300 && !atomic_load(&d.done); i++)
+		usleep(10000);
+	EXPECT_TRUE(atomic_load(&d.done)) TH_LOG("QUEUE_DESTROY waits for a multi-submit's room");
+
+	/* The submit still waits for room; interrupted, it queues nothing. */
+	pthread_kill(mt, SIGUSR1);
+	pthread_join(mt, NULL);
+	pthread_join(dt, NULL);
+	EXPECT_EQ(-EINTR, w.ret);
+	EXPECT_EQ(0, d.ret);
+	sigaction(SIGUSR1, &old, NULL);
+
+	rec = (struct drm_npu_task){ .type = DRM_NPU_TASK_NOTIFY_RECORD, .args = { n } };
+	ASSERT_EQ(0, npu_submit_on(self->fd, 0, &rec, 1, NULL));
+	EXPECT_EQ(0, npu_wait_on(self->fd, qb, seq, 20 * SEC, NULL));
+	/* Nothing of the interrupted run reached qb: its last batch is the last seq. */
+	ASSERT_EQ(0, npu_submit_on(self->fd, qb, &nop, 1, &seq));
+	EXPECT_EQ((uint64_t)batches + 1, seq);
+	EXPECT_EQ(0, npu_wait_on(self->fd, qb, seq, 20 * SEC, NULL));
+	EXPECT_EQ(0, npu_queue_destroy(self->fd, qb));
+}
+
 /* A file that closes with lists (one running) leaves no device memory behind. */
 TEST_F(l, closing_the_file_frees_its_lists)
 {
@@ -735,6 +838,119 @@ TEST_F(l, closing_the_file_frees_its_lists)
 	/* Its ring goes too: what the other file sees is what it had before. */
 	EXPECT_EQ(self->lists_before,
 		  npu_usage_settles(self->fd, DRM_NPU_MEM_REGION_QUEUES, self->lists_before));
+}
+
+/*
+ * Handle 0 is no list's: destroying it is refused and changes nothing,
+ * so no later create hands out 0 (it once erased the xarray's reserved
+ * index 0, and the next list got handle 0, which libnpurt takes for "no
+ * list" and never destroys).
+ */
+TEST_F(l, handle_zero_is_never_a_list)
+{
+	struct drm_npu_task nop = { .type = DRM_NPU_TASK_NOP };
+	uint32_t h[3];
+
+	EXPECT_EQ(-EINVAL, list_destroy(self->fd, 0));
+	ASSERT_EQ(0, list_create(self->fd, &(struct list_desc){ .tasks = &nop, .count = 1 }, &h[0]));
+	EXPECT_NE(0, h[0]);
+	EXPECT_EQ(-EINVAL, list_destroy(self->fd, 0));
+	EXPECT_EQ(-EINVAL, list_destroy(self->fd, 0));
+	for (int i = 1; i < 3; i++) {
+		ASSERT_EQ(0, list_create(self->fd, &(struct list_desc){ .tasks = &nop, .count = 1 },
+					 &h[i]));
+		EXPECT_NE(0, h[i]) TH_LOG("list %d", i);
+	}
+	EXPECT_EQ(0, run_on(self->fd, 0, h[0], NULL, 0, NULL));
+	for (int i = 0; i < 3; i++) {
+		EXPECT_EQ(0, list_destroy(self->fd, h[i])) TH_LOG("list %d", i);
+	}
+	/* The run's batch held h[0]; its release is deferred to a workqueue. */
+	EXPECT_EQ(self->lists_before,
+		  npu_usage_settles(self->fd, DRM_NPU_MEM_REGION_QUEUES, self->lists_before));
+}
+
+struct quota_race {
+	int fd;
+	struct drm_npu_task *tasks;
+	uint32_t count;
+	pthread_barrier_t *start;
+	uint32_t got[8];
+	int n, err;
+};
+
+static void *quota_racer(void *arg)
+{
+	struct quota_race *r = arg;
+	uint32_t h;
+	int ret;
+
+	pthread_barrier_wait(r->start);
+	while (!(ret = list_create(r->fd, &(struct list_desc){ .tasks = r->tasks,
+							       .count = r->count }, &h)))
+		if (r->n < 8)
+			r->got[r->n++] = h;
+	r->err = ret;
+	return NULL;
+}
+
+/*
+ * A context holds DRM_NPU_TASKLISTS_PER_CONTEXT lists, however many
+ * threads create them at once: 4 threads racing for the last 4 places
+ * get 4 lists between them, and every other create fails -EDQUOT. The
+ * quota was checked in one locked section and taken in another, so
+ * racers that all passed the check all got a list.
+ */
+TEST_F(l, the_list_quota_holds_under_concurrent_creates)
+{
+	enum { RACERS = 4, ROUNDS = 12, BIG = 8192 };
+	struct drm_npu_task nop = { .type = DRM_NPU_TASK_NOP }, *big;
+	static uint32_t handles[DRM_NPU_TASKLISTS_PER_CONTEXT];
+	struct quota_race r[RACERS];
+	pthread_barrier_t start;
+	pthread_t th[RACERS];
+	uint32_t n = 0, h;
+
+	/* Long lists: their copy to HBM is what lay between check and take. */
+	big = calloc(BIG, sizeof(*big));
+	ASSERT_NE(NULL, big);
+	for (int i = 0; i < BIG; i++)
+		big[i].type = DRM_NPU_TASK_NOP;
+	while (n < DRM_NPU_TASKLISTS_PER_CONTEXT - RACERS) {
+		ASSERT_EQ(0, list_create(self->fd, &(struct list_desc){ .tasks = &nop, .count = 1 },
+					 &handles[n]));
+		n++;
+	}
+	for (int round = 0; round < ROUNDS; round++) {
+		uint32_t total = 0;
+
+		ASSERT_EQ(0, pthread_barrier_init(&start, NULL, RACERS));
+		for (int i = 0; i < RACERS; i++) {
+			r[i] = (struct quota_race){ .fd = self->fd, .tasks = big, .count = BIG,
+						    .start = &start };
+			ASSERT_EQ(0, pthread_create(&th[i], NULL, quota_racer, &r[i]));
+		}
+		for (int i = 0; i < RACERS; i++)
+			pthread_join(th[i], NULL);
+		pthread_barrier_destroy(&start);
+		for (int i = 0; i < RACERS; i++) {
+			EXPECT_EQ(-EDQUOT, r[i].err) TH_LOG("round %d, racer %d", round, i);
+			total += r[i].n;
+		}
+		EXPECT_EQ(RACERS, total) TH_LOG("round %d: %u lists over the quota", round,
+						total - RACERS);
+		EXPECT_EQ(-EDQUOT, list_create(self->fd, &(struct list_desc){ .tasks = &nop,
+									   .count = 1 }, &h));
+		for (int i = 0; i < RACERS; i++)
+			for (int k = 0; k < r[i].n; k++)
+				EXPECT_EQ(0, list_destroy(self->fd, r[i].got[k]));
+		if (total != RACERS)
+			break;
+	}
+	while (n)
+		EXPECT_EQ(0, list_destroy(self->fd, handles[--n]));
+	free(big);
+	EXPECT_EQ(self->lists_before, npu_dev_usage(self->fd, DRM_NPU_MEM_REGION_QUEUES));
 }
 
 TEST_HARNESS_MAIN

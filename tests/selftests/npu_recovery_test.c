@@ -6,6 +6,7 @@
  * contexts go on, and its job is freed; lost interrupts cost latency
  * only; a stopped heartbeat resets the device, which stays usable.
  */
+#include <dirent.h>
 #include <time.h>
 
 #include "kselftest_harness.h"
@@ -143,6 +144,58 @@ TEST_F(rec, every_timed_out_job_is_freed)
 	ASSERT_EQ(pid, npu_wait_child(pid, &status, 20)) TH_LOG("a timed-out queue's destruction has waited 20 s");
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("step %d failed", WEXITSTATUS(status));
+}
+
+/* A kworker whose comm names workqueue `wq` as the one it runs work of. */
+static bool a_worker_runs(const char *wq)
+{
+	char path[300], comm[96], want[40];
+	struct dirent *d;
+	bool found = false;
+	DIR *dir = opendir("/proc");
+
+	snprintf(want, sizeof(want), "+%s", wq);
+	while (dir && !found && (d = readdir(dir))) {
+		snprintf(path, sizeof(path), "/proc/%s/comm", d->d_name);
+		if (d->d_name[0] < '1' || d->d_name[0] > '9' ||
+		    npu_read_file(path, comm, sizeof(comm)))
+			continue;
+		found = !strncmp(comm, "kworker/", 8) && strstr(comm, want);
+	}
+	if (dir)
+		closedir(dir);
+	return found;
+}
+
+/*
+ * The schedulers' timeout handlers run on the driver's own ordered
+ * workqueue, not on system_wq, where a handler's mailbox round trip and
+ * sleeps held up everyone's work. A kworker's comm names the workqueue
+ * of the work it runs ("kworker/u4:1+npu-timeout"): seen during a
+ * handler held 100 ms ("hold-timeout").
+ */
+TEST_F(rec, timeouts_run_on_the_drivers_own_workqueue)
+{
+	struct drm_npu_task t = npu_task_fill(self->ba.device_va, 4096, 6);
+	struct drm_npu_wait w;
+	bool seen = false;
+	uint64_t seq;
+	char cmd[32];
+	uint32_t q;
+
+	snprintf(cmd, sizeof(cmd), "hang %u", npu_client_id(self->a));
+	ASSERT_EQ(0, npu_inject(cmd));
+	ASSERT_EQ(0, npu_inject("hold-timeout 100"));
+	ASSERT_EQ(0, npu_queue_create(self->a, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 1, &q));
+	ASSERT_EQ(0, npu_submit_on(self->a, q, &t, 1, &seq));
+	for (int i = 0; i < 500 && !seen; i++) {
+		seen = a_worker_runs("npu-timeout");
+		usleep(2000);
+	}
+	EXPECT_TRUE(seen);
+	EXPECT_EQ(-EIO, npu_wait_on(self->a, q, seq, 10 * SEC, &w));
+	EXPECT_EQ(DRM_NPU_JOB_TIMEOUT, w.status);
+	EXPECT_EQ(0, npu_queue_destroy(self->a, q));
 }
 
 TEST_F(rec, lost_interrupts_cost_latency_not_a_hang)
