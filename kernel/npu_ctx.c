@@ -81,11 +81,9 @@ static void npu_ctx_release(struct kref *ref)
 {
 	struct npu_ctx *ctx = container_of(ref, struct npu_ctx, ref);
 	struct npu_device *ndev = ctx->ndev;
-	int idx, i;
+	int idx;
 
-	for (i = 0; i < NPU_CTX_QUEUES; i++)
-		if (ctx->queues[i])
-			npu_queue_destroy(ctx->queues[i]);
+	/* No queue is left: each holds the context (npu_queue.c). */
 	/* The id is about to be reused: nothing cached may survive it. */
 	if (drm_dev_enter(&ndev->drm, &idx)) {
 		npu_mmu_invalidate(ctx);

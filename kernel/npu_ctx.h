@@ -28,7 +28,9 @@ struct npu_mem_stat {
  * A context: one per open file, with its own device address space (VA
  * allocator and page tables) and its device id. Buffers it created and
  * mappings in it hold references, so it outlives the file while the device
- * may still use its address space.
+ * may still use its address space; so does each of its queues, which
+ * what holds a queue (a job, a multi-queue run) may reach after the file
+ * has gone.
  */
 struct npu_ctx {
 	struct kref ref;

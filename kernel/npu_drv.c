@@ -209,7 +209,7 @@ static const struct file_operations npu_fops = {
 	.poll = drm_poll,
 	.read = drm_read,
 	.llseek = noop_llseek,
-	.mmap = drm_gem_mmap,
+	.mmap = npu_mmap,
 	NPU_FOPS_FLAGS
 	NPU_FOPS_SHOW_FDINFO
 #if IS_ENABLED(CONFIG_IO_URING)

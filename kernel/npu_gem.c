@@ -335,45 +335,6 @@ static void npu_bo_free(struct drm_gem_object *obj)
 	kfree(bo);
 }
 
-static int npu_bo_mmap(struct drm_gem_object *obj, struct vm_area_struct *vma)
-{
-	struct npu_device *ndev = to_npu_device(obj->dev);
-	unsigned long first;
-	phys_addr_t phys;
-	int ret, idx;
-
-	if (to_npu_bo(obj)->user)
-		return -EINVAL;	/* the caller has the memory already */
-	/* Device memory has no page to copy on write: shared mappings only. */
-	if (is_cow_mapping(vma->vm_flags))
-		return -EINVAL;
-	/*
-	 * Both the DRM node and a dma-buf hand us the fake offset plus the
-	 * page the caller asked for, and have checked that the whole
-	 * mapping lies inside the buffer; check again all the same.
-	 */
-	first = vma->vm_pgoff - drm_vma_node_start(&obj->vma_node);
-	if (first > obj->size >> PAGE_SHIFT ||
-	    vma_pages(vma) > (obj->size >> PAGE_SHIFT) - first)
-		return -EINVAL;
-	phys = ndev->hbm_phys + to_npu_bo(obj)->hbm.start + ((u64)first << PAGE_SHIFT);
-
-	/* A dma-buf outlives the binding; the BAR does not. */
-	if (!drm_dev_enter(obj->dev, &idx))
-		return -ENODEV;
-	npu_vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
-	vma->vm_page_prot = pgprot_writecombine(vm_get_page_prot(vma->vm_flags));
-	ret = io_remap_pfn_range(vma, vma->vm_start, phys >> PAGE_SHIFT,
-				 vma->vm_end - vma->vm_start, vma->vm_page_prot);
-	drm_dev_exit(idx);
-	return ret;
-}
-
-static const struct vm_operations_struct npu_bo_vm_ops = {
-	.open = drm_gem_vm_open,
-	.close = drm_gem_vm_close,
-};
-
 #ifdef HAVE_DRM_GEM_OBJECT_STATUS
 /* For drm_show_memory_stats(): device memory and pinned pages stay put. */
 static enum drm_gem_object_status npu_bo_status(struct drm_gem_object *obj)

@@ -62,6 +62,10 @@ static inline struct npu_bo *to_npu_bo(struct drm_gem_object *obj)
 }
 
 int npu_gem_init(struct npu_device *ndev);
+/* npu_mmap.c: CPU mappings. */
+int npu_mmap(struct file *filp, struct vm_area_struct *vma);
+int npu_bo_mmap(struct drm_gem_object *obj, struct vm_area_struct *vma);
+extern const struct vm_operations_struct npu_bo_vm_ops;
 int npu_hbm_alloc(struct npu_device *ndev, struct npu_ctx *ctx, int region,
 		  struct drm_mm_node *node, u64 size, u64 align);
 void npu_hbm_free(struct npu_device *ndev, struct npu_ctx *ctx, int region,

@@ -18,8 +18,10 @@
  * error: that one fence is the run's completion in the out-syncobjs.
  *
  * Lifetime: the ioctl, each batch not yet done and the stop work hold
- * the run. It holds its queues; its last reference may go in a fence
- * callback, so it is freed from the workqueue.
+ * the run. It holds its queues and the DRM device: its last reference
+ * may go after an unbind and the file's last close, and a queue's
+ * release reaches the device (its queue pool). That last reference may
+ * go in a fence callback, so it is freed from the workqueue.
  */
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
@@ -93,6 +95,7 @@ static void npu_run_fence_put(struct dma_fence *f)
 
 struct npu_run {
 	struct kref ref;
+	struct drm_device *drm;		/* referenced */
 	struct work_struct stop;	/* stop the queues: one failed */
 	struct work_struct free;
 	atomic_t pending;		/* batches not done */
@@ -114,6 +117,7 @@ static void npu_run_free(struct work_struct *work)
 	}
 	if (run->fence)
 		npu_run_fence_put(run->fence);
+	drm_dev_put(run->drm);
 	kfree(run);
 }
 
@@ -270,6 +274,8 @@ int npu_ioctl_submit_multi(struct drm_device *drm, void *data, struct drm_file *
 	if (!run)
 		return -ENOMEM;
 	kref_init(&run->ref);
+	run->drm = drm;
+	drm_dev_get(drm);
 	INIT_WORK(&run->stop, npu_run_stop);
 	if (args->out_count) {
 		run->fence = npu_run_fence_create();

@@ -401,6 +401,7 @@ static void npu_queue_release(struct kref *ref)
 
 	npu_job_cut_deps(q);	/* drops the last dependency it kept */
 	mutex_destroy(&q->submit_lock);
+	npu_ctx_put(q->ctx);
 	npu_queue_free(q);
 }
 
@@ -492,6 +493,11 @@ static int npu_queue_start(struct npu_ctx *ctx, u32 id, u32 priority, u32 entrie
 	ndev->queues[q->hw_id] = q;
 	mutex_unlock(&ndev->queue_lock);
 	ctx->queues[id] = q;
+	/*
+	 * The queue holds its context: whatever holds the queue (a run's
+	 * stop work, a job) may read q->ctx after the file has gone.
+	 */
+	npu_ctx_get(ctx);
 	return 0;
 
 err_ring:

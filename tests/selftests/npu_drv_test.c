@@ -4,6 +4,7 @@
  * unbind with open files, and module reload with the device bound.
  * Runs as root in the VM (tests/vm/run), against npu-fwsim.
  */
+#include <linux/sync_file.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <pthread.h>
@@ -346,6 +347,25 @@ TEST(unbind_with_work_in_flight_then_rebind)
 	close(fd);
 }
 
+/* Bind the device again: 0 once the new instance answers and holds no memory. */
+static int rebind(const char *bdf)
+{
+	uint64_t v = 0;
+	int fd, ret;
+
+	ret = npu_sysfs_write(NPU_SYSFS_DRIVER "/bind", bdf);
+	if (ret)
+		return ret;
+	fd = npu_open();
+	if (fd < 0)
+		return fd;
+	ret = npu_fw_ping(fd, &v);
+	if (!ret && npu_dev_usage(fd, DRM_NPU_MEM_REGION_HBM))
+		ret = -EBUSY;
+	close(fd);
+	return ret;
+}
+
 struct multi_call {
 	int fd;
 	struct drm_npu_submit_multi m;
@@ -378,7 +398,6 @@ TEST(a_multi_submit_resumed_after_unbind_touches_no_device)
 	struct uffd_msg msg;
 	struct multi_call c;
 	pthread_t th;
-	uint64_t v = 0;
 	long psz = sysconf(_SC_PAGESIZE);
 	int uffd, fd;
 
@@ -421,12 +440,62 @@ TEST(a_multi_submit_resumed_after_unbind_touches_no_device)
 	free(src);
 	munmap(e, psz);
 	close(uffd);
+	EXPECT_EQ(0, rebind(bdf));
+}
 
-	ASSERT_EQ(0, npu_sysfs_write(NPU_SYSFS_DRIVER "/bind", bdf));
-	fd = npu_open();
+/*
+ * The device goes with a multi-queue run in flight, its fence exported
+ * as a sync_file, and the file closes: the run's batches fail, and its
+ * last reference goes after the file's, the device's too. A run held its
+ * queues but not the device, and a queue not its context, so that last
+ * put reached a freed npu_device and context (KASAN reports it in make
+ * check-debug). The sync_file says the run failed; the driver comes back.
+ */
+TEST(unbind_with_a_multi_queue_run_in_flight)
+{
+	char node[64], bdf[32];
+	struct drm_npu_bo_create c;
+	struct drm_npu_task fill[2];
+	struct drm_npu_submit_entry e[2];
+	struct drm_npu_syncobj out;
+	struct drm_npu_submit_multi m;
+	uint32_t q[2], so;
+	int fd, sf = -1;
+
+	ASSERT_EQ(0, npu_find(node, sizeof(node), bdf, sizeof(bdf)));
+	fd = open(node, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	EXPECT_EQ(0, npu_fw_ping(fd, &v));
+	ASSERT_EQ(0, npu_bo_create(fd, 32 << 20, DRM_NPU_BO_PAGE_HUGE_FIRST, &c));
+	for (int i = 0; i < 2; i++) {
+		ASSERT_EQ(0, npu_queue_create(fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q[i]));
+		fill[i] = npu_task_fill(c.device_va + i * (16 << 20), 16 << 20, i + 1);
+		e[i] = (struct drm_npu_submit_entry){ .tasks = (uintptr_t)&fill[i], .count = 1,
+						      .queue = q[i] };
+	}
+	ASSERT_EQ(0, drmSyncobjCreate(fd, 0, &so));
+	out = (struct drm_npu_syncobj){ .handle = so };
+	/* Runs back to back: seconds of device time, most still queued at the unbind. */
+	for (int r = 0; r < 100; r++) {
+		m = (struct drm_npu_submit_multi){ .entries = (uintptr_t)e, .count = 2,
+						   .out_syncobjs = (uintptr_t)&out, .out_count = 1 };
+		ASSERT_EQ(0, ioctl(fd, DRM_IOCTL_NPU_SUBMIT_MULTI, &m));
+	}
+	ASSERT_EQ(0, drmSyncobjExportSyncFile(fd, so, &sf));
+
+	ASSERT_EQ(0, npu_sysfs_write(NPU_SYSFS_DRIVER "/unbind", bdf));
 	close(fd);
+	/* The last run ends failed or cancelled, not well. */
+	{
+		struct pollfd p = { .fd = sf, .events = POLLIN };
+		struct sync_file_info info = { 0 };
+
+		EXPECT_EQ(1, poll(&p, 1, 10000));
+		ASSERT_EQ(0, ioctl(sf, SYNC_IOC_FILE_INFO, &info));
+		EXPECT_GT(0, info.status);
+	}
+	usleep(200000);		/* the runs' last references go from a workqueue */
+	close(sf);
+	EXPECT_EQ(0, rebind(bdf));
 }
 
 static int module_unload(void)

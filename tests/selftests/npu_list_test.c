@@ -815,6 +815,127 @@ TEST_F(l, a_multi_submit_waiting_for_room_holds_up_no_destroy)
 	EXPECT_EQ(0, npu_queue_destroy(self->fd, qb));
 }
 
+/*
+ * Each entry gets its own queue's sequence number, whatever the others'
+ * are: queues at 5, 1 and none (a new one) get 6, 2 and 1, in the
+ * entries' order, and each number is the one WAIT takes on its queue.
+ */
+TEST_F(l, each_entry_gets_its_own_queues_number)
+{
+	struct drm_npu_task nop = { .type = DRM_NPU_TASK_NOP };
+	struct drm_npu_submit_entry e[3];
+	uint64_t seqs[DRM_NPU_SUBMIT_MULTI_MAX], seq;
+	uint32_t q[3];
+
+	for (int i = 0; i < 3; i++)
+		ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q[i]));
+	for (int i = 0; i < 5; i++)
+		ASSERT_EQ(0, npu_submit_on(self->fd, q[0], &nop, 1, &seq));
+	ASSERT_EQ(0, npu_submit_on(self->fd, q[1], &nop, 1, &seq));
+	e[0] = (struct drm_npu_submit_entry){ .tasks = (uintptr_t)&nop, .count = 1, .queue = q[1] };
+	e[1] = (struct drm_npu_submit_entry){ .tasks = (uintptr_t)&nop, .count = 1, .queue = q[0] };
+	e[2] = (struct drm_npu_submit_entry){ .tasks = (uintptr_t)&nop, .count = 1, .queue = q[2] };
+	ASSERT_EQ(0, submit_multi(self->fd, e, 3, 0, seqs));
+	EXPECT_EQ(2, seqs[0]);
+	EXPECT_EQ(6, seqs[1]);
+	EXPECT_EQ(1, seqs[2]);
+	EXPECT_EQ(0, seqs[3]);
+	for (int i = 0; i < 3; i++) {
+		EXPECT_EQ(0, npu_wait_on(self->fd, e[i].queue, seqs[i], 10 * SEC, NULL))
+			TH_LOG("entry %d", i);
+		/* One past it was never handed out. */
+		EXPECT_EQ(-EINVAL, npu_wait_on(self->fd, e[i].queue, seqs[i] + 1, 0, NULL))
+			TH_LOG("entry %d", i);
+	}
+	for (int i = 0; i < 3; i++)
+		EXPECT_EQ(0, npu_queue_destroy(self->fd, q[i]));
+}
+
+/*
+ * A multi-submit that fails at any step after some of its batches were
+ * built (a later entry's bad task, its unknown queue, an unknown
+ * in-syncobj) drops everything the built ones hold: their lists are
+ * freed as soon as they are destroyed, and their buffers when closed.
+ */
+TEST_F(l, a_multi_submit_failing_late_lets_go_of_what_it_built)
+{
+	struct drm_npu_task t = npu_task_fill(0, 4096, 7), bad = { .type = 99 }, r[2];
+	struct drm_npu_patch p = PATCH(0, DRM_NPU_PATCH_TASK_ARG, 0, 0, 0);
+	struct drm_npu_io_slot s = { .size = 4096, .flags = DRM_NPU_IO_SLOT_WRITE };
+	struct drm_npu_syncobj in = { .handle = 999 };
+	uint64_t io[2] = { self->va, self->va + 4096 }, rings;
+	uint64_t before_hbm = npu_dev_usage(self->fd, DRM_NPU_MEM_REGION_HBM);
+	struct drm_npu_submit_entry e[3];
+	struct drm_npu_submit_multi m;
+	uint32_t q[3], h[2];
+
+	for (int i = 0; i < 3; i++)
+		ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q[i]));
+	rings = npu_dev_usage(self->fd, DRM_NPU_MEM_REGION_QUEUES);
+	for (int c = 0; c < 3; c++) {
+		for (int i = 0; i < 2; i++) {
+			ASSERT_EQ(0, list_create(self->fd, &(struct list_desc){ &t, 1, &p, 1, &s, 1 },
+						 &h[i]));
+			r[i] = run_task(h[i], &io[i], 1);
+			e[i] = (struct drm_npu_submit_entry){ .tasks = (uintptr_t)&r[i], .count = 1,
+							      .queue = q[i] };
+		}
+		e[2] = (struct drm_npu_submit_entry){ .tasks = (uintptr_t)&r[0], .count = 1,
+						      .queue = q[2] };
+		m = (struct drm_npu_submit_multi){ .entries = (uintptr_t)e, .count = 3 };
+		switch (c) {
+		case 0: e[2].tasks = (uintptr_t)&bad; break;	/* built two, then the third fails */
+		case 1: e[2].queue = 7; break;			/* built all, then a lookup fails */
+		case 2:						/* built, then its dependency */
+			m.in_syncobjs = (uintptr_t)&in;
+			m.in_count = 1;
+			break;
+		}
+		EXPECT_NE(0, ioctl(self->fd, DRM_IOCTL_NPU_SUBMIT_MULTI, &m)) TH_LOG("case %d", c);
+		for (int i = 0; i < 2; i++)
+			EXPECT_EQ(0, list_destroy(self->fd, h[i])) TH_LOG("case %d", c);
+		/* Destroyed and held by nothing: their memory is back at once. */
+		EXPECT_EQ(rings, npu_dev_usage(self->fd, DRM_NPU_MEM_REGION_QUEUES))
+			TH_LOG("case %d", c);
+	}
+	for (int i = 0; i < 3; i++)
+		EXPECT_EQ(0, npu_queue_destroy(self->fd, q[i]));
+	EXPECT_EQ(self->lists_before, npu_dev_usage(self->fd, DRM_NPU_MEM_REGION_QUEUES));
+	EXPECT_EQ(before_hbm, npu_dev_usage(self->fd, DRM_NPU_MEM_REGION_HBM));
+}
+
+/*
+ * Two RUN_LISTs in one batch, each with its own I/O table: each run's
+ * copy lands where its own table says, not where the first one's does.
+ */
+TEST_F(l, two_runs_in_one_batch_each_bind_their_own_io)
+{
+	struct drm_npu_task t = npu_task_copy(0, 0, 4096), r[2];
+	struct drm_npu_patch p[2] = { PATCH(0, DRM_NPU_PATCH_TASK_ARG, 1, 0, 0),
+				      PATCH(0, DRM_NPU_PATCH_TASK_ARG, 0, 1, 0) };
+	struct drm_npu_io_slot s[2] = { { .size = 4096 },
+					{ .size = 4096, .flags = DRM_NPU_IO_SLOT_WRITE } };
+	uint64_t io[2][2], seq;
+	uint32_t h[2];
+
+	for (int i = 0; i < 2; i++) {
+		/* slot 0 in, slot 1 out */
+		ASSERT_EQ(0, list_create(self->fd, &(struct list_desc){ &t, 1, p, 2, s, 2 }, &h[i]));
+		memset(self->map + i * 4096, 0x21 + i, 4096);
+		memset(self->map + MiB + i * 4096, 0, 4096);
+		io[i][0] = self->va + i * 4096;
+		io[i][1] = self->va + MiB + i * 4096;
+		r[i] = run_task(h[i], io[i], 2);
+	}
+	ASSERT_EQ(0, npu_submit_on(self->fd, 0, r, 2, &seq));
+	ASSERT_EQ(0, npu_wait_on(self->fd, 0, seq, 10 * SEC, NULL));
+	for (int i = 0; i < 2; i++) {
+		EXPECT_EQ(0x21 + i, self->map[MiB + i * 4096]) TH_LOG("run %d", i);
+		EXPECT_EQ(0x21 + i, self->map[MiB + i * 4096 + 4095]) TH_LOG("run %d", i);
+		EXPECT_EQ(0, list_destroy(self->fd, h[i]));
+	}
+}
+
 /* A file that closes with lists (one running) leaves no device memory behind. */
 TEST_F(l, closing_the_file_frees_its_lists)
 {

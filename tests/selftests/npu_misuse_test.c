@@ -259,6 +259,50 @@ TEST_F(m, closed_files_give_back_their_queues)
 	}
 }
 
+/*
+ * A file closed with its buffers still mapped gives its queues back at
+ * close, as npu_ctx.c says, not at munmap: as many such files as the
+ * device has queues, and the next file still gets one. A mapping used
+ * to hold the DRM file (vm_file), so each kept its hardware queue and
+ * the next process got -EBUSY. The mappings still show their buffers,
+ * and munmap gives the buffers back.
+ */
+TEST_F(m, closed_files_give_their_queues_back_while_their_buffers_stay_mapped)
+{
+	struct drm_npu_task nop = { .type = DRM_NPU_TASK_NOP };
+	uint64_t nqueues = 0, seq;
+	uint32_t *maps[64];
+	int fd;
+
+	ASSERT_EQ(0, npu_get_param(self->fd, DRM_NPU_PARAM_QUEUE_COUNT, &nqueues));
+	ASSERT_GE(64, nqueues);
+	for (uint64_t i = 0; i < nqueues; i++) {
+		struct drm_npu_bo_create c;
+
+		fd = npu_open();
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, npu_bo_create(fd, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c));
+		maps[i] = npu_bo_mmap(fd, c.handle, 4096);
+		ASSERT_NE(MAP_FAILED, maps[i]);
+		maps[i][0] = 0x600d0000u + i;
+		ASSERT_EQ(0, npu_submit(fd, &nop, 1, &seq)) TH_LOG("file %llu",
+								   (unsigned long long)i);
+		close(fd);
+	}
+	ASSERT_EQ(0, npu_usage_settles(self->fd, DRM_NPU_MEM_REGION_QUEUES, 0));
+	fd = npu_open();
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, npu_submit(fd, &nop, 1, &seq));
+	EXPECT_EQ(0, npu_wait(fd, seq, 10000000000ll, NULL));
+	close(fd);
+	for (uint64_t i = 0; i < nqueues; i++) {
+		EXPECT_EQ(0x600d0000u + i, maps[i][0]);
+		munmap(maps[i], 4096);
+	}
+	EXPECT_EQ(self->buffers_before,
+		  npu_usage_settles(self->fd, DRM_NPU_MEM_REGION_HBM, self->buffers_before));
+}
+
 /* Everything a batch names is checked before its queue is made. */
 TEST_F(m, a_bad_batch_makes_no_queue)
 {
