@@ -62,6 +62,7 @@ int npu_ctx_open(struct drm_device *drm, struct drm_file *file)
 		goto out_ida;
 
 	file->driver_priv = ctx;
+	drm_dev_get(drm);		/* the context's: it may outlive the file */
 	drm_dev_exit(idx);
 	return 0;
 
@@ -77,13 +78,12 @@ out_exit:
 	return ret;
 }
 
-static void npu_ctx_release(struct kref *ref)
+/* No queue is left: each holds the context (npu_queue.c). */
+static void npu_ctx_free(struct npu_ctx *ctx)
 {
-	struct npu_ctx *ctx = container_of(ref, struct npu_ctx, ref);
 	struct npu_device *ndev = ctx->ndev;
 	int idx;
 
-	/* No queue is left: each holds the context (npu_queue.c). */
 	/* The id is about to be reused: nothing cached may survive it. */
 	if (drm_dev_enter(&ndev->drm, &idx)) {
 		npu_mmu_invalidate(ctx);
@@ -95,6 +95,31 @@ static void npu_ctx_release(struct kref *ref)
 	mutex_destroy(&ctx->lock);
 	npu_ctx_id_free(ndev, ctx->id);
 	kfree(ctx);
+	drm_dev_put(&ndev->drm);	/* the context's */
+}
+
+static void npu_ctx_free_work(struct work_struct *work)
+{
+	npu_ctx_free(container_of(work, struct npu_ctx, free));
+}
+
+/*
+ * The last reference may go anywhere a buffer's does, munmap included,
+ * with mmap_lock held: the teardown (a mailbox round trip, every page
+ * table) goes to the driver's workqueue, the context holding the device.
+ */
+static void npu_ctx_release(struct kref *ref)
+{
+	struct npu_ctx *ctx = container_of(ref, struct npu_ctx, ref);
+
+	INIT_WORK(&ctx->free, npu_ctx_free_work);
+	queue_work(npu_wq, &ctx->free);
+}
+
+/* The file's close, where nothing is held: at once. */
+static void npu_ctx_release_now(struct kref *ref)
+{
+	npu_ctx_free(container_of(ref, struct npu_ctx, ref));
 }
 
 /*
@@ -120,7 +145,7 @@ void npu_ctx_postclose(struct drm_device *drm, struct drm_file *file)
 	/* Batches in flight hold the events, notifies and lists they use. */
 	npu_tasklist_ctx_fini(ctx);
 	npu_sync_ctx_fini(ctx);
-	npu_ctx_put(ctx);
+	kref_put(&ctx->ref, npu_ctx_release_now);
 	file->driver_priv = NULL;
 }
 

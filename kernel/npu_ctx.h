@@ -34,7 +34,8 @@ struct npu_mem_stat {
  */
 struct npu_ctx {
 	struct kref ref;
-	struct npu_device *ndev;
+	struct work_struct free;	/* the last reference's: npu_ctx.c */
+	struct npu_device *ndev;	/* referenced */
 	u32 id;				/* device-visible, 1..NPU_CTX_MAX */
 	struct mutex lock;		/* protects va_mm, kva_mm and mmu */
 	struct drm_mm va_mm;
@@ -42,7 +43,6 @@ struct npu_ctx {
 	struct npu_mmu mmu;
 	struct npu_queue *queues[NPU_CTX_QUEUES];	/* by id, under lock */
 	struct list_head userptrs;	/* registered host memory, under lock */
-	u64 job_marks;			/* under lock, see npu_job_hold_range() */
 	struct xarray syncs;		/* events and notifies held, by id */
 	u32 nsyncs;			/* how many, under lock */
 	struct xarray lists;		/* task lists, by handle; see npu_list.c */

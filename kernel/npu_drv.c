@@ -32,7 +32,7 @@
 #define NPU_DRIVER_DESC		"NPU task-scheduler device"
 #define NPU_DRIVER_DATE		"20261129"
 #define NPU_DRIVER_MAJOR	0
-#define NPU_DRIVER_MINOR	1
+#define NPU_DRIVER_MINOR	2
 #define NPU_DRIVER_PATCHLEVEL	0
 
 static int npu_ioctl_get_param(struct drm_device *drm, void *data,

@@ -82,6 +82,9 @@ struct npu_device {
 	spinlock_t queue_pool_lock;
 	struct list_head queue_pool;
 
+	/* Holds' marks (npu_hold.c), unique device-wide. */
+	atomic64_t hold_marks;
+
 	/* Events and notifies; see npu_sync.c. */
 	struct ida sync_ida;
 	atomic_t syncs_in_use;

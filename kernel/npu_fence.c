@@ -47,7 +47,7 @@ static const struct dma_fence_ops npu_fence_ops = {
 
 struct dma_fence *npu_fence_alloc(void)
 {
-	struct npu_fence *f = kzalloc(sizeof(*f), GFP_KERNEL);
+	struct npu_fence *f = kzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
 
 	if (!f)
 		return NULL;

@@ -19,7 +19,7 @@ struct npu_bo;
  */
 struct npu_bo_map {
 	struct kref ref;		/* handles in ctx + jobs in flight */
-	u64 job_mark;			/* last job that took it, under ctx->lock */
+	u64 job_mark;			/* last holder that took it, under ctx->lock */
 	struct list_head link;		/* in bo->maps */
 	struct npu_bo *bo;
 	struct npu_ctx *ctx;		/* referenced */

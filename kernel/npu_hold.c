@@ -22,10 +22,15 @@
  */
 #define NPU_HOLD_MAX_MAPS	4096
 
+/*
+ * Marks are unique device-wide, not per context: an event or notify may
+ * be held by several contexts (exported and imported), and a mark of one
+ * context's holder must never equal another's.
+ */
 void npu_holds_begin(struct npu_holds *h, struct npu_ctx *ctx)
 {
 	lockdep_assert_held(&ctx->lock);
-	h->mark = ++ctx->job_marks;
+	h->mark = atomic64_inc_return(&ctx->ndev->hold_marks);
 }
 
 /*
@@ -75,7 +80,11 @@ int npu_holds_range(struct npu_holds *h, struct npu_ctx *ctx, u64 va, u64 size)
 
 /*
  * Under ctx->lock: the event or notify a task names must be one this
- * context holds, of the task's kind; the holder keeps it alive.
+ * context holds, of the task's kind; the holder keeps it alive, with one
+ * reference however many tasks name it (a model's list waits on the
+ * same notifies thousands of times). Another context's holder may mark
+ * the same object meanwhile, under its own lock: then this one takes a
+ * second reference, never none.
  */
 static int npu_holds_sync(struct npu_holds *h, struct npu_ctx *ctx,
 			  const struct drm_npu_task *t)
@@ -89,11 +98,15 @@ static int npu_holds_sync(struct npu_holds *h, struct npu_ctx *ctx,
 	s = npu_sync_hold(ctx, (u32)t->args[0], kind);
 	if (!s)
 		return -EINVAL;
+	if (READ_ONCE(s->hold_mark) == h->mark) {
+		npu_sync_put(s);	/* held already; the context's is not the last */
+		return 0;
+	}
 	if (h->nsyncs == h->sync_cap) {
 		struct npu_sync **syncs;
 		u32 cap = max(4u, h->sync_cap * 2);
 
-		syncs = krealloc(h->syncs, cap * sizeof(*syncs), GFP_KERNEL);
+		syncs = krealloc(h->syncs, cap * sizeof(*syncs), GFP_KERNEL_ACCOUNT);
 		if (!syncs) {
 			npu_sync_put(s);
 			return -ENOMEM;
@@ -101,6 +114,7 @@ static int npu_holds_sync(struct npu_holds *h, struct npu_ctx *ctx,
 		h->syncs = syncs;
 		h->sync_cap = cap;
 	}
+	WRITE_ONCE(s->hold_mark, h->mark);
 	h->syncs[h->nsyncs++] = s;
 	return 0;
 }

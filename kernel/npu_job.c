@@ -364,11 +364,22 @@ static struct dma_fence *npu_job_run(struct drm_sched_job *sched_job)
 	return dma_fence_get(job->hw_fence);
 }
 
+/*
+ * A fence signalling path: the scheduler waits for it before it signals
+ * anything of the queue, so it may not allocate or wait for a fence, and
+ * lockdep checks that (dma_fence_begin_signalling) for every lock it
+ * takes on the way: the queue's submit lock, the mailbox, queue_lock,
+ * hbm_lock when a stop goes unanswered and wedges the device, the
+ * io_uring and dependency locks of the queue's failure, the scheduler's.
+ */
 static enum drm_gpu_sched_stat npu_job_timedout(struct drm_sched_job *sched_job)
 {
 	struct npu_queue *q = to_npu_job(sched_job)->q;
+	enum drm_gpu_sched_stat stat;
 	unsigned int hold;
+	bool cookie;
 
+	cookie = dma_fence_begin_signalling();
 	if (npu_queue_timed_out(q))
 		npu_queue_stop(q, DRM_NPU_JOB_TIMEOUT);
 	/*
@@ -381,13 +392,16 @@ static enum drm_gpu_sched_stat npu_job_timedout(struct drm_sched_job *sched_job)
 	hold = READ_ONCE(q->ctx->ndev->inject_hold_timeout_ms);
 	if (hold)
 		msleep(hold);
-	return npu_sched_keep_job(sched_job);
+	stat = npu_sched_keep_job(sched_job);
+	dma_fence_end_signalling(cookie);
+	return stat;
 }
 
 /* The job is gone: the queue's backlog and destroy learn it. */
 static void npu_job_done(struct npu_job *job)
 {
 	struct npu_queue *q = job->q;
+	struct drm_device *drm = &q->ndev->drm;
 
 	atomic_sub(job->nring + 1, &q->queued);
 	npu_job_free(job);
@@ -397,7 +411,13 @@ static void npu_job_done(struct npu_job *job)
 	 * backlog; not WAIT, which the completion wakes (q->wq).
 	 */
 	wake_up_all(&q->drain_wq);
-	npu_queue_put(q);	/* never the last: destroy holds one past the scheduler */
+	/*
+	 * Can be the last: a job the scheduler killed is freed from its kill
+	 * work, after destroy has gone on. The job's device reference keeps
+	 * what the queue's release reaches.
+	 */
+	npu_queue_put(q);
+	drm_dev_put(drm);
 }
 
 /*
@@ -415,14 +435,10 @@ static bool npu_job_put_not_last(struct npu_job *job)
 	return all && !job->nlists;
 }
 
-/* The rest goes from the driver's workqueue, holding the DRM device. */
+/* The rest goes from the driver's workqueue (the job holds the DRM device). */
 static void npu_job_release_work(struct work_struct *work)
 {
-	struct npu_job *job = container_of(work, struct npu_job, release);
-	struct drm_device *drm = &job->q->ctx->ndev->drm;
-
-	npu_job_done(job);
-	drm_dev_put(drm);
+	npu_job_done(container_of(work, struct npu_job, release));
 }
 
 static void npu_job_sched_free(struct drm_sched_job *sched_job)
@@ -434,7 +450,6 @@ static void npu_job_sched_free(struct drm_sched_job *sched_job)
 		npu_job_done(job);	/* the common case: no wakeup */
 		return;
 	}
-	drm_dev_get(&job->q->ctx->ndev->drm);
 	INIT_WORK(&job->release, npu_job_release_work);
 	queue_work(npu_wq, &job->release);
 }

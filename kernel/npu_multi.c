@@ -74,7 +74,7 @@ static const struct dma_fence_ops npu_run_fence_ops = {
 
 static struct dma_fence *npu_run_fence_create(void)
 {
-	struct npu_run_fence *f = kzalloc(sizeof(*f), GFP_KERNEL);
+	struct npu_run_fence *f = kzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
 
 	if (!f)
 		return NULL;
@@ -153,7 +153,8 @@ static void npu_run_batch_done(struct dma_fence *f, struct dma_fence_cb *cb)
 	if (f->error && !atomic_xchg(&run->failed, 1)) {
 		run->error = f->error;
 		kref_get(&run->ref);	/* the stop's */
-		queue_work(npu_wq, &run->stop);
+		/* A stop is a mailbox round trip on the way to fences' signals, as a timeout's. */
+		queue_work(npu_timeout_wq, &run->stop);
 	}
 	if (atomic_dec_and_test(&run->pending) && run->fence) {
 		/* failed is set before pending drops: the error is seen. */

@@ -379,7 +379,7 @@ static struct npu_queue *npu_queue_alloc(struct npu_device *ndev)
 		memset(q, 0, at);
 		memset((char *)q + after, 0, sizeof(*q) - after);
 	} else {
-		q = kzalloc(sizeof(*q), GFP_KERNEL);
+		q = kzalloc(sizeof(*q), GFP_KERNEL);	/* the device's pool: no one's cgroup */
 	}
 	if (q)
 		q->ndev = ndev;

@@ -87,6 +87,9 @@ bool npu_task_valid(const struct drm_npu_task *t)
 		/* The list and its slot count are checked with the context. */
 		if (t->args[0] > U32_MAX || t->args[2] > DRM_NPU_TASKLIST_MAX_SLOTS)
 			return false;
+		/* No slots, no table: a pointer to one is a caller's mistake. */
+		if (!t->args[2] && t->args[1])
+			return false;
 		first_unused = 3;
 		break;
 	default:
@@ -291,7 +294,14 @@ int npu_batch_queue(struct drm_device *drm, struct npu_ctx *ctx, struct npu_queu
 		if (ret)
 			goto err_unwind;
 		jobs[i]->q = qs[i];
-		kref_get(&qs[i]->ref);		/* the job's, dropped when it is freed */
+		/*
+		 * The job's, dropped when it is freed. The device too: a job the
+		 * scheduler kills is freed from its kill work, which nothing
+		 * waits for, and may put the queue's last reference after an
+		 * unbind and the file's last close.
+		 */
+		kref_get(&qs[i]->ref);
+		drm_dev_get(drm);
 		atomic_inc(&qs[i]->nr_jobs);
 	}
 	return 0;
@@ -315,6 +325,7 @@ void npu_batch_detach(struct npu_job *job)
 	npu_queue_unadmit(q, job->nring + 1);
 	job->q = NULL;
 	npu_queue_put(q);		/* the job's */
+	drm_dev_put(&q->ndev->drm);	/* q's memory stays: the device's pool */
 }
 
 /* Undo npu_batch_queue() for a job never pushed; the job is freed. */

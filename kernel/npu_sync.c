@@ -156,7 +156,7 @@ int npu_ioctl_sync_create(struct drm_device *drm, void *data, struct drm_file *f
 		return -EINVAL;
 	if (!drm_dev_enter(drm, &idx))
 		return -ENODEV;
-	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	s = kzalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
 	if (!s) {
 		ret = -ENOMEM;
 		goto out_exit;

@@ -15,6 +15,7 @@ struct npu_sync {
 	struct npu_device *ndev;	/* referenced: fds outlive the device */
 	u32 id;
 	u32 kind;		/* enum drm_npu_sync_kind */
+	u64 hold_mark;		/* the last holder that took it: npu_hold.c */
 	/* Parked io_uring EVENT_WAITs, under ndev->ucmd_lock; see npu_uring.c. */
 	struct list_head ucmds;
 	struct list_head waited_link;	/* in ndev->ucmd_events while it has some */

@@ -452,6 +452,21 @@ static inline int64_t fz_deadline(int64_t rel_ns)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + rel_ns;
 }
 
+/*
+ * A deadline that has passed, which makes a wait a poll: 0, the recent
+ * past, any negative value, and the far end, INT64_MIN and just above it,
+ * where deadline - now overflows (issue 33: it waited forever).
+ */
+static inline int64_t fz_past_deadline(void)
+{
+	switch (rnd_below(8)) {
+	case 0: case 1: case 2: return 0;
+	case 3: case 4: return -(int64_t)rnd_below(1ull << 62);
+	case 5: return INT64_MIN + (int64_t)rnd_below(1000000000);
+	default: return fz_deadline(-(int64_t)rnd_range(1, 1000000000));
+	}
+}
+
 static inline uint64_t align_down(uint64_t v, uint64_t a)
 {
 	return v & ~(a - 1);

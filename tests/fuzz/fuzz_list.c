@@ -66,23 +66,28 @@ bool list_run_task(struct fz_file *f, struct drm_npu_task *k, unsigned int *inva
 	k->type = DRM_NPU_TASK_RUN_LIST;
 	if (!l || chance(60)) {
 		k->args[0] = unused_list_handle(f);
-		k->args[1] = (uintptr_t)io;
-		/* A child sharing the file may have made that one. */
-		if (file_strict(f))
+		k->args[1] = chance(2) ? (uintptr_t)io : 0;
+		/*
+		 * A child sharing the file may have made that one; a table
+		 * for no slots is refused whatever the list.
+		 */
+		if (file_strict(f) || k->args[1])
 			*invalid |= FZ_BAD_TASK;
 		else
 			*may_fail = *blocks = true;
 		return true;
 	}
 	k->args[0] = l->handle;
-	k->args[1] = (uintptr_t)io;
+	k->args[1] = l->nslots || chance(50) ? (uintptr_t)io : 0;
 	k->args[2] = l->nslots;
+	if (!l->nslots && k->args[1])
+		*invalid |= FZ_BAD_TASK;	/* a table for no slots */
 	for (uint32_t i = 0; i < l->nslots; i++)
 		io[i] = slot_address(f, l->size[i], l->write[i], &wild);
 	if (chance(40)) {
 		k->args[2] = l->nslots + 1 + (chance(500) ? 0 : rnd_below(300));
-		if (k->args[2] > FZ_LIST_SLOTS)
-			k->args[1] = (uintptr_t)fz->scratch;	/* readable, whatever it holds */
+		/* A readable table, so the count is what is wrong. */
+		k->args[1] = k->args[2] > FZ_LIST_SLOTS ? (uintptr_t)fz->scratch : (uintptr_t)io;
 		*invalid |= FZ_BAD_TASK;
 	}
 	*may_fail |= wild || l->may_fail;

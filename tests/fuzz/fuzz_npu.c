@@ -643,8 +643,7 @@ void op_event_wait(void)
 	case 2:
 	case 3:
 		/* polls: 0, the past, any negative value */
-		a.deadline_ns = chance(2) ? 0 : chance(2) ? -(int64_t)rnd_below(1ull << 62) :
-				fz_deadline(-(int64_t)rnd_range(1, 1000000000));
+		a.deadline_ns = fz_past_deadline();
 		break;
 	case 4:
 	case 5:
@@ -1728,8 +1727,7 @@ void op_wait(void)
 	switch (q && q->blocked && chance(800) ? 0 : rnd_below(20)) {
 	case 0: case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 8: case 9:
 		/* polls (mostly, on a queue that may wait for an event) */
-		a.deadline_ns = chance(2) ? 0 : chance(2) ? -(int64_t)rnd_below(1ull << 62) :
-				fz_deadline(-(int64_t)rnd_range(1, 1000000000));
+		a.deadline_ns = fz_past_deadline();
 		break;
 	case 10: case 11: case 12: case 13: case 14: case 15: case 16:
 		a.deadline_ns = fz_deadline((int64_t)rnd_range(1000, 2000000));

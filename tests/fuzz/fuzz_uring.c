@@ -442,7 +442,7 @@ static void make_wait(struct ucmd *u, struct fz_file *f)
 		w.seq = q->max_seq + 1000000 + rnd_below(1ull << 40), beyond = true;
 	k = (unsigned int)rnd_below(10);
 	/* polls (0, the past), a short deadline, none, or anything */
-	w.deadline_ns = k < 2 ? 0 : k < 4 ? fz_deadline(-(int64_t)rnd_range(0, 1000000000)) :
+	w.deadline_ns = k < 2 ? 0 : k < 4 ? fz_past_deadline() :
 			k < 7 ? fz_deadline((int64_t)rnd_range(1000, 5000000)) :
 			k < 9 ? DRM_NPU_DEADLINE_NONE : (int64_t)rnd_garbage64();
 	if (chance(30))
@@ -482,7 +482,7 @@ static void make_event_wait(struct ucmd *u, struct fz_file *f)
 		w.id = n && chance(500) ? n->id : unused_sync_id(f);
 	k = (unsigned int)rnd_below(10);
 	/* polls (0, the past), a short deadline, none, or anything */
-	w.deadline_ns = k < 2 ? 0 : k < 4 ? fz_deadline(-(int64_t)rnd_range(0, 1000000000)) :
+	w.deadline_ns = k < 2 ? 0 : k < 4 ? fz_past_deadline() :
 			k < 7 ? fz_deadline((int64_t)rnd_range(1000, 5000000)) :
 			k < 9 ? DRM_NPU_DEADLINE_NONE : (int64_t)rnd_garbage64();
 	if (chance(30))

@@ -307,9 +307,9 @@ TEST_F(l, bad_runs_queue_nothing)
 	struct drm_npu_patch p = PATCH(0, DRM_NPU_PATCH_TASK_ARG, 0, 0, 0);
 	struct drm_npu_io_slot s = { .size = 4096, .flags = DRM_NPU_IO_SLOT_WRITE };
 	struct list_desc d = { &t, 1, &p, 1, &s, 1 };
+	struct drm_npu_task r, nop = { .type = DRM_NPU_TASK_NOP };
 	uint64_t io = self->va, seq, first;
-	struct drm_npu_task r;
-	uint32_t h;
+	uint32_t h, h0;
 	int other;
 
 	ASSERT_EQ(0, list_create(self->fd, &d, &h));
@@ -329,6 +329,10 @@ TEST_F(l, bad_runs_queue_nothing)
 	r = run_task(h, &io, 1);
 	r.args[0] = 1ull << 32;
 	EXPECT_EQ(-EINVAL, npu_submit(self->fd, &r, 1, &seq));
+	/* No slots, so no table: a pointer to one is refused, not ignored. */
+	ASSERT_EQ(0, list_create(self->fd, &(struct list_desc){ .tasks = &nop, .count = 1 }, &h0));
+	r = run_task(h0, &io, 0);
+	EXPECT_EQ(-EINVAL, npu_submit(self->fd, &r, 1, &seq));
 	/* Another file's list is not this one's. */
 	other = npu_open();
 	ASSERT_LE(0, other);
@@ -340,7 +344,11 @@ TEST_F(l, bad_runs_queue_nothing)
 	ASSERT_EQ(0, npu_submit(self->fd, &r, 1, &seq));
 	EXPECT_EQ(first + 1, seq);
 	EXPECT_EQ(0, npu_wait(self->fd, seq, 10 * SEC, NULL));
+	r = run_task(h0, NULL, 0);
+	ASSERT_EQ(0, npu_submit(self->fd, &r, 1, &seq));
+	EXPECT_EQ(0, npu_wait(self->fd, seq, 10 * SEC, NULL));
 	EXPECT_EQ(0, list_destroy(self->fd, h));
+	EXPECT_EQ(0, list_destroy(self->fd, h0));
 }
 
 /* A fault inside the list: WAIT names the batch's task and the list's. */
@@ -934,6 +942,50 @@ TEST_F(l, two_runs_in_one_batch_each_bind_their_own_io)
 		EXPECT_EQ(0x21 + i, self->map[MiB + i * 4096 + 4095]) TH_LOG("run %d", i);
 		EXPECT_EQ(0, list_destroy(self->fd, h[i]));
 	}
+}
+
+/* The machine's free memory, from /proc/meminfo (KiB), or -1. */
+static long long mem_free_kib(void)
+{
+	char buf[4096], *p;
+
+	if (npu_read_file("/proc/meminfo", buf, sizeof(buf)))
+		return -1;
+	p = strstr(buf, "MemFree:");
+	return p ? strtoll(p + 8, NULL, 10) : -1;
+}
+
+/*
+ * A list holds each notify it names once, however many of its tasks name
+ * it: 64 lists of 65536 waits on one notify keep no more kernel memory
+ * than a few pages each. They kept a reference, and an array slot, per
+ * task: 512 KiB a list, 32 MiB in all, uncharged to their creator.
+ */
+TEST_F(l, a_list_holds_each_notify_once)
+{
+	enum { TASKS = DRM_NPU_TASKLIST_MAX_TASKS, LISTS = 64 };
+	struct drm_npu_task *t = calloc(TASKS, sizeof(*t));
+	uint32_t n, h[LISTS];
+	long long before, after;
+
+	ASSERT_NE(NULL, t);
+	ASSERT_EQ(0, npu_sync_create(self->fd, DRM_NPU_SYNC_NOTIFY, &n));
+	for (int i = 0; i < TASKS; i++)
+		t[i] = (struct drm_npu_task){ .type = DRM_NPU_TASK_NOTIFY_WAIT, .args = { n } };
+	/* Once first, so that what one create costs once is paid before counting. */
+	ASSERT_EQ(0, list_create(self->fd, &(struct list_desc){ .tasks = t, .count = TASKS }, &h[0]));
+	EXPECT_EQ(0, list_destroy(self->fd, h[0]));
+	before = mem_free_kib();
+	ASSERT_LT(0, before);
+	for (int i = 0; i < LISTS; i++) {
+		ASSERT_EQ(0, list_create(self->fd, &(struct list_desc){ .tasks = t, .count = TASKS },
+					 &h[i])) TH_LOG("list %d", i);
+	}
+	after = mem_free_kib();
+	EXPECT_GT(8 * 1024, before - after) TH_LOG("%lld KiB for %d lists", before - after, LISTS);
+	for (int i = 0; i < LISTS; i++)
+		EXPECT_EQ(0, list_destroy(self->fd, h[i]));
+	free(t);
 }
 
 /* A file that closes with lists (one running) leaves no device memory behind. */

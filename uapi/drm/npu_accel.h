@@ -326,7 +326,8 @@ enum drm_npu_task_type {
 	/* args[0] a task list of this context (DRM_NPU_TASKLIST_CREATE),
 	 * args[1] pointer to the run's I/O table: args[2] __u64 device
 	 * addresses, one per I/O slot of the list (args[2] must be its
-	 * slot count, 0 to DRM_NPU_TASKLIST_MAX_SLOTS). The list's tasks run
+	 * slot count, 0 to DRM_NPU_TASKLIST_MAX_SLOTS; with 0, args[1] must
+	 * be 0 too, since driver 0.2). The list's tasks run
 	 * here, in order, with the addresses patched in; the table is read
 	 * at submit. Not allowed inside a list. */
 	DRM_NPU_TASK_RUN_LIST = 12,

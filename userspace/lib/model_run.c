@@ -81,7 +81,8 @@ static struct npurt_batch *run_batch(const npurt_model *m, uint32_t s, const uin
 	table = (uint64_t *)(b->ops + 1);
 	memcpy(table, io, m->nio * sizeof(*io));
 	b->tasks[0] = (struct drm_npu_task){ .type = DRM_NPU_TASK_RUN_LIST,
-					     .args = { m->lists[s].handle, (uintptr_t)table, m->nio } };
+					     .args = { m->lists[s].handle,
+						       m->nio ? (uintptr_t)table : 0, m->nio } };
 	return b;
 }
 
