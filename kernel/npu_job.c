@@ -364,22 +364,11 @@ static struct dma_fence *npu_job_run(struct drm_sched_job *sched_job)
 	return dma_fence_get(job->hw_fence);
 }
 
-/*
- * A fence signalling path: the scheduler waits for it before it signals
- * anything of the queue, so it may not allocate or wait for a fence, and
- * lockdep checks that (dma_fence_begin_signalling) for every lock it
- * takes on the way: the queue's submit lock, the mailbox, queue_lock,
- * hbm_lock when a stop goes unanswered and wedges the device, the
- * io_uring and dependency locks of the queue's failure, the scheduler's.
- */
 static enum drm_gpu_sched_stat npu_job_timedout(struct drm_sched_job *sched_job)
 {
 	struct npu_queue *q = to_npu_job(sched_job)->q;
-	enum drm_gpu_sched_stat stat;
 	unsigned int hold;
-	bool cookie;
 
-	cookie = dma_fence_begin_signalling();
 	if (npu_queue_timed_out(q))
 		npu_queue_stop(q, DRM_NPU_JOB_TIMEOUT);
 	/*
@@ -392,9 +381,7 @@ static enum drm_gpu_sched_stat npu_job_timedout(struct drm_sched_job *sched_job)
 	hold = READ_ONCE(q->ctx->ndev->inject_hold_timeout_ms);
 	if (hold)
 		msleep(hold);
-	stat = npu_sched_keep_job(sched_job);
-	dma_fence_end_signalling(cookie);
-	return stat;
+	return npu_sched_keep_job(sched_job);
 }
 
 /* The job is gone: the queue's backlog and destroy learn it. */

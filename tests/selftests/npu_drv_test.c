@@ -455,27 +455,29 @@ TEST(unbind_with_a_multi_queue_run_in_flight)
 {
 	char node[64], bdf[32];
 	struct drm_npu_bo_create c;
-	struct drm_npu_task fill[2];
+	struct drm_npu_task fill[2][2];
 	struct drm_npu_submit_entry e[2];
 	struct drm_npu_syncobj out;
 	struct drm_npu_submit_multi m;
-	uint32_t q[2], so;
+	uint32_t q[2], so, n;
 	int fd, sf = -1;
 
 	ASSERT_EQ(0, npu_find(node, sizeof(node), bdf, sizeof(bdf)));
 	fd = open(node, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, npu_bo_create(fd, 32 << 20, DRM_NPU_BO_PAGE_HUGE_FIRST, &c));
+	/* Both batches wait for a notify nobody records: in flight at the unbind. */
+	ASSERT_EQ(0, npu_sync_create(fd, DRM_NPU_SYNC_NOTIFY, &n));
 	for (int i = 0; i < 2; i++) {
 		ASSERT_EQ(0, npu_queue_create(fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q[i]));
-		fill[i] = npu_task_fill(c.device_va + i * (16 << 20), 16 << 20, i + 1);
-		e[i] = (struct drm_npu_submit_entry){ .tasks = (uintptr_t)&fill[i], .count = 1,
+		fill[i][0] = (struct drm_npu_task){ .type = DRM_NPU_TASK_NOTIFY_WAIT, .args = { n } };
+		fill[i][1] = npu_task_fill(c.device_va + i * (16 << 20), 16 << 20, i + 1);
+		e[i] = (struct drm_npu_submit_entry){ .tasks = (uintptr_t)fill[i], .count = 2,
 						      .queue = q[i] };
 	}
 	ASSERT_EQ(0, drmSyncobjCreate(fd, 0, &so));
 	out = (struct drm_npu_syncobj){ .handle = so };
-	/* Runs back to back: seconds of device time, most still queued at the unbind. */
-	for (int r = 0; r < 100; r++) {
+	for (int r = 0; r < 4; r++) {
 		m = (struct drm_npu_submit_multi){ .entries = (uintptr_t)e, .count = 2,
 						   .out_syncobjs = (uintptr_t)&out, .out_count = 1 };
 		ASSERT_EQ(0, ioctl(fd, DRM_IOCTL_NPU_SUBMIT_MULTI, &m));
