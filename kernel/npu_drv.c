@@ -14,6 +14,9 @@
 #include <drm/drm_print.h>
 #include <linux/module.h>
 #include <linux/pci.h>
+#include <linux/rcupdate.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
 
 #include "npu_compat.h"
 #include "npu_ctx.h"
@@ -32,8 +35,58 @@
 #define NPU_DRIVER_DESC		"NPU task-scheduler device"
 #define NPU_DRIVER_DATE		"20261129"
 #define NPU_DRIVER_MAJOR	0
-#define NPU_DRIVER_MINOR	2
+#define NPU_DRIVER_MINOR	3
 #define NPU_DRIVER_PATCHLEVEL	0
+
+/*
+ * Reads a struct drm_npu_obj_array into `dst`, elements of `ksize` bytes
+ * (the kernel's struct), whatever the caller's stride: a shorter element,
+ * at least `min` (the struct's first version), reads as zero past its
+ * end; a longer one must be zero past ours (copy_struct_from_user()'s
+ * -E2BIG). The caller has bounded a->count.
+ */
+int npu_obj_array_copy(void *dst, const struct drm_npu_obj_array *a, size_t ksize, size_t min)
+{
+	const char __user *src = u64_to_user_ptr(a->array);
+	u32 i;
+	int ret;
+
+	if (a->stride < min || a->stride > PAGE_SIZE)
+		return -EINVAL;
+	if (a->stride == ksize)
+		return copy_from_user(dst, src, (size_t)a->count * ksize) ? -EFAULT : 0;
+	for (i = 0; i < a->count; i++) {
+		ret = copy_struct_from_user((char *)dst + (size_t)i * ksize, ksize,
+					    src + (size_t)i * a->stride, a->stride);
+		if (ret)
+			return ret;
+		if (!(i % 1024))
+			cond_resched();
+	}
+	return 0;
+}
+
+/* As npu_obj_array_copy(), into a new kvmalloc'ed array; NULL with *err set, or for none. */
+void *npu_obj_array_dup(const struct drm_npu_obj_array *a, u32 max, size_t ksize, size_t min,
+			int *err)
+{
+	void *p;
+
+	*err = a->count > max ? -EINVAL : 0;
+	if (*err || !a->count)
+		return NULL;
+	p = kvmalloc_array(a->count, ksize, GFP_KERNEL_ACCOUNT);
+	if (!p) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	*err = npu_obj_array_copy(p, a, ksize, min);
+	if (*err) {
+		kvfree(p);
+		return NULL;
+	}
+	return p;
+}
 
 static int npu_ioctl_get_param(struct drm_device *drm, void *data,
 			       struct drm_file *file)
@@ -373,6 +426,9 @@ static void __exit npu_exit(void)
 	destroy_workqueue(npu_timeout_wq);
 	/* Jobs freed after an unbind, by files closed since, finish here. */
 	destroy_workqueue(npu_wq);
+	/* The last fence's free may still be returning from its module_put(). */
+	rcu_barrier();
+	npu_queue_pool_fini();
 }
 
 module_init(npu_init);

@@ -79,8 +79,6 @@ struct npu_device {
 	 * fences outlive them (in syncobjs, sync_files) and read the
 	 * scheduler's name, so it stays until the device goes (npu_queue.c).
 	 */
-	spinlock_t queue_pool_lock;
-	struct list_head queue_pool;
 
 	/* Holds' marks (npu_hold.c), unique device-wide. */
 	atomic64_t hold_marks;
@@ -144,6 +142,10 @@ static inline long npu_deadline_jiffies(s64 deadline_ns)
 	 */
 	return min_t(u64, nsecs_to_jiffies64(deadline_ns - now) + 2, MAX_SCHEDULE_TIMEOUT - 1);
 }
+
+int npu_obj_array_copy(void *dst, const struct drm_npu_obj_array *a, size_t ksize, size_t min);
+void *npu_obj_array_dup(const struct drm_npu_obj_array *a, u32 max, size_t ksize, size_t min,
+			int *err);
 
 #define npu_err(ndev, fmt, ...)  drm_err(&(ndev)->drm, fmt, ##__VA_ARGS__)
 #define npu_info(ndev, fmt, ...) drm_info(&(ndev)->drm, fmt, ##__VA_ARGS__)

@@ -20,15 +20,43 @@
 #include <drm/drm_syncobj.h>
 #include <linux/dma-fence.h>
 #include <linux/dma-fence-chain.h>
+#include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
 #include "npu_fence.h"
 
 struct npu_fence {
-	struct dma_fence base;
+	struct dma_fence base;		/* first: freed as the fence */
 	spinlock_t lock;
 };
+
+/*
+ * A fence outlives whatever made it: a sync_file or another driver's
+ * syncobj may hold it after the file, the device and the module have
+ * gone, and asking it for its name or releasing it runs this module's
+ * code and reads its tables. So every fence of the driver's holds the
+ * module from its init to its free. The free is an RCU callback (readers
+ * may still look at a fence whose last reference went) and npu_exit()
+ * waits for those callbacks, so nothing returns into the module's text
+ * after the module_put() that lets it go.
+ */
+void npu_fence_hold_module(void)
+{
+	__module_get(THIS_MODULE);
+}
+
+static void npu_fence_free_rcu(struct rcu_head *rcu)
+{
+	kfree(container_of(rcu, struct dma_fence, rcu));
+	module_put(THIS_MODULE);
+}
+
+/* The release of each of the driver's fence types; the fence is first in its allocation. */
+void npu_fence_release_module(struct dma_fence *f)
+{
+	call_rcu(&f->rcu, npu_fence_free_rcu);
+}
 
 static const char *npu_fence_driver_name(struct dma_fence *f)
 {
@@ -43,6 +71,7 @@ static const char *npu_fence_timeline_name(struct dma_fence *f)
 static const struct dma_fence_ops npu_fence_ops = {
 	.get_driver_name = npu_fence_driver_name,
 	.get_timeline_name = npu_fence_timeline_name,
+	.release = npu_fence_release_module,
 };
 
 struct dma_fence *npu_fence_alloc(void)
@@ -59,6 +88,7 @@ void npu_fence_init(struct dma_fence *f, u64 context, u64 seqno)
 {
 	dma_fence_init(f, &npu_fence_ops, &container_of(f, struct npu_fence, base)->lock,
 		       context, seqno);
+	npu_fence_hold_module();
 }
 
 /* The job's reference; a fence never signalled is cancelled first. */

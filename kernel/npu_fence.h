@@ -13,6 +13,8 @@ struct dma_fence_chain;
 struct dma_fence *npu_fence_alloc(void);
 void npu_fence_init(struct dma_fence *f, u64 context, u64 seqno);
 void npu_fence_free(struct dma_fence *f);
+void npu_fence_hold_module(void);
+void npu_fence_release_module(struct dma_fence *f);
 
 /* The out-syncobjs of a submit, looked up before it is queued. */
 struct npu_syncobj_out {

@@ -70,7 +70,7 @@ static void npu_dep_release(struct dma_fence *f)
 	struct npu_dep *d = container_of(f, struct npu_dep, base);
 
 	dma_fence_put(d->in);
-	dma_fence_free(f);
+	npu_fence_release_module(f);
 }
 
 static const struct dma_fence_ops npu_dep_ops = {
@@ -121,6 +121,7 @@ static struct dma_fence *npu_dep_arm(struct npu_queue *q, struct npu_dep *d,
 	}
 	spin_lock_init(&d->lock);
 	dma_fence_init(&d->base, &npu_dep_ops, &d->lock, dma_fence_context_alloc(1), 1);
+	npu_fence_hold_module();
 	d->in = in;
 	INIT_LIST_HEAD(&d->cb.node);	/* a cut before the callback misses */
 	old = q->dep;
@@ -228,16 +229,17 @@ struct npu_job *npu_job_create(struct npu_ctx *ctx, struct drm_npu_task *tasks, 
 		job->nring += npu_task_ring_slots(&tasks[i]);
 		runs += tasks[i].type == DRM_NPU_TASK_RUN_LIST;
 	}
-	/* Checked user tasks are the device's format; RUN_LISTs are not. */
-	job->ring = (struct npu_fw_task *)tasks;
-	if (runs) {
-		job->ring = kvmalloc_array(job->nring, sizeof(*job->ring), GFP_KERNEL_ACCOUNT);
+	job->ring = kvmalloc_array(job->nring, sizeof(*job->ring), GFP_KERNEL_ACCOUNT);
+	if (runs)
 		job->lists = kcalloc(runs, sizeof(*job->lists), GFP_KERNEL_ACCOUNT);
-		if (!job->ring || !job->lists) {
-			npu_job_free(job);
-			return ERR_PTR(-ENOMEM);
-		}
+	if (!job->ring || (runs && !job->lists)) {
+		npu_job_free(job);
+		return ERR_PTR(-ENOMEM);
 	}
+	/* RUN_LISTs' slots are built as their lists are held, below. */
+	for (i = 0, at = 0; i < count; at += npu_task_ring_slots(&tasks[i]), i++)
+		if (tasks[i].type != DRM_NPU_TASK_RUN_LIST)
+			npu_task_to_fw(&job->ring[at], &tasks[i]);
 	job->hw_fence = npu_fence_alloc();
 	if (!job->hw_fence) {
 		npu_job_free(job);
@@ -253,8 +255,6 @@ struct npu_job *npu_job_create(struct npu_ctx *ctx, struct drm_npu_task *tasks, 
 	npu_holds_begin(&job->holds, ctx);
 	for (i = 0, at = 0; i < count && !ret; at += npu_task_ring_slots(&tasks[i]), i++) {
 		if (tasks[i].type != DRM_NPU_TASK_RUN_LIST) {
-			if (runs)
-				memcpy(&job->ring[at], &tasks[i], sizeof(tasks[i]));
 			ret = npu_holds_task(&job->holds, ctx, &tasks[i], 0);
 			continue;
 		}
@@ -294,8 +294,7 @@ void npu_job_free(struct npu_job *job)
 		dma_fence_put(job->in[i]);
 	for (i = 0; i < job->nin; i++)
 		kfree(job->deps[i]);	/* never armed */
-	if (job->ring != (struct npu_fw_task *)job->tasks)
-		kvfree(job->ring);
+	kvfree(job->ring);
 	kvfree(job->tasks);
 	if (job->hw_fence)
 		npu_fence_free(job->hw_fence);

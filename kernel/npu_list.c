@@ -30,7 +30,6 @@
 #include "npu_mmu.h"
 #include "npu_queue.h"
 
-static_assert(sizeof(struct drm_npu_patch) == sizeof(struct npu_fw_patch));
 static_assert((int)DRM_NPU_PATCH_TASK_ARG == (int)NPU_FW_PATCH_ARG &&
 	      (int)DRM_NPU_PATCH_KERNEL_ARGS == (int)NPU_FW_PATCH_KERNEL_ARGS);
 static_assert(DRM_NPU_TASKLIST_MAX_SLOTS == NPU_FW_LIST_MAX_SLOTS);
@@ -177,26 +176,6 @@ static int npu_tasklist_map(struct npu_ctx *ctx, struct npu_tasklist *l)
 	return 0;
 }
 
-/* Copy `n` elements of `size` from user `ptr`; NULL with *err on failure. */
-static void *npu_copy_array(u64 ptr, u32 n, size_t size, int *err)
-{
-	void *p;
-
-	if (!n)
-		return NULL;
-	p = kvmalloc_array(n, size, GFP_KERNEL_ACCOUNT);
-	if (!p) {
-		*err = -ENOMEM;
-		return NULL;
-	}
-	if (copy_from_user(p, u64_to_user_ptr(ptr), (size_t)n * size)) {
-		kvfree(p);
-		*err = -EFAULT;
-		return NULL;
-	}
-	return p;
-}
-
 /* Check what the caller passed: everything but what needs the context. */
 static int npu_tasklist_check(const struct drm_npu_tasklist_create *args,
 			      const struct drm_npu_task *tasks,
@@ -205,14 +184,43 @@ static int npu_tasklist_check(const struct drm_npu_tasklist_create *args,
 {
 	u32 i;
 
-	for (i = 0; i < args->count; i++)
+	for (i = 0; i < args->tasks.count; i++)
 		if (!npu_task_valid(&tasks[i]) || tasks[i].type == DRM_NPU_TASK_RUN_LIST)
 			return -EINVAL;
-	for (i = 0; i < args->slot_count; i++)
+	for (i = 0; i < args->slots.count; i++)
 		if (!slots[i].size || slots[i].flags & ~DRM_NPU_IO_SLOT_WRITE || slots[i].pad)
 			return -EINVAL;
-	return npu_patches_check(tasks, args->count, patches, args->patch_count,
-				 slots, args->slot_count, skip);
+	return npu_patches_check(tasks, args->tasks.count, patches, args->patches.count,
+				 slots, args->slots.count, skip);
+}
+
+/* The device's format for the list's tasks and patches: written one by one. */
+static void npu_tasklist_write(struct npu_device *ndev, const struct npu_tasklist *l,
+			       const struct drm_npu_task *tasks,
+			       const struct drm_npu_patch *patches)
+{
+	void __iomem *at = ndev->hbm + l->hbm.start;
+	u32 i;
+
+	for (i = 0; i < l->count; i++, at += sizeof(struct npu_fw_task)) {
+		struct npu_fw_task t;
+
+		npu_task_to_fw(&t, &tasks[i]);
+		memcpy_toio(at, &t, sizeof(t));
+		if (!(i % 4096))
+			cond_resched();
+	}
+	for (i = 0; i < l->npatches; i++, at += sizeof(struct npu_fw_patch)) {
+		struct npu_fw_patch p = {
+			.task = patches[i].task,
+			.kind = patches[i].kind,	/* the kinds agree: see the top */
+			.slot = patches[i].slot,
+			.field = patches[i].field,
+			.offset = patches[i].offset,
+		};
+
+		memcpy_toio(at, &p, sizeof(p));
+	}
 }
 
 int npu_ioctl_tasklist_create(struct drm_device *drm, void *data, struct drm_file *file)
@@ -229,26 +237,26 @@ int npu_ioctl_tasklist_create(struct drm_device *drm, void *data, struct drm_fil
 
 	if (!(ndev->fw.caps & NPU_FW_CAP_TASK_LISTS))
 		return -EOPNOTSUPP;
-	if (args->flags || args->handle || args->pad || !args->count ||
-	    args->count > DRM_NPU_TASKLIST_MAX_TASKS ||
-	    args->patch_count > DRM_NPU_TASKLIST_MAX_PATCHES ||
-	    args->slot_count > DRM_NPU_TASKLIST_MAX_SLOTS)
+	if (args->flags || args->handle || !args->tasks.count)
 		return -EINVAL;
 	l = kzalloc(sizeof(*l), GFP_KERNEL_ACCOUNT);
 	if (!l)
 		return -ENOMEM;
 	kref_init(&l->ref);
 	l->ctx = npu_ctx_get(ctx);
-	l->count = args->count;
-	l->npatches = args->patch_count;
-	l->nslots = args->slot_count;
-	tasks = npu_copy_array(args->tasks, args->count, sizeof(*tasks), &ret);
+	l->count = args->tasks.count;
+	l->npatches = args->patches.count;
+	l->nslots = args->slots.count;
+	tasks = npu_obj_array_dup(&args->tasks, DRM_NPU_TASKLIST_MAX_TASKS, sizeof(*tasks),
+				  sizeof(*tasks), &ret);
 	if (!ret)
-		patches = npu_copy_array(args->patches, args->patch_count, sizeof(*patches), &ret);
+		patches = npu_obj_array_dup(&args->patches, DRM_NPU_TASKLIST_MAX_PATCHES,
+					    sizeof(*patches), sizeof(*patches), &ret);
 	if (!ret)
-		l->slots = npu_copy_array(args->slots, args->slot_count, sizeof(*l->slots), &ret);
+		l->slots = npu_obj_array_dup(&args->slots, DRM_NPU_TASKLIST_MAX_SLOTS,
+					     sizeof(*l->slots), sizeof(*l->slots), &ret);
 	if (!ret) {
-		skip = kvcalloc(args->count, sizeof(*skip), GFP_KERNEL_ACCOUNT);
+		skip = kvcalloc(l->count, sizeof(*skip), GFP_KERNEL_ACCOUNT);
 		ret = skip ? npu_tasklist_check(args, tasks, patches, l->slots, skip) : -ENOMEM;
 	}
 	if (ret)
@@ -257,7 +265,7 @@ int npu_ioctl_tasklist_create(struct drm_device *drm, void *data, struct drm_fil
 	/* What the tasks name is held for the list's life, as for a batch. */
 	mutex_lock(&ctx->lock);
 	npu_holds_begin(&l->holds, ctx);
-	for (i = 0; i < args->count && !ret; i++)
+	for (i = 0; i < l->count && !ret; i++)
 		ret = npu_holds_task(&l->holds, ctx, &tasks[i], skip[i]);
 	mutex_unlock(&ctx->lock);
 	if (ret)
@@ -267,16 +275,13 @@ int npu_ioctl_tasklist_create(struct drm_device *drm, void *data, struct drm_fil
 		ret = -ENODEV;
 		goto out;
 	}
-	size = (u64)args->count * sizeof(*tasks) + (u64)args->patch_count * sizeof(*patches);
+	size = (u64)l->count * sizeof(struct npu_fw_task) +
+	       (u64)l->npatches * sizeof(struct npu_fw_patch);
 	ret = npu_hbm_alloc(ndev, ctx, DRM_NPU_MEM_REGION_QUEUES, &l->hbm, size,
 			    DRM_NPU_PAGE_SIZE_4K);
 	if (ret)
 		goto out_exit;
-	/* User tasks are the device's format once checked (npu_submit.c). */
-	memcpy_toio(ndev->hbm + l->hbm.start, tasks, (size_t)args->count * sizeof(*tasks));
-	if (args->patch_count)
-		memcpy_toio(ndev->hbm + l->hbm.start + (u64)args->count * sizeof(*tasks),
-			    patches, (size_t)args->patch_count * sizeof(*patches));
+	npu_tasklist_write(ndev, l, tasks, patches);
 	/* The tail of the last page is no one's business but zeros. */
 	memset_io(ndev->hbm + l->hbm.start + size, 0, l->hbm.size - size);
 	/*

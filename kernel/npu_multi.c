@@ -44,6 +44,7 @@ struct npu_run_batch {
 	struct dma_fence *finished;	/* referenced, once pushed */
 	u32 id;				/* the queue's id in the context */
 	u32 entry;			/* its place in the caller's entries */
+	u64 seq;			/* once pushed */
 };
 
 /*
@@ -53,7 +54,7 @@ struct npu_run_batch {
  * one npu_fence lock taken inside another).
  */
 struct npu_run_fence {
-	struct dma_fence base;
+	struct dma_fence base;		/* first: freed as the fence */
 	spinlock_t lock;
 };
 
@@ -70,6 +71,7 @@ static const char *npu_run_fence_timeline_name(struct dma_fence *f)
 static const struct dma_fence_ops npu_run_fence_ops = {
 	.get_driver_name = npu_run_fence_driver_name,
 	.get_timeline_name = npu_run_fence_timeline_name,
+	.release = npu_fence_release_module,
 };
 
 static struct dma_fence *npu_run_fence_create(void)
@@ -80,6 +82,7 @@ static struct dma_fence *npu_run_fence_create(void)
 		return NULL;
 	spin_lock_init(&f->lock);
 	dma_fence_init(&f->base, &npu_run_fence_ops, &f->lock, dma_fence_context_alloc(1), 1);
+	npu_fence_hold_module();
 	return &f->base;
 }
 
@@ -177,6 +180,7 @@ static int npu_run_prepare(struct drm_file *file, struct npu_run *run,
 			   const struct drm_npu_submit_multi *args,
 			   const struct drm_npu_syncobj *in, int *idx)
 {
+	u32 count = args->entries.count;
 	struct drm_device *drm = file->minor->dev;
 	struct npu_ctx *ctx = file->driver_priv;
 	struct drm_npu_submit_entry e[DRM_NPU_SUBMIT_MULTI_MAX];
@@ -185,9 +189,13 @@ static int npu_run_prepare(struct drm_file *file, struct npu_run *run,
 	u32 i;
 	int ret;
 
-	if (copy_from_user(e, u64_to_user_ptr(args->entries), args->count * sizeof(e[0])))
-		return -EFAULT;
-	for (i = 0; i < args->count; i++) {
+	ret = npu_obj_array_copy(e, &args->entries, sizeof(e[0]), sizeof(e[0]));
+	if (ret)
+		return ret;
+	for (i = 0; i < count; i++)
+		if (e[i].flags || e[i].pad)
+			return -EINVAL;
+	for (i = 0; i < count; i++) {
 		struct npu_job *job;
 
 		job = npu_batch_build(ctx, e[i].tasks, e[i].count);
@@ -201,11 +209,11 @@ static int npu_run_prepare(struct drm_file *file, struct npu_run *run,
 			return ret;
 	}
 	/* Queue-id order: the order the submit locks are taken in. */
-	sort(run->b, args->count, sizeof(run->b[0]), npu_run_cmp, NULL);
-	for (i = 1; i < args->count; i++)
+	sort(run->b, count, sizeof(run->b[0]), npu_run_cmp, NULL);
+	for (i = 1; i < count; i++)
 		if (run->b[i].id == run->b[i - 1].id)
 			return -EINVAL;
-	for (i = 0; i < args->count; i++) {
+	for (i = 0; i < count; i++) {
 		struct npu_queue *q = npu_queue_lookup(ctx, run->b[i].id, true);
 
 		if (IS_ERR(q))
@@ -218,18 +226,38 @@ static int npu_run_prepare(struct drm_file *file, struct npu_run *run,
 	 * while holding another's admitted job kept that queue's destroy
 	 * asleep, uninterruptibly, as long as the wait lasted.
 	 */
-	for (i = 0; i < args->count; i++) {
+	for (i = 0; i < count; i++) {
 		qs[i] = run->b[i].q;
 		jobs[i] = run->b[i].job;
 	}
 	if (!drm_dev_enter(drm, idx))
 		return -ENODEV;
-	ret = npu_batch_queue(drm, ctx, qs, jobs, args->count, false, idx);
+	ret = npu_batch_queue(drm, ctx, qs, jobs, count, false, idx);
 	if (ret)
 		return ret;	/* none is a scheduler job: freed as plain ones */
 	drm_dev_exit(*idx);
-	for (i = 0; i < args->count; i++)
+	for (i = 0; i < count; i++)
 		run->b[i].finished = ERR_PTR(-EINPROGRESS);	/* queued, not pushed */
+	return 0;
+}
+
+/*
+ * Each entry's sequence number, at the caller's stride. The run is queued
+ * by now: a caller whose array cannot be written gets -EFAULT, and the
+ * run goes on (it can still be waited for through its out-syncobjs).
+ */
+static int npu_run_write_seqs(const struct npu_run *run, const struct drm_npu_obj_array *a)
+{
+	u8 __user *entries = u64_to_user_ptr(a->array);
+	u32 i;
+
+	for (i = 0; i < run->n; i++) {
+		u64 __user *seq = (u64 __user *)(entries + (size_t)run->b[i].entry * a->stride +
+						 offsetof(struct drm_npu_submit_entry, seq));
+
+		if (put_user(run->b[i].seq, seq))
+			return -EFAULT;
+	}
 	return 0;
 }
 
@@ -261,11 +289,9 @@ int npu_ioctl_submit_multi(struct drm_device *drm, void *data, struct drm_file *
 	int ret, idx;
 	u32 i;
 
-	if (args->flags || !args->count || args->count > DRM_NPU_SUBMIT_MULTI_MAX)
+	if (args->flags || args->pad || !args->entries.count ||
+	    args->entries.count > DRM_NPU_SUBMIT_MULTI_MAX)
 		return -EINVAL;
-	for (i = 0; i < DRM_NPU_SUBMIT_MULTI_MAX; i++)
-		if (args->seqs[i])
-			return -EINVAL;
 	ret = npu_syncobj_copy(args->in_syncobjs, args->in_count, in);
 	if (!ret)
 		ret = npu_syncobj_copy(args->out_syncobjs, args->out_count, out);
@@ -305,8 +331,7 @@ int npu_ioctl_submit_multi(struct drm_device *drm, void *data, struct drm_file *
 		for (i = 0; i < run->n; i++) {
 			run->b[i].finished = npu_batch_push(run->b[i].q, run->b[i].job);
 			run->b[i].job = NULL;
-			/* The entries' order, not the lock order, for the caller. */
-			args->seqs[run->b[i].entry] = run->b[i].q->next_seq;
+			run->b[i].seq = run->b[i].q->next_seq;
 		}
 	}
 	for (i = run->n; i-- > 0;)
@@ -325,13 +350,14 @@ int npu_ioctl_submit_multi(struct drm_device *drm, void *data, struct drm_file *
 	}
 	if (args->out_count)
 		npu_syncobj_install_out(&outs, run->fence);
+	ret = npu_run_write_seqs(run, &args->entries);
 	npu_run_put(run);
-	return 0;
+	return ret;
 
 out_release:
 	npu_syncobj_release_out(&outs);
 out_unwind:
-	npu_run_unwind(run, args->count);
+	npu_run_unwind(run, args->entries.count);
 out:
 	npu_run_put(run);
 	return ret;

@@ -288,11 +288,8 @@ out:
 static void npu_queue_fini_device(struct drm_device *drm, void *arg)
 {
 	struct npu_device *ndev = to_npu_device(drm);
-	struct npu_queue *q, *tmp;
 
 	ida_destroy(&ndev->queue_ida);
-	list_for_each_entry_safe(q, tmp, &ndev->queue_pool, pool_link)
-		kfree(q);
 }
 
 int npu_queue_init_device(struct npu_device *ndev)
@@ -304,8 +301,6 @@ int npu_queue_init_device(struct npu_device *ndev)
 	if (ret)
 		return ret;
 	ida_init(&ndev->queue_ida);
-	spin_lock_init(&ndev->queue_pool_lock);
-	INIT_LIST_HEAD(&ndev->queue_pool);
 	ret = drmm_add_action_or_reset(&ndev->drm, npu_queue_fini_device, NULL);
 	if (ret)
 		return ret;
@@ -352,20 +347,30 @@ void npu_queue_abort_all(struct npu_device *ndev)
  * A queue's memory. The scheduler's fences outlive the queue (a syncobj
  * or sync_file holds them) and ask it for its name whenever someone asks
  * them for their timeline's (SYNC_IOC_FILE_INFO), so the memory is never
- * freed while the device is there: a released queue goes to a pool the
- * next queue is taken from. Old fences then read the new queue's name.
- * At most as many as ever lived at once: bounded by the hardware queues
- * and the jobs still holding released queues.
+ * freed while the module is there: a released queue goes to a pool the
+ * next queue, of any device, is taken from. Old fences then read the new
+ * queue's name. The pool is the module's, not a device's, because a
+ * fence may outlive its device, and a batch's fence holds the module
+ * (npu_fence.c). At most as many as ever lived at once: bounded by the
+ * hardware queues and the jobs still holding released queues.
+ *
+ * A scheduler's fence whose job never ran has no fence of ours behind it
+ * to hold the module: one kept past rmmod still names freed memory. That
+ * is drm_sched's limit on these kernels (its fences point at their
+ * scheduler), not one this driver can lift.
  */
+static LIST_HEAD(npu_queue_pool);
+static DEFINE_SPINLOCK(npu_queue_pool_lock);
+
 static struct npu_queue *npu_queue_alloc(struct npu_device *ndev)
 {
 	struct npu_queue *q;
 
-	spin_lock(&ndev->queue_pool_lock);
-	q = list_first_entry_or_null(&ndev->queue_pool, struct npu_queue, pool_link);
+	spin_lock(&npu_queue_pool_lock);
+	q = list_first_entry_or_null(&npu_queue_pool, struct npu_queue, pool_link);
 	if (q)
 		list_del(&q->pool_link);
-	spin_unlock(&ndev->queue_pool_lock);
+	spin_unlock(&npu_queue_pool_lock);
 	if (q) {
 		/*
 		 * All but the scheduler's name pointer, which old fences may
@@ -379,7 +384,7 @@ static struct npu_queue *npu_queue_alloc(struct npu_device *ndev)
 		memset(q, 0, at);
 		memset((char *)q + after, 0, sizeof(*q) - after);
 	} else {
-		q = kzalloc(sizeof(*q), GFP_KERNEL);	/* the device's pool: no one's cgroup */
+		q = kzalloc(sizeof(*q), GFP_KERNEL);	/* the module's pool: no one's cgroup */
 	}
 	if (q)
 		q->ndev = ndev;
@@ -388,11 +393,19 @@ static struct npu_queue *npu_queue_alloc(struct npu_device *ndev)
 
 static void npu_queue_free(struct npu_queue *q)
 {
-	struct npu_device *ndev = q->ndev;
+	spin_lock(&npu_queue_pool_lock);
+	list_add(&q->pool_link, &npu_queue_pool);
+	spin_unlock(&npu_queue_pool_lock);
+}
 
-	spin_lock(&ndev->queue_pool_lock);
-	list_add(&q->pool_link, &ndev->queue_pool);
-	spin_unlock(&ndev->queue_pool_lock);
+/* At module exit, once no fence is left to read a name. */
+void npu_queue_pool_fini(void)
+{
+	struct npu_queue *q, *tmp;
+
+	list_for_each_entry_safe(q, tmp, &npu_queue_pool, pool_link)
+		kfree(q);
+	INIT_LIST_HEAD(&npu_queue_pool);
 }
 
 static void npu_queue_release(struct kref *ref)

@@ -28,8 +28,8 @@ struct npu_job {
 	u32 first_slot;			/* ring position of its first task */
 	u32 ntasks;			/* the batch's tasks */
 	u32 nring;			/* ring slots they take: RUN_LISTs' I/O tables too */
-	struct npu_fw_task *ring;	/* what run_job writes */
-	struct drm_npu_task *tasks;	/* as submitted (ring, without RUN_LISTs) */
+	struct npu_fw_task *ring;	/* what run_job writes: the tasks in the device's format */
+	struct drm_npu_task *tasks;	/* as submitted, checked */
 	struct npu_holds holds;
 	u32 nlists;
 	struct npu_tasklist **lists;	/* its RUN_LISTs run them: referenced */
@@ -55,7 +55,7 @@ static inline struct npu_job *to_npu_job(struct drm_sched_job *job)
 struct npu_queue {
 	struct kref ref;
 	struct npu_device *ndev;
-	struct list_head pool_link;	/* ndev->queue_pool, once released */
+	struct list_head pool_link;	/* npu_queue_pool, once released */
 	struct npu_ctx *ctx;
 	u32 id;				/* in the context, 0 = default */
 	u32 hw_id;
@@ -108,6 +108,7 @@ static inline struct npu_fw_queue __iomem *npu_queue_slot(struct npu_device *nde
 }
 
 int npu_queue_init_device(struct npu_device *ndev);
+void npu_queue_pool_fini(void);
 int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries,
 		     u32 timeout_ms);
 struct npu_queue *npu_queue_lookup(struct npu_ctx *ctx, u32 id, bool create);
@@ -155,6 +156,7 @@ int npu_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file);
 int npu_ioctl_submit_multi(struct drm_device *drm, void *data, struct drm_file *file);
 /* A task as SUBMIT takes it (a list's tasks are checked so too). */
 bool npu_task_valid(const struct drm_npu_task *t);
+void npu_task_to_fw(struct npu_fw_task *fw, const struct drm_npu_task *t);
 struct npu_queue *npu_wait_queue(struct npu_ctx *ctx, u32 id, u64 seq);
 int npu_ioctl_wait(struct drm_device *drm, void *data, struct drm_file *file);
 

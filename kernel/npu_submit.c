@@ -22,8 +22,10 @@
 #include "npu_recovery.h"
 #include "npu_sync.h"
 
-/* User tasks are written to the ring as they are, once checked. */
-static_assert(sizeof(struct drm_npu_task) == sizeof(struct npu_fw_task));
+/*
+ * The task types the caller names and the device's agree, so translating
+ * a task (npu_task_to_fw()) keeps its type; the layouts are free to part.
+ */
 static_assert((int)DRM_NPU_TASK_NOP == (int)NPU_FW_TASK_NOP &&
 	      (int)DRM_NPU_TASK_COPY == (int)NPU_FW_TASK_COPY &&
 	      (int)DRM_NPU_TASK_FILL == (int)NPU_FW_TASK_FILL &&
@@ -35,6 +37,15 @@ static_assert((int)DRM_NPU_TASK_NOP == (int)NPU_FW_TASK_NOP &&
 	      (int)DRM_NPU_TASK_EVENT_RESET == (int)NPU_FW_TASK_EVENT_RESET &&
 	      (int)DRM_NPU_TASK_NOTIFY_RECORD == (int)NPU_FW_TASK_NOTIFY_RECORD &&
 	      (int)DRM_NPU_TASK_NOTIFY_WAIT == (int)NPU_FW_TASK_NOTIFY_WAIT);
+
+/* The device's ring slot for a checked task other than RUN_LIST (npu_job.c builds those). */
+void npu_task_to_fw(struct npu_fw_task *fw, const struct drm_npu_task *t)
+{
+	static_assert(ARRAY_SIZE(fw->args) == ARRAY_SIZE(t->args));
+
+	*fw = (struct npu_fw_task){ .type = t->type };
+	memcpy(fw->args, t->args, sizeof(fw->args));
+}
 
 bool npu_task_valid(const struct drm_npu_task *t)
 {
@@ -150,7 +161,7 @@ int npu_ioctl_queue_destroy(struct drm_device *drm, void *data, struct drm_file 
 
 int npu_ioctl_queue_abort(struct drm_device *drm, void *data, struct drm_file *file)
 {
-	struct drm_npu_queue_destroy *args = data;
+	struct drm_npu_queue_abort *args = data;
 	struct npu_queue *q;
 
 	if (args->flags)

@@ -140,6 +140,28 @@ static uint32_t make_patches(struct drm_npu_task *t, uint32_t n, struct drm_npu_
 	return np;
 }
 
+/*
+ * Tasks at a longer stride, as a caller built with a newer header passes
+ * them: zero past the known struct, or (sometimes, -E2BIG) not. Returns
+ * whether the call must now fail on that.
+ */
+static bool widen_tasks(struct drm_npu_obj_array *a)
+{
+	const struct drm_npu_task *t = (const struct drm_npu_task *)(uintptr_t)a->array;
+	uint32_t stride = sizeof(*t) + 8 * (uint32_t)rnd_range(1, 4);
+	uint8_t *w = fz->scratch + 16 * 1024;
+	bool tail = chance(200);
+
+	memset(w, 0, (size_t)a->count * stride);
+	for (uint32_t i = 0; i < a->count; i++)
+		memcpy(w + (size_t)i * stride, &t[i], sizeof(*t));
+	if (tail)
+		w[(size_t)rnd_below(a->count) * stride + sizeof(*t) + rnd_below(8)] = 1;
+	a->stride = stride;
+	a->array = (uintptr_t)w;
+	return tail;
+}
+
 void op_tasklist_create(void)
 {
 	struct fz_file *f = pick_file();
@@ -162,19 +184,19 @@ void op_tasklist_create(void)
 						 .flags = chance(700) ? DRM_NPU_IO_SLOT_WRITE : 0 };
 	/* Patching clears an address: it must not mend a malformed task. */
 	if (!invalid)
-		a.patch_count = make_patches(t, n, p, s, nslots, &bad);
-	a.tasks = (uintptr_t)t;
-	a.count = n;
-	a.patches = (uintptr_t)p;
-	a.slots = (uintptr_t)s;
-	a.slot_count = nslots;
+		a.patches = (struct drm_npu_obj_array)DRM_NPU_OBJ_ARRAY(
+			make_patches(t, n, p, s, nslots, &bad), p);
+	a.tasks = (struct drm_npu_obj_array)DRM_NPU_OBJ_ARRAY(n, t);
+	a.slots = (struct drm_npu_obj_array)DRM_NPU_OBJ_ARRAY(nslots, s);
+	if (chance(30))
+		ptr_bad |= widen_tasks(&a.tasks);	/* a newer caller's longer tasks */
 	if (chance(20)) {
 		switch (rnd_below(6)) {
 		case 0: a.flags = rnd32() | 1; break;
-		case 1: a.pad = rnd32() | 1; break;
+		case 1: a.tasks.stride = (uint32_t)rnd_below(sizeof(*t)); break;
 		case 2: a.handle = rnd32() | 1; break;
-		case 3: a.count = chance(500) ? 0 : DRM_NPU_TASKLIST_MAX_TASKS + 1; break;
-		case 4: a.slot_count = DRM_NPU_TASKLIST_MAX_SLOTS + 1; break;
+		case 3: a.tasks.count = chance(500) ? 0 : DRM_NPU_TASKLIST_MAX_TASKS + 1; break;
+		case 4: a.slots.count = DRM_NPU_TASKLIST_MAX_SLOTS + 1; break;
 		default:
 			if (nslots)
 				s[0].size = 0;
@@ -184,20 +206,22 @@ void op_tasklist_create(void)
 		bad = true;
 	}
 	if (chance(15)) {
-		a.tasks = (uintptr_t)bad_ptr(n * sizeof(*t));
+		a.tasks.array = (uintptr_t)bad_ptr(n * sizeof(*t));
 		ptr_bad = true;
 	}
-	fz_begin(OP_TASKLIST, "TASKLIST_CREATE fd=%d count=%u patches=%u slots=%u%s%s%s",
-		 file_fd(f), a.count, a.patch_count, a.slot_count, bad || invalid ? " [bad]" : "",
-		 ptr_bad ? " [bad tasks]" : "", may_fail ? " [may fault]" : "");
+	fz_begin(OP_TASKLIST, "TASKLIST_CREATE fd=%d count=%u stride=%u patches=%u slots=%u%s%s%s",
+		 file_fd(f), a.tasks.count, a.tasks.stride, a.patches.count, a.slots.count,
+		 bad || invalid ? " [bad]" : "", ptr_bad ? " [bad tasks]" : "",
+		 may_fail ? " [may fault]" : "");
 	if (bad || invalid || ptr_bad) {
 		x_err(&x, ENOMEM, 0);
 		if (bad || invalid)
 			x_allow(&x, EINVAL);
-		if (ptr_bad && !(a.flags || a.pad || a.handle || !a.count ||
-				 a.count > DRM_NPU_TASKLIST_MAX_TASKS ||
-				 a.slot_count > DRM_NPU_TASKLIST_MAX_SLOTS))
+		/* Which the kernel finds first is its business. */
+		if (ptr_bad) {
 			x_allow(&x, EFAULT);
+			x_allow(&x, E2BIG);
+		}
 	} else {
 		x_ok(&x, ENOMEM, 0);
 	}
@@ -254,14 +278,6 @@ void op_tasklist_destroy(void)
 	}
 }
 
-static bool bad_seqs(const struct drm_npu_submit_multi *a)
-{
-	for (int i = 0; i < DRM_NPU_SUBMIT_MULTI_MAX; i++)
-		if (a->seqs[i])
-			return true;
-	return false;
-}
-
 /*
  * SUBMIT_MULTI over distinct queues of a file. The queue model learns
  * the sequence numbers; a run's batches can stop each other's queues,
@@ -273,7 +289,10 @@ void op_submit_multi(void)
 	struct drm_npu_submit_entry e[DRM_NPU_SUBMIT_MULTI_MAX];
 	struct drm_npu_submit_multi a = { 0 };
 	static struct drm_npu_task t[DRM_NPU_SUBMIT_MULTI_MAX][4];
+	static uint8_t eb[DRM_NPU_SUBMIT_MULTI_MAX * (sizeof(e[0]) + 32)];
 	bool may_fail = false, blocks = false, bad = false, dup = false, unsure = false;
+	bool too_big = false;
+	uint32_t stride;
 	uint32_t n = (uint32_t)rnd_range(1, 3), qs[DRM_NPU_SUBMIT_MULTI_MAX];
 	struct fz_expect x;
 	long ret;
@@ -298,20 +317,36 @@ void op_submit_multi(void)
 		else if (qs[i] && !queue_sure_live(f, (int)qs[i]))
 			unsure = true;
 	}
-	a.entries = (uintptr_t)e;
-	a.count = n;
+	/* Entries at the caller's stride: sometimes a newer caller's, longer. */
+	stride = chance(300) ? sizeof(e[0]) + 8 * (uint32_t)rnd_range(1, 4) : sizeof(e[0]);
+	memset(eb, 0, sizeof(eb));
+	for (uint32_t i = 0; i < n; i++)
+		memcpy(eb + i * stride, &e[i], sizeof(e[0]));
+	a.entries = (struct drm_npu_obj_array){ .stride = stride, .count = n,
+						.array = (uintptr_t)eb };
 	if (chance(20)) {
-		switch (rnd_below(3)) {
+		struct drm_npu_submit_entry *e0 = (struct drm_npu_submit_entry *)(void *)eb;
+
+		switch (rnd_below(6)) {
 		case 0: a.flags = rnd32() | 1; break;
-		case 1: a.seqs[rnd_below(DRM_NPU_SUBMIT_MULTI_MAX)] = rnd64() | 1; break;
-		default: a.count = chance(500) ? 0 : DRM_NPU_SUBMIT_MULTI_MAX + 1; break;
+		case 1: a.pad = rnd32() | 1; break;
+		case 2: e0->flags = rnd32() | 1; break;
+		case 3: e0->pad = rnd32() | 1; break;
+		case 4: a.entries.stride = (uint32_t)rnd_below(sizeof(e[0])); break;
+		default: a.entries.count = chance(500) ? 0 : DRM_NPU_SUBMIT_MULTI_MAX + 1; break;
 		}
 		bad = true;
+	} else if (stride > sizeof(e[0]) && chance(200)) {
+		eb[(n - 1) * stride + sizeof(e[0]) + rnd_below(stride - sizeof(e[0]))] = 1;
+		too_big = true;
 	}
-	fz_begin(OP_SUBMIT_MULTI, "SUBMIT_MULTI fd=%d count=%u queues=%u,%u,%u%s%s", file_fd(f),
-		 a.count, qs[0], n > 1 ? qs[1] : 0, n > 2 ? qs[2] : 0,
-		 bad || dup ? " [bad]" : "", may_fail ? " [may fault]" : "");
-	if (bad || dup)
+	fz_begin(OP_SUBMIT_MULTI, "SUBMIT_MULTI fd=%d count=%u stride=%u queues=%u,%u,%u%s%s",
+		 file_fd(f), a.entries.count, a.entries.stride, qs[0], n > 1 ? qs[1] : 0,
+		 n > 2 ? qs[2] : 0, bad || dup || too_big ? " [bad]" : "",
+		 may_fail ? " [may fault]" : "");
+	if (too_big)
+		x_err(&x, E2BIG, ENOMEM, 0);	/* read before anything is built */
+	else if (bad || dup)
 		x_err(&x, EINVAL, ENOMEM, 0);
 	else
 		x_ok(&x, ENOMEM, 0);
@@ -319,13 +354,13 @@ void op_submit_multi(void)
 	 * Queues are looked up in id order after the batches are built: the
 	 * default one, made on first use, may fail first, whatever comes after.
 	 */
-	for (uint32_t i = 0; i < n && a.count && a.count <= DRM_NPU_SUBMIT_MULTI_MAX; i++) {
-		if (qs[i] == 0 && !queue_sure_live(f, 0) && !(a.flags || bad_seqs(&a))) {
+	for (uint32_t i = 0; i < n && !bad && !too_big; i++) {
+		if (qs[i] == 0 && !queue_sure_live(f, 0)) {
 			x_allow(&x, EBUSY);
 			x_allow(&x, EIO);
 		}
 	}
-	if (!bad && !dup) {
+	if (!bad && !dup && !too_big) {
 		if (unsure || !file_strict(f))
 			x_allow(&x, EINVAL);
 		for (uint32_t i = 0; i < n; i++)
@@ -352,8 +387,11 @@ void op_submit_multi(void)
 
 		q->state = Q_LIVE;
 		q->seq_fuzzy = true;	/* numbered beside the model's own count */
-		if (a.seqs[i] > q->max_seq)
-			q->max_seq = a.seqs[i];
+		uint64_t seq;
+
+		memcpy(&seq, eb + i * stride + offsetof(struct drm_npu_submit_entry, seq), sizeof(seq));
+		if (seq > q->max_seq)
+			q->max_seq = seq;
 		q->may_fail |= may_fail;
 		q->blocked |= blocks;
 	}

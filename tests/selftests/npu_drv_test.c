@@ -415,7 +415,7 @@ TEST(a_multi_submit_resumed_after_unbind_touches_no_device)
 	/* A fresh file: no default queue yet, so the submit would make one. */
 	fd = open(node, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	c = (struct multi_call){ .fd = fd, .m = { .entries = (uintptr_t)e, .count = 1 } };
+	c = (struct multi_call){ .fd = fd, .m = { .entries = DRM_NPU_OBJ_ARRAY(1, e) } };
 	ASSERT_EQ(0, pthread_create(&th, NULL, multi_call_run, &c));
 	pfd = (struct pollfd){ .fd = uffd, .events = POLLIN };
 	ASSERT_EQ(1, poll(&pfd, 1, 10000));
@@ -478,7 +478,7 @@ TEST(unbind_with_a_multi_queue_run_in_flight)
 	ASSERT_EQ(0, drmSyncobjCreate(fd, 0, &so));
 	out = (struct drm_npu_syncobj){ .handle = so };
 	for (int r = 0; r < 4; r++) {
-		m = (struct drm_npu_submit_multi){ .entries = (uintptr_t)e, .count = 2,
+		m = (struct drm_npu_submit_multi){ .entries = DRM_NPU_OBJ_ARRAY(2, e),
 						   .out_syncobjs = (uintptr_t)&out, .out_count = 1 };
 		ASSERT_EQ(0, ioctl(fd, DRM_IOCTL_NPU_SUBMIT_MULTI, &m));
 	}
@@ -517,6 +517,102 @@ static int module_load(const char *path)
 	return ret;
 }
 
+/* Unloads, waiting out fences whose last free (an RCU callback) is pending. */
+static int module_unload_settled(void)
+{
+	int ret = module_unload();
+
+	for (int i = 0; i < 200 && ret == -EWOULDBLOCK; i++) {
+		usleep(10000);
+		ret = module_unload();
+	}
+	return ret;
+}
+
+static void sync_file_names(int sf, char *driver, char *timeline, int *status)
+{
+	struct sync_fence_info fi = { 0 };
+	struct sync_file_info info = { .num_fences = 1, .sync_fence_info = (uintptr_t)&fi };
+
+	*status = -1000;
+	driver[0] = timeline[0] = 0;
+	if (ioctl(sf, SYNC_IOC_FILE_INFO, &info) || info.num_fences != 1)
+		return;
+	memcpy(driver, fi.driver_name, sizeof(fi.driver_name));
+	memcpy(timeline, fi.obj_name, sizeof(fi.obj_name));
+	*status = fi.status;
+}
+
+/*
+ * Fences outlive the file, the device and the module's load: a
+ * sync_file of a batch (a scheduler fence over the driver's hardware
+ * fence) and one of a run (the driver's own fence type) are kept while
+ * the file closes and the device goes. Asking them their names reads
+ * the queue's memory and calls into the module, so the device's going
+ * must leave that memory and the module must not unload until they are
+ * released. The queues' memory was the device's (KASAN reports a
+ * use-after-free in make check-debug) and the fences did not hold the
+ * module (rmmod went through; the next FILE_INFO would oops).
+ */
+TEST(fences_kept_past_close_and_unbind_hold_the_module)
+{
+	const char *ko = getenv("NPU_KO");
+	char node[64], bdf[32], drv[32], tl[32];
+	struct drm_npu_bo_create c;
+	struct drm_npu_task t;
+	struct drm_npu_syncobj out[2];
+	struct drm_npu_submit_entry e;
+	struct drm_npu_submit_multi m;
+	struct drm_npu_submit s;
+	uint32_t q, so[2];
+	int fd, sf[2], status;
+
+	if (!ko)
+		SKIP(return, "NPU_KO not set");
+	ASSERT_EQ(0, npu_find(node, sizeof(node), bdf, sizeof(bdf)));
+	fd = open(node, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, npu_bo_create(fd, 1 << 20, 0, &c));
+	ASSERT_EQ(0, npu_queue_create(fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
+	t = npu_task_fill(c.device_va, 1 << 20, 7);
+	for (int i = 0; i < 2; i++) {
+		ASSERT_EQ(0, drmSyncobjCreate(fd, 0, &so[i]));
+		out[i] = (struct drm_npu_syncobj){ .handle = so[i] };
+	}
+	s = (struct drm_npu_submit){ .tasks = (uintptr_t)&t, .count = 1, .queue = q,
+				     .out_syncobjs = (uintptr_t)&out[0], .out_count = 1 };
+	ASSERT_EQ(0, ioctl(fd, DRM_IOCTL_NPU_SUBMIT, &s));
+	e = (struct drm_npu_submit_entry){ .tasks = (uintptr_t)&t, .count = 1, .queue = q };
+	m = (struct drm_npu_submit_multi){ .entries = DRM_NPU_OBJ_ARRAY(1, &e),
+					   .out_syncobjs = (uintptr_t)&out[1], .out_count = 1 };
+	ASSERT_EQ(0, ioctl(fd, DRM_IOCTL_NPU_SUBMIT_MULTI, &m));
+	for (int i = 0; i < 2; i++) {
+		struct pollfd p;
+
+		ASSERT_EQ(0, drmSyncobjExportSyncFile(fd, so[i], &sf[i]));
+		p = (struct pollfd){ .fd = sf[i], .events = POLLIN };
+		ASSERT_EQ(1, poll(&p, 1, 10000));
+	}
+	close(fd);
+	ASSERT_EQ(0, npu_sysfs_write(NPU_SYSFS_DRIVER "/unbind", bdf));
+	usleep(200000);		/* the context's last references go from a workqueue */
+
+	sync_file_names(sf[0], drv, tl, &status);
+	EXPECT_EQ(1, status);
+	EXPECT_EQ(0, strncmp(tl, "npu-c", 5)) TH_LOG("batch timeline \"%s\"", tl);
+	EXPECT_EQ(-EWOULDBLOCK, module_unload());
+	sync_file_names(sf[1], drv, tl, &status);
+	EXPECT_EQ(1, status);
+	EXPECT_STREQ("npu", drv);
+	EXPECT_STREQ("npu-run", tl);
+
+	close(sf[0]);
+	close(sf[1]);
+	EXPECT_EQ(0, module_unload_settled());
+	ASSERT_EQ(0, module_load(ko));
+	EXPECT_EQ(0, npu_find(node, sizeof(node), bdf, sizeof(bdf)));
+}
+
 TEST(module_is_busy_while_a_file_is_open)
 {
 	uint64_t v = 0;
@@ -544,7 +640,7 @@ TEST(module_reloads_with_device_bound)
 		uint64_t rtt = 0, hbm = 0;
 		int fd;
 
-		ASSERT_EQ(0, module_unload()) TH_LOG("round %d", i);
+		ASSERT_EQ(0, module_unload_settled()) TH_LOG("round %d", i);
 		EXPECT_NE(0, stat(NPU_SYSFS_DRIVER, &st));
 		EXPECT_NE(0, stat(node, &st));
 

@@ -66,9 +66,9 @@ struct list_desc {
 static int list_create(int fd, const struct list_desc *d, uint32_t *handle)
 {
 	struct drm_npu_tasklist_create a = {
-		.tasks = (uintptr_t)d->tasks, .count = d->count,
-		.patches = (uintptr_t)d->patches, .patch_count = d->npatches,
-		.slots = (uintptr_t)d->slots, .slot_count = d->nslots,
+		.tasks = DRM_NPU_OBJ_ARRAY(d->count, d->tasks),
+		.patches = DRM_NPU_OBJ_ARRAY(d->npatches, d->patches),
+		.slots = DRM_NPU_OBJ_ARRAY(d->nslots, d->slots),
 	};
 
 	*handle = 0;
@@ -262,7 +262,7 @@ TEST_F(l, bad_lists_are_refused_whole)
 						       .args = { event + 1 } };
 			break;
 		case 26:					/* the raw struct's rules */
-			raw = (struct drm_npu_tasklist_create){ .tasks = (uintptr_t)ok, .count = 1,
+			raw = (struct drm_npu_tasklist_create){ .tasks = DRM_NPU_OBJ_ARRAY(1, ok),
 								.flags = 1 };
 			break;
 		}
@@ -270,13 +270,13 @@ TEST_F(l, bad_lists_are_refused_whole)
 			got = ioctl(self->fd, DRM_IOCTL_NPU_TASKLIST_CREATE, &raw) ? -errno : 0;
 			EXPECT_EQ(want, got) TH_LOG("case %d", c);
 			raw.flags = 0;
-			raw.pad = 1;
-			got = ioctl(self->fd, DRM_IOCTL_NPU_TASKLIST_CREATE, &raw) ? -errno : 0;
-			EXPECT_EQ(want, got) TH_LOG("case %d (pad)", c);
-			raw.pad = 0;
 			raw.handle = 5;
 			got = ioctl(self->fd, DRM_IOCTL_NPU_TASKLIST_CREATE, &raw) ? -errno : 0;
 			EXPECT_EQ(want, got) TH_LOG("case %d (handle)", c);
+			raw.handle = 0;
+			raw.tasks.stride = sizeof(ok[0]) - 8;		/* shorter than the first version */
+			got = ioctl(self->fd, DRM_IOCTL_NPU_TASKLIST_CREATE, &raw) ? -errno : 0;
+			EXPECT_EQ(want, got) TH_LOG("case %d (stride)", c);
 			continue;
 		}
 		got = list_create(self->fd, &d, &h);
@@ -536,14 +536,18 @@ TEST_F(l, hang_detection_sees_progress_inside_a_list)
 static int submit_multi(int fd, const struct drm_npu_submit_entry *e, uint32_t n,
 			uint32_t out_syncobj, uint64_t *seqs)
 {
+	struct drm_npu_submit_entry copy[DRM_NPU_SUBMIT_MULTI_MAX + 1] = { 0 };
 	struct drm_npu_syncobj out = { .handle = out_syncobj };
-	struct drm_npu_submit_multi m = { .entries = (uintptr_t)e, .count = n,
+	struct drm_npu_submit_multi m = { .entries = DRM_NPU_OBJ_ARRAY(n, copy),
 					  .out_syncobjs = (uintptr_t)&out,
 					  .out_count = !!out_syncobj };
-	int ret = ioctl(fd, DRM_IOCTL_NPU_SUBMIT_MULTI, &m) ? -errno : 0;
+	int ret;
 
-	if (seqs)
-		memcpy(seqs, m.seqs, sizeof(m.seqs));
+	memcpy(copy, e, (n < DRM_NPU_SUBMIT_MULTI_MAX + 1 ? n : DRM_NPU_SUBMIT_MULTI_MAX + 1) *
+			sizeof(*e));
+	ret = ioctl(fd, DRM_IOCTL_NPU_SUBMIT_MULTI, &m) ? -errno : 0;
+	for (uint32_t i = 0; seqs && i < DRM_NPU_SUBMIT_MULTI_MAX; i++)
+		seqs[i] = i < n ? copy[i].seq : 0;
 	return ret;
 }
 
@@ -700,15 +704,27 @@ TEST_F(l, bad_multi_submits_queue_nothing)
 	e[1].count = 0;
 	EXPECT_EQ(-EINVAL, submit_multi(self->fd, e, 2, 0, seqs));
 	e[1].count = 1;
-	m = (struct drm_npu_submit_multi){ .entries = (uintptr_t)e, .count = 2, .flags = 1 };
+	m = (struct drm_npu_submit_multi){ .entries = DRM_NPU_OBJ_ARRAY(2, e), .flags = 1 };
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_SUBMIT_MULTI, &m));
 	EXPECT_EQ(EINVAL, errno);
 	m.flags = 0;
-	m.seqs[3] = 1;
+	m.pad = 1;
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_SUBMIT_MULTI, &m));
 	EXPECT_EQ(EINVAL, errno);
-	m.entries = 8;
-	m.seqs[3] = 0;
+	m.pad = 0;
+	e[1].flags = 1;						/* an entry's own */
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_SUBMIT_MULTI, &m));
+	EXPECT_EQ(EINVAL, errno);
+	e[1].flags = 0;
+	e[1].pad = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_SUBMIT_MULTI, &m));
+	EXPECT_EQ(EINVAL, errno);
+	e[1].pad = 0;
+	m.entries.stride = 16;					/* shorter than the first version */
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_SUBMIT_MULTI, &m));
+	EXPECT_EQ(EINVAL, errno);
+	m.entries.stride = sizeof(e[0]);
+	m.entries.array = 8;
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_SUBMIT_MULTI, &m));
 	EXPECT_EQ(EFAULT, errno);
 	/* A failed queue among them: nothing goes to the other. */
@@ -890,7 +906,7 @@ TEST_F(l, a_multi_submit_failing_late_lets_go_of_what_it_built)
 		}
 		e[2] = (struct drm_npu_submit_entry){ .tasks = (uintptr_t)&r[0], .count = 1,
 						      .queue = q[2] };
-		m = (struct drm_npu_submit_multi){ .entries = (uintptr_t)e, .count = 3 };
+		m = (struct drm_npu_submit_multi){ .entries = DRM_NPU_OBJ_ARRAY(3, e) };
 		switch (c) {
 		case 0: e[2].tasks = (uintptr_t)&bad; break;	/* built two, then the third fails */
 		case 1: e[2].queue = 7; break;			/* built all, then a lookup fails */
@@ -1124,6 +1140,107 @@ TEST_F(l, the_list_quota_holds_under_concurrent_creates)
 		EXPECT_EQ(0, list_destroy(self->fd, handles[--n]));
 	free(big);
 	EXPECT_EQ(self->lists_before, npu_dev_usage(self->fd, DRM_NPU_MEM_REGION_QUEUES));
+}
+
+/*
+ * The arrays grow: a caller built with longer entries, tasks, patches or
+ * slots (new fields, zero) works, each entry's seq comes back at the
+ * caller's stride, and a nonzero byte the kernel does not know of is
+ * -E2BIG, never ignored.
+ */
+struct long_entry {
+	struct drm_npu_submit_entry e;
+	uint64_t later;
+};
+
+struct long_task {
+	struct drm_npu_task t;
+	uint64_t later[2];
+};
+
+TEST_F(l, arrays_at_a_longer_stride_from_a_newer_caller)
+{
+	struct drm_npu_task nop = { .type = DRM_NPU_TASK_NOP };
+	struct long_entry le[2];
+	struct long_task lt[2];
+	struct drm_npu_submit_multi m;
+	struct drm_npu_tasklist_create c;
+	uint32_t q[2];
+	uint64_t io = self->va, seq;
+
+	for (int i = 0; i < 2; i++) {
+		ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q[i]));
+		le[i] = (struct long_entry){ .e = { .tasks = (uintptr_t)&nop, .count = 1,
+						    .queue = q[i], .seq = 77 } };
+	}
+	/* q[1] one batch ahead: each entry gets its own queue's number. */
+	ASSERT_EQ(0, npu_submit_on(self->fd, q[1], &nop, 1, &seq));
+	m = (struct drm_npu_submit_multi){ .entries = DRM_NPU_OBJ_ARRAY(2, le) };
+	ASSERT_EQ(sizeof(le[0]), m.entries.stride);
+	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_SUBMIT_MULTI, &m));
+	EXPECT_EQ(1, le[0].e.seq);
+	EXPECT_EQ(2, le[1].e.seq);
+	EXPECT_EQ(0, le[0].later);
+	le[1].later = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_SUBMIT_MULTI, &m));
+	EXPECT_EQ(E2BIG, errno);
+	EXPECT_EQ(0, npu_wait_on(self->fd, q[0], 1, 10 * SEC, NULL));
+	EXPECT_EQ(0, npu_wait_on(self->fd, q[1], 2, 10 * SEC, NULL));
+	EXPECT_EQ(-EINVAL, npu_wait_on(self->fd, q[1], 3, 0, NULL));	/* none queued */
+
+	/* A list of longer tasks: the kernel reads each at the stride. */
+	lt[0] = (struct long_task){ .t = npu_task_fill(0, 4096, 0x5a5a5a5a) };
+	lt[1] = (struct long_task){ .t = nop };
+	{
+		struct drm_npu_patch p = PATCH(0, DRM_NPU_PATCH_TASK_ARG, 0, 0, 0);
+		struct drm_npu_io_slot sl = { .size = 4096, .flags = DRM_NPU_IO_SLOT_WRITE };
+		struct drm_npu_task r;
+		uint32_t *cpu = (uint32_t *)self->map;
+
+		c = (struct drm_npu_tasklist_create){ .tasks = DRM_NPU_OBJ_ARRAY(2, lt),
+						      .patches = DRM_NPU_OBJ_ARRAY(1, &p),
+						      .slots = DRM_NPU_OBJ_ARRAY(1, &sl) };
+		ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_TASKLIST_CREATE, &c));
+		r = run_task(c.handle, &io, 1);
+		memset(cpu, 0, 4096);
+		ASSERT_EQ(0, npu_submit_on(self->fd, q[0], &r, 1, &seq));
+		ASSERT_EQ(0, npu_wait_on(self->fd, q[0], seq, 10 * SEC, NULL));
+		EXPECT_EQ(0x5a5a5a5a, cpu[0]);
+		EXPECT_EQ(0x5a5a5a5a, cpu[1023]);
+		EXPECT_EQ(0, list_destroy(self->fd, c.handle));
+		lt[1].later[1] = 1;
+		c.handle = 0;
+		EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_TASKLIST_CREATE, &c));
+		EXPECT_EQ(E2BIG, errno);
+	}
+}
+
+/*
+ * The seqs are written back after the run is queued: entries the kernel
+ * can read but not write get -EFAULT, and the run still runs.
+ */
+TEST_F(l, a_multi_submit_whose_seqs_cannot_be_written_back_still_runs)
+{
+	struct drm_npu_task fill = npu_task_fill(self->va, 4096, 0x33333333);
+	struct drm_npu_submit_entry *e;
+	struct drm_npu_submit_multi m;
+	uint32_t *cpu = (uint32_t *)self->map, q;
+	uint64_t seq;
+
+	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
+	e = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, e);
+	e[0] = (struct drm_npu_submit_entry){ .tasks = (uintptr_t)&fill, .count = 1, .queue = q };
+	ASSERT_EQ(0, mprotect(e, 4096, PROT_READ));
+	memset(cpu, 0, 4096);
+	m = (struct drm_npu_submit_multi){ .entries = DRM_NPU_OBJ_ARRAY(1, e) };
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_NPU_SUBMIT_MULTI, &m));
+	EXPECT_EQ(EFAULT, errno);
+	EXPECT_EQ(0, npu_wait_on(self->fd, q, 1, 10 * SEC, NULL));
+	EXPECT_EQ(0x33333333, cpu[0]);
+	ASSERT_EQ(0, npu_submit_on(self->fd, q, &fill, 1, &seq));
+	EXPECT_EQ(2, seq);
+	munmap(e, 4096);
 }
 
 TEST_HARNESS_MAIN

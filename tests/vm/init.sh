@@ -159,6 +159,17 @@ done
 kill "$tee_pid" 2>/dev/null
 wait "$tee_pid" 2>/dev/null
 
+# rmmod, waiting out fences whose last free (an RCU callback) still holds the module.
+rmmod_settled() {
+	n=0
+	while [ $n -lt 20 ]; do
+		rmmod npu 2>/dev/null && return 0
+		n=$((n + 1))
+		sleep 0.1
+	done
+	rmmod npu
+}
+
 if [ "$VM_KMEMLEAK" = 1 ] && [ ! -f /out/kmemleak.txt ]; then
 	echo "vm-init: scanning for leaks" >&2
 	{
@@ -166,7 +177,7 @@ if [ "$VM_KMEMLEAK" = 1 ] && [ ! -f /out/kmemleak.txt ]; then
 		kml_scan || echo "kmemleak unavailable: the scan failed"
 		if grep -q '^npu ' /proc/modules; then
 			echo clear >$KML
-			if rmmod npu; then
+			if rmmod_settled; then
 				echo "# kmemleak after rmmod npu"
 				kml_scan || echo "kmemleak unavailable: the scan failed"
 			else

@@ -26,6 +26,9 @@
  * every wait; a flags field in every struct; the firmware's ring slot and
  * the op library's argument block out of this header (a KERNEL task now
  * gives its block's size); the firmware ping moved to debugfs fw_ping.
+ * Driver 0.3: SUBMIT_MULTI's entries and TASKLIST_CREATE's tasks, patches
+ * and slots are struct drm_npu_obj_array; each entry has flags and its
+ * own seq; QUEUE_ABORT has its own struct.
  */
 #ifndef _UAPI_NPU_ACCEL_H_
 #define _UAPI_NPU_ACCEL_H_
@@ -91,7 +94,7 @@ extern "C" {
 #define DRM_IOCTL_NPU_NOTIFY_IMPORT \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_NOTIFY_IMPORT, struct drm_npu_notify_import)
 #define DRM_IOCTL_NPU_QUEUE_ABORT \
-	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_QUEUE_ABORT, struct drm_npu_queue_destroy)
+	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_QUEUE_ABORT, struct drm_npu_queue_abort)
 #define DRM_IOCTL_NPU_TASKLIST_CREATE \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_TASKLIST_CREATE, struct drm_npu_tasklist_create)
 #define DRM_IOCTL_NPU_TASKLIST_DESTROY \
@@ -336,6 +339,28 @@ enum drm_npu_task_type {
 #define DRM_NPU_MAX_BLOCK_DIM		64
 #define DRM_NPU_KERNEL_ARGS_MAX		4096
 
+/**
+ * struct drm_npu_obj_array - an array of structs that may grow
+ * @stride: bytes from one element to the next: sizeof the element struct
+ *          the caller was built with, at least the size of its first
+ *          version (-EINVAL otherwise). As for an ioctl's struct, the
+ *          kernel reads fields it knows of past a shorter stride as zero,
+ *          and bytes of a longer one it does not know of must be zero
+ *          (-E2BIG otherwise). Output fields are written at the stride.
+ * @count: elements
+ * @array: in, pointer to the first
+ *
+ * DRM_NPU_OBJ_ARRAY(n, p) fills one for n elements at p.
+ */
+struct drm_npu_obj_array {
+	__u32 stride;
+	__u32 count;
+	__u64 array;
+};
+
+#define DRM_NPU_OBJ_ARRAY(n, p) \
+	{ .stride = sizeof((p)[0]), .count = (n), .array = (__u64)(unsigned long)(p) }
+
 /*
  * Task lists (with DRM_NPU_CAP_TASK_LISTS): a model's tasks, checked and
  * stored in device memory once, then run with one DRM_NPU_TASK_RUN_LIST
@@ -402,35 +427,28 @@ struct drm_npu_patch {
 
 /**
  * struct drm_npu_tasklist_create - check a task list and store it on the device
- * @tasks: in, pointer to @count struct drm_npu_task
- * @patches: in, pointer to @patch_count struct drm_npu_patch
- * @slots: in, pointer to @slot_count struct drm_npu_io_slot
- * @count: in, 1..DRM_NPU_TASKLIST_MAX_TASKS
- * @patch_count: in, at most DRM_NPU_TASKLIST_MAX_PATCHES
- * @slot_count: in, at most DRM_NPU_TASKLIST_MAX_SLOTS
+ * @tasks: in, 1..DRM_NPU_TASKLIST_MAX_TASKS struct drm_npu_task
+ * @patches: in, at most DRM_NPU_TASKLIST_MAX_PATCHES struct drm_npu_patch
+ * @slots: in, at most DRM_NPU_TASKLIST_MAX_SLOTS struct drm_npu_io_slot
  * @flags: in, must be zero
  * @handle: out, the list's handle in this context (for RUN_LIST)
- * @pad: must be zero
  *
  * Tasks are checked as SUBMIT checks them, once; RUN_LIST is not allowed
  * in a list. The list takes device memory (counted as
  * DRM_NPU_MEM_REGION_QUEUES) and is mapped read-only for the device.
  *
- * Errors: -EINVAL a malformed task, patch or slot (nothing is created);
- * -EOPNOTSUPP the device has no task lists; -EFAULT; -E2BIG the tasks
- * name more than 4096 buffers; -EDQUOT the context holds
- * DRM_NPU_TASKLISTS_PER_CONTEXT lists; -ENOMEM.
+ * Errors: -EINVAL a malformed task, patch, slot or array (nothing is
+ * created); -E2BIG an element longer than the kernel knows with nonzero
+ * bytes past its end, or tasks that name more than 4096 buffers;
+ * -EOPNOTSUPP the device has no task lists; -EFAULT; -EDQUOT the context
+ * holds DRM_NPU_TASKLISTS_PER_CONTEXT lists; -ENOMEM.
  */
 struct drm_npu_tasklist_create {
-	__u64 tasks;
-	__u64 patches;
-	__u64 slots;
-	__u32 count;
-	__u32 patch_count;
-	__u32 slot_count;
+	struct drm_npu_obj_array tasks;
+	struct drm_npu_obj_array patches;
+	struct drm_npu_obj_array slots;
 	__u32 flags;
 	__u32 handle;
-	__u32 pad;
 };
 
 #define DRM_NPU_TASKLISTS_PER_CONTEXT	1024
@@ -525,12 +543,24 @@ struct drm_npu_queue_create {
  * @flags: in, must be zero
  *
  * Work still queued is stopped and fails with DRM_NPU_JOB_ABORTED; waiters
- * wake. DRM_NPU_QUEUE_ABORT (same struct) does that and keeps the queue, in
- * the failed state, until it is destroyed. The default queue (0) may be
- * destroyed too; it comes back on its
+ * wake. The default queue (0) may be destroyed too; it comes back on its
  * next use. Errors: -EINVAL for a queue this context does not have.
  */
 struct drm_npu_queue_destroy {
+	__u32 queue;
+	__u32 flags;
+};
+
+/**
+ * struct drm_npu_queue_abort - stop a queue's work and keep the queue
+ * @queue: in, an id from QUEUE_CREATE
+ * @flags: in, must be zero
+ *
+ * As QUEUE_DESTROY, but the queue stays, in the failed state (submits
+ * get -EIO), until it is destroyed. Errors: -EINVAL for a queue this
+ * context does not have.
+ */
+struct drm_npu_queue_abort {
 	__u32 queue;
 	__u32 flags;
 };
@@ -726,41 +756,54 @@ struct drm_npu_wait {
 
 #define DRM_NPU_SUBMIT_MULTI_MAX	8
 
-/* One queue's part of a DRM_NPU_SUBMIT_MULTI: as drm_npu_submit's fields. */
+/**
+ * struct drm_npu_submit_entry - one queue's part of a DRM_NPU_SUBMIT_MULTI
+ * @tasks: in, pointer to @count struct drm_npu_task, as SUBMIT's
+ * @count: in, 1..DRM_NPU_SUBMIT_MAX_TASKS
+ * @queue: in, a queue of the context, as SUBMIT's
+ * @flags: in, must be zero
+ * @pad: must be zero
+ * @seq: out, the batch's sequence number on its queue (its value on the
+ *       way in is ignored, so an array can be submitted again as it is)
+ */
 struct drm_npu_submit_entry {
 	__u64 tasks;
 	__u32 count;
 	__u32 queue;
+	__u32 flags;
+	__u32 pad;
+	__u64 seq;
 };
 
 /**
  * struct drm_npu_submit_multi - batches on several queues as one run
- * @entries: in, pointer to @count struct drm_npu_submit_entry, each on a
- *           different queue
- * @count: in, 1..DRM_NPU_SUBMIT_MULTI_MAX
+ * @entries: in, 1..DRM_NPU_SUBMIT_MULTI_MAX struct drm_npu_submit_entry,
+ *           each on a different queue; each entry's @seq is written back
  * @flags: in, must be zero
+ * @pad: must be zero
  * @in_syncobjs, @out_syncobjs, @in_count, @out_count: in, as for SUBMIT:
  *           every batch waits for the in-syncobjs; the out-syncobjs get
  *           one fence, signalled when every batch has completed (with the
  *           first error if one failed)
- * @seqs: out, each entry's sequence number on its queue
  *
  * All batches are checked and queued together, or none is. They are one
  * run: when one fails, the queues of the others are stopped (their work
  * fails with DRM_NPU_JOB_ABORTED), so no batch waits for a partner
  * that will never come (a model's queues join through notifies).
  *
- * Errors: as SUBMIT; -EINVAL also for two entries on one queue.
+ * Errors: as SUBMIT; -EINVAL also for two entries on one queue or a
+ * malformed array, -E2BIG for an entry longer than the kernel knows with
+ * nonzero bytes past its end; -EFAULT when an entry's @seq cannot be
+ * written back, after the run was queued.
  */
 struct drm_npu_submit_multi {
-	__u64 entries;
-	__u32 count;
+	struct drm_npu_obj_array entries;
 	__u32 flags;
+	__u32 pad;
 	__u64 in_syncobjs;
 	__u64 out_syncobjs;
 	__u32 in_count;
 	__u32 out_count;
-	__u64 seqs[DRM_NPU_SUBMIT_MULTI_MAX];
 };
 
 /*

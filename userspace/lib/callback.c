@@ -86,7 +86,7 @@ static int default_queue_submit(npurt_device *dev, struct drm_npu_task t)
 static void release(npurt_stream *s, uint32_t notify)
 {
 	struct drm_npu_task t = { .type = DRM_NPU_TASK_NOTIFY_RECORD, .args = { notify } };
-	struct drm_npu_queue_destroy abort_args = { .queue = s->queue };
+	struct drm_npu_queue_abort abort_args = { .queue = s->queue };
 
 	/* Rather a failed stream than one blocked for good. */
 	if (default_queue_submit(s->dev, t))

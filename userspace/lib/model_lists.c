@@ -236,9 +236,9 @@ npurt_status npurt_model_sink_lists(npurt_model *m, const char *who)
 	for (uint32_t s = 0; s < m->m.plan.streams && !st; s++) {
 		struct model_list *l = &m->lists[s];
 		struct drm_npu_tasklist_create c = {
-			.tasks = (uintptr_t)l->tasks, .count = l->ntasks,
-			.patches = (uintptr_t)l->patches, .patch_count = l->npatches,
-			.slots = (uintptr_t)slots, .slot_count = m->nio,
+			.tasks = DRM_NPU_OBJ_ARRAY(l->ntasks, l->tasks),
+			.patches = DRM_NPU_OBJ_ARRAY(l->npatches, l->patches),
+			.slots = DRM_NPU_OBJ_ARRAY(m->nio, slots),
 		};
 		int err = npurt_ioctl(m->dev, DRM_IOCTL_NPU_TASKLIST_CREATE, &c);
 

@@ -413,7 +413,7 @@ npurt_status npurt_stream_synchronize_timeout(npurt_stream *s, int timeout_ms)
 npurt_status npurt_stream_abort(npurt_stream *s)
 {
 	static const char who[] = "npurt_stream_abort";
-	struct drm_npu_queue_destroy abort_args = { 0 };
+	struct drm_npu_queue_abort abort_args = { 0 };
 	int err;
 
 	if (!s)

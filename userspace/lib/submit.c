@@ -541,7 +541,7 @@ npurt_status npurt_path_submit_multi(npurt_stream **s, struct npurt_batch **b, u
 				     uint64_t *seqs, const char *who)
 {
 	struct drm_npu_submit_entry e[DRM_NPU_SUBMIT_MULTI_MAX];
-	struct drm_npu_submit_multi a = { .entries = (uintptr_t)e, .count = n };
+	struct drm_npu_submit_multi a = { .entries = DRM_NPU_OBJ_ARRAY(n, e) };
 	npurt_device *dev = s[0]->dev;
 	npurt_status st = NPURT_OK;
 	int err;
@@ -568,7 +568,7 @@ npurt_status npurt_path_submit_multi(npurt_stream **s, struct npurt_batch **b, u
 				       "batches: %s", who, n, strerror(err));
 	pthread_mutex_lock(&dev->lock);
 	for (uint32_t i = 0; i < n; i++) {
-		b[i]->seq = a.seqs[i] + s[i]->base;
+		b[i]->seq = e[i].seq + s[i]->base;
 		if (b[i]->seq > s[i]->issued)
 			s[i]->issued = b[i]->seq;
 		seqs[i] = b[i]->seq;
