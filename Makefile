@@ -40,7 +40,7 @@ obj = $(patsubst %.c,$(O)/obj/%.o,$(1))
 
 FWSIM_CORE := firmware-sim/npu_dev.c firmware-sim/npu_engine.c firmware-sim/npu_dma.c firmware-sim/npu_mmu.c \
 	firmware-sim/npu_ops.c firmware-sim/npu_matmul.c firmware-sim/npu_window.c firmware-sim/npu_gemm.c firmware-sim/npu_cores.c \
-	firmware-sim/npu_list.c firmware-sim/npu_inplace.c firmware-sim/npu_vmath.c firmware-sim/npu_widen.c \
+	firmware-sim/npu_list.c firmware-sim/npu_inplace.c firmware-sim/npu_tlb.c firmware-sim/npu_vmath.c firmware-sim/npu_widen.c \
 	firmware-sim/ivshmem_server.c
 # libmvec (glibc's vector math, in libc6) before libm: npu_vmath.c.
 FWSIM_LIBS := -lpthread -lmvec -lm

@@ -86,6 +86,8 @@ static void clear_injections(struct npu_dev *dev)
 {
 	dev->hang_context = 0;
 	dev->fail_invalidates = 0;
+	dev->hold_invalidates = false;
+	pthread_cond_broadcast(&dev->tlb_wake);
 	__atomic_store_n(&dev->drop_irqs, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&dev->heartbeat_stopped, false, __ATOMIC_RELAXED);
 }
@@ -140,6 +142,11 @@ static int32_t inject(struct npu_dev *dev, uint64_t kind, uint64_t arg)
 	case NPU_FW_INJECT_FAIL_INVALIDATE:
 		dev->fail_invalidates = (uint32_t)arg;
 		return NPU_FW_OK;
+	case NPU_FW_INJECT_HOLD_INVALIDATE:
+		if (arg)
+			return -NPU_FW_EINVAL;
+		dev->hold_invalidates = true;
+		return NPU_FW_OK;
 	default:
 		return -NPU_FW_EINVAL;
 	}
@@ -171,7 +178,7 @@ void npu_dev_reset(struct npu_dev *dev)
 
 	c->if_version = NPU_FW_IF_VERSION(NPU_FW_IF_MAJOR, NPU_FW_IF_MINOR);
 	c->caps = (dev->cfg.fault_injection ? NPU_FW_CAP_FAULT_INJECTION : 0) |
-		  NPU_FW_CAP_NOTIFY_SUPPRESS | NPU_FW_CAP_TASK_LISTS;
+		  NPU_FW_CAP_NOTIFY_SUPPRESS | NPU_FW_CAP_TASK_LISTS | NPU_FW_CAP_TLB_POST;
 	c->fw_version = NPU_DEV_FW_VERSION;
 	c->fw_peer_id = 0;
 	c->hbm_offset = 0;
@@ -184,6 +191,7 @@ void npu_dev_reset(struct npu_dev *dev)
 	c->num_dma_engines = dev->cfg.num_dma;
 	c->heartbeat_period_ms = dev->cfg.heartbeat_ms;
 	dev->mbox_seen = 0;
+	dev->tlb_gen++;			/* a request in flight is not reported */
 	/* Nothing of the last host's work may land in the new one's memory. */
 	npu_engine_reset(dev);
 	npu_mmu_invalidate(dev, 0);
@@ -240,6 +248,10 @@ void npu_dev_init(struct npu_dev *dev, void *hbm,
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&dev->work, &attr);
 	pthread_condattr_destroy(&attr);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&dev->tlb_wake, &attr);
+	pthread_condattr_destroy(&attr);
 	for (unsigned int g = 0; g < NPU_DEV_GROUPS_MAX; g++) {
 		npu_cores_init(&dev->groups[g]);
 		dev->groups[g].on_done = launch_done;
@@ -253,6 +265,7 @@ void npu_dev_fini(struct npu_dev *dev)
 {
 	npu_dev_stop_engine(dev);
 	npu_engine_fini(dev);
+	pthread_cond_destroy(&dev->tlb_wake);
 	pthread_cond_destroy(&dev->work);
 	pthread_mutex_destroy(&dev->lock);
 }
@@ -358,13 +371,17 @@ int npu_dev_start_engine(struct npu_dev *dev)
 		return err;
 	}
 	dev->engine_running = true;
-	return 0;
+	err = npu_tlb_start(dev);
+	if (err)
+		npu_dev_stop_engine(dev);
+	return err;
 }
 
 void npu_dev_stop_engine(struct npu_dev *dev)
 {
 	if (!dev->engine_running)
 		return;
+	npu_tlb_stop(dev);
 	pthread_mutex_lock(&dev->lock);
 	dev->engine_stop = true;
 	pthread_cond_signal(&dev->work);
@@ -417,6 +434,9 @@ void npu_dev_log_error(struct npu_dev *dev, uint32_t code, uint32_t context,
 	STORE_REL(&log->head, head + 1);
 }
 
+/* How long an injected hold keeps a mailbox TLB_INVALIDATE (and the mailbox). */
+#define HOLD_MBOX_MS	10000
+
 static int32_t mbox_exec(struct npu_dev *dev, struct npu_fw_mbox *mb)
 {
 	switch (mb->opcode) {
@@ -427,6 +447,7 @@ static int32_t mbox_exec(struct npu_dev *dev, struct npu_fw_mbox *mb)
 		mb->result[1] = npu_dev_clock_ns();
 		return NPU_FW_OK;
 	case NPU_FW_CMD_TLB_INVALIDATE:
+		npu_tlb_hold(dev, HOLD_MBOX_MS);
 		/* An injected failure leaves the TLB as it was, as a broken one would. */
 		if (dev->fail_invalidates) {
 			dev->fail_invalidates--;
@@ -465,6 +486,8 @@ static void mbox_doorbell(struct npu_dev *dev)
 	uint32_t seq = LOAD_ACQ(&mb->seq);
 	int32_t status;
 
+	/* The vector is shared with posted invalidations: look there first. */
+	npu_tlb_doorbell(dev);
 	/* Doorbells can coalesce or repeat; the seq says if there is work. */
 	if (seq == dev->mbox_seen)
 		return;
@@ -484,6 +507,8 @@ static void mbox_doorbell(struct npu_dev *dev)
 	mb->status = status;
 	STORE_REL(&mb->done_seq, seq);
 	npu_dev_raise_irq(dev, NPU_VEC_MBOX);
+	/* A command may have released invalidations (a clear of a hold). */
+	npu_tlb_doorbell(dev);
 }
 
 void npu_dev_doorbell(struct npu_dev *dev, unsigned int vector)

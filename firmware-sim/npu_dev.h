@@ -76,11 +76,19 @@ struct npu_dev {
 	 * pthread mutexes are not fair and a busy engine would starve them. */
 	uint32_t mbox_waiting;
 
+	/* Posted TLB invalidations (npu_tlb.c): their thread, with the engine's. */
+	pthread_t tlb_thread;
+	pthread_cond_t tlb_wake;
+	bool tlb_running;
+	bool tlb_stop;
+	uint32_t tlb_gen;		/* bumped when the counters are rewritten */
+
 	/* Injected faults: hang_context and fail_invalidates under lock, the others atomic. */
 	uint32_t hang_context;		/* its queues make no progress; 0: none */
 	bool heartbeat_stopped;
 	uint32_t drop_irqs;		/* interrupts still to lose */
 	uint32_t fail_invalidates;	/* TLB invalidations still to fail, under lock */
+	bool hold_invalidates;		/* TLB invalidations wait for a clear, under lock */
 };
 
 /* Default configuration, as npu-fwsim starts without options. */
@@ -114,6 +122,13 @@ void npu_dev_doorbell(struct npu_dev *dev, unsigned int vector);
  */
 int npu_dev_start_engine(struct npu_dev *dev);
 void npu_dev_stop_engine(struct npu_dev *dev);
+
+/* Posted TLB invalidations (npu_tlb.c): the host rang NPU_VEC_MBOX. */
+void npu_tlb_doorbell(struct npu_dev *dev);
+int npu_tlb_start(struct npu_dev *dev);
+/* Under dev->lock: wait out an injected hold, `ms` at most. */
+void npu_tlb_hold(struct npu_dev *dev, int ms);
+void npu_tlb_stop(struct npu_dev *dev);
 
 /* Free what npu_dev_init() set up (the device must be stopped). */
 void npu_dev_fini(struct npu_dev *dev);

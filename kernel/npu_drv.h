@@ -26,6 +26,8 @@ struct npu_ipc {
 	struct mutex lock;		/* one mailbox command at a time */
 	wait_queue_head_t wq;		/* woken by the mailbox interrupt */
 	u32 seq;			/* last seq written, under lock */
+	spinlock_t tlb_lock;		/* posting a TLB invalidation */
+	u32 tlb_req;			/* requests posted, under tlb_lock */
 };
 
 /* What the firmware told us at probe; constant afterwards. */

@@ -31,7 +31,7 @@
  * NPU_FW_IF_MINOR_MIN.
  */
 #define NPU_FW_IF_MAJOR		2
-#define NPU_FW_IF_MINOR		2
+#define NPU_FW_IF_MINOR		3
 #define NPU_FW_IF_MINOR_MIN	0
 #define NPU_FW_IF_VERSION(maj, min)	(((__u32)(maj) << 16) | (__u32)(min))
 #define NPU_FW_IF_VERSION_MAJOR(v)	((__u32)(v) >> 16)
@@ -82,7 +82,9 @@ enum npu_fw_cmd {
 	NPU_FW_CMD_SCRUB = 2,
 	/*
 	 * Drop cached translations of context args[0] (0: all contexts). Once
-	 * answered, no device access uses a translation made before it.
+	 * answered, no device access uses a translation made before it. It
+	 * waits for launches reading that context's memory in place: posted
+	 * invalidations (struct npu_fw_tlb) do the same off the mailbox.
 	 */
 	NPU_FW_CMD_TLB_INVALIDATE = 3,
 	/*
@@ -117,6 +119,12 @@ enum npu_fw_inject {
 	NPU_FW_INJECT_DROP_IRQS = 3,	/* the next args[1] interrupts are lost */
 	/* the next args[1] TLB_INVALIDATEs fail (-NPU_FW_EHALTED), TLB untouched */
 	NPU_FW_INJECT_FAIL_INVALIDATE = 4,
+	/*
+	 * Since 2.3: TLB invalidations are held, not carried out, until
+	 * INJECT_NONE (posted ones wait in their ring; a mailbox one holds
+	 * the mailbox, 10 s at most). args[1] must be 0.
+	 */
+	NPU_FW_INJECT_HOLD_INVALIDATE = 5,
 };
 
 /* Mailbox and error-log status codes (negative in npu_fw_mbox.status). */
@@ -347,6 +355,30 @@ struct npu_fw_sync {
 #define NPU_FW_CAP_FAULT_INJECTION	(1ull << 0)	/* NPU_FW_CMD_INJECT works */
 #define NPU_FW_CAP_NOTIFY_SUPPRESS	(1ull << 1)	/* engine_awake, queue_irq_pending */
 #define NPU_FW_CAP_TASK_LISTS		(1ull << 2)	/* NPU_FW_TASK_RUN_LIST, since 2.2 */
+#define NPU_FW_CAP_TLB_POST		(1ull << 3)	/* struct npu_fw_tlb, since 2.3 */
+
+/*
+ * Posted TLB invalidations (NPU_FW_CAP_TLB_POST): NPU_FW_CMD_TLB_INVALIDATE
+ * off the mailbox, so that no command waits behind the launches an
+ * invalidation waits for. The host writes the context (0: all) to
+ * ctx[req % NPU_FW_TLB_RING], then bumps req (release) and rings
+ * NPU_VEC_MBOX; it keeps at most NPU_FW_TLB_RING requests outstanding
+ * (req - done). The device completes them in order: done becomes n + 1
+ * once request n is complete, that is once no device access uses a
+ * translation of that context made before the request was posted; a
+ * request the device could not carry out (halted, or an injected
+ * failure) leaves the TLB as it was and bumps failed before done. It
+ * raises NPU_VEC_MBOX after completing. The counters wrap at 2^32.
+ */
+#define NPU_FW_TLB_RING			64
+
+struct npu_fw_tlb {
+	__u32 req;			/* host -> device */
+	__u32 done;			/* device -> host */
+	__u32 failed;			/* device -> host */
+	__u32 pad;
+	__u32 ctx[NPU_FW_TLB_RING];	/* host -> device */
+};
 
 /*
  * The control block at offset 0 of BAR2. Everything up to `heartbeat` is
@@ -395,6 +427,7 @@ struct npu_fw_ctrl {
 
 	struct npu_fw_mbox mbox;
 	struct npu_fw_errlog errlog;
+	struct npu_fw_tlb tlb;		/* since 2.3, with NPU_FW_CAP_TLB_POST */
 };
 
 #endif /* NPU_FW_IF_H */

@@ -10,6 +10,16 @@
  * Sequence numbers continue from whatever the device holds: after a
  * module reload the firmware has already seen the old numbers and would
  * ignore a repeated one.
+ *
+ * TLB invalidations are posted beside the mailbox (NPU_FW_CAP_TLB_POST,
+ * struct npu_fw_tlb): the firmware makes one wait for the launches that
+ * read the context's memory in place, up to its settle time, and as a
+ * mailbox command that wait held ipc.lock, so every other user's queue
+ * start, stop and scrub queued behind it. A posted one holds nothing
+ * while the device works: ipc.tlb_lock (a spinlock) covers writing the
+ * request and bumping req, and the poster then sleeps on ipc.wq, which
+ * the same interrupt wakes, until done passes its request. Requests
+ * complete in order, so one counter says which are done.
  */
 #include <drm/drm_managed.h>
 #include <linux/interrupt.h>
@@ -43,6 +53,8 @@ int npu_ipc_init(struct npu_device *ndev)
 		return ret;
 	init_waitqueue_head(&ipc->wq);
 	ipc->seq = readl(&ndev->ctrl->mbox.seq);
+	spin_lock_init(&ipc->tlb_lock);
+	ipc->tlb_req = readl(&ndev->ctrl->tlb.req);
 
 	ret = devm_request_irq(&pdev->dev, pci_irq_vector(pdev, NPU_VEC_MBOX),
 			       npu_ipc_irq, 0, "npu-mbox", ndev);
@@ -125,4 +137,74 @@ int npu_ipc_ping(struct npu_device *ndev, u64 *rtt_ns)
 	if (rtt_ns)
 		*rtt_ns = ktime_to_ns(ktime_sub(ktime_get(), start));
 	return 0;
+}
+
+static bool npu_tlb_has_room(struct npu_device *ndev)
+{
+	return READ_ONCE(ndev->ipc.tlb_req) - readl(&ndev->ctrl->tlb.done) < NPU_FW_TLB_RING;
+}
+
+/*
+ * Have the device drop context ctx_id's translations (0: every context's),
+ * the memory behind them not reused until npu_tlb_wait() says so. Takes
+ * no lock the caller may hold, sleeps only while the device's ring of
+ * requests is full. A firmware without posted invalidations gets the
+ * mailbox command, answered before this returns.
+ */
+void npu_tlb_post(struct npu_device *ndev, u32 ctx_id, struct npu_tlb_ticket *t)
+{
+	struct npu_fw_tlb __iomem *r = &ndev->ctrl->tlb;
+	struct npu_ipc *ipc = &ndev->ipc;
+
+	*t = (struct npu_tlb_ticket){ 0 };
+	if (!(ndev->fw.caps & NPU_FW_CAP_TLB_POST)) {
+		u64 args[4] = { ctx_id };
+
+		t->err = npu_ipc_send(ndev, NPU_FW_CMD_TLB_INVALIDATE, args, NULL);
+		return;
+	}
+	for (;;) {
+		spin_lock(&ipc->tlb_lock);
+		if (npu_tlb_has_room(ndev))
+			break;
+		spin_unlock(&ipc->tlb_lock);
+		if (!wait_event_timeout(ipc->wq, npu_tlb_has_room(ndev),
+					msecs_to_jiffies(ipc_timeout_ms)) &&
+		    !npu_tlb_has_room(ndev)) {
+			t->err = -ETIMEDOUT;
+			return;
+		}
+	}
+	writel(ctx_id, &r->ctx[ipc->tlb_req % NPU_FW_TLB_RING]);
+	t->failed = readl(&r->failed);
+	t->seq = ++ipc->tlb_req;
+	t->posted = true;
+	/* The context must be visible before the count that announces it. */
+	wmb();
+	writel(t->seq, &r->req);
+	spin_unlock(&ipc->tlb_lock);
+	npu_hw_doorbell(ndev, NPU_VEC_MBOX);
+}
+
+/*
+ * Wait for a posted invalidation, uninterruptibly (the caller frees what
+ * it covered next) but for the mailbox's timeout at most. 0 once complete;
+ * -EIO if the device failed one (it may have been another context's: the
+ * device is wedged either way), -ETIMEDOUT.
+ */
+int npu_tlb_wait(struct npu_device *ndev, const struct npu_tlb_ticket *t)
+{
+	struct npu_fw_tlb __iomem *r = &ndev->ctrl->tlb;
+
+	if (!t->posted)
+		return t->err;
+	if (!wait_event_timeout(ndev->ipc.wq, (s32)(readl(&r->done) - t->seq) >= 0,
+				msecs_to_jiffies(ipc_timeout_ms)) &&
+	    (s32)(readl(&r->done) - t->seq) < 0) {
+		npu_err(ndev, "firmware did not complete TLB invalidation %u in %u ms (state %u)\n",
+			t->seq, ipc_timeout_ms, npu_hw_fw_state(ndev));
+		return -ETIMEDOUT;
+	}
+	rmb();
+	return readl(&r->failed) != t->failed ? -EIO : 0;
 }

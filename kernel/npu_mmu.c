@@ -194,16 +194,30 @@ void npu_mmu_unmap(struct npu_ctx *ctx, u64 va, u64 size, u32 page_size)
 }
 
 /*
- * Have the device forget the context's translations. A failure wedges
- * the device: what the caller is about to free is quarantined.
+ * Have the device forget the context's translations: posted under
+ * ctx->lock with the unmap it follows, waited for after the lock is
+ * dropped (npu_ipc.c), and the memory and range reused only after the
+ * wait. A failure wedges the device: what the caller is about to free
+ * is quarantined.
  */
-int npu_mmu_invalidate(struct npu_ctx *ctx)
+void npu_mmu_invalidate_post(struct npu_ctx *ctx, struct npu_tlb_ticket *t)
 {
-	u64 args[4] = { ctx->id };
-	int ret;
+	npu_tlb_post(ctx->ndev, ctx->id, t);
+}
 
-	ret = npu_ipc_send(ctx->ndev, NPU_FW_CMD_TLB_INVALIDATE, args, NULL);
+int npu_mmu_invalidate_wait(struct npu_ctx *ctx, const struct npu_tlb_ticket *t)
+{
+	int ret = npu_tlb_wait(ctx->ndev, t);
+
 	if (ret)
 		npu_device_wedge(ctx->ndev, "TLB invalidation", ret);
 	return ret;
+}
+
+int npu_mmu_invalidate(struct npu_ctx *ctx)
+{
+	struct npu_tlb_ticket t;
+
+	npu_mmu_invalidate_post(ctx, &t);
+	return npu_mmu_invalidate_wait(ctx, &t);
 }

@@ -168,7 +168,8 @@ DEFINE_SHOW_ATTRIBUTE(npu_errlog);
 /*
  * Fault injection for tests, when the firmware offers it: write
  * "hang <context id>", "heartbeat-stop", "drop-irqs <n>",
- * "fail-invalidate <n>" or "clear", which the firmware acts on, or
+ * "fail-invalidate <n>", "hold-invalidate" (until "clear") or "clear",
+ * which the firmware acts on, or
  * "hold-timeout <ms>" (at most 100) or "fail-pt-alloc <n>", which the
  * driver does: its timeout handler holds a timed-out job off the
  * scheduler's list that long after stopping its queue; the n-th device
@@ -214,6 +215,8 @@ static ssize_t npu_inject_write(struct file *f, const char __user *ubuf, size_t 
 		args[0] = NPU_FW_INJECT_DROP_IRQS;
 	else if (!strcmp(word, "fail-invalidate") && n == 2)
 		args[0] = NPU_FW_INJECT_FAIL_INVALIDATE;
+	else if (!strcmp(word, "hold-invalidate") && n == 1)
+		args[0] = NPU_FW_INJECT_HOLD_INVALIDATE;
 	else if (!strcmp(word, "clear")) {
 		WRITE_ONCE(ndev->inject_hold_timeout_ms, 0);
 		atomic_set(&ndev->inject_fail_pt_alloc, 0);

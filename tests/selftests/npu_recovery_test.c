@@ -7,6 +7,7 @@
  * only; a stopped heartbeat resets the device, which stays usable.
  */
 #include <dirent.h>
+#include <pthread.h>
 #include <time.h>
 
 #include "kselftest_harness.h"
@@ -287,12 +288,115 @@ TEST_F(rec, a_failed_invalidation_quarantines_memory_until_a_reset)
 	EXPECT_EQ(0, npu_wait_on(self->a, 0, seq, 10 * SEC, &w));
 }
 
+struct closer {
+	int fd;
+	uint32_t handle;
+	int ret;
+	volatile int done;
+};
+
+static void *close_bo(void *arg)
+{
+	struct closer *c = arg;
+
+	c->ret = npu_gem_close(c->fd, c->handle);
+	c->done = 1;
+	return NULL;
+}
+
+struct starter {
+	int fd;
+	uint32_t queue;
+	struct drm_npu_bo_create bo;
+	int ret;
+	volatile int done;
+};
+
+static void *create_bo(void *arg)
+{
+	struct starter *s = arg;
+
+	s->ret = npu_bo_create(s->fd, 4096, 0, &s->bo);
+	s->done = 1;
+	return NULL;
+}
+
+static void *start_queue(void *arg)
+{
+	struct starter *s = arg;
+
+	s->ret = npu_queue_create(s->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &s->queue);
+	s->done = 1;
+	return NULL;
+}
+
+/* Waits for *flag, at most `ms`: whether it was set. */
+static int settles(volatile int *flag, int ms)
+{
+	for (int i = 0; i < ms / 10 && !*flag; i++)
+		usleep(10000);
+	return *flag;
+}
+
+#define IPC_TIMEOUT "/sys/module/npu/parameters/ipc_timeout_ms"
+
+/*
+ * A TLB invalidation the device takes its time over (the firmware waits
+ * for launches reading the memory in place; here an injected hold keeps
+ * it) holds up only the close that asked for it: another context starts
+ * a queue through the mailbox meanwhile, and the same context makes a
+ * buffer. Sent as a mailbox command under the context's lock, it held
+ * both: every user's QUEUE_START, QUEUE_STOP and SCRUB, and the
+ * context's every mapping, waited for it.
+ */
+TEST_F(rec, an_invalidation_the_device_holds_holds_up_no_one_else)
+{
+	struct closer c = { .fd = self->a, .handle = self->ba.handle };
+	struct starter st = { .fd = self->b }, mk = { .fd = self->a };
+	struct drm_npu_task t = npu_task_fill(self->ba.device_va, 1 << 20, 9);
+	char old[32] = "2000";
+	pthread_t ct, sth, mkt;
+	uint64_t seq;
+
+	/* The hold must not outlast the driver's patience: no wedge here. */
+	ASSERT_EQ(0, npu_read_file(IPC_TIMEOUT, old, sizeof(old)));
+	ASSERT_EQ(0, npu_sysfs_write(IPC_TIMEOUT, "30000"));
+	ASSERT_EQ(0, npu_submit_on(self->a, 0, &t, 1, &seq));
+	ASSERT_EQ(0, npu_wait_on(self->a, 0, seq, 10 * SEC, NULL));
+	ASSERT_EQ(0, npu_inject("hold-invalidate"));
+	ASSERT_EQ(0, pthread_create(&ct, NULL, close_bo, &c));
+	EXPECT_FALSE(settles(&c.done, 300));	/* waiting on the device */
+
+	ASSERT_EQ(0, pthread_create(&sth, NULL, start_queue, &st));
+	ASSERT_EQ(0, pthread_create(&mkt, NULL, create_bo, &mk));
+	EXPECT_TRUE(settles(&st.done, 5000));
+	EXPECT_TRUE(settles(&mk.done, 5000));
+	EXPECT_FALSE(c.done);
+
+	ASSERT_EQ(0, npu_inject("clear"));
+	EXPECT_TRUE(settles(&c.done, 20000));
+	pthread_join(ct, NULL);
+	pthread_join(sth, NULL);
+	pthread_join(mkt, NULL);
+	EXPECT_EQ(0, c.ret);
+	EXPECT_EQ(0, st.ret);
+	EXPECT_EQ(0, mk.ret);
+	EXPECT_EQ(0, npu_debugfs_value("npu_queues", "wedged: "));
+	/* Both contexts go on. */
+	t = npu_task_fill(mk.bo.device_va, 4096, 3);
+	EXPECT_EQ(0, npu_submit_on(self->a, 0, &t, 1, &seq));
+	EXPECT_EQ(0, npu_wait_on(self->a, 0, seq, 10 * SEC, NULL));
+	EXPECT_EQ(0, npu_queue_destroy(self->b, st.queue));
+	npu_sysfs_write(IPC_TIMEOUT, old);
+}
+
 TEST_F(rec, bad_injections_are_refused)
 {
 	EXPECT_EQ(-EINVAL, npu_inject("bogus"));
 	EXPECT_EQ(-EINVAL, npu_inject("hang"));
 	EXPECT_EQ(-EINVAL, npu_inject("hold-timeout"));
 	EXPECT_EQ(-EINVAL, npu_inject("hold-timeout 101"));
+	EXPECT_EQ(-EINVAL, npu_inject("hold-invalidate 1"));
 	EXPECT_EQ(0, npu_inject("hold-timeout 100"));
 	EXPECT_EQ(0, npu_inject("clear"));
 }

@@ -243,7 +243,8 @@ TEST_F(launch, tlb_invalidate_holds_for_the_scatter)
  * launch still has its queue's head (the device cancelled it and runs it
  * again rather than hold the mailbox for its whole length).
  */
-TEST_F(launch, tlb_invalidate_waits_for_inputs_read_in_place)
+static void inputs_read_in_place(FIXTURE_DATA(launch) *self,
+				 struct __test_metadata *_metadata, bool posted)
 {
 	struct npu_fw_queue *q = qslot(self, 0);
 	uint8_t *r = region(self, 1);
@@ -255,7 +256,11 @@ TEST_F(launch, tlb_invalidate_waits_for_inputs_read_in_place)
 	pt_map(&self->pool, self->root[1], VA + OFF_A, DATA + OFF_C2, 4096, NPU_PTE_WRITE);
 	pt_map(&self->pool, self->root[1], VA + OFF_B, DATA + OFF_C2 + 4096, 4096,
 	       NPU_PTE_WRITE);
-	ASSERT_EQ(NPU_FW_OK, mbox_cmd(&self->dev, NPU_FW_CMD_TLB_INVALIDATE, 1, 0));
+	if (posted) {
+		ASSERT_EQ(0, tlb_post_wait(&self->dev, 1));
+	} else {
+		ASSERT_EQ(NPU_FW_OK, mbox_cmd(&self->dev, NPU_FW_CMD_TLB_INVALIDATE, 1, 0));
+	}
 	EXPECT_EQ(1, load(&q->head)) TH_LOG("launch expected to take %llu ms",
 					    (unsigned long long)self->expect_ms);
 	*(float *)(r + OFF_A) = 2.0f;
@@ -265,6 +270,17 @@ TEST_F(launch, tlb_invalidate_waits_for_inputs_read_in_place)
 	ASSERT_EQ(0, wait_fence(self, 0, 2, 60000)) TH_LOG("state %u error %u",
 							   q->state, q->error);
 	EXPECT_TRUE(c_is(r + OFF_C, (float)kdim, 0));
+}
+
+TEST_F(launch, tlb_invalidate_waits_for_inputs_read_in_place)
+{
+	inputs_read_in_place(self, _metadata, false);
+}
+
+/* The same through a posted invalidation, which its own thread carries out. */
+TEST_F(launch, a_posted_invalidation_waits_for_inputs_read_in_place)
+{
+	inputs_read_in_place(self, _metadata, true);
 }
 
 /*

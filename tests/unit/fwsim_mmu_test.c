@@ -230,4 +230,62 @@ TEST_F(mmu, tlb_invalidate_command)
 	EXPECT_EQ(self->hbm + 0x600000, p);
 }
 
+/* Post a TLB invalidation of `ctx` (struct npu_fw_tlb) and ring. */
+static void tlb_post(struct npu_dev *dev, uint32_t ctx)
+{
+	struct npu_fw_tlb *t = &dev->ctrl->tlb;
+
+	t->ctx[t->req % NPU_FW_TLB_RING] = ctx;
+	__atomic_store_n(&t->req, t->req + 1, __ATOMIC_RELEASE);
+	npu_dev_doorbell(dev, NPU_VEC_MBOX);
+}
+
+/*
+ * Posted invalidations do what the mailbox command does, in order: done
+ * counts them, failed the ones an injected failure made fail (TLB as it
+ * was), and a hold keeps them pending until it is cleared.
+ */
+TEST_F(mmu, posted_invalidations_complete_in_order)
+{
+	struct npu_fw_tlb *t = &self->dev.ctrl->tlb;
+	uint64_t va = NPU_VA_TEST_BASE, avail;
+	uint8_t *p;
+
+	self->dev.cfg.fault_injection = true;
+	ASSERT_TRUE(self->dev.ctrl->caps & NPU_FW_CAP_TLB_POST);
+	map(self, self->root, va, 0x300000, 4096, NPU_PTE_WRITE);
+	ASSERT_EQ(0, xlate(self, 3, self->root, va, NPU_ACCESS_READ, &p, &avail));
+	map(self, self->root, va, 0x600000, 4096, NPU_PTE_WRITE);
+	tlb_post(&self->dev, 3);
+	EXPECT_EQ(1, t->done);
+	EXPECT_EQ(0, t->failed);
+	ASSERT_EQ(0, xlate(self, 3, self->root, va, NPU_ACCESS_READ, &p, &avail));
+	EXPECT_EQ(self->hbm + 0x600000, p);
+
+	/* A failed one leaves the cached translation and says so. */
+	map(self, self->root, va, 0x300000, 4096, NPU_PTE_WRITE);
+	ASSERT_EQ(0, mbox_cmd(&self->dev, NPU_FW_CMD_INJECT, NPU_FW_INJECT_FAIL_INVALIDATE, 1));
+	tlb_post(&self->dev, 3);
+	EXPECT_EQ(2, t->done);
+	EXPECT_EQ(1, t->failed);
+	ASSERT_EQ(0, xlate(self, 3, self->root, va, NPU_ACCESS_READ, &p, &avail));
+	EXPECT_EQ(self->hbm + 0x600000, p);
+
+	/* Held: nothing completes, and the mailbox still answers. */
+	ASSERT_EQ(0, mbox_cmd(&self->dev, NPU_FW_CMD_INJECT, NPU_FW_INJECT_HOLD_INVALIDATE, 0));
+	EXPECT_EQ(-NPU_FW_EINVAL,
+		  mbox_cmd(&self->dev, NPU_FW_CMD_INJECT, NPU_FW_INJECT_HOLD_INVALIDATE, 1));
+	tlb_post(&self->dev, 3);
+	tlb_post(&self->dev, 0);
+	EXPECT_EQ(2, t->done);
+	EXPECT_EQ(0, mbox_cmd(&self->dev, NPU_FW_CMD_PING, 1, 0));
+	ASSERT_EQ(0, xlate(self, 3, self->root, va, NPU_ACCESS_READ, &p, &avail));
+	EXPECT_EQ(self->hbm + 0x600000, p);
+	ASSERT_EQ(0, mbox_cmd(&self->dev, NPU_FW_CMD_INJECT, NPU_FW_INJECT_NONE, 0));
+	EXPECT_EQ(4, t->done);
+	EXPECT_EQ(1, t->failed);
+	ASSERT_EQ(0, xlate(self, 3, self->root, va, NPU_ACCESS_READ, &p, &avail));
+	EXPECT_EQ(self->hbm + 0x300000, p);
+}
+
 TEST_HARNESS_MAIN

@@ -8,6 +8,7 @@
 
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "npu_dev.h"
 
@@ -88,6 +89,25 @@ static inline int32_t mbox_cmd(struct npu_dev *dev, uint32_t op, uint64_t a0, ui
 	__atomic_store_n(&mb->seq, mb->seq + 1, __ATOMIC_RELEASE);
 	npu_dev_doorbell(dev, NPU_VEC_MBOX);
 	return mb->status;
+}
+
+/*
+ * Post a TLB invalidation of `ctx` (struct npu_fw_tlb), ring, and wait
+ * for the device to complete it: 0, or -1 if it failed or took 60 s.
+ */
+static inline int tlb_post_wait(struct npu_dev *dev, uint32_t ctx)
+{
+	struct npu_fw_tlb *t = &dev->ctrl->tlb;
+	uint32_t failed = __atomic_load_n(&t->failed, __ATOMIC_ACQUIRE), seq = t->req + 1;
+
+	t->ctx[t->req % NPU_FW_TLB_RING] = ctx;
+	__atomic_store_n(&t->req, seq, __ATOMIC_RELEASE);
+	npu_dev_doorbell(dev, NPU_VEC_MBOX);
+	for (int i = 0; i < 60000 && (int32_t)(__atomic_load_n(&t->done, __ATOMIC_ACQUIRE) - seq) < 0; i++)
+		usleep(1000);
+	if ((int32_t)(__atomic_load_n(&t->done, __ATOMIC_ACQUIRE) - seq) < 0)
+		return -1;
+	return __atomic_load_n(&t->failed, __ATOMIC_ACQUIRE) == failed ? 0 : -1;
 }
 
 static inline uint64_t test_now_ms(void)
