@@ -2,9 +2,15 @@
 /*
  * Contexts: one per open file.
  *
- * Locking: ctx->lock protects the VA allocator and the page tables; it
- * may be held while taking ndev->hbm_lock (page-table allocation) and the
- * mailbox lock (TLB invalidation), never the other way round.
+ * Locking: ctx->lock protects the VA allocators and the page tables, the
+ * queue table, the registrations, the events, notifies and task lists
+ * the context holds and their counts, and the holds a batch or list
+ * takes on them (npu_hold.c); memory is allocated under it. It may be
+ * held while taking ndev->hbm_lock (page-table allocation) and the
+ * mailbox lock (queue start), never the other way round, and never while
+ * waiting for the device: a TLB invalidation is posted under it and
+ * waited for after it is dropped (npu_gem.c). ctx->multi_lock is
+ * SUBMIT_MULTI's alone (npu_multi.c).
  */
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
@@ -49,6 +55,7 @@ int npu_ctx_open(struct drm_device *drm, struct drm_file *file)
 	kref_init(&ctx->ref);
 	ctx->ndev = ndev;
 	mutex_init(&ctx->lock);
+	mutex_init(&ctx->multi_lock);
 	INIT_LIST_HEAD(&ctx->userptrs);
 	xa_init(&ctx->syncs);
 	xa_init_flags(&ctx->lists, XA_FLAGS_ALLOC1);
@@ -69,6 +76,7 @@ int npu_ctx_open(struct drm_device *drm, struct drm_file *file)
 out_ida:
 	drm_mm_takedown(&ctx->kva_mm);
 	drm_mm_takedown(&ctx->va_mm);
+	mutex_destroy(&ctx->multi_lock);
 	mutex_destroy(&ctx->lock);
 	ida_free(&ndev->ctx_ida, ctx->id);
 out_free:
@@ -92,6 +100,7 @@ static void npu_ctx_free(struct npu_ctx *ctx)
 	npu_mmu_fini(ctx);
 	drm_mm_takedown(&ctx->kva_mm);
 	drm_mm_takedown(&ctx->va_mm);
+	mutex_destroy(&ctx->multi_lock);
 	mutex_destroy(&ctx->lock);
 	npu_ctx_id_free(ndev, ctx->id);
 	kfree(ctx);

@@ -37,7 +37,8 @@ struct npu_ctx {
 	struct work_struct free;	/* the last reference's: npu_ctx.c */
 	struct npu_device *ndev;	/* referenced */
 	u32 id;				/* device-visible, 1..NPU_CTX_MAX */
-	struct mutex lock;		/* protects va_mm, kva_mm and mmu */
+	struct mutex lock;		/* see npu_ctx.c */
+	struct mutex multi_lock;	/* a SUBMIT_MULTI taking submit locks */
 	struct drm_mm va_mm;
 	struct drm_mm kva_mm;		/* NPU_KVA_BASE..: task lists */
 	struct npu_mmu mmu;

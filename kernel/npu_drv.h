@@ -107,6 +107,8 @@ struct npu_device {
 	unsigned int inject_hold_timeout_ms;
 	/* debugfs npu_inject "fail-pt-alloc <n>": see npu_pt_alloc(). */
 	atomic_t inject_fail_pt_alloc;
+	/* debugfs npu_inject "hold-info <ms>": see npu_ioctl_bo_info(). */
+	unsigned int inject_hold_info_ms;
 };
 
 /* The driver's own work (releasing finished jobs); drained when the module goes. */

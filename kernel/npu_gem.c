@@ -20,6 +20,7 @@
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
 #include <drm/drm_managed.h>
+#include <linux/delay.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
 
@@ -488,6 +489,7 @@ int npu_ioctl_bo_info(struct drm_device *drm, void *data, struct drm_file *file)
 {
 	struct drm_npu_bo_info *args = data;
 	struct drm_gem_object *obj;
+	unsigned int hold;
 	struct npu_bo *bo;
 
 	if (args->flags)
@@ -495,9 +497,22 @@ int npu_ioctl_bo_info(struct drm_device *drm, void *data, struct drm_file *file)
 	obj = drm_gem_object_lookup(file, args->handle);
 	if (!obj)
 		return -ENOENT;
+	/* Fault injection: widen the window below. */
+	hold = READ_ONCE(to_npu_device(drm)->inject_hold_info_ms);
+	if (hold)
+		msleep(hold);
 	bo = to_npu_bo(obj);
-	args->mmap_offset = drm_vma_node_offset_addr(&obj->vma_node);
 	args->device_va = npu_bo_va(bo, file->driver_priv);
+	/*
+	 * Another thread of the file closed the handle since the lookup: its
+	 * mapping in the context is gone. Gone it is, then, as if looked up
+	 * after the close, not a buffer at VA 0 (the fuzzer saw that).
+	 */
+	if (!args->device_va) {
+		drm_gem_object_put(obj);
+		return -ENOENT;
+	}
+	args->mmap_offset = drm_vma_node_offset_addr(&obj->vma_node);
 	args->size = obj->size;
 	args->bo_flags = bo->flags;
 	args->page_size = bo->page_size;

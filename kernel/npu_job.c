@@ -23,9 +23,10 @@
  *    on ctx->lock or the mailbox) from a workqueue, off the scheduler.
  *
  * Locking: run and prepare take ndev->queue_lock only; the timeout takes
- * q->submit_lock to stop the queue. Neither lock is held across a memory
- * allocation anywhere, as the dma-fence rules require of what runs on the
- * way to a fence's signal.
+ * q->submit_lock to stop the queue, inside a fence-signalling section
+ * (npu_queue.c). Neither lock is held across a memory allocation
+ * anywhere, as the dma-fence rules require of what runs on the way to a
+ * fence's signal.
  */
 #include <drm/drm_drv.h>
 #include <linux/delay.h>
@@ -366,8 +367,12 @@ static struct dma_fence *npu_job_run(struct drm_sched_job *sched_job)
 static enum drm_gpu_sched_stat npu_job_timedout(struct drm_sched_job *sched_job)
 {
 	struct npu_queue *q = to_npu_job(sched_job)->q;
+	enum drm_gpu_sched_stat stat;
 	unsigned int hold;
+	bool cookie;
 
+	/* On the way to the job's signal: lockdep checks the rules for it. */
+	cookie = dma_fence_begin_signalling();
 	if (npu_queue_timed_out(q))
 		npu_queue_stop(q, DRM_NPU_JOB_TIMEOUT);
 	/*
@@ -380,7 +385,9 @@ static enum drm_gpu_sched_stat npu_job_timedout(struct drm_sched_job *sched_job)
 	hold = READ_ONCE(q->ctx->ndev->inject_hold_timeout_ms);
 	if (hold)
 		msleep(hold);
-	return npu_sched_keep_job(sched_job);
+	stat = npu_sched_keep_job(sched_job);
+	dma_fence_end_signalling(cookie);
+	return stat;
 }
 
 /* The job is gone: the queue's backlog and destroy learn it. */

@@ -5,9 +5,12 @@
  * through notifies on the device.
  *
  * All or nothing: every batch is built and admitted to its queue first;
- * then every queue's submit_lock is taken (in queue-id order, each at
- * its own lockdep subclass), every queue checked, and every job numbered
- * and pushed before any lock goes.
+ * then, under the context's multi_lock, every queue's submit_lock is
+ * taken (in queue-id order), every queue checked, and every job numbered
+ * and pushed before any lock goes. Only a run takes two submit locks at
+ * once, and runs of a context take them one at a time under multi_lock
+ * (lockdep's nest lock), so no two runs interleave their takes; a single
+ * SUBMIT or a stop takes one.
  *
  * The run (struct npu_run) watches its batches' finished fences. One
  * that fails stops the other queues, from the driver's workqueue (a stop
@@ -284,6 +287,7 @@ int npu_ioctl_submit_multi(struct drm_device *drm, void *data, struct drm_file *
 {
 	struct drm_npu_submit_multi *args = data;
 	struct drm_npu_syncobj in[DRM_NPU_SUBMIT_MAX_SYNCOBJS], out[DRM_NPU_SUBMIT_MAX_SYNCOBJS];
+	struct npu_ctx *ctx = file->driver_priv;
 	struct npu_syncobj_out outs = { 0 };
 	struct npu_run *run;
 	int ret, idx;
@@ -321,8 +325,9 @@ int npu_ioctl_submit_multi(struct drm_device *drm, void *data, struct drm_file *
 		ret = -ENODEV;
 		goto out_release;
 	}
+	mutex_lock(&ctx->multi_lock);
 	for (i = 0; i < run->n; i++)
-		mutex_lock_nested(&run->b[i].q->submit_lock, i);
+		mutex_lock_nest_lock(&run->b[i].q->submit_lock, &ctx->multi_lock);
 	for (i = 0; i < run->n; i++)
 		if (READ_ONCE(run->b[i].q->failed) || run->b[i].q->dead)
 			ret = -EIO;
@@ -336,6 +341,7 @@ int npu_ioctl_submit_multi(struct drm_device *drm, void *data, struct drm_file *
 	}
 	for (i = run->n; i-- > 0;)
 		mutex_unlock(&run->b[i].q->submit_lock);
+	mutex_unlock(&ctx->multi_lock);
 	drm_dev_exit(idx);
 	if (ret)
 		goto out_release;

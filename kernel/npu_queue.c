@@ -20,6 +20,14 @@
  * queue's ring list and completion state; it is taken after ctx->lock and
  * q->submit_lock, never before. Neither is held across a memory
  * allocation: both are on the way to a fence's signal.
+ *
+ * Every path that signals batch fences is a fence-signalling section
+ * (dma_fence_begin_signalling()), begun before it takes any lock: the
+ * interrupt thread (npu_queue_poll()), stops (npu_queue_stop(), from the
+ * timeout handler, a failed run, QUEUE_ABORT and QUEUE_DESTROY) and
+ * device-wide failures (npu_queue_fail_all()). So lockdep sees the
+ * mailbox, submit_lock and queue_lock always inside one, and checks that
+ * none of them is held where memory is allocated or a fence waited for.
  */
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
@@ -55,19 +63,16 @@ static void npu_job_signal(struct npu_job *job, int error)
 	dma_fence_signal(job->hw_fence);
 }
 
-/* Under queue_lock: every job on q's ring fails with `error`. */
+/* Under queue_lock, signalling: every job on q's ring fails with `error`. */
 static void npu_queue_fail_jobs(struct npu_queue *q, int error)
 {
 	struct npu_job *job, *tmp;
-	bool cookie;
 
 	lockdep_assert_held(&q->ctx->ndev->queue_lock);
-	cookie = dma_fence_begin_signalling();
 	list_for_each_entry_safe(job, tmp, &q->jobs, link)
 		npu_job_signal(job, error);
 	/* And the scheduler waits on nobody's fence for the jobs behind. */
 	npu_job_cut_deps(q);
-	dma_fence_end_signalling(cookie);
 }
 
 /*
@@ -101,12 +106,12 @@ static void npu_queue_wake(struct npu_queue *q)
 	npu_uring_queue_settle(q);
 }
 
-/* Under queue_lock: signal what the device finished, note a failure. */
+/* Under queue_lock, signalling: signal what the device finished, note a failure. */
 static void npu_queue_update(struct npu_device *ndev, struct npu_queue *q)
 {
 	struct npu_fw_queue __iomem *slot = npu_queue_slot(ndev, q->hw_id);
 	struct npu_job *job, *tmp;
-	bool cookie, faulted;
+	bool faulted;
 	u64 done;
 
 	lockdep_assert_held(&ndev->queue_lock);
@@ -127,7 +132,6 @@ static void npu_queue_update(struct npu_device *ndev, struct npu_queue *q)
 	 */
 	if (q->failed)
 		done = min(done, q->error_seq - 1);
-	cookie = dma_fence_begin_signalling();
 	list_for_each_entry_safe(job, tmp, &q->jobs, link) {
 		if (job->seq > done)
 			break;
@@ -135,7 +139,6 @@ static void npu_queue_update(struct npu_device *ndev, struct npu_queue *q)
 		if (list_empty(&q->jobs))
 			q->ctx->busy_ns += ktime_to_ns(ktime_sub(ktime_get(), q->busy_since));
 	}
-	dma_fence_end_signalling(cookie);
 	WRITE_ONCE(q->done_seq, max(q->done_seq, done));
 
 	if (faulted) {
@@ -174,14 +177,17 @@ static void npu_queue_update(struct npu_device *ndev, struct npu_queue *q)
 /* Signal whatever the device finished, on every queue. */
 void npu_queue_poll(struct npu_device *ndev)
 {
+	bool cookie;
 	u32 i;
 
 	npu_hw_queue_irq_ack(ndev);
+	cookie = dma_fence_begin_signalling();
 	mutex_lock(&ndev->queue_lock);
 	for (i = 0; i < ndev->fw.num_queues; i++)
 		if (ndev->queues[i])
 			npu_queue_update(ndev, ndev->queues[i]);
 	mutex_unlock(&ndev->queue_lock);
+	dma_fence_end_signalling(cookie);
 	/* The same interrupt announces event records. */
 	wake_up_all(&ndev->sync_wq);
 	npu_uring_events_settle(ndev);
@@ -202,7 +208,7 @@ static int npu_job_status_errno(u32 status)
 	}
 }
 
-/* Under queue_lock: q fails with `status`; what is on its ring with it. */
+/* Under queue_lock, signalling: q fails with `status`; what is on its ring with it. */
 static void npu_queue_fail(struct npu_device *ndev, struct npu_queue *q, u32 status)
 {
 	struct npu_job *job = list_first_entry_or_null(&q->jobs, struct npu_job, link);
@@ -228,9 +234,11 @@ static void npu_queue_fail(struct npu_device *ndev, struct npu_queue *q, u32 sta
 int npu_queue_fail_all(struct npu_device *ndev, u32 status, u32 fw_cmd)
 {
 	u64 args[4] = { 0 };
+	bool cookie;
 	int ret = 0;
 	u32 i;
 
+	cookie = dma_fence_begin_signalling();
 	if (fw_cmd) {
 		ret = npu_ipc_send(ndev, fw_cmd, args, NULL);
 		if (ret)
@@ -241,6 +249,7 @@ int npu_queue_fail_all(struct npu_device *ndev, u32 status, u32 fw_cmd)
 		if (ndev->queues[i])
 			npu_queue_fail(ndev, ndev->queues[i], status);
 	mutex_unlock(&ndev->queue_lock);
+	dma_fence_end_signalling(cookie);
 	npu_uring_fail_events(ndev, status);
 	return ret;
 }
@@ -556,11 +565,14 @@ void npu_queue_stop(struct npu_queue *q, u32 status)
 {
 	struct npu_device *ndev = q->ctx->ndev;
 	u64 args[4] = { q->hw_id };
+	bool cookie;
 	int idx, ret;
 
+	cookie = dma_fence_begin_signalling();
 	mutex_lock(&q->submit_lock);
 	if (q->dead) {
 		mutex_unlock(&q->submit_lock);
+		dma_fence_end_signalling(cookie);
 		return;
 	}
 	if (drm_dev_enter(&ndev->drm, &idx)) {
@@ -579,6 +591,7 @@ void npu_queue_stop(struct npu_queue *q, u32 status)
 		mutex_unlock(&ndev->queue_lock);
 	}
 	mutex_unlock(&q->submit_lock);
+	dma_fence_end_signalling(cookie);
 }
 
 /*

@@ -291,7 +291,7 @@ void op_submit_multi(void)
 	static struct drm_npu_task t[DRM_NPU_SUBMIT_MULTI_MAX][4];
 	static uint8_t eb[DRM_NPU_SUBMIT_MULTI_MAX * (sizeof(e[0]) + 32)];
 	bool may_fail = false, blocks = false, bad = false, dup = false, unsure = false;
-	bool too_big = false;
+	bool too_big = false, bad_args = false;
 	uint32_t stride;
 	uint32_t n = (uint32_t)rnd_range(1, 3), qs[DRM_NPU_SUBMIT_MULTI_MAX];
 	struct fz_expect x;
@@ -335,7 +335,7 @@ void op_submit_multi(void)
 		case 4: a.entries.stride = (uint32_t)rnd_below(sizeof(e[0])); break;
 		default: a.entries.count = chance(500) ? 0 : DRM_NPU_SUBMIT_MULTI_MAX + 1; break;
 		}
-		bad = true;
+		bad = bad_args = true;
 	} else if (stride > sizeof(e[0]) && chance(200)) {
 		eb[(n - 1) * stride + sizeof(e[0]) + rnd_below(stride - sizeof(e[0]))] = 1;
 		too_big = true;
@@ -354,7 +354,7 @@ void op_submit_multi(void)
 	 * Queues are looked up in id order after the batches are built: the
 	 * default one, made on first use, may fail first, whatever comes after.
 	 */
-	for (uint32_t i = 0; i < n && !bad && !too_big; i++) {
+	for (uint32_t i = 0; i < n && !bad_args && !too_big; i++) {
 		if (qs[i] == 0 && !queue_sure_live(f, 0)) {
 			x_allow(&x, EBUSY);
 			x_allow(&x, EIO);

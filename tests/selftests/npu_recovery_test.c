@@ -390,6 +390,42 @@ TEST_F(rec, an_invalidation_the_device_holds_holds_up_no_one_else)
 	npu_sysfs_write(IPC_TIMEOUT, old);
 }
 
+struct informer {
+	int fd;
+	uint32_t handle;
+	int ret;
+	struct drm_npu_bo_info info;
+};
+
+static void *bo_info(void *arg)
+{
+	struct informer *i = arg;
+
+	i->ret = npu_bo_info(i->fd, i->handle, &i->info);
+	return NULL;
+}
+
+/*
+ * BO_INFO finds a handle, and another thread of the file closes it before
+ * BO_INFO reads the buffer's mapping (the window held open 300 ms): the
+ * answer is "no such handle", as if BO_INFO had come after the close, not
+ * a buffer at device VA 0 (the fuzzer found that on the debug kernel).
+ */
+TEST_F(rec, a_handle_closed_during_bo_info_is_not_found)
+{
+	struct informer in = { .fd = self->a, .handle = self->ba.handle };
+	pthread_t th;
+
+	ASSERT_EQ(0, npu_inject("hold-info 300"));
+	ASSERT_EQ(0, pthread_create(&th, NULL, bo_info, &in));
+	usleep(100000);
+	EXPECT_EQ(0, npu_gem_close(self->a, self->ba.handle));
+	pthread_join(th, NULL);
+	ASSERT_EQ(0, npu_inject("clear"));
+	EXPECT_EQ(-ENOENT, in.ret) TH_LOG("va %#llx", (unsigned long long)in.info.device_va);
+	EXPECT_EQ(-ENOENT, npu_bo_info(self->a, self->ba.handle, &in.info));
+}
+
 TEST_F(rec, bad_injections_are_refused)
 {
 	EXPECT_EQ(-EINVAL, npu_inject("bogus"));
@@ -397,6 +433,7 @@ TEST_F(rec, bad_injections_are_refused)
 	EXPECT_EQ(-EINVAL, npu_inject("hold-timeout"));
 	EXPECT_EQ(-EINVAL, npu_inject("hold-timeout 101"));
 	EXPECT_EQ(-EINVAL, npu_inject("hold-invalidate 1"));
+	EXPECT_EQ(-EINVAL, npu_inject("hold-info 1001"));
 	EXPECT_EQ(0, npu_inject("hold-timeout 100"));
 	EXPECT_EQ(0, npu_inject("clear"));
 }
