@@ -254,32 +254,12 @@ static void npu_bo_map_release(struct kref *ref)
 	struct npu_bo_map *map = container_of(ref, struct npu_bo_map, ref);
 	struct npu_bo *bo = map->bo;
 	struct npu_ctx *ctx = map->ctx;
-	struct npu_tlb_ticket t;
-	bool entered;
-	int idx;
 
 	list_del(&map->link);
 	mutex_unlock(&bo->maps_lock);
 
-	/*
-	 * Clear the entries, and have the device forget them, before the
-	 * range or the memory can be handed out again; the context's lock
-	 * is not held while the device does (it may wait for launches). A
-	 * gone device caches nothing; one that failed to forget is wedged,
-	 * and the buffer's memory waits in quarantine for the reset
-	 * (npu_hbm_free()).
-	 */
-	mutex_lock(&ctx->lock);
-	entered = drm_dev_enter(&ctx->ndev->drm, &idx);
-	if (entered) {
-		npu_mmu_unmap(ctx, map->va.start, map->va.size, bo->page_size);
-		npu_mmu_invalidate_post(ctx, &t);
-	}
-	mutex_unlock(&ctx->lock);
-	if (entered) {
-		npu_mmu_invalidate_wait(ctx, &t);
-		drm_dev_exit(idx);
-	}
+	/* Forgotten by the device before the range or the memory is reused. */
+	npu_mmu_unmap_forget(ctx, map->va.start, map->va.size, bo->page_size);
 	mutex_lock(&ctx->lock);
 	drm_mm_remove_node(&map->va);
 	mutex_unlock(&ctx->lock);

@@ -26,7 +26,6 @@
 
 #include "npu_ctx.h"
 #include "npu_gem.h"
-#include "npu_ipc.h"
 #include "npu_list.h"
 #include "npu_mmu.h"
 #include "npu_queue.h"
@@ -109,23 +108,10 @@ static void npu_tasklist_free(struct npu_tasklist *l)
 {
 	struct npu_ctx *ctx = l->ctx;
 	struct npu_device *ndev = ctx->ndev;
-	struct npu_tlb_ticket t;
-	bool entered;
-	int idx;
 
 	if (drm_mm_node_allocated(&l->va)) {
 		/* As for any mapping (npu_gem.c): forgotten by the device before reuse. */
-		mutex_lock(&ctx->lock);
-		entered = drm_dev_enter(&ndev->drm, &idx);
-		if (entered) {
-			npu_mmu_unmap(ctx, l->va.start, l->va.size, DRM_NPU_PAGE_SIZE_4K);
-			npu_mmu_invalidate_post(ctx, &t);
-		}
-		mutex_unlock(&ctx->lock);
-		if (entered) {
-			npu_mmu_invalidate_wait(ctx, &t);
-			drm_dev_exit(idx);
-		}
+		npu_mmu_unmap_forget(ctx, l->va.start, l->va.size, DRM_NPU_PAGE_SIZE_4K);
 		mutex_lock(&ctx->lock);
 		drm_mm_remove_node(&l->va);
 		mutex_unlock(&ctx->lock);

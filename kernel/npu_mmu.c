@@ -22,6 +22,7 @@
  * Locking: every function here runs under ctx->lock, except init, fini
  * and the invalidation of a context that nothing else can reach any more.
  */
+#include <drm/drm_drv.h>
 #include <drm/npu_accel.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/slab.h>
@@ -212,6 +213,30 @@ int npu_mmu_invalidate_wait(struct npu_ctx *ctx, const struct npu_tlb_ticket *t)
 	if (ret)
 		npu_device_wedge(ctx->ndev, "TLB invalidation", ret);
 	return ret;
+}
+
+/*
+ * Clear a range's leaves and have the device forget them, with ctx->lock
+ * held only to post: the caller takes it again to give the range back,
+ * and then the memory. A gone device caches nothing; one that failed to
+ * forget is wedged, and what was mapped waits in quarantine for the
+ * reset (npu_hbm_free()).
+ */
+void npu_mmu_unmap_forget(struct npu_ctx *ctx, u64 va, u64 size, u32 page_size)
+{
+	struct npu_tlb_ticket t;
+	int idx;
+
+	mutex_lock(&ctx->lock);
+	if (!drm_dev_enter(&ctx->ndev->drm, &idx)) {
+		mutex_unlock(&ctx->lock);
+		return;
+	}
+	npu_mmu_unmap(ctx, va, size, page_size);
+	npu_mmu_invalidate_post(ctx, &t);
+	mutex_unlock(&ctx->lock);
+	npu_mmu_invalidate_wait(ctx, &t);
+	drm_dev_exit(idx);
 }
 
 int npu_mmu_invalidate(struct npu_ctx *ctx)

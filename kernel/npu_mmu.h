@@ -22,6 +22,7 @@ int npu_mmu_reserve(struct npu_ctx *ctx, u64 va, u64 size, u32 page_size);
 void npu_mmu_map(struct npu_ctx *ctx, u64 va, u64 addr, u32 page_size, u64 flags);
 void npu_mmu_unmap(struct npu_ctx *ctx, u64 va, u64 size, u32 page_size);
 int npu_mmu_invalidate(struct npu_ctx *ctx);
+void npu_mmu_unmap_forget(struct npu_ctx *ctx, u64 va, u64 size, u32 page_size);
 void npu_mmu_invalidate_post(struct npu_ctx *ctx, struct npu_tlb_ticket *t);
 int npu_mmu_invalidate_wait(struct npu_ctx *ctx, const struct npu_tlb_ticket *t);
 
