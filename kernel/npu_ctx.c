@@ -2,15 +2,26 @@
 /*
  * Contexts: one per open file.
  *
- * Locking: ctx->lock protects the VA allocators and the page tables, the
- * queue table, the registrations, the events, notifies and task lists
- * the context holds and their counts, and the holds a batch or list
- * takes on them (npu_hold.c); memory is allocated under it. It may be
- * held while taking ndev->hbm_lock (page-table allocation) and the
- * mailbox lock (queue start), never the other way round, and never while
- * waiting for the device: a TLB invalidation is posted under it and
- * waited for after it is dropped (npu_gem.c). ctx->multi_lock is
- * SUBMIT_MULTI's alone (npu_multi.c).
+ * Locking, one lock per concern, none held while waiting for the device:
+ *
+ * - ctx->vm_lock: the VA allocators (mappings and the holes holders keep,
+ *   npu_hold.c), the page tables, and the holds a batch or list builds
+ *   (which look ranges up). Memory is allocated under it; it is taken
+ *   inside bo->maps_lock and may take ndev->hbm_lock (page tables), the
+ *   TLB ring's lock (an invalidation is posted under it and waited for
+ *   after it is dropped: npu_mmu_unmap_forget()) and the syncs' and
+ *   lists' xarray locks (a holder's lookups).
+ * - ctx->queues_lock: the queue table. A queue is started under it
+ *   (npu_queue.c), so it may take the mailbox lock; it is never held with
+ *   vm_lock.
+ * - the xarrays' own locks: the events and notifies the context holds
+ *   (npu_sync.c) and its task lists (npu_list.c), with their counts, so a
+ *   quota is checked and consumed in one section.
+ * - ctx->userptrs_lock: the list of registrations, to refuse overlaps.
+ * - ctx->multi_lock: SUBMIT_MULTI's, around the queues' submit locks it
+ *   takes (npu_multi.c).
+ *
+ * What the device sleeps on is in design.rst, "Locking".
  */
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
@@ -54,17 +65,19 @@ int npu_ctx_open(struct drm_device *drm, struct drm_file *file)
 	ctx->id = ret;
 	kref_init(&ctx->ref);
 	ctx->ndev = ndev;
-	mutex_init(&ctx->lock);
+	mutex_init(&ctx->vm_lock);
+	mutex_init(&ctx->queues_lock);
 	mutex_init(&ctx->multi_lock);
+	spin_lock_init(&ctx->userptrs_lock);
 	INIT_LIST_HEAD(&ctx->userptrs);
 	xa_init(&ctx->syncs);
 	xa_init_flags(&ctx->lists, XA_FLAGS_ALLOC1);
 	drm_mm_init(&ctx->va_mm, DRM_NPU_VA_BASE, DRM_NPU_VA_END - DRM_NPU_VA_BASE);
 	drm_mm_init(&ctx->kva_mm, NPU_KVA_BASE, NPU_KVA_SIZE);
 
-	mutex_lock(&ctx->lock);
+	mutex_lock(&ctx->vm_lock);
 	ret = npu_mmu_init(ctx);
-	mutex_unlock(&ctx->lock);
+	mutex_unlock(&ctx->vm_lock);
 	if (ret)
 		goto out_ida;
 
@@ -77,7 +90,8 @@ out_ida:
 	drm_mm_takedown(&ctx->kva_mm);
 	drm_mm_takedown(&ctx->va_mm);
 	mutex_destroy(&ctx->multi_lock);
-	mutex_destroy(&ctx->lock);
+	mutex_destroy(&ctx->queues_lock);
+	mutex_destroy(&ctx->vm_lock);
 	ida_free(&ndev->ctx_ida, ctx->id);
 out_free:
 	kfree(ctx);
@@ -101,7 +115,8 @@ static void npu_ctx_free(struct npu_ctx *ctx)
 	drm_mm_takedown(&ctx->kva_mm);
 	drm_mm_takedown(&ctx->va_mm);
 	mutex_destroy(&ctx->multi_lock);
-	mutex_destroy(&ctx->lock);
+	mutex_destroy(&ctx->queues_lock);
+	mutex_destroy(&ctx->vm_lock);
 	npu_ctx_id_free(ndev, ctx->id);
 	kfree(ctx);
 	drm_dev_put(&ndev->drm);	/* the context's */
@@ -142,12 +157,12 @@ void npu_ctx_postclose(struct drm_device *drm, struct drm_file *file)
 	struct npu_queue *queues[NPU_CTX_QUEUES];
 	int i;
 
-	mutex_lock(&ctx->lock);
+	mutex_lock(&ctx->queues_lock);
 	for (i = 0; i < NPU_CTX_QUEUES; i++) {
 		queues[i] = ctx->queues[i];
 		ctx->queues[i] = NULL;
 	}
-	mutex_unlock(&ctx->lock);
+	mutex_unlock(&ctx->queues_lock);
 	for (i = 0; i < NPU_CTX_QUEUES; i++)
 		if (queues[i])
 			npu_queue_destroy(queues[i]);

@@ -5,6 +5,7 @@
 #include <drm/drm_mm.h>
 #include <drm/npu_accel.h>
 #include <linux/kref.h>
+#include <linux/spinlock.h>
 #include <linux/xarray.h>
 
 #include "npu_drv.h"
@@ -37,17 +38,22 @@ struct npu_ctx {
 	struct work_struct free;	/* the last reference's: npu_ctx.c */
 	struct npu_device *ndev;	/* referenced */
 	u32 id;				/* device-visible, 1..NPU_CTX_MAX */
-	struct mutex lock;		/* see npu_ctx.c */
+	/* The locks, one per concern, and their order: see npu_ctx.c. */
+	struct mutex vm_lock;		/* the address spaces and page tables */
+	struct mutex queues_lock;	/* queues[] */
 	struct mutex multi_lock;	/* a SUBMIT_MULTI taking submit locks */
-	struct drm_mm va_mm;
+	spinlock_t userptrs_lock;	/* userptrs */
+	struct drm_mm va_mm;		/* user VA: mappings and holes */
 	struct drm_mm kva_mm;		/* NPU_KVA_BASE..: task lists */
 	struct npu_mmu mmu;
-	struct npu_queue *queues[NPU_CTX_QUEUES];	/* by id, under lock */
-	struct list_head userptrs;	/* registered host memory, under lock */
-	struct xarray syncs;		/* events and notifies held, by id */
-	u32 nsyncs;			/* how many, under lock */
-	struct xarray lists;		/* task lists, by handle; see npu_list.c */
-	u32 nlists;			/* how many, under lock */
+	struct npu_queue *queues[NPU_CTX_QUEUES];	/* by id */
+	struct list_head userptrs;	/* registered host memory */
+	/* Events and notifies held, by id; nsyncs under the xarray's lock. */
+	struct xarray syncs;
+	u32 nsyncs;
+	/* Task lists, by handle, nlists under the xarray's lock: npu_list.c. */
+	struct xarray lists;
+	u32 nlists;
 	atomic_t ucmds;			/* its io_uring commands in flight */
 	/* Time its queues had work on the device, under ndev->queue_lock. */
 	u64 busy_ns;

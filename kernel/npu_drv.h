@@ -109,6 +109,8 @@ struct npu_device {
 	atomic_t inject_fail_pt_alloc;
 	/* debugfs npu_inject "hold-info <ms>": see npu_ioctl_bo_info(). */
 	unsigned int inject_hold_info_ms;
+	/* debugfs npu_inject "hold-map <ms>": see npu_bo_map_create(). */
+	unsigned int inject_hold_map_ms;
 };
 
 /* The driver's own work (releasing finished jobs); drained when the module goes. */

@@ -14,8 +14,8 @@
  *
  * Locking: ndev->hbm_lock protects hbm_mm, the quarantine and all usage
  * counters (device and context); nothing is taken under it.
- * bo->maps_lock protects bo->maps and may be held while taking ctx->lock,
- * never the other way round: a mapping is never put under ctx->lock.
+ * bo->maps_lock protects bo->maps and may be held while taking ctx->vm_lock,
+ * never the other way round: a mapping is never put under ctx->vm_lock.
  */
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
@@ -27,6 +27,7 @@
 #include "npu_compat.h"
 #include "npu_ctx.h"
 #include "npu_gem.h"
+#include "npu_hold.h"
 #include "npu_ipc.h"
 #include "npu_mmu.h"
 #include "npu_recovery.h"
@@ -196,13 +197,13 @@ static struct npu_bo_map *npu_bo_find_map(struct npu_bo *bo, struct npu_ctx *ctx
 	return NULL;
 }
 
-/* Under ctx->lock: write the page tables for the buffer at `va`. */
+/* Under ctx->vm_lock: write the page tables for the buffer at `va`. */
 static int npu_bo_map_pages(struct npu_ctx *ctx, struct npu_bo *bo, u64 va)
 {
 	u64 off;
 	int ret;
 
-	lockdep_assert_held(&ctx->lock);
+	lockdep_assert_held(&ctx->vm_lock);
 	if (bo->user)
 		return npu_userptr_map_pages(ctx, bo->user, va);
 	ret = npu_mmu_reserve(ctx, va, bo->base.size, bo->page_size);
@@ -216,12 +217,13 @@ static int npu_bo_map_pages(struct npu_ctx *ctx, struct npu_bo *bo, u64 va)
 static int npu_bo_map_create(struct npu_bo *bo, struct npu_ctx *ctx)
 {
 	struct npu_bo_map *map;
+	unsigned int hold;
 	int ret;
 
 	map = kzalloc(sizeof(*map), GFP_KERNEL);
 	if (!map)
 		return -ENOMEM;
-	mutex_lock(&ctx->lock);
+	mutex_lock(&ctx->vm_lock);
 	ret = drm_mm_insert_node_generic(&ctx->va_mm, &map->va, bo->base.size,
 					 bo->page_size, 0, DRM_MM_INSERT_BEST);
 	if (ret) {
@@ -233,7 +235,11 @@ static int npu_bo_map_create(struct npu_bo *bo, struct npu_ctx *ctx)
 		drm_mm_remove_node(&map->va);
 		goto out_unlock;
 	}
-	mutex_unlock(&ctx->lock);
+	/* Fault injection: a map as slow as a huge one over a slow bus. */
+	hold = READ_ONCE(ctx->ndev->inject_hold_map_ms);
+	if (hold)
+		msleep(hold);
+	mutex_unlock(&ctx->vm_lock);
 
 	kref_init(&map->ref);
 	drm_gem_object_get(&bo->base);
@@ -243,7 +249,7 @@ static int npu_bo_map_create(struct npu_bo *bo, struct npu_ctx *ctx)
 	return 0;
 
 out_unlock:
-	mutex_unlock(&ctx->lock);
+	mutex_unlock(&ctx->vm_lock);
 	kfree(map);
 	return ret;
 }
@@ -260,9 +266,9 @@ static void npu_bo_map_release(struct kref *ref)
 
 	/* Forgotten by the device before the range or the memory is reused. */
 	npu_mmu_unmap_forget(ctx, map->va.start, map->va.size, bo->page_size);
-	mutex_lock(&ctx->lock);
-	drm_mm_remove_node(&map->va);
-	mutex_unlock(&ctx->lock);
+	mutex_lock(&ctx->vm_lock);
+	npu_va_hand_over(ctx, &map->va, map->heir);
+	mutex_unlock(&ctx->vm_lock);
 	npu_ctx_put(ctx);
 	kfree(map);
 	drm_gem_object_put(&bo->base);

@@ -11,6 +11,7 @@
 
 struct npu_ctx;
 struct npu_bo;
+struct npu_va_hole;
 
 /*
  * Where one context sees one buffer. Created when the context gets its
@@ -19,11 +20,13 @@ struct npu_bo;
  */
 struct npu_bo_map {
 	struct kref ref;		/* handles in ctx + jobs in flight */
-	u64 job_mark;			/* last holder that took it, under ctx->lock */
+	u64 job_mark;			/* last holder that took it, under ctx->vm_lock */
 	struct list_head link;		/* in bo->maps */
 	struct npu_bo *bo;
 	struct npu_ctx *ctx;		/* referenced */
 	struct drm_mm_node va;
+	/* Holds the range once this is gone, for holders that came late. */
+	struct npu_va_hole *heir;	/* under ctx->vm_lock */
 };
 
 /* Host memory registered for device access (NPU_USERPTR). */

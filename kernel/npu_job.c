@@ -20,7 +20,7 @@
  *    executed too long (npu_queue_timed_out()); a queue waiting on an
  *    event or behind higher priorities is not hung;
  *  - free: drop what the batch held; a last reference (which may sleep
- *    on ctx->lock or the mailbox) from a workqueue, off the scheduler.
+ *    on ctx->vm_lock or the mailbox) from a workqueue, off the scheduler.
  *
  * Locking: run and prepare take ndev->queue_lock only; the timeout takes
  * q->submit_lock to stop the queue, inside a fence-signalling section
@@ -176,7 +176,7 @@ int npu_job_alloc_deps(struct npu_job *job)
 }
 
 /*
- * Under ctx->lock: a RUN_LIST's list, and the ranges its run binds to the
+ * Under ctx->vm_lock: a RUN_LIST's list, and the ranges its run binds to the
  * list's slots (`io`, one address per slot). The run holds both, and the
  * ring gets the device's RUN_LIST and the I/O table after it.
  */
@@ -184,7 +184,7 @@ static int npu_job_hold_run(struct npu_job *job, struct npu_ctx *ctx,
 			    const struct drm_npu_task *t, const u64 *io,
 			    struct npu_fw_task *ring)
 {
-	struct npu_tasklist *l = npu_tasklist_get_locked(ctx, (u32)t->args[0]);
+	struct npu_tasklist *l = npu_tasklist_get(ctx, (u32)t->args[0]);
 	u32 k, n = (u32)t->args[2];
 	int ret = 0;
 
@@ -252,7 +252,7 @@ struct npu_job *npu_job_create(struct npu_ctx *ctx, struct drm_npu_task *tasks, 
 			break;
 	if (i == count)
 		return job;
-	mutex_lock(&ctx->lock);
+	mutex_lock(&ctx->vm_lock);
 	npu_holds_begin(&job->holds, ctx);
 	for (i = 0, at = 0; i < count && !ret; at += npu_task_ring_slots(&tasks[i]), i++) {
 		if (tasks[i].type != DRM_NPU_TASK_RUN_LIST) {
@@ -262,7 +262,7 @@ struct npu_job *npu_job_create(struct npu_ctx *ctx, struct drm_npu_task *tasks, 
 		ret = npu_job_hold_run(job, ctx, &tasks[i], io, &job->ring[at]);
 		io += tasks[i].args[2];
 	}
-	mutex_unlock(&ctx->lock);
+	mutex_unlock(&ctx->vm_lock);
 	if (ret) {
 		npu_job_free(job);
 		return ERR_PTR(ret);
@@ -415,7 +415,7 @@ static void npu_job_done(struct npu_job *job)
 
 /*
  * Drop what the job holds that is not a last reference; true if that was
- * everything. A last one frees a mapping or a list (ctx->lock, held
+ * everything. A last one frees a mapping or a list (ctx->vm_lock, held
  * across allocations, and a mailbox round trip for the TLB) or an event:
  * that must not stand between the scheduler and its next job's run.
  */

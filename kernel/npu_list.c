@@ -14,10 +14,12 @@
  * Lifetime: the context's table (ctx->lists) holds a reference, and so
  * does every batch that runs the list (npu_job.c), so a destroy never
  * frees a list the device is running. The last reference unmaps it: that
- * takes ctx->lock and a mailbox round trip, so a batch's release defers
+ * takes ctx->vm_lock and a mailbox round trip, so a batch's release defers
  * it to the driver's workqueue as it does for mappings.
  *
- * Locking: ctx->lists and ctx->nlists change under ctx->lock.
+ * Locking: ctx->lists and ctx->nlists change under the xarray's lock,
+ * which a lookup takes to get its reference; the list's mapping is made
+ * and torn down under ctx->vm_lock.
  */
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
@@ -112,9 +114,9 @@ static void npu_tasklist_free(struct npu_tasklist *l)
 	if (drm_mm_node_allocated(&l->va)) {
 		/* As for any mapping (npu_gem.c): forgotten by the device before reuse. */
 		npu_mmu_unmap_forget(ctx, l->va.start, l->va.size, DRM_NPU_PAGE_SIZE_4K);
-		mutex_lock(&ctx->lock);
+		mutex_lock(&ctx->vm_lock);
 		drm_mm_remove_node(&l->va);
-		mutex_unlock(&ctx->lock);
+		mutex_unlock(&ctx->vm_lock);
 	}
 	npu_hbm_free(ndev, ctx, DRM_NPU_MEM_REGION_QUEUES, &l->hbm);
 	npu_holds_release(&l->holds);
@@ -138,24 +140,25 @@ bool npu_tasklist_put_not_last(struct npu_tasklist *l)
 	return refcount_dec_not_one(&l->ref.refcount);
 }
 
-struct npu_tasklist *npu_tasklist_get_locked(struct npu_ctx *ctx, u32 handle)
+struct npu_tasklist *npu_tasklist_get(struct npu_ctx *ctx, u32 handle)
 {
 	struct npu_tasklist *l;
 
-	lockdep_assert_held(&ctx->lock);
+	xa_lock(&ctx->lists);
 	l = xa_load(&ctx->lists, handle);
 	if (l)
-		kref_get(&l->ref);
+		kref_get(&l->ref);	/* the table's keeps it above zero */
+	xa_unlock(&ctx->lists);
 	return l;
 }
 
-/* Under ctx->lock: map the list's HBM read-only at a kernel VA of the context. */
+/* Under ctx->vm_lock: map the list's HBM read-only at a kernel VA of the context. */
 static int npu_tasklist_map(struct npu_ctx *ctx, struct npu_tasklist *l)
 {
 	u64 off;
 	int ret;
 
-	lockdep_assert_held(&ctx->lock);
+	lockdep_assert_held(&ctx->vm_lock);
 	ret = drm_mm_insert_node_generic(&ctx->kva_mm, &l->va, l->hbm.size,
 					 DRM_NPU_PAGE_SIZE_4K, 0, DRM_MM_INSERT_BEST);
 	if (ret)
@@ -258,11 +261,11 @@ int npu_ioctl_tasklist_create(struct drm_device *drm, void *data, struct drm_fil
 		goto out;
 
 	/* What the tasks name is held for the list's life, as for a batch. */
-	mutex_lock(&ctx->lock);
+	mutex_lock(&ctx->vm_lock);
 	npu_holds_begin(&l->holds, ctx);
 	for (i = 0; i < l->count && !ret; i++)
 		ret = npu_holds_task(&l->holds, ctx, &tasks[i], skip[i]);
-	mutex_unlock(&ctx->lock);
+	mutex_unlock(&ctx->vm_lock);
 	if (ret)
 		goto out;
 
@@ -279,19 +282,26 @@ int npu_ioctl_tasklist_create(struct drm_device *drm, void *data, struct drm_fil
 	npu_tasklist_write(ndev, l, tasks, patches);
 	/* The tail of the last page is no one's business but zeros. */
 	memset_io(ndev->hbm + l->hbm.start + size, 0, l->hbm.size - size);
-	/*
-	 * The quota is checked where it is consumed, in one section: checked
-	 * apart, concurrent creates all passed the check and then all took
-	 * a place.
-	 */
-	mutex_lock(&ctx->lock);
-	ret = ctx->nlists >= DRM_NPU_TASKLISTS_PER_CONTEXT ? -EDQUOT : npu_tasklist_map(ctx, l);
+	mutex_lock(&ctx->vm_lock);
+	ret = npu_tasklist_map(ctx, l);
+	mutex_unlock(&ctx->vm_lock);
 	if (!ret) {
-		ret = xa_alloc(&ctx->lists, &id, l, xa_limit_31b, GFP_KERNEL);
-		if (!ret)
+		/*
+		 * The quota is checked where it is consumed, in one section:
+		 * checked apart, concurrent creates all passed the check and
+		 * then all took a place. Counted before the insert, which may
+		 * drop the lock to allocate.
+		 */
+		xa_lock(&ctx->lists);
+		ret = -EDQUOT;
+		if (ctx->nlists < DRM_NPU_TASKLISTS_PER_CONTEXT) {
 			ctx->nlists++;
+			ret = __xa_alloc(&ctx->lists, &id, l, xa_limit_31b, GFP_KERNEL_ACCOUNT);
+			if (ret)
+				ctx->nlists--;
+		}
+		xa_unlock(&ctx->lists);
 	}
-	mutex_unlock(&ctx->lock);
 	if (!ret)
 		args->handle = id;
 out_exit:
@@ -318,11 +328,11 @@ int npu_ioctl_tasklist_destroy(struct drm_device *drm, void *data, struct drm_fi
 	 */
 	if (args->flags || !args->handle)
 		return -EINVAL;
-	mutex_lock(&ctx->lock);
-	l = xa_erase(&ctx->lists, args->handle);
+	xa_lock(&ctx->lists);
+	l = __xa_erase(&ctx->lists, args->handle);
 	if (l)
 		ctx->nlists--;
-	mutex_unlock(&ctx->lock);
+	xa_unlock(&ctx->lists);
 	if (!l)
 		return -EINVAL;
 	npu_tasklist_put(l);

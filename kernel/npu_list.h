@@ -31,8 +31,8 @@ struct npu_tasklist {
 int npu_ioctl_tasklist_create(struct drm_device *drm, void *data, struct drm_file *file);
 int npu_ioctl_tasklist_destroy(struct drm_device *drm, void *data, struct drm_file *file);
 
-/* Under ctx->lock: the list `handle` of ctx, referenced; NULL if it has none such. */
-struct npu_tasklist *npu_tasklist_get_locked(struct npu_ctx *ctx, u32 handle);
+/* The list `handle` of ctx, referenced; NULL if it has none such. */
+struct npu_tasklist *npu_tasklist_get(struct npu_ctx *ctx, u32 handle);
 void npu_tasklist_put(struct npu_tasklist *l);
 /* Drop a reference unless it is the last (see npu_holds_put_not_last()). */
 bool npu_tasklist_put_not_last(struct npu_tasklist *l);

@@ -19,7 +19,7 @@
  * whatever runs on it) can write, so the walk follows a shadow of the
  * directory in kernel memory and only ever stores to HBM.
  *
- * Locking: every function here runs under ctx->lock, except init, fini
+ * Locking: every function here runs under ctx->vm_lock, except init, fini
  * and the invalidation of a context that nothing else can reach any more.
  */
 #include <drm/drm_drv.h>
@@ -116,7 +116,7 @@ static int npu_mmu_walk(struct npu_ctx *ctx, u64 va, int leaf_level,
 	struct npu_pt_table *t = ctx->mmu.root_table;
 	int level;
 
-	lockdep_assert_held(&ctx->lock);
+	lockdep_assert_held(&ctx->vm_lock);
 	for (level = 0; level < leaf_level; level++) {
 		unsigned int i = NPU_PT_INDEX(va, level);
 		struct npu_pt_table *next = t->next[i];
@@ -153,7 +153,7 @@ int npu_mmu_reserve(struct npu_ctx *ctx, u64 va, u64 size, u32 page_size)
 	struct npu_pt_table *table;
 	int ret;
 
-	lockdep_assert_held(&ctx->lock);
+	lockdep_assert_held(&ctx->vm_lock);
 	for (at = round_down(va, span); at < va + size; at += span) {
 		ret = npu_mmu_walk(ctx, at, level, true, &table);
 		if (ret)
@@ -169,7 +169,7 @@ void npu_mmu_map(struct npu_ctx *ctx, u64 va, u64 addr, u32 page_size, u64 flags
 	unsigned int i = NPU_PT_INDEX(va, level);
 	struct npu_pt_table *table;
 
-	lockdep_assert_held(&ctx->lock);
+	lockdep_assert_held(&ctx->vm_lock);
 	if (WARN_ON_ONCE(npu_mmu_walk(ctx, va, level, false, &table)))
 		return;		/* not reserved: a driver bug; the device faults */
 	if (page_size == DRM_NPU_PAGE_SIZE_2M) {
@@ -187,7 +187,7 @@ void npu_mmu_unmap(struct npu_ctx *ctx, u64 va, u64 size, u32 page_size)
 	struct npu_pt_table *table;
 	u64 end = va + size;
 
-	lockdep_assert_held(&ctx->lock);
+	lockdep_assert_held(&ctx->vm_lock);
 	for (; va < end; va += page_size) {
 		if (!npu_mmu_walk(ctx, va, level, false, &table))
 			writeq(0, npu_pte(ctx, table->node.start, NPU_PT_INDEX(va, level)));
@@ -196,7 +196,7 @@ void npu_mmu_unmap(struct npu_ctx *ctx, u64 va, u64 size, u32 page_size)
 
 /*
  * Have the device forget the context's translations: posted under
- * ctx->lock with the unmap it follows, waited for after the lock is
+ * ctx->vm_lock with the unmap it follows, waited for after the lock is
  * dropped (npu_ipc.c), and the memory and range reused only after the
  * wait. A failure wedges the device: what the caller is about to free
  * is quarantined.
@@ -216,7 +216,7 @@ int npu_mmu_invalidate_wait(struct npu_ctx *ctx, const struct npu_tlb_ticket *t)
 }
 
 /*
- * Clear a range's leaves and have the device forget them, with ctx->lock
+ * Clear a range's leaves and have the device forget them, with ctx->vm_lock
  * held only to post: the caller takes it again to give the range back,
  * and then the memory. A gone device caches nothing; one that failed to
  * forget is wedged, and what was mapped waits in quarantine for the
@@ -227,14 +227,14 @@ void npu_mmu_unmap_forget(struct npu_ctx *ctx, u64 va, u64 size, u32 page_size)
 	struct npu_tlb_ticket t;
 	int idx;
 
-	mutex_lock(&ctx->lock);
+	mutex_lock(&ctx->vm_lock);
 	if (!drm_dev_enter(&ctx->ndev->drm, &idx)) {
-		mutex_unlock(&ctx->lock);
+		mutex_unlock(&ctx->vm_lock);
 		return;
 	}
 	npu_mmu_unmap(ctx, va, size, page_size);
 	npu_mmu_invalidate_post(ctx, &t);
-	mutex_unlock(&ctx->lock);
+	mutex_unlock(&ctx->vm_lock);
 	npu_mmu_invalidate_wait(ctx, &t);
 	drm_dev_exit(idx);
 }

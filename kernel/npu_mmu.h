@@ -9,7 +9,7 @@ struct npu_ctx;
 struct npu_tlb_ticket;
 struct npu_pt_table;
 
-/* A context's device page tables, in HBM. Protected by ctx->lock. */
+/* A context's device page tables, in HBM. Protected by ctx->vm_lock. */
 struct npu_mmu {
 	u64 root;			/* HBM offset of the top-level table */
 	struct npu_pt_table *root_table;

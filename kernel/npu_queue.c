@@ -17,8 +17,9 @@
  * Locking: q->submit_lock orders sequence numbers with arming and
  * pushing jobs, serialises stops, and keeps the hardware id owned until
  * the queue is dead. ndev->queue_lock protects ndev->queues[] and every
- * queue's ring list and completion state; it is taken after ctx->lock and
- * q->submit_lock, never before. Neither is held across a memory
+ * queue's ring list and completion state; it is taken after the
+ * context's locks (npu_ctx.c) and q->submit_lock, never before. A queue
+ * is created and looked up under ctx->queues_lock. Neither is held across a memory
  * allocation: both are on the way to a fence's signal.
  *
  * Every path that signals batch fences is a fence-signalling section
@@ -443,7 +444,7 @@ static int npu_queue_start(struct npu_ctx *ctx, u32 id, u32 priority, u32 entrie
 	struct npu_queue *q;
 	int ret;
 
-	lockdep_assert_held(&ctx->lock);
+	lockdep_assert_held(&ctx->queues_lock);
 	/* A slot the device may not have stopped is not handed out. */
 	if (READ_ONCE(ndev->wedged))
 		return -EIO;
@@ -536,7 +537,7 @@ err_id:
 }
 
 /*
- * Under ctx->lock: a new queue at ctx->queues[id]. It writes the queue's
+ * Under ctx->queues_lock: a new queue at ctx->queues[id]. It writes the queue's
  * slot through the BARs and starts it, so it enters the device's section
  * itself, whoever calls: a SUBMIT_MULTI resumed after an unbind (it may
  * sleep in copy_from_user first) reached unmapped MMIO here.
@@ -641,13 +642,13 @@ struct npu_queue *npu_queue_lookup(struct npu_ctx *ctx, u32 id, bool create)
 
 	if (id >= NPU_CTX_QUEUES)
 		return ERR_PTR(-EINVAL);
-	mutex_lock(&ctx->lock);
+	mutex_lock(&ctx->queues_lock);
 	if (!ctx->queues[id] && id == 0 && create)
 		ret = npu_queue_create(ctx, 0, DRM_NPU_QUEUE_PRIORITY_NORMAL, DRM_NPU_QUEUE_DEPTH_DEFAULT, 0);
 	q = ctx->queues[id];
 	if (q)
 		kref_get(&q->ref);
-	mutex_unlock(&ctx->lock);
+	mutex_unlock(&ctx->queues_lock);
 	if (ret)
 		return ERR_PTR(ret);
 	return q ? q : ERR_PTR(-EINVAL);

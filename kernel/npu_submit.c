@@ -4,9 +4,10 @@
  * waiting for them. Everything a caller passes is checked here, before any
  * queue is touched; npu_queue.c owns what happens after.
  *
- * Locking: see npu_queue.c. Batches are built under ctx->lock (to look
- * their addresses up); nothing here holds a lock while it waits, and
- * nothing waits for the device.
+ * Locking: see npu_queue.c. Batches are built under ctx->vm_lock (to look
+ * their addresses up), queues made and dropped under ctx->queues_lock;
+ * nothing here holds a lock while it waits, and nothing waits for the
+ * device.
  */
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
@@ -128,14 +129,14 @@ int npu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *
 	/* Above NORMAL a queue can starve other users' work: as for CPU nice. */
 	if (args->priority > DRM_NPU_QUEUE_PRIORITY_NORMAL && !capable(CAP_SYS_NICE))
 		return -EPERM;
-	mutex_lock(&ctx->lock);
+	mutex_lock(&ctx->queues_lock);
 	for (id = 1; id < NPU_CTX_QUEUES; id++) {
 		if (!ctx->queues[id]) {
 			ret = npu_queue_create(ctx, id, args->priority, depth, args->timeout_ms);
 			break;
 		}
 	}
-	mutex_unlock(&ctx->lock);
+	mutex_unlock(&ctx->queues_lock);
 	if (!ret)
 		args->queue = id;
 	return ret;
@@ -149,10 +150,10 @@ int npu_ioctl_queue_destroy(struct drm_device *drm, void *data, struct drm_file 
 
 	if (args->flags || args->queue >= NPU_CTX_QUEUES)
 		return -EINVAL;
-	mutex_lock(&ctx->lock);
+	mutex_lock(&ctx->queues_lock);
 	q = ctx->queues[args->queue];
 	ctx->queues[args->queue] = NULL;
-	mutex_unlock(&ctx->lock);
+	mutex_unlock(&ctx->queues_lock);
 	if (!q)
 		return -EINVAL;
 	npu_queue_destroy(q);

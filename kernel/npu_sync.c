@@ -13,7 +13,8 @@
  * Limits: a context holds at most syncs_per_context entries (-EDQUOT
  * past it), so no file can take the whole table (-ENOSPC).
  *
- * Locking: ctx->syncs and ctx->nsyncs change under ctx->lock. The event
+ * Locking: ctx->syncs and ctx->nsyncs change under the xarray's lock,
+ * which a lookup takes to get its reference. The event
  * waitqueue is woken from the queue interrupt, which the device raises on
  * each record, and on unbind and reset; host waiters sleep outside the
  * device's drm_dev_enter() section, so neither waits for them.
@@ -81,15 +82,17 @@ bool npu_sync_put_not_last(struct npu_sync *s)
 }
 
 /* This context's `id`, referenced, if it is of `kind`; else NULL. */
-struct npu_sync *npu_sync_hold(struct npu_ctx *ctx, u32 id, u32 kind)
+struct npu_sync *npu_sync_lookup(struct npu_ctx *ctx, u32 id, u32 kind)
 {
 	struct npu_sync *s;
 
-	lockdep_assert_held(&ctx->lock);
+	xa_lock(&ctx->syncs);
 	s = xa_load(&ctx->syncs, id);
-	if (!s || s->kind != kind)
-		return NULL;
-	kref_get(&s->ref);
+	if (s && s->kind == kind)
+		kref_get(&s->ref);	/* the context's keeps it above zero */
+	else
+		s = NULL;
+	xa_unlock(&ctx->syncs);
 	return s;
 }
 
@@ -104,16 +107,6 @@ bool npu_event_recorded(struct npu_sync *s, u64 *timestamp_ns)
 	return true;
 }
 
-/* npu_sync_hold() for callers not holding ctx->lock. */
-struct npu_sync *npu_sync_lookup(struct npu_ctx *ctx, u32 id, u32 kind)
-{
-	struct npu_sync *s;
-
-	mutex_lock(&ctx->lock);
-	s = npu_sync_hold(ctx, id, kind);
-	mutex_unlock(&ctx->lock);
-	return s;
-}
 
 void npu_sync_ctx_fini(struct npu_ctx *ctx)
 {
@@ -131,14 +124,18 @@ static int npu_sync_ctx_add(struct npu_ctx *ctx, struct npu_sync *s)
 {
 	int ret = -EDQUOT;
 
-	mutex_lock(&ctx->lock);
-	if (ctx->nsyncs < npu_sync_ctx_max())
-		ret = xa_insert(&ctx->syncs, s->id, s, GFP_KERNEL);
-	if (!ret) {
+	kref_get(&s->ref);		/* the context's; the caller has one */
+	xa_lock(&ctx->syncs);
+	/* Counted first: the insert may drop the lock to allocate. */
+	if (ctx->nsyncs < npu_sync_ctx_max()) {
 		ctx->nsyncs++;
-		kref_get(&s->ref);
+		ret = __xa_insert(&ctx->syncs, s->id, s, GFP_KERNEL_ACCOUNT);
+		if (ret)
+			ctx->nsyncs--;
 	}
-	mutex_unlock(&ctx->lock);
+	xa_unlock(&ctx->syncs);
+	if (ret)
+		npu_sync_put(s);	/* not the last: the caller's is left */
 	return ret;
 }
 
@@ -196,11 +193,11 @@ int npu_ioctl_sync_destroy(struct drm_device *drm, void *data, struct drm_file *
 
 	if (args->flags)
 		return -EINVAL;
-	mutex_lock(&ctx->lock);
-	s = xa_erase(&ctx->syncs, args->id);
+	xa_lock(&ctx->syncs);
+	s = __xa_erase(&ctx->syncs, args->id);
 	if (s)
 		ctx->nsyncs--;
-	mutex_unlock(&ctx->lock);
+	xa_unlock(&ctx->syncs);
 	if (!s)
 		return -EINVAL;
 	npu_sync_put(s);

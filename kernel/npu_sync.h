@@ -24,7 +24,6 @@ struct npu_sync {
 int npu_sync_init_device(struct npu_device *ndev);
 unsigned int npu_sync_ctx_max(void);
 void npu_sync_ctx_fini(struct npu_ctx *ctx);
-struct npu_sync *npu_sync_hold(struct npu_ctx *ctx, u32 id, u32 kind);
 struct npu_sync *npu_sync_lookup(struct npu_ctx *ctx, u32 id, u32 kind);
 void npu_sync_put(struct npu_sync *s);
 bool npu_sync_put_not_last(struct npu_sync *s);

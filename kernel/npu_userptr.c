@@ -8,8 +8,8 @@
  * object like any other: mapped per context, kept alive by work in
  * flight, released when its last reference goes.
  *
- * Locking: the owner's ctx->lock protects its list of registrations (to
- * refuse overlaps).
+ * Locking: the owner's ctx->userptrs_lock protects its list of
+ * registrations (to refuse overlaps); mapping one takes ctx->vm_lock.
  */
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
@@ -27,7 +27,7 @@ static bool npu_userptr_overlaps(struct npu_ctx *ctx, struct mm_struct *mm,
 {
 	struct npu_userptr *u;
 
-	lockdep_assert_held(&ctx->lock);
+	lockdep_assert_held(&ctx->userptrs_lock);
 	list_for_each_entry(u, &ctx->userptrs, link)
 		if (u->mm == mm && addr < u->addr + (u->npages << PAGE_SHIFT) &&
 		    u->addr < addr + size)
@@ -92,7 +92,7 @@ err_account:
 }
 
 /*
- * Under ctx->lock: map the registration at `va`, page by page of its DMA
+ * Under ctx->vm_lock: map the registration at `va`, page by page of its DMA
  * segments (an IOMMU may have merged them; each is whole pages).
  */
 int npu_userptr_map_pages(struct npu_ctx *ctx, struct npu_userptr *u, u64 va)
@@ -102,7 +102,7 @@ int npu_userptr_map_pages(struct npu_ctx *ctx, struct npu_userptr *u, u64 va)
 	unsigned int i;
 	int ret;
 
-	lockdep_assert_held(&ctx->lock);
+	lockdep_assert_held(&ctx->vm_lock);
 	ret = npu_mmu_reserve(ctx, va, (u64)u->npages << PAGE_SHIFT, PAGE_SIZE);
 	if (ret)
 		return ret;
@@ -141,9 +141,9 @@ void npu_userptr_release(struct npu_bo *bo)
 	struct npu_userptr *u = bo->user;
 	bool keep;
 
-	mutex_lock(&bo->owner->lock);
+	spin_lock(&bo->owner->userptrs_lock);
 	list_del(&u->link);
-	mutex_unlock(&bo->owner->lock);
+	spin_unlock(&bo->owner->userptrs_lock);
 	npu_mem_account(ndev, bo->owner, DRM_NPU_MEM_REGION_HOST,
 			-(s64)(u->npages << PAGE_SHIFT));
 
@@ -204,15 +204,15 @@ int npu_ioctl_userptr(struct drm_device *drm, void *data, struct drm_file *file)
 	u->mm = current->mm;
 	mmgrab(u->mm);
 
-	mutex_lock(&ctx->lock);
+	spin_lock(&ctx->userptrs_lock);
 	if (npu_userptr_overlaps(ctx, u->mm, args->addr, args->size)) {
-		mutex_unlock(&ctx->lock);
+		spin_unlock(&ctx->userptrs_lock);
 		ret = -EEXIST;
 		goto err_mm;
 	}
 	/* Claim the range now, so a racing registration sees it. */
 	list_add(&u->link, &ctx->userptrs);
-	mutex_unlock(&ctx->lock);
+	spin_unlock(&ctx->userptrs_lock);
 
 	/*
 	 * Outside the device's section: faulting the pages in can wait on
@@ -241,9 +241,9 @@ int npu_ioctl_userptr(struct drm_device *drm, void *data, struct drm_file *file)
 	return ret;
 
 err_unlist:
-	mutex_lock(&ctx->lock);
+	spin_lock(&ctx->userptrs_lock);
 	list_del(&u->link);
-	mutex_unlock(&ctx->lock);
+	spin_unlock(&ctx->userptrs_lock);
 err_mm:
 	mmdrop(u->mm);
 err_free:

@@ -151,6 +151,60 @@ TEST_F(q, fault_is_reported_and_stops_the_context)
 	close(other);
 }
 
+/*
+ * FILLs name addresses nothing maps any more (their buffers were closed)
+ * and wait on the device behind an event; buffers created meanwhile must
+ * not be placed where the FILLs will write. They read zero, and the
+ * first FILL faults as it would have when submitted (issue 33, 9e: the
+ * fuzzer read a fill pattern back from a new buffer). One FILL's range
+ * runs on into a buffer still mapped, the other's ends in the gap.
+ */
+TEST_F(q, a_new_buffer_is_not_placed_where_a_queued_fill_writes)
+{
+	struct drm_npu_sync_create ev = { .kind = DRM_NPU_SYNC_EVENT };
+	struct drm_npu_bo_create b[5], fresh[2];
+	const size_t size = 3 * 4096;
+	struct drm_npu_task t[2];
+	struct drm_npu_wait w;
+	uint64_t seq, rec;
+	uint32_t other, *p;
+	size_t i, k, nonzero = 0;
+
+	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_NPU_SYNC_CREATE, &ev));
+	/* Gaps of exactly the size between buffers: the next ones' best fits. */
+	for (i = 0; i < 5; i++)
+		ASSERT_EQ(0, npu_bo_create(self->fd, size, DRM_NPU_BO_PAGE_NORMAL_ONLY, &b[i]));
+	ASSERT_EQ(0, npu_gem_close(self->fd, b[1].handle));
+	ASSERT_EQ(0, npu_gem_close(self->fd, b[3].handle));
+
+	t[0] = (struct drm_npu_task){ .type = DRM_NPU_TASK_EVENT_WAIT, .args = { ev.id } };
+	ASSERT_EQ(0, npu_submit(self->fd, t, 1, &seq));
+	t[0] = npu_task_fill(b[1].device_va, 2 * size, 0x7560c694);
+	t[1] = npu_task_fill(b[3].device_va, size, 0x7560c694);
+	ASSERT_EQ(0, npu_submit(self->fd, t, 2, &seq));
+	for (k = 0; k < 2; k++) {
+		ASSERT_EQ(0, npu_bo_create(self->fd, size, DRM_NPU_BO_PAGE_NORMAL_ONLY, &fresh[k]));
+		EXPECT_NE(b[1].device_va, fresh[k].device_va);
+		EXPECT_NE(b[3].device_va, fresh[k].device_va);
+	}
+
+	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &other));
+	t[0] = (struct drm_npu_task){ .type = DRM_NPU_TASK_EVENT_RECORD, .args = { ev.id } };
+	ASSERT_EQ(0, npu_submit_on(self->fd, other, t, 1, &rec));
+	EXPECT_EQ(-EIO, npu_wait(self->fd, seq, 10 * SEC, &w));
+	EXPECT_EQ(DRM_NPU_JOB_FAULT, w.status);
+	EXPECT_EQ(b[1].device_va, w.fault_address);
+
+	for (k = 0; k < 2; k++) {
+		p = npu_bo_mmap(self->fd, fresh[k].handle, size);
+		ASSERT_NE(MAP_FAILED, p);
+		for (i = 0; i < size / 4; i++)
+			nonzero += p[i] != 0;
+		munmap(p, size);
+	}
+	EXPECT_EQ(0, nonzero);
+}
+
 TEST_F(q, context_cannot_reach_what_another_mapped)
 {
 	struct drm_npu_bo_create a1, a2, b;

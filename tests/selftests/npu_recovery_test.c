@@ -390,6 +390,98 @@ TEST_F(rec, an_invalidation_the_device_holds_holds_up_no_one_else)
 	npu_sysfs_write(IPC_TIMEOUT, old);
 }
 
+/*
+ * A FILL is submitted naming a buffer whose close is waiting on the
+ * device's invalidation (held here): the buffer is going, its range not
+ * yet given back. The range stays out of the allocator until the FILL
+ * has run: a buffer created after the close lands elsewhere and reads
+ * zero, and the FILL faults.
+ */
+TEST_F(rec, a_range_named_while_its_buffer_goes_stays_held)
+{
+	struct drm_npu_sync_create ev = { .kind = DRM_NPU_SYNC_EVENT };
+	struct closer c = { .fd = self->a, .handle = self->ba.handle };
+	const uint64_t va = self->ba.device_va, size = 1 << 20;
+	struct drm_npu_bo_create fresh;
+	struct drm_npu_task t;
+	struct drm_npu_wait w;
+	char old[32] = "2000";
+	uint64_t seq, rec, i, nonzero = 0;
+	uint32_t other, *p;
+	pthread_t ct;
+
+	ASSERT_EQ(0, npu_read_file(IPC_TIMEOUT, old, sizeof(old)));
+	ASSERT_EQ(0, npu_sysfs_write(IPC_TIMEOUT, "30000"));
+	ASSERT_EQ(0, ioctl(self->a, DRM_IOCTL_NPU_SYNC_CREATE, &ev));
+	t = (struct drm_npu_task){ .type = DRM_NPU_TASK_EVENT_WAIT, .args = { ev.id } };
+	ASSERT_EQ(0, npu_submit_on(self->a, 0, &t, 1, &seq));
+
+	ASSERT_EQ(0, npu_inject("hold-invalidate"));
+	ASSERT_EQ(0, pthread_create(&ct, NULL, close_bo, &c));
+	EXPECT_FALSE(settles(&c.done, 300));	/* the buffer is going */
+	t = npu_task_fill(va, size, 0x7560c694);
+	EXPECT_EQ(0, npu_submit_on(self->a, 0, &t, 1, &seq));
+	ASSERT_EQ(0, npu_inject("clear"));
+	EXPECT_TRUE(settles(&c.done, 20000));
+	pthread_join(ct, NULL);
+	EXPECT_EQ(0, c.ret);
+
+	ASSERT_EQ(0, npu_bo_create(self->a, size, DRM_NPU_BO_PAGE_NORMAL_ONLY, &fresh));
+	EXPECT_NE(va, fresh.device_va);
+	ASSERT_EQ(0, npu_queue_create(self->a, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &other));
+	t = (struct drm_npu_task){ .type = DRM_NPU_TASK_EVENT_RECORD, .args = { ev.id } };
+	ASSERT_EQ(0, npu_submit_on(self->a, other, &t, 1, &rec));
+	EXPECT_EQ(-EIO, npu_wait_on(self->a, 0, seq, 10 * SEC, &w));
+	EXPECT_EQ(DRM_NPU_JOB_FAULT, w.status);
+	EXPECT_EQ(va, w.fault_address);
+
+	p = npu_bo_mmap(self->a, fresh.handle, size);
+	ASSERT_NE(MAP_FAILED, p);
+	for (i = 0; i < size / 4; i++)
+		nonzero += p[i] != 0;
+	EXPECT_EQ(0, nonzero) TH_LOG("first word %#x", p[0]);
+	munmap(p, size);
+	npu_sysfs_write(IPC_TIMEOUT, old);
+}
+
+/*
+ * A context's locks are one per concern: while one of its mappings holds
+ * the VM lock (held a second here, as a huge map over a slow bus would),
+ * the same context still creates and destroys queues, events and
+ * notifies, and queries an event. Only another mapping waits.
+ */
+TEST_F(rec, a_slow_mapping_holds_up_only_the_contexts_mappings)
+{
+	struct starter mk = { .fd = self->a }, mk2 = { .fd = self->a };
+	struct drm_npu_event_query eq = { 0 };
+	struct drm_npu_sync_destroy sd = { 0 };
+	uint32_t q, ev, nt;
+	pthread_t t1, t2;
+
+	ASSERT_EQ(0, npu_inject("hold-map 1000"));
+	ASSERT_EQ(0, pthread_create(&t1, NULL, create_bo, &mk));
+	EXPECT_FALSE(settles(&mk.done, 200));	/* mapping, the lock held */
+	ASSERT_EQ(0, pthread_create(&t2, NULL, create_bo, &mk2));
+
+	EXPECT_EQ(0, npu_queue_create(self->a, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 0, &q));
+	EXPECT_EQ(0, npu_sync_create(self->a, DRM_NPU_SYNC_EVENT, &ev));
+	EXPECT_EQ(0, npu_sync_create(self->a, DRM_NPU_SYNC_NOTIFY, &nt));
+	eq.id = ev;
+	EXPECT_EQ(0, ioctl(self->a, DRM_IOCTL_NPU_EVENT_QUERY, &eq));
+	EXPECT_EQ(0, eq.recorded);
+	sd.id = nt;
+	EXPECT_EQ(0, ioctl(self->a, DRM_IOCTL_NPU_SYNC_DESTROY, &sd));
+	EXPECT_EQ(0, npu_queue_destroy(self->a, q));
+	EXPECT_FALSE(mk.done);
+	EXPECT_FALSE(mk2.done);			/* behind the first */
+
+	ASSERT_EQ(0, npu_inject("clear"));
+	pthread_join(t1, NULL);
+	pthread_join(t2, NULL);
+	EXPECT_EQ(0, mk.ret);
+	EXPECT_EQ(0, mk2.ret);
+}
+
 struct informer {
 	int fd;
 	uint32_t handle;
