@@ -243,6 +243,8 @@ static int npu_bo_map_create(struct npu_bo *bo, struct npu_ctx *ctx)
 
 	kref_init(&map->ref);
 	drm_gem_object_get(&bo->base);
+	if (!bo->first_va)
+		bo->first_va = map->va.start;
 	map->bo = bo;
 	map->ctx = npu_ctx_get(ctx);
 	list_add(&map->link, &bo->maps);
@@ -403,9 +405,20 @@ int npu_bo_handle_create(struct drm_file *file, struct npu_bo *bo, u32 *handle,
 			 u64 *device_va)
 {
 	int ret = drm_gem_handle_create(file, &bo->base, handle);
+	unsigned int hold;
 
-	if (!ret)
-		*device_va = npu_bo_va(bo, file->driver_priv);
+	if (!ret) {
+		/* Fault injection: widen the window below. */
+		hold = READ_ONCE(to_npu_device(bo->base.dev)->inject_hold_info_ms);
+		if (hold)
+			msleep(hold);
+		/*
+		 * Not looked up through the handle: another thread sharing the
+		 * file may have closed it already, and the mapping with it. The
+		 * answer is the one the call had, as if the close came after.
+		 */
+		*device_va = bo->first_va;
+	}
 	drm_gem_object_put(&bo->base);
 	return ret;
 }

@@ -57,6 +57,8 @@ struct npu_bo {
 	u32 page_size;
 	struct mutex maps_lock;		/* protects maps */
 	struct list_head maps;
+	/* Where its first mapping went: the creator's, which creation answers. */
+	u64 first_va;			/* set once, under maps_lock */
 };
 
 static inline struct npu_bo *to_npu_bo(struct drm_gem_object *obj)

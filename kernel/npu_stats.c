@@ -175,7 +175,8 @@ DEFINE_SHOW_ATTRIBUTE(npu_errlog);
  * timeout handler holds a timed-out job off the scheduler's list that
  * long after stopping its queue; the n-th device page-table allocation
  * from now fails, once (0 disarms); BO_INFO waits that long between
- * finding the handle and reading the buffer's mapping; a new mapping
+ * finding the handle and reading the buffer's mapping, and BO_CREATE and
+ * USERPTR between making the handle and answering; a new mapping
  * holds its context's VM lock that long. "clear" ends them too.
  */
 static ssize_t npu_inject_write(struct file *f, const char __user *ubuf, size_t len,

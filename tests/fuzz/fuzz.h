@@ -42,6 +42,7 @@
 #define FZ_SYNCOBJS	16	/* syncobjs per file */
 #define FZ_URANGES	24	/* USERPTR ranges per file */
 #define FZ_QUEUES	8	/* NPU_CTX_QUEUES */
+#define FZ_GONE		4	/* closed buffers' ranges remembered */
 #define FZ_MAPS		24	/* CPU mappings */
 #define FZ_XFDS		24	/* dma-buf, notify, syncobj and sync_file fds */
 #define FZ_HOSTS	10	/* anonymous memory for USERPTR */
@@ -169,6 +170,9 @@ struct fz_file {
 	bool primary;		/* the primary node (card), not the render node */
 	bool rdonly;		/* opened O_RDONLY */
 	bool tainted;		/* another process may change it: relax oracles */
+	bool launched;		/* has queued a launch, whose tensors the driver
+				 * does not hold: it may write a buffer created
+				 * after it (uapi.rst) */
 	bool unsure_objs;	/* holds imports whose buffer is not known, which
 				 * may be any file's: a mapping of another file's
 				 * buffer may be allowed */
@@ -182,6 +186,9 @@ struct fz_file {
 	struct fz_syncobj so[FZ_SYNCOBJS];
 	struct fz_urange ur[FZ_URANGES];
 	struct fz_list list[FZ_LISTS];
+	/* The last ranges of buffers it closed, which a task may still name. */
+	uint64_t gone_va[FZ_GONE], gone_len[FZ_GONE];
+	uint32_t ngone;
 };
 
 struct fz_map {

@@ -58,6 +58,11 @@ void op_gem_close(void)
 	uint64_t size = b->size;
 	bool mine = b->mine && !b->user;
 
+	if (b->info && b->va && b->size) {
+		f->gone_va[f->ngone % FZ_GONE] = b->va;
+		f->gone_len[f->ngone % FZ_GONE] = b->size;
+		f->ngone++;
+	}
 	drop_bo(f, b);
 	if (mine && !obj_held(obj))
 		fz->hbm_live = fz->hbm_live > size ? fz->hbm_live - size : 0;

@@ -77,18 +77,26 @@ bool list_run_task(struct fz_file *f, struct drm_npu_task *k, unsigned int *inva
 			*may_fail = *blocks = true;
 		return true;
 	}
+	/*
+	 * In a file a child shares, the handle may name another list by now
+	 * (destroyed and made again there): its slot count is not known.
+	 */
+	unsigned int bad = file_strict(f) ? FZ_BAD_TASK : 0;
+
+	if (!bad)
+		*may_fail = *blocks = true;
 	k->args[0] = l->handle;
 	k->args[1] = l->nslots || chance(50) ? (uintptr_t)io : 0;
 	k->args[2] = l->nslots;
 	if (!l->nslots && k->args[1])
-		*invalid |= FZ_BAD_TASK;	/* a table for no slots */
+		*invalid |= bad;	/* a table for no slots */
 	for (uint32_t i = 0; i < l->nslots; i++)
 		io[i] = slot_address(f, l->size[i], l->write[i], &wild);
 	if (chance(40)) {
 		k->args[2] = l->nslots + 1 + (chance(500) ? 0 : rnd_below(300));
 		/* A readable table, so the count is what is wrong. */
 		k->args[1] = k->args[2] > FZ_LIST_SLOTS ? (uintptr_t)fz->scratch : (uintptr_t)io;
-		*invalid |= FZ_BAD_TASK;
+		*invalid |= bad;
 	}
 	*may_fail |= wild || l->may_fail;
 	*blocks |= l->blocks;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "fuzz.h"
@@ -136,6 +137,56 @@ static uint64_t bo_size(void)
 	return rnd_range(MIB + 1, 4 * MIB);
 }
 
+/*
+ * A new buffer reads zero, whatever work of its context is in flight: a
+ * FILL or COPY queued at an address nothing mapped must not land in it
+ * (issue 33, 9e). Read every 64th byte of its first 4 MiB.
+ */
+static void check_new_buffer_reads_zero(int fd, uint32_t handle, uint64_t va, uint64_t size)
+{
+	struct drm_npu_bo_info info = { .handle = handle };
+	size_t len = size < 4 * MIB ? size : 4 * MIB;
+	volatile uint32_t *p;
+
+	if (ioctl(fd, DRM_IOCTL_NPU_BO_INFO, &info))
+		return;
+	p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, (off_t)info.mmap_offset);
+	if (p == MAP_FAILED)
+		return;
+	for (size_t i = 0; i < len / 4; i += 16) {
+		if (p[i]) {
+			fz_finding("new buffer at device va %#llx reads %#x at +%#zx",
+				   (unsigned long long)va, p[i], i * 4);
+			break;
+		}
+	}
+	munmap((void *)p, len);
+}
+
+/*
+ * Whether every batch f queued has finished (or can no longer run): then
+ * none of its launches can write anywhere any more. Polls each queue's
+ * last sequence number without counting as a fuzzed call.
+ */
+static bool file_work_settled(struct fz_file *f, int fd)
+{
+	for (uint32_t i = 0; i < FZ_QUEUES; i++) {
+		struct fz_queue *q = &f->q[i];
+		struct drm_npu_wait w = { .queue = i };
+
+		if (q->state == Q_NONE || !q->max_seq)
+			continue;
+		if (q->pending || q->seq_fuzzy)
+			return false;
+		w.seq = q->max_seq;
+		w.deadline_ns = fz_past_deadline();
+		/* Done, failed, or the queue gone with its work. */
+		if (ioctl(fd, DRM_IOCTL_NPU_WAIT, &w) && errno != EIO && errno != EINVAL)
+			return false;
+	}
+	return true;
+}
+
 void op_bo_create(void)
 {
 	struct fz_file *f = pick_file();
@@ -220,6 +271,12 @@ void op_bo_create(void)
 		fz_finding("device va %#llx+%#llx overlaps another buffer",
 			   (unsigned long long)b->va, (unsigned long long)b->size);
 	fz->hbm_live += a.size;
+	if (file_strict(f) && chance(250)) {
+		if (f->launched && file_work_settled(f, c.fd))
+			f->launched = false;
+		if (!f->launched)
+			check_new_buffer_reads_zero(c.fd, a.handle, a.device_va, a.size);
+	}
 }
 
 void op_bo_info(void)
@@ -1041,6 +1098,16 @@ static struct range pick_range(struct fz_file *f, uint64_t align, uint64_t max, 
 		r.va = align_down(DRM_NPU_VA_BASE + rnd_below(1ull << 34), align);
 		r.len = align_down(rnd_range(align, 64 * KIB), align);
 		r.fault = true;
+		if (f->ngone && chance(500)) {
+			/* Where a buffer it closed was: the next one may go there. */
+			uint32_t k = (uint32_t)rnd_below(f->ngone < FZ_GONE ? f->ngone : FZ_GONE);
+
+			r.va = align_down(f->gone_va[k], align);
+			r.len = align_down(rnd_range(align, f->gone_len[k] < 64 * KIB ?
+							     f->gone_len[k] : 64 * KIB), align);
+			if (r.len < align)
+				r.len = align;
+		}
 		return r;
 	}
 	if (max > b->size)
@@ -1440,6 +1507,8 @@ bool build_tasks(struct fz_file *f, int q, struct drm_npu_task *t, uint32_t n,
 		if (at != bad_at && at != nohold_at)
 			list_run_task(f, &t[at], invalid, may_fail, blocks);
 	}
+	for (uint32_t i = 0; i < n; i++)
+		f->launched |= t[i].type == DRM_NPU_TASK_KERNEL;
 	return true;
 }
 

@@ -518,6 +518,46 @@ TEST_F(rec, a_handle_closed_during_bo_info_is_not_found)
 	EXPECT_EQ(-ENOENT, npu_bo_info(self->a, self->ba.handle, &in.info));
 }
 
+struct creator {
+	int fd;
+	int ret;
+	struct drm_npu_bo_create bo;
+};
+
+static void *create_held_bo(void *arg)
+{
+	struct creator *c = arg;
+
+	c->ret = npu_bo_create(c->fd, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &c->bo);
+	return NULL;
+}
+
+/*
+ * BO_CREATE makes the handle, and another thread of the file closes it
+ * before BO_CREATE answers (the window held open 300 ms): the answer is
+ * still the buffer's device address, as if the close had come after,
+ * not 0 (the fuzzer found that from a forked process sharing the file).
+ */
+TEST_F(rec, a_buffer_closed_before_its_creation_answers_keeps_its_address)
+{
+	struct creator c = { .fd = npu_open() };
+	pthread_t th;
+
+	ASSERT_LE(0, c.fd);
+	ASSERT_EQ(0, npu_inject("hold-info 300"));
+	ASSERT_EQ(0, pthread_create(&th, NULL, create_held_bo, &c));
+	usleep(100000);
+	/* A new file's first handle is 1. */
+	EXPECT_EQ(0, npu_gem_close(c.fd, 1));
+	pthread_join(th, NULL);
+	ASSERT_EQ(0, npu_inject("clear"));
+	EXPECT_EQ(0, c.ret);
+	EXPECT_EQ(1, c.bo.handle);
+	EXPECT_LE(DRM_NPU_VA_BASE, c.bo.device_va) TH_LOG("va %#llx", (unsigned long long)c.bo.device_va);
+	EXPECT_EQ(-ENOENT, npu_bo_info(c.fd, 1, &(struct drm_npu_bo_info){ 0 }));
+	close(c.fd);
+}
+
 TEST_F(rec, bad_injections_are_refused)
 {
 	EXPECT_EQ(-EINVAL, npu_inject("bogus"));
