@@ -17,7 +17,8 @@
  * - the xarrays' own locks: the events and notifies the context holds
  *   (npu_sync.c) and its task lists (npu_list.c), with their counts, so a
  *   quota is checked and consumed in one section.
- * - ctx->userptrs_lock: the list of registrations, to refuse overlaps.
+ * - ctx->userptrs_lock: the list of registrations, to refuse overlaps
+ *   (a mutex: the list is as long as the pages the caller may pin).
  * - ctx->multi_lock: SUBMIT_MULTI's, around the queues' submit locks it
  *   takes (npu_multi.c).
  *
@@ -68,7 +69,7 @@ int npu_ctx_open(struct drm_device *drm, struct drm_file *file)
 	mutex_init(&ctx->vm_lock);
 	mutex_init(&ctx->queues_lock);
 	mutex_init(&ctx->multi_lock);
-	spin_lock_init(&ctx->userptrs_lock);
+	mutex_init(&ctx->userptrs_lock);
 	INIT_LIST_HEAD(&ctx->userptrs);
 	xa_init(&ctx->syncs);
 	xa_init_flags(&ctx->lists, XA_FLAGS_ALLOC1);
@@ -90,6 +91,7 @@ out_ida:
 	drm_mm_takedown(&ctx->kva_mm);
 	drm_mm_takedown(&ctx->va_mm);
 	mutex_destroy(&ctx->multi_lock);
+	mutex_destroy(&ctx->userptrs_lock);
 	mutex_destroy(&ctx->queues_lock);
 	mutex_destroy(&ctx->vm_lock);
 	ida_free(&ndev->ctx_ida, ctx->id);
@@ -115,6 +117,7 @@ static void npu_ctx_free(struct npu_ctx *ctx)
 	drm_mm_takedown(&ctx->kva_mm);
 	drm_mm_takedown(&ctx->va_mm);
 	mutex_destroy(&ctx->multi_lock);
+	mutex_destroy(&ctx->userptrs_lock);
 	mutex_destroy(&ctx->queues_lock);
 	mutex_destroy(&ctx->vm_lock);
 	npu_ctx_id_free(ndev, ctx->id);

@@ -42,8 +42,9 @@ struct npu_ctx {
 	struct mutex vm_lock;		/* the address spaces and page tables */
 	struct mutex queues_lock;	/* queues[] */
 	struct mutex multi_lock;	/* a SUBMIT_MULTI taking submit locks */
-	spinlock_t userptrs_lock;	/* userptrs */
+	struct mutex userptrs_lock;	/* userptrs */
 	struct drm_mm va_mm;		/* user VA: mappings and holes */
+	u32 nholes;			/* holes in va_mm, under vm_lock */
 	struct drm_mm kva_mm;		/* NPU_KVA_BASE..: task lists */
 	struct npu_mmu mmu;
 	struct npu_queue *queues[NPU_CTX_QUEUES];	/* by id */
@@ -62,6 +63,8 @@ struct npu_ctx {
 };
 
 #define NPU_CTX_MAX	0xffff
+/* Holes (npu_hold.h) a context's batches and lists may keep at once. */
+#define NPU_CTX_MAX_HOLES	16384
 
 int npu_ctx_init_device(struct npu_device *ndev);
 int npu_ctx_open(struct drm_device *drm, struct drm_file *file);

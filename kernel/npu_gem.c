@@ -243,7 +243,7 @@ static int npu_bo_map_create(struct npu_bo *bo, struct npu_ctx *ctx)
 
 	kref_init(&map->ref);
 	drm_gem_object_get(&bo->base);
-	if (!bo->first_va)
+	if (ctx == bo->owner && !bo->first_va)
 		bo->first_va = map->va.start;
 	map->bo = bo;
 	map->ctx = npu_ctx_get(ctx);

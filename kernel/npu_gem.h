@@ -31,7 +31,7 @@ struct npu_bo_map {
 
 /* Host memory registered for device access (NPU_USERPTR). */
 struct npu_userptr {
-	struct list_head link;		/* in owner->userptrs, under owner->lock;
+	struct list_head link;		/* in owner->userptrs, under its userptrs_lock;
 					 * then maybe ndev->userptr_quarantine */
 	struct mm_struct *mm;		/* grabbed: for the range and the rlimit */
 	u64 addr;
@@ -57,7 +57,7 @@ struct npu_bo {
 	u32 page_size;
 	struct mutex maps_lock;		/* protects maps */
 	struct list_head maps;
-	/* Where its first mapping went: the creator's, which creation answers. */
+	/* Where the creator's mapping went: what creation answers. */
 	u64 first_va;			/* set once, under maps_lock */
 };
 

@@ -86,19 +86,39 @@ static int npu_holds_hole(struct npu_holds *h, struct npu_va_hole *hole)
 	return 0;
 }
 
+/*
+ * A new hole, counted against the context's budget: nothing but kernel
+ * memory backs one, so a context's task lists could otherwise pile up
+ * millions of them.
+ */
 static struct npu_va_hole *npu_va_hole_new(struct npu_holds *h, struct npu_ctx *ctx)
 {
 	struct npu_va_hole *hole;
+	int ret;
 
-	if (npu_holds_grow(&h->holes, h->nholes, &h->hole_cap))
-		return NULL;
+	if (ctx->nholes >= NPU_CTX_MAX_HOLES)
+		return ERR_PTR(-E2BIG);
+	ret = npu_holds_grow(&h->holes, h->nholes, &h->hole_cap);
+	if (ret)
+		return ERR_PTR(ret);
 	hole = kzalloc(sizeof(*hole), GFP_KERNEL_ACCOUNT);
-	if (hole) {
-		kref_init(&hole->ref);		/* the holder's */
-		hole->ctx = ctx;
-		hole->va.color = NPU_VA_HOLE;
-	}
+	if (!hole)
+		return ERR_PTR(-ENOMEM);
+	kref_init(&hole->ref);		/* the holder's */
+	hole->ctx = ctx;
+	hole->va.color = NPU_VA_HOLE;
+	ctx->nholes++;
 	return hole;
+}
+
+/* Under ctx->vm_lock: a hole goes, its range back to the allocator. */
+static void npu_va_hole_free(struct npu_va_hole *hole)
+{
+	lockdep_assert_held(&hole->ctx->vm_lock);
+	if (drm_mm_node_allocated(&hole->va))
+		drm_mm_remove_node(&hole->va);
+	hole->ctx->nholes--;
+	kfree(hole);
 }
 
 /* [start, start + size), which no node of ctx->va_mm covers. */
@@ -107,13 +127,13 @@ static int npu_holds_gap(struct npu_holds *h, struct npu_ctx *ctx, u64 start, u6
 	struct npu_va_hole *hole = npu_va_hole_new(h, ctx);
 	int ret;
 
-	if (!hole)
-		return h->nholes == NPU_HOLD_MAX_MAPS ? -E2BIG : -ENOMEM;
+	if (IS_ERR(hole))
+		return PTR_ERR(hole);
 	hole->va.start = start;
 	hole->va.size = size;
 	ret = drm_mm_reserve_node(&ctx->va_mm, &hole->va);
 	if (ret) {
-		kfree(hole);
+		npu_va_hole_free(hole);
 		return ret;
 	}
 	npu_holds_add_hole(h, hole);
@@ -131,8 +151,8 @@ static int npu_holds_heir(struct npu_holds *h, struct npu_ctx *ctx, struct npu_b
 	if (map->heir)
 		return npu_holds_hole(h, map->heir);
 	heir = npu_va_hole_new(h, ctx);
-	if (!heir)
-		return h->nholes == NPU_HOLD_MAX_MAPS ? -E2BIG : -ENOMEM;
+	if (IS_ERR(heir))
+		return PTR_ERR(heir);
 	kref_get(&heir->ref);			/* the mapping's, until it hands over */
 	map->heir = heir;
 	npu_holds_add_hole(h, heir);
@@ -207,24 +227,26 @@ static int npu_holds_sync(struct npu_holds *h, struct npu_ctx *ctx,
 	lockdep_assert_held(&ctx->vm_lock);
 	if (t->args[0] > U32_MAX)
 		return -EINVAL;
-	s = npu_sync_lookup(ctx, (u32)t->args[0], kind);
-	if (!s)
-		return -EINVAL;
-	if (READ_ONCE(s->hold_mark) == h->mark) {
-		npu_sync_put(s);	/* held already; the context's is not the last */
-		return 0;
-	}
+	/*
+	 * Room first: SYNC_DESTROY does not wait for this lock, so a put
+	 * here could be the last one.
+	 */
 	if (h->nsyncs == h->sync_cap) {
 		struct npu_sync **syncs;
 		u32 cap = max(4u, h->sync_cap * 2);
 
 		syncs = krealloc(h->syncs, cap * sizeof(*syncs), GFP_KERNEL_ACCOUNT);
-		if (!syncs) {
-			npu_sync_put(s);
+		if (!syncs)
 			return -ENOMEM;
-		}
 		h->syncs = syncs;
 		h->sync_cap = cap;
+	}
+	s = npu_sync_lookup(ctx, (u32)t->args[0], kind);
+	if (!s)
+		return -EINVAL;
+	if (READ_ONCE(s->hold_mark) == h->mark) {
+		npu_sync_put(s);	/* held already: the holder's keeps it */
+		return 0;
 	}
 	WRITE_ONCE(s->hold_mark, h->mark);
 	h->syncs[h->nsyncs++] = s;
@@ -269,12 +291,15 @@ int npu_holds_task(struct npu_holds *h, struct npu_ctx *ctx, const struct drm_np
 static void npu_va_hole_release(struct kref *ref)
 {
 	struct npu_va_hole *hole = container_of(ref, struct npu_va_hole, ref);
+	struct npu_ctx *ctx = hole->ctx;
 
-	lockdep_assert_held(&hole->ctx->vm_lock);
-	if (drm_mm_node_allocated(&hole->va))
-		drm_mm_remove_node(&hole->va);
-	mutex_unlock(&hole->ctx->vm_lock);
-	kfree(hole);
+	npu_va_hole_free(hole);
+	mutex_unlock(&ctx->vm_lock);
+}
+
+static bool npu_va_hole_put_not_last(struct npu_va_hole *hole)
+{
+	return refcount_dec_not_one(&hole->ref.refcount);
 }
 
 static void npu_va_hole_put(struct npu_va_hole *hole)
@@ -297,8 +322,8 @@ void npu_va_hand_over(struct npu_ctx *ctx, struct drm_mm_node *va, struct npu_va
 	drm_mm_remove_node(va);
 	if (!heir)
 		return;
-	if (refcount_dec_and_test(&heir->ref.refcount)) {
-		kfree(heir);		/* its holders are gone already */
+	if (!npu_va_hole_put_not_last(heir)) {
+		npu_va_hole_free(heir);	/* its holders are gone already */
 		return;
 	}
 	heir->va.start = start;
@@ -326,7 +351,7 @@ bool npu_holds_put_not_last(struct npu_holds *h)
 {
 	while (h->nmaps && npu_bo_map_put_not_last(h->maps[h->nmaps - 1]))
 		h->nmaps--;
-	while (h->nholes && refcount_dec_not_one(&h->holes[h->nholes - 1]->ref.refcount))
+	while (h->nholes && npu_va_hole_put_not_last(h->holes[h->nholes - 1]))
 		h->nholes--;
 	while (h->nsyncs && npu_sync_put_not_last(h->syncs[h->nsyncs - 1]))
 		h->nsyncs--;

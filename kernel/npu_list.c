@@ -237,6 +237,12 @@ int npu_ioctl_tasklist_create(struct drm_device *drm, void *data, struct drm_fil
 		return -EOPNOTSUPP;
 	if (args->flags || args->handle || !args->tasks.count)
 		return -EINVAL;
+	/*
+	 * A hint, so a full context does not map a list only to tear it
+	 * down again: the quota is enforced below, where a place is taken.
+	 */
+	if (READ_ONCE(ctx->nlists) >= DRM_NPU_TASKLISTS_PER_CONTEXT)
+		return -EDQUOT;
 	l = kzalloc(sizeof(*l), GFP_KERNEL_ACCOUNT);
 	if (!l)
 		return -ENOMEM;
@@ -263,8 +269,11 @@ int npu_ioctl_tasklist_create(struct drm_device *drm, void *data, struct drm_fil
 	/* What the tasks name is held for the list's life, as for a batch. */
 	mutex_lock(&ctx->vm_lock);
 	npu_holds_begin(&l->holds, ctx);
-	for (i = 0; i < l->count && !ret; i++)
+	for (i = 0; i < l->count && !ret; i++) {
 		ret = npu_holds_task(&l->holds, ctx, &tasks[i], skip[i]);
+		if (!(i % 4096))
+			cond_resched();
+	}
 	mutex_unlock(&ctx->vm_lock);
 	if (ret)
 		goto out;

@@ -18,9 +18,11 @@
  * pushing jobs, serialises stops, and keeps the hardware id owned until
  * the queue is dead. ndev->queue_lock protects ndev->queues[] and every
  * queue's ring list and completion state; it is taken after the
- * context's locks (npu_ctx.c) and q->submit_lock, never before. A queue
- * is created and looked up under ctx->queues_lock. Neither is held across a memory
- * allocation: both are on the way to a fence's signal.
+ * context's locks (npu_ctx.c) and q->submit_lock, never before. Neither
+ * submit_lock nor queue_lock is held across a memory allocation: both
+ * are on the way to a fence's signal. A queue is created and looked up
+ * under ctx->queues_lock, which is not (a queue start allocates and
+ * goes through the mailbox).
  *
  * Every path that signals batch fences is a fence-signalling section
  * (dma_fence_begin_signalling()), begun before it takes any lock: the

@@ -171,13 +171,15 @@ DEFINE_SHOW_ATTRIBUTE(npu_errlog);
  * "fail-invalidate <n>", "hold-invalidate" (until "clear") or "clear",
  * which the firmware acts on, or
  * "hold-timeout <ms>" (at most 100), "fail-pt-alloc <n>", "hold-info
- * <ms>" or "hold-map <ms>" (at most 1000), which the driver does: its
+ * <ms>", "hold-map <ms>" (at most 1000) or "hold-park <us>" (at most
+ * 2000), which the driver does: its
  * timeout handler holds a timed-out job off the scheduler's list that
  * long after stopping its queue; the n-th device page-table allocation
  * from now fails, once (0 disarms); BO_INFO waits that long between
  * finding the handle and reading the buffer's mapping, and BO_CREATE and
  * USERPTR between making the handle and answering; a new mapping
- * holds its context's VM lock that long. "clear" ends them too.
+ * holds its context's VM lock that long; an io_uring command spins that
+ * long after the settling it does as it parks. "clear" ends them too.
  */
 static ssize_t npu_inject_write(struct file *f, const char __user *ubuf, size_t len,
 				loff_t *pos)
@@ -216,6 +218,12 @@ static ssize_t npu_inject_write(struct file *f, const char __user *ubuf, size_t 
 		WRITE_ONCE(ndev->inject_hold_map_ms, arg);
 		return len;
 	}
+	if (!strcmp(word, "hold-park")) {
+		if (n != 2 || arg > 2000)
+			return -EINVAL;
+		WRITE_ONCE(ndev->inject_hold_park_us, arg);
+		return len;
+	}
 	if (!strcmp(word, "fail-pt-alloc")) {
 		if (n != 2 || arg > INT_MAX)
 			return -EINVAL;
@@ -236,6 +244,7 @@ static ssize_t npu_inject_write(struct file *f, const char __user *ubuf, size_t 
 		WRITE_ONCE(ndev->inject_hold_timeout_ms, 0);
 		WRITE_ONCE(ndev->inject_hold_info_ms, 0);
 		WRITE_ONCE(ndev->inject_hold_map_ms, 0);
+		WRITE_ONCE(ndev->inject_hold_park_us, 0);
 		atomic_set(&ndev->inject_fail_pt_alloc, 0);
 	}
 	else

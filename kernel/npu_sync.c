@@ -107,7 +107,6 @@ bool npu_event_recorded(struct npu_sync *s, u64 *timestamp_ns)
 	return true;
 }
 
-
 void npu_sync_ctx_fini(struct npu_ctx *ctx)
 {
 	struct npu_sync *s;

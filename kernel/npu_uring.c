@@ -34,6 +34,7 @@
  */
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
+#include <linux/delay.h>
 #include <linux/slab.h>
 
 #include "npu_compat.h"
@@ -180,11 +181,14 @@ static s32 npu_ucmd_status_errno(u32 status)
  * Under ucmd_lock: settle what q's state decides. The state is written
  * under queue_lock, and every change is followed by npu_uring_queue_settle():
  * a command parked after a change sees it here, one parked before is
- * settled by that call.
+ * settled by that call. True if `mine` was among them: its task work may
+ * free it on another CPU at once, ucmd_lock or not, so its parker must
+ * not touch it again.
  */
-static void npu_ucmd_settle_queue(struct npu_queue *q)
+static bool npu_ucmd_settle_queue(struct npu_queue *q, struct npu_ucmd *mine)
 {
 	struct npu_ucmd *u, *tmp;
+	bool settled = false;
 
 	lockdep_assert_held(&q->ctx->ndev->ucmd_lock);
 	list_for_each_entry_safe(u, tmp, &q->ucmds, wait_link) {
@@ -199,7 +203,9 @@ static void npu_ucmd_settle_queue(struct npu_queue *q)
 					DRM_NPU_URING_RES2(q->status, q->error_task));
 		else
 			break;	/* sorted: the rest wait for later batches */
+		settled |= u == mine;
 	}
+	return settled;
 }
 
 /* Under queue_lock: q completed work or failed. */
@@ -210,7 +216,7 @@ void npu_uring_queue_settle(struct npu_queue *q)
 
 	lockdep_assert_held(&q->ctx->ndev->queue_lock);
 	spin_lock_irqsave(&ndev->ucmd_lock, flags);
-	npu_ucmd_settle_queue(q);
+	npu_ucmd_settle_queue(q, NULL);
 	spin_unlock_irqrestore(&ndev->ucmd_lock, flags);
 }
 
@@ -224,16 +230,24 @@ static void npu_ucmd_settle_event(struct npu_sync *s, s32 res, u64 res2)
 		npu_ucmd_settle(u, res, res2);
 }
 
-/* Under ucmd_lock: settle the waiters of events that were recorded. */
-static void npu_ucmd_settle_events(struct npu_device *ndev)
+/*
+ * Under ucmd_lock: settle the waiters of events that were recorded; true
+ * if those of `mine` were among them (see npu_ucmd_settle_queue()).
+ */
+static bool npu_ucmd_settle_events(struct npu_device *ndev, const struct npu_sync *mine)
 {
 	struct npu_sync *s, *tmp;
+	bool settled = false;
 	u64 ts;
 
 	lockdep_assert_held(&ndev->ucmd_lock);
-	list_for_each_entry_safe(s, tmp, &ndev->ucmd_events, waited_link)
-		if (npu_event_recorded(s, &ts))
+	list_for_each_entry_safe(s, tmp, &ndev->ucmd_events, waited_link) {
+		if (npu_event_recorded(s, &ts)) {
 			npu_ucmd_settle_event(s, 0, ts);
+			settled |= s == mine;
+		}
+	}
+	return settled;
 }
 
 /* The device raised its queue interrupt, which also announces records. */
@@ -242,7 +256,7 @@ void npu_uring_events_settle(struct npu_device *ndev)
 	unsigned long flags;
 
 	spin_lock_irqsave(&ndev->ucmd_lock, flags);
-	npu_ucmd_settle_events(ndev);
+	npu_ucmd_settle_events(ndev, NULL);
 	spin_unlock_irqrestore(&ndev->ucmd_lock, flags);
 }
 
@@ -320,6 +334,18 @@ static void npu_ucmd_arm(struct npu_ucmd *u, s64 deadline_ns)
 }
 
 /*
+ * Fault injection: a parker held up right after what it settled, while
+ * the completion it queued runs (and frees the command) on another CPU.
+ */
+static void npu_ucmd_inject_hold(struct npu_device *ndev)
+{
+	unsigned int us = READ_ONCE(ndev->inject_hold_park_us);
+
+	if (us)
+		udelay(us);
+}
+
+/*
  * About to park: from here on the command completes only through
  * npu_ucmd_settle(), so io_uring may now ask to cancel it.
  */
@@ -340,6 +366,7 @@ static void npu_ucmd_park_queue(struct npu_ucmd *u, s64 deadline_ns)
 	struct npu_queue *q = u->q;
 	struct npu_ucmd *pos;
 	unsigned long flags;
+	bool settled;
 
 	npu_ucmd_parking(u);
 	spin_lock_irqsave(&ndev->ucmd_lock, flags);
@@ -349,8 +376,10 @@ static void npu_ucmd_park_queue(struct npu_ucmd *u, s64 deadline_ns)
 		if (pos->seq <= u->seq)
 			break;
 	list_add(&u->wait_link, &pos->wait_link);
-	npu_ucmd_settle_queue(q);
-	npu_ucmd_arm(u, deadline_ns);
+	settled = npu_ucmd_settle_queue(q, u);
+	npu_ucmd_inject_hold(ndev);
+	if (!settled)
+		npu_ucmd_arm(u, deadline_ns);
 	spin_unlock_irqrestore(&ndev->ucmd_lock, flags);
 }
 
@@ -396,6 +425,7 @@ static int npu_ucmd_event_wait(struct npu_ucmd *u, struct drm_npu_uring_event_wa
 {
 	struct npu_device *ndev = u->ndev;
 	unsigned long flags;
+	bool settled;
 	int idx;
 
 	if (args->flags)
@@ -412,8 +442,11 @@ static int npu_ucmd_event_wait(struct npu_ucmd *u, struct drm_npu_uring_event_wa
 	if (list_empty(&u->event->ucmds))
 		list_add_tail(&u->event->waited_link, &ndev->ucmd_events);
 	list_add_tail(&u->wait_link, &u->event->ucmds);
-	npu_ucmd_settle_events(ndev);
-	npu_ucmd_arm(u, args->deadline_ns);
+	/* Settled, u is its task work's: see npu_ucmd_settle_queue(). */
+	settled = npu_ucmd_settle_events(ndev, u->event);
+	npu_ucmd_inject_hold(ndev);
+	if (!settled)
+		npu_ucmd_arm(u, args->deadline_ns);
 	spin_unlock_irqrestore(&ndev->ucmd_lock, flags);
 	drm_dev_exit(idx);
 	return 0;

@@ -141,9 +141,9 @@ void npu_userptr_release(struct npu_bo *bo)
 	struct npu_userptr *u = bo->user;
 	bool keep;
 
-	spin_lock(&bo->owner->userptrs_lock);
+	mutex_lock(&bo->owner->userptrs_lock);
 	list_del(&u->link);
-	spin_unlock(&bo->owner->userptrs_lock);
+	mutex_unlock(&bo->owner->userptrs_lock);
 	npu_mem_account(ndev, bo->owner, DRM_NPU_MEM_REGION_HOST,
 			-(s64)(u->npages << PAGE_SHIFT));
 
@@ -204,15 +204,15 @@ int npu_ioctl_userptr(struct drm_device *drm, void *data, struct drm_file *file)
 	u->mm = current->mm;
 	mmgrab(u->mm);
 
-	spin_lock(&ctx->userptrs_lock);
+	mutex_lock(&ctx->userptrs_lock);
 	if (npu_userptr_overlaps(ctx, u->mm, args->addr, args->size)) {
-		spin_unlock(&ctx->userptrs_lock);
+		mutex_unlock(&ctx->userptrs_lock);
 		ret = -EEXIST;
 		goto err_mm;
 	}
 	/* Claim the range now, so a racing registration sees it. */
 	list_add(&u->link, &ctx->userptrs);
-	spin_unlock(&ctx->userptrs_lock);
+	mutex_unlock(&ctx->userptrs_lock);
 
 	/*
 	 * Outside the device's section: faulting the pages in can wait on
@@ -241,9 +241,9 @@ int npu_ioctl_userptr(struct drm_device *drm, void *data, struct drm_file *file)
 	return ret;
 
 err_unlist:
-	spin_lock(&ctx->userptrs_lock);
+	mutex_lock(&ctx->userptrs_lock);
 	list_del(&u->link);
-	spin_unlock(&ctx->userptrs_lock);
+	mutex_unlock(&ctx->userptrs_lock);
 err_mm:
 	mmdrop(u->mm);
 err_free:

@@ -828,6 +828,8 @@ void op_notify_import(void)
 		a.id = rnd_garbage32() | 1;
 	if (chance(10))
 		a.pad = rnd_garbage32() | 1;
+	if (f->nsync == FZ_SYNCS && !a.flags)
+		a.flags = 4;	/* no room in the model to count what it would add */
 	ioc_pick(&c, f, &a, sizeof(a));
 	fz_begin(OP_NOTIFY_IMPORT, "NOTIFY_IMPORT fd=%d notify_fd=%d flags=%#x id=%u pad=%#x%s",
 		 c.fd, a.fd, a.flags, a.id, a.pad, ioc_str(&c));

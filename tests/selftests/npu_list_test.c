@@ -1059,6 +1059,44 @@ TEST_F(l, handle_zero_is_never_a_list)
 		  npu_usage_settles(self->fd, DRM_NPU_MEM_REGION_QUEUES, self->lists_before));
 }
 
+/*
+ * Tasks of a list that name addresses nothing maps keep those stretches
+ * out of the allocator for the list's life. They cost kernel memory
+ * alone, so one holder names at most 4096 of them and a context keeps at
+ * most 16384 at once: the list that would go past is refused with
+ * -E2BIG, and fits once another list has gone. Buffers still get made.
+ */
+TEST_F(l, unmapped_stretches_are_held_within_a_budget)
+{
+	const uint32_t n = 4096;
+	struct drm_npu_task *t = calloc(n + 1, sizeof(*t));
+	const uint64_t base = self->va + (4ull << 30);	/* nothing mapped there */
+	struct drm_npu_bo_create bo;
+	uint32_t h[5];
+
+	ASSERT_NE(NULL, t);
+	/* Timestamps 8 bytes apart from each other: a stretch each. */
+	for (uint32_t k = 0; k < 5; k++) {
+		for (uint32_t i = 0; i <= n; i++)
+			t[i] = (struct drm_npu_task){ .type = DRM_NPU_TASK_TIMESTAMP,
+						      .args = { base + (k * (n + 1) + i) * 16 } };
+		if (k == 0) {
+			EXPECT_EQ(-E2BIG, list_create(self->fd, &(struct list_desc){
+				.tasks = t, .count = n + 1 }, &h[0]));
+		}
+		EXPECT_EQ(k < 4 ? 0 : -E2BIG, list_create(self->fd, &(struct list_desc){
+			.tasks = t, .count = n }, &h[k])) TH_LOG("list %u", k);
+	}
+	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &bo));
+	EXPECT_EQ(0, list_destroy(self->fd, h[0]));
+	EXPECT_EQ(0, list_create(self->fd, &(struct list_desc){ .tasks = t, .count = n }, &h[4]));
+	for (uint32_t k = 1; k < 5; k++) {
+		EXPECT_EQ(0, list_destroy(self->fd, h[k])) TH_LOG("list %u", k);
+	}
+	EXPECT_EQ(0, npu_gem_close(self->fd, bo.handle));
+	free(t);
+}
+
 struct quota_race {
 	int fd;
 	struct drm_npu_task *tasks;

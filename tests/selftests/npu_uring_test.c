@@ -39,21 +39,29 @@ static struct drm_npu_task task1(uint16_t type, uint64_t arg)
 	return t;
 }
 
-/* Queue a command in the next SQE (of either size); 0 or -EBUSY. */
-static int prep(struct io_uring *r, int fd, uint32_t op, const void *payload, size_t len,
-		uint64_t user_data)
+/* Queue a command in the next SQE (of either size), with SQE flags. */
+static int prep_flags(struct io_uring *r, int fd, uint32_t op, const void *payload, size_t len,
+		      uint64_t user_data, uint8_t flags)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(r);
 
 	if (!sqe)
 		return -EBUSY;
 	memset(sqe, 0, (r->flags & IORING_SETUP_SQE128) ? 128 : 64);
+	sqe->flags = flags;
 	sqe->opcode = IORING_OP_URING_CMD;
 	sqe->fd = fd;
 	sqe->cmd_op = op;
 	sqe->user_data = user_data;
 	memcpy(sqe->cmd, payload, len);
 	return 0;
+}
+
+/* Queue a command in the next SQE (of either size); 0 or -EBUSY. */
+static int prep(struct io_uring *r, int fd, uint32_t op, const void *payload, size_t len,
+		uint64_t user_data)
+{
+	return prep_flags(r, fd, op, payload, len, user_data, 0);
 }
 
 /* The next CQE within timeout_ns: 0, or -ETIME when none came. */
@@ -480,6 +488,53 @@ TEST_F(ur, event_wait_completes_with_the_record_timestamp)
 	ew = (struct drm_npu_uring_event_wait){ .id = self->gate, .flags = 2 };
 	ASSERT_EQ(0, run(&self->ring, self->fd, DRM_NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew), &c));
 	EXPECT_EQ(-EINVAL, c.res);
+}
+
+/*
+ * Waits with a deadline for what is done already, issued from io_uring's
+ * workers (IOSQE_ASYNC): each settles as it parks, and its completion,
+ * run by this thread meanwhile, frees it. The parking worker, held up a
+ * millisecond after settling (debugfs hold-park), must not touch it
+ * again: it armed the deadline of a freed command, a use after free that
+ * KASAN reports on the debug kernel (make check-debug runs this too).
+ */
+TEST_F(ur, commands_settled_as_they_park_are_left_alone)
+{
+	struct drm_npu_task t = task1(DRM_NPU_TASK_EVENT_RECORD, self->gate);
+	struct drm_npu_uring_event_wait ew = { .id = self->gate };
+	struct drm_npu_uring_wait w = { .queue = self->q };
+	int done = 0, bad = 0;
+	uint64_t seq;
+	struct cqe c;
+
+	if (npu_inject("hold-park 1000"))
+		SKIP(return, "no fault injection (npu-fwsim --fault-injection, debugfs)");
+	ASSERT_EQ(0, npu_submit_on(self->fd, self->q, &t, 1, &seq));
+	ASSERT_EQ(0, npu_wait_on(self->fd, self->q, seq, 10 * SEC, NULL));
+	w.seq = seq;
+	for (int round = 0; round < 40; round++) {
+		w.deadline_ns = ew.deadline_ns = npu_deadline(SEC);
+		for (int i = 0; i < 32; i++) {
+			if (i & 1) {
+				ASSERT_EQ(0, prep_flags(&self->ring, self->fd, DRM_NPU_URING_CMD_WAIT,
+							&w, sizeof(w), i, IOSQE_ASYNC));
+			} else {
+				ASSERT_EQ(0, prep_flags(&self->ring, self->fd,
+							DRM_NPU_URING_CMD_EVENT_WAIT, &ew,
+							sizeof(ew), i, IOSQE_ASYNC));
+			}
+		}
+		ASSERT_EQ(32, io_uring_submit(&self->ring));
+		for (int i = 0; i < 32; i++) {
+			ASSERT_EQ(0, reap(&self->ring, 5 * SEC, &c));
+			bad += c.res != 0;
+			done++;
+		}
+	}
+	EXPECT_EQ(0, npu_inject("clear"));
+	EXPECT_EQ(40 * 32, done);
+	EXPECT_EQ(0, bad);
+	EXPECT_EQ(0, parked_settles(0));
 }
 
 TEST_F(ur, abort_and_destroy_cancel_what_waits_on_the_queue)

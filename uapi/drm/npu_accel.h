@@ -688,7 +688,9 @@ struct drm_npu_notify_import {
  *
  * Errors: -EINVAL malformed tasks or syncobj entries (nothing is
  * queued); -ENOENT an unknown syncobj handle or point; -EFAULT bad
- * pointers; -E2BIG the tasks' ranges cover more than 4096 buffers; -EIO
+ * pointers; -E2BIG the tasks' ranges cover more than 4096 buffers or
+ * unmapped stretches, or the context's work in flight holds too many
+ * of the latter (uapi.rst); -EIO
  * the queue failed earlier and takes no more work; -EBUSY no hardware
  * queue is free; -ENOMEM; -EINTR.
  */
