@@ -113,6 +113,8 @@ struct npu_device {
 	unsigned int inject_hold_map_ms;
 	/* debugfs npu_inject "hold-park <us>": see npu_ucmd_park_queue(). */
 	unsigned int inject_hold_park_us;
+	/* debugfs npu_inject "hold-cancelable <ms>": see npu_ucmd_parking(). */
+	unsigned int inject_hold_cancelable_ms;
 };
 
 /* The driver's own work (releasing finished jobs); drained when the module goes. */

@@ -166,20 +166,45 @@ static int npu_errlog_show(struct seq_file *m, void *unused)
 DEFINE_SHOW_ATTRIBUTE(npu_errlog);
 
 /*
+ * The driver's own fault injection: a delay at one point of its code,
+ * for a test to widen a window that is otherwise microseconds wide.
+ */
+static const struct npu_inject_hold {
+	const char *name;
+	unsigned int max;
+	size_t offset;		/* of the unsigned int in struct npu_device */
+} npu_inject_holds[] = {
+	/* The timeout handler holds a timed-out job off the scheduler's list (ms). */
+	{ "hold-timeout", 100, offsetof(struct npu_device, inject_hold_timeout_ms) },
+	/*
+	 * BO_INFO waits between finding the handle and reading the buffer's
+	 * mapping, BO_CREATE and USERPTR between making the handle and
+	 * answering (ms).
+	 */
+	{ "hold-info", 1000, offsetof(struct npu_device, inject_hold_info_ms) },
+	/* A new mapping holds its context's VM lock (ms). */
+	{ "hold-map", 1000, offsetof(struct npu_device, inject_hold_map_ms) },
+	/* An io_uring command spins after the settling it does as it parks (us). */
+	{ "hold-park", 2000, offsetof(struct npu_device, inject_hold_park_us) },
+	/*
+	 * An io_uring command issued from a worker sleeps between becoming
+	 * cancelable and parking (ms; 6.7 on, where io_uring cancels).
+	 */
+	{ "hold-cancelable", 1000, offsetof(struct npu_device, inject_hold_cancelable_ms) },
+};
+
+static unsigned int *npu_inject_hold_at(struct npu_device *ndev, const struct npu_inject_hold *h)
+{
+	return (unsigned int *)((char *)ndev + h->offset);
+}
+
+/*
  * Fault injection for tests, when the firmware offers it: write
  * "hang <context id>", "heartbeat-stop", "drop-irqs <n>",
  * "fail-invalidate <n>", "hold-invalidate" (until "clear") or "clear",
- * which the firmware acts on, or
- * "hold-timeout <ms>" (at most 100), "fail-pt-alloc <n>", "hold-info
- * <ms>", "hold-map <ms>" (at most 1000) or "hold-park <us>" (at most
- * 2000), which the driver does: its
- * timeout handler holds a timed-out job off the scheduler's list that
- * long after stopping its queue; the n-th device page-table allocation
- * from now fails, once (0 disarms); BO_INFO waits that long between
- * finding the handle and reading the buffer's mapping, and BO_CREATE and
- * USERPTR between making the handle and answering; a new mapping
- * holds its context's VM lock that long; an io_uring command spins that
- * long after the settling it does as it parks. "clear" ends them too.
+ * which the firmware acts on; "fail-pt-alloc <n>", which fails the n-th
+ * device page-table allocation from now, once (0 disarms); or one of
+ * npu_inject_holds[] with its delay (0 ends it). "clear" ends them all.
  */
 static ssize_t npu_inject_write(struct file *f, const char __user *ubuf, size_t len,
 				loff_t *pos)
@@ -189,6 +214,7 @@ static ssize_t npu_inject_write(struct file *f, const char __user *ubuf, size_t 
 	char buf[32], word[16];
 	unsigned int arg = 0;
 	int n, ret, idx;
+	size_t i;
 
 	if (!(ndev->fw.caps & NPU_FW_CAP_FAULT_INJECTION))
 		return -EOPNOTSUPP;
@@ -200,28 +226,14 @@ static ssize_t npu_inject_write(struct file *f, const char __user *ubuf, size_t 
 	n = sscanf(buf, "%15s %u", word, &arg);
 	if (n < 1)
 		return -EINVAL;
-	if (!strcmp(word, "hold-timeout")) {
-		if (n != 2 || arg > 100)
+	for (i = 0; i < ARRAY_SIZE(npu_inject_holds); i++) {
+		const struct npu_inject_hold *h = &npu_inject_holds[i];
+
+		if (strcmp(word, h->name))
+			continue;
+		if (n != 2 || arg > h->max)
 			return -EINVAL;
-		WRITE_ONCE(ndev->inject_hold_timeout_ms, arg);
-		return len;
-	}
-	if (!strcmp(word, "hold-info")) {
-		if (n != 2 || arg > 1000)
-			return -EINVAL;
-		WRITE_ONCE(ndev->inject_hold_info_ms, arg);
-		return len;
-	}
-	if (!strcmp(word, "hold-map")) {
-		if (n != 2 || arg > 1000)
-			return -EINVAL;
-		WRITE_ONCE(ndev->inject_hold_map_ms, arg);
-		return len;
-	}
-	if (!strcmp(word, "hold-park")) {
-		if (n != 2 || arg > 2000)
-			return -EINVAL;
-		WRITE_ONCE(ndev->inject_hold_park_us, arg);
+		WRITE_ONCE(*npu_inject_hold_at(ndev, h), arg);
 		return len;
 	}
 	if (!strcmp(word, "fail-pt-alloc")) {
@@ -241,13 +253,10 @@ static ssize_t npu_inject_write(struct file *f, const char __user *ubuf, size_t 
 	else if (!strcmp(word, "hold-invalidate") && n == 1)
 		args[0] = NPU_FW_INJECT_HOLD_INVALIDATE;
 	else if (!strcmp(word, "clear")) {
-		WRITE_ONCE(ndev->inject_hold_timeout_ms, 0);
-		WRITE_ONCE(ndev->inject_hold_info_ms, 0);
-		WRITE_ONCE(ndev->inject_hold_map_ms, 0);
-		WRITE_ONCE(ndev->inject_hold_park_us, 0);
+		for (i = 0; i < ARRAY_SIZE(npu_inject_holds); i++)
+			WRITE_ONCE(*npu_inject_hold_at(ndev, &npu_inject_holds[i]), 0);
 		atomic_set(&ndev->inject_fail_pt_alloc, 0);
-	}
-	else
+	} else
 		return -EINVAL;
 	args[1] = arg;
 	if (!drm_dev_enter(&ndev->drm, &idx))

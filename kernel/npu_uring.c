@@ -304,7 +304,13 @@ static enum hrtimer_restart npu_ucmd_expire(struct hrtimer *t)
 #ifdef HAVE_IO_URING_CMD_MARK_CANCELABLE
 /*
  * io_uring cancels a command it still lists as cancelable: until its CQE
- * is posted, which is after the task work freed the npu_ucmd.
+ * is posted, which is after the task work freed the npu_ucmd. It lists
+ * it from npu_ucmd_parking(), before the parker takes ucmd_lock: a
+ * command issued from an io_uring worker (which holds no ring lock) can
+ * be cancelled in between. Settled there, it would be parked after its
+ * task work had freed it. So a command not parked yet is left alone:
+ * io_uring asks again until no cancelable command is left, and by then
+ * it is parked.
  */
 static void npu_ucmd_cancel(struct npu_device *ndev, struct io_uring_cmd *cmd)
 {
@@ -312,7 +318,7 @@ static void npu_ucmd_cancel(struct npu_device *ndev, struct io_uring_cmd *cmd)
 	unsigned long flags;
 
 	spin_lock_irqsave(&ndev->ucmd_lock, flags);
-	if (!pdu->settled)
+	if (!pdu->settled && !list_empty(&pdu->u->link))
 		npu_ucmd_settle(pdu->u, -ECANCELED, 0);
 	spin_unlock_irqrestore(&ndev->ucmd_lock, flags);
 }
@@ -352,7 +358,12 @@ static void npu_ucmd_inject_hold(struct npu_device *ndev)
 static void npu_ucmd_parking(struct npu_ucmd *u)
 {
 #ifdef HAVE_IO_URING_CMD_MARK_CANCELABLE
+	unsigned int ms = READ_ONCE(u->ndev->inject_hold_cancelable_ms);
+
 	io_uring_cmd_mark_cancelable(u->cmd, u->issue_flags);
+	/* Fault injection: cancelable, and not parked yet. */
+	if (ms && (u->issue_flags & IO_URING_F_UNLOCKED))
+		msleep(ms);
 #endif
 }
 

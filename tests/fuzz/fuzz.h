@@ -158,6 +158,7 @@ struct fz_list {
 	bool write[FZ_LIST_SLOTS];	/* the list's tasks may write it */
 	bool may_fail;		/* running it may fault on the device */
 	bool blocks;		/* it may wait on an event nobody records */
+	bool launches;		/* it holds a launch, whose tensors nobody holds */
 };
 
 struct fz_urange {

@@ -729,6 +729,20 @@ static void so_op_transfer(struct fz_file *f, int fd)
 
 	if (!a.dst_point) {
 		so_reset(dst, true);
+		/*
+		 * A binary transfer installs the fence the source point finds:
+		 * for point 0 the source's head itself, a chain node when the
+		 * source is a timeline, so the destination answers QUERY and
+		 * takes new points as that timeline would. For a point, some
+		 * node of the chain at or after it: which one is not ours to
+		 * know.
+		 */
+		if (t.timeline && !a.src_point) {
+			dst->timeline = true;
+			dst->last_point = t.last_point;
+		} else if (t.timeline) {
+			dst->risky = true;
+		}
 	} else {
 		dst->fence = true;
 		dst->timeline = true;

@@ -100,6 +100,8 @@ bool list_run_task(struct fz_file *f, struct drm_npu_task *k, unsigned int *inva
 	}
 	*may_fail |= wild || l->may_fail;
 	*blocks |= l->blocks;
+	/* Each run launches again: a new buffer may be where it writes. */
+	f->launched |= l->launches;
 	return true;
 }
 
@@ -246,13 +248,17 @@ void op_tasklist_create(void)
 	}
 	struct fz_list *l = &f->list[f->nlist++];
 
+	bool launches = false;
+
 	/* Every run waits again: a record seen once satisfies one run only. */
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n; i++) {
 		blocks |= t[i].type == DRM_NPU_TASK_EVENT_WAIT ||
 			  t[i].type == DRM_NPU_TASK_NOTIFY_WAIT;
+		launches |= t[i].type == DRM_NPU_TASK_KERNEL;
+	}
 
 	*l = (struct fz_list){ .handle = a.handle, .nslots = nslots, .may_fail = may_fail,
-			       .blocks = blocks };
+			       .blocks = blocks, .launches = launches };
 	for (uint32_t i = 0; i < nslots; i++) {
 		l->size[i] = s[i].size;
 		l->write[i] = s[i].flags & DRM_NPU_IO_SLOT_WRITE;

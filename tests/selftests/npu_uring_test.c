@@ -608,6 +608,54 @@ TEST_F(ur, closing_the_ring_cancels_its_commands)
 	EXPECT_EQ(4, c.res2);
 }
 
+/*
+ * From 6.7 io_uring lists a command as cancelable before the driver parks
+ * it, and a command issued from an io_uring worker holds no ring lock in
+ * between: a ring closed then asks the driver to cancel a command that is
+ * not parked yet. Settling it there let its task work free it, and the
+ * worker then parked the freed command (heap corruption, found by the
+ * fuzzer on 6.12). hold-cancelable keeps the worker in that window while
+ * the ring closes; the cancel must wait until the command is parked. The
+ * parked list in debugfs then holds nothing, and the queue's completion,
+ * which walks it, finds nothing stale.
+ */
+TEST_F(ur, a_ring_closed_before_its_worker_parks_cancels_the_parked_command)
+{
+	struct drm_npu_uring_wait w = { .deadline_ns = npu_deadline(-1), .queue = self->q };
+	struct drm_npu_uring_event_wait ew = { .deadline_ns = npu_deadline(-1), .id = self->gate };
+	struct drm_npu_task t;
+	struct io_uring r;
+	uint64_t seq;
+	struct cqe c;
+
+	if (npu_inject("hold-cancelable 400"))
+		SKIP(return, "no fault injection (npu-fwsim --fault-injection, debugfs)");
+	w.seq = block_queue(_metadata, self);
+	for (int round = 0; round < 3; round++) {
+		ASSERT_EQ(0, io_uring_queue_init(8, &r, self->flags));
+		ASSERT_EQ(0, prep_flags(&r, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), 1,
+					IOSQE_ASYNC));
+		ASSERT_EQ(0, prep_flags(&r, self->fd, DRM_NPU_URING_CMD_EVENT_WAIT, &ew, sizeof(ew),
+					2, IOSQE_ASYNC));
+		ASSERT_EQ(2, io_uring_submit(&r));
+		usleep(150 * 1000);	/* both workers inside the hold */
+		io_uring_queue_exit(&r);
+		EXPECT_EQ(0, parked_settles(0));
+		EXPECT_EQ(-1, npu_debugfs_value("npu_queues", " wait queue "));
+		EXPECT_EQ(-1, npu_debugfs_value("npu_queues", " event_wait event "));
+	}
+	EXPECT_EQ(0, npu_inject("clear"));
+
+	/* The queue's completion walks what waits on it. */
+	open_gate(_metadata, self);
+	EXPECT_EQ(0, npu_wait_on(self->fd, self->q, w.seq, 10 * SEC, NULL));
+	ASSERT_EQ(0, run(&self->ring, self->fd, DRM_NPU_URING_CMD_WAIT, &w, sizeof(w), &c));
+	EXPECT_EQ(0, c.res);
+	t = task1(DRM_NPU_TASK_NOP, 0);
+	ASSERT_EQ(0, npu_submit_on(self->fd, self->q, &t, 1, &seq));
+	EXPECT_EQ(0, npu_wait_on(self->fd, self->q, seq, 10 * SEC, NULL));
+}
+
 TEST_F(ur, a_killed_process_with_parked_commands_leaves_nothing)
 {
 	uint64_t hbm_before = npu_hbm_used(self->fd);
