@@ -45,7 +45,10 @@ FWSIM_CORE := firmware-sim/npu_dev.c firmware-sim/npu_engine.c firmware-sim/npu_
 # libmvec (glibc's vector math, in libc6) before libm: npu_vmath.c.
 FWSIM_LIBS := -lpthread -lmvec -lm
 FWSIM_SRCS := $(FWSIM_CORE) firmware-sim/fwsim.c firmware-sim/main.c
-LIB_SRCS   := $(sort $(wildcard userspace/lib/*.c))
+# libnpurt by layer, each calling only the ones before it (userspace/README.rst).
+US_LAYERS  := runtime model onnx
+LIB_SRCS   := $(sort $(foreach l,$(US_LAYERS),$(wildcard userspace/$(l)/*.c)))
+US_INC     := $(foreach l,$(US_LAYERS),-Iuserspace/$(l))
 # The ONNX importer reads models with protobuf-c, from C generated at build
 # time out of Debian's onnx.proto (libonnx-dev), never kept in the tree.
 ONNX_PROTO ?= /usr/include/onnx/onnx.proto
@@ -112,10 +115,10 @@ $(O)/obj/gen/onnx.pb-c.o: $(ONNX_GEN)
 	$(CC) -std=c11 $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden $(PBC_CFLAGS) -I$(O)/gen -c $< -o $@
 
 # One set of PIC objects serves both the shared and the static library.
-$(O)/obj/userspace/lib/%.o: userspace/lib/%.c | $(ONNX_GEN)
+$(call obj,$(LIB_SRCS)): $(O)/obj/%.o: %.c | $(ONNX_GEN)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(DEPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden \
-		-Iuserspace/include -Iuapi -Ifirmware-sim -I$(O)/gen $(PBC_CFLAGS) $(DRM_CFLAGS) \
+		-Iuserspace/include $(US_INC) -Iuapi -Ifirmware-sim -I$(O)/gen $(PBC_CFLAGS) $(DRM_CFLAGS) \
 		$(URING_CFLAGS) -c $< -o $@
 
 $(LIBSO): $(LIB_OBJS)
@@ -140,7 +143,7 @@ $(O)/obj/userspace/tools/%.o: userspace/tools/%.c
 $(O)/bin/npu-smi: $(call obj,$(wildcard userspace/tools/npu-smi/*.c))
 # npurun's host reference reads model files with the library's own reader.
 $(O)/bin/npurun: $(call obj,$(wildcard userspace/tools/npurun/*.c))
-$(O)/obj/userspace/tools/npurun/%.o: TOOL_CFLAGS := -Iuserspace/lib -Ifirmware-sim
+$(O)/obj/userspace/tools/npurun/%.o: TOOL_CFLAGS := -Iuserspace/model -Iuserspace/runtime -Ifirmware-sim
 $(O)/obj/userspace/tools/npurun.o: TOOL_CFLAGS := -Iuserspace/tools/npurun
 
 # Tools link libnpurt statically: they run from the build tree unchanged.
@@ -180,30 +183,30 @@ $(O)/tests/unit/%: $(O)/obj/tests/unit/%.o $(call obj,$(FWSIM_CORE)) $(LIBA)
 # and UBSan.
 $(O)/obj/tests/unit/npurt_cache_test.o $(O)/obj/tests/unit/npurt_ranges_test.o \
 $(O)/obj/tests/unit/npurt_model_file_test.o: \
-	TEST_CFLAGS += -Iuserspace/lib
+	TEST_CFLAGS += $(US_INC)
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 UNIT_SAN  := $(O)/tests/unit-san/npurt_cache_test $(O)/tests/unit-san/npurt_ranges_test \
 	$(O)/tests/unit-san/npurt_model_file_test
 
-$(O)/tests/unit-san/npurt_cache_test: tests/unit/npurt_cache_test.c userspace/lib/mem_cache.c \
-		userspace/lib/mem_cache.h $(KSFT)/kselftest_harness.h
+$(O)/tests/unit-san/npurt_cache_test: tests/unit/npurt_cache_test.c userspace/runtime/mem_cache.c \
+		userspace/runtime/mem_cache.h $(KSFT)/kselftest_harness.h
 	@mkdir -p $(@D)
-	$(CC) $(filter-out $(DEPFLAGS),$(TEST_CFLAGS)) -Iuserspace/lib $(SAN_FLAGS) \
+	$(CC) $(filter-out $(DEPFLAGS),$(TEST_CFLAGS)) -Iuserspace/runtime $(SAN_FLAGS) \
 		$(filter %.c,$^) -lpthread -o $@
 
-$(O)/tests/unit-san/npurt_ranges_test: tests/unit/npurt_ranges_test.c userspace/lib/mem_ranges.c \
-		userspace/lib/mem_ranges.h $(KSFT)/kselftest_harness.h
+$(O)/tests/unit-san/npurt_ranges_test: tests/unit/npurt_ranges_test.c userspace/runtime/mem_ranges.c \
+		userspace/runtime/mem_ranges.h $(KSFT)/kselftest_harness.h
 	@mkdir -p $(@D)
-	$(CC) $(filter-out $(DEPFLAGS),$(TEST_CFLAGS)) -Iuserspace/lib $(SAN_FLAGS) \
+	$(CC) $(filter-out $(DEPFLAGS),$(TEST_CFLAGS)) -Iuserspace/runtime $(SAN_FLAGS) \
 		$(filter %.c,$^) -lpthread -o $@
 
 # The model file's reader, planner and builder: no device, so all of it.
-MODEL_FILE_SRCS := userspace/lib/model_file.c userspace/lib/plan.c userspace/lib/graph.c \
-	userspace/lib/error.c userspace/lib/oplib.c
+MODEL_FILE_SRCS := userspace/model/model_file.c userspace/model/plan.c userspace/model/graph.c \
+	userspace/runtime/error.c userspace/runtime/oplib.c
 $(O)/tests/unit-san/npurt_model_file_test: tests/unit/npurt_model_file_test.c $(MODEL_FILE_SRCS) \
-		userspace/lib/model_file.h userspace/lib/model_format.h $(KSFT)/kselftest_harness.h
+		userspace/model/model_file.h userspace/model/model_format.h $(KSFT)/kselftest_harness.h
 	@mkdir -p $(@D)
-	$(CC) $(filter-out $(DEPFLAGS),$(TEST_CFLAGS)) -Iuserspace/lib $(SAN_FLAGS) \
+	$(CC) $(filter-out $(DEPFLAGS),$(TEST_CFLAGS)) $(US_INC) $(SAN_FLAGS) \
 		$(filter %.c,$^) -lpthread -o $@
 
 $(O)/tests/selftests/%: $(O)/obj/tests/selftests/%.o $(LIBA)
@@ -225,19 +228,19 @@ $(O)/obj/tests/fuzz/%.o: tests/fuzz/%.c
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) $(DEPFLAGS) $(CFLAGS) -Iuapi -Ifirmware-sim $(DRM_CFLAGS) \
 		$(URING_CFLAGS) -c $< -o $@
 
-$(O)/tests/fuzz/model_fuzz: tests/fuzz/model_fuzz.c userspace/lib/model_file.c userspace/lib/plan.c \
-		userspace/lib/model_file.h userspace/lib/model_format.h
+$(O)/tests/fuzz/model_fuzz: tests/fuzz/model_fuzz.c userspace/model/model_file.c userspace/model/plan.c \
+		userspace/model/model_file.h userspace/model/model_format.h
 	@mkdir -p $(@D)
 	clang -std=gnu11 -D_GNU_SOURCE $(WARN) -O1 -g -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=all -Iuserspace/lib -Ifirmware-sim -Iuapi \
+		-fno-sanitize-recover=all $(US_INC) -Ifirmware-sim -Iuapi \
 		$(filter %.c,$^) -o $@
 
 # The ONNX importer with what it needs of the library: no device code.
-ONNX_FUZZ_SRCS := $(wildcard userspace/lib/onnx_*.c) $(MODEL_FILE_SRCS)
-$(O)/tests/fuzz/onnx_fuzz: tests/fuzz/onnx_fuzz.c $(ONNX_FUZZ_SRCS) $(ONNX_GEN) userspace/lib/onnx.h
+ONNX_FUZZ_SRCS := $(wildcard userspace/onnx/onnx_*.c) $(MODEL_FILE_SRCS)
+$(O)/tests/fuzz/onnx_fuzz: tests/fuzz/onnx_fuzz.c $(ONNX_FUZZ_SRCS) $(ONNX_GEN) userspace/onnx/onnx.h
 	@mkdir -p $(@D)
 	clang -std=gnu11 -D_GNU_SOURCE $(WARN) -O1 -g -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=all -Iuserspace/include -Iuserspace/lib -Ifirmware-sim -Iuapi \
+		-fno-sanitize-recover=all -Iuserspace/include $(US_INC) -Ifirmware-sim -Iuapi \
 		-I$(O)/gen $(PBC_CFLAGS) $(DRM_CFLAGS) $(filter %.c,$^) $(LIB_DEPS) -lm -o $@
 
 $(O)/tests/fuzz/npu-fuzz: $(call obj,$(FUZZ_SRCS))

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Copies from and to pageable memory, which libnpurt stages through a
- * stream's pinned buffers (userspace/lib/copy.c), against the same copy
+ * stream's pinned buffers (userspace/runtime/copy.c), against the same copy
  * from or to pinned memory, which is one COPY task: rounds alternate
  * between the two in one run, best of each, printed as GB/s and the
  * ratio (goal for host to device: at least 0.7). Each round is

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libnpurt's caching allocator (userspace/lib/mem_cache.c) on the host:
+ * libnpurt's caching allocator (userspace/runtime/mem_cache.c) on the host:
  * the segments come from a fake kernel that counts them and the streams
  * are fakes whose progress the tests set. Size classes, splitting and
  * merging, best fit, the release threshold, trimming, running out of

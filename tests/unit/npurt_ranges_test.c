@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libnpurt's table of live host ranges (userspace/lib/mem_ranges.c), on
+ * libnpurt's table of live host ranges (userspace/runtime/mem_ranges.c), on
  * the host: what a lookup finds inside, across and between ranges, at the
  * edges of the address space, after inserts and removes in any order, and
  * under threads looking up while others insert and remove. Also built
