@@ -62,13 +62,6 @@ struct npurt_capture {
 /* Copies of more rows than this are not captured (an op each). */
 #define CAPTURE_MAX_ROWS	4096
 
-npurt_status npurt_capture_refuse(npurt_stream *s, const char *who, const char *why)
-{
-	(void)s;
-	return npurt_set_error(NPURT_ERR_CAPTURE, "%s: not allowed while the stream captures: %s",
-			       who, why);
-}
-
 /* What a capture had before an op: what the op made goes if it fails. */
 struct mark {
 	uint32_t ntensors;
@@ -250,8 +243,8 @@ static npurt_status add(struct npurt_capture *c, npurt_stream *s, npurt_status s
 
 /* ---- work ----------------------------------------------------------------- */
 
-npurt_status npurt_capture_launch(npurt_stream *s, const npurt_launch_desc *d, int inputs,
-				  const char *who)
+static npurt_status capture_launch(npurt_stream *s, const npurt_launch_desc *d, int inputs,
+				   const char *who)
 {
 	static const char *const what[] = { "input 0", "input 1" };
 	struct npum_op op = { .type = NPUM_OP_KERNEL, .kernel = (uint16_t)d->op, .flags = d->flags,
@@ -287,8 +280,8 @@ static uint32_t copy_dtype(uint64_t dst, uint64_t src, size_t width)
 	return NPUM_NONE;
 }
 
-npurt_status npurt_capture_copy(npurt_stream *s, uint64_t dst, size_t dpitch, uint64_t src,
-				size_t spitch, size_t width, size_t height, const char *who)
+static npurt_status capture_copy(npurt_stream *s, uint64_t dst, size_t dpitch, uint64_t src,
+				 size_t spitch, size_t width, size_t height, const char *who)
 {
 	uint32_t dtype = copy_dtype(dst, src, width), sbuf, dbuf = 0;
 	struct npum_op op = { .type = NPUM_OP_COPY, .in = { NPUM_NONE, NPUM_NONE } };
@@ -322,8 +315,8 @@ npurt_status npurt_capture_copy(npurt_stream *s, uint64_t dst, size_t dpitch, ui
 	return st;
 }
 
-npurt_status npurt_capture_fill(npurt_stream *s, uint64_t dst, uint32_t word, size_t size,
-				const char *who)
+static npurt_status capture_fill(npurt_stream *s, uint64_t dst, uint32_t word, size_t size,
+				 const char *who)
 {
 	struct npum_op op = { .type = NPUM_OP_FILL, .in = { NPUM_NONE, NPUM_NONE }, .value = word };
 	uint64_t elems = size / 4;
@@ -357,7 +350,7 @@ static struct npurt_capture *capture_by_id(npurt_device *dev, uint64_t id)
 	return c;
 }
 
-npurt_status npurt_capture_record(npurt_event *ev, npurt_stream *s, const char *who)
+static npurt_status capture_record(npurt_event *ev, npurt_stream *s, const char *who)
 {
 	struct npurt_capture *c;
 	npurt_status st;
@@ -377,21 +370,14 @@ npurt_status npurt_capture_record(npurt_event *ev, npurt_stream *s, const char *
 	return st;
 }
 
-void npurt_capture_event_recorded(npurt_event *ev)
-{
-	atomic_store(&ev->cap_id, 0);
-}
-
-npurt_status npurt_capture_wait(npurt_stream *s, npurt_event *ev, bool *handled, const char *who)
+/* Only called when the wait is the capture's (npurt_capture_wait()). */
+static npurt_status capture_wait(npurt_stream *s, npurt_event *ev, const char *who)
 {
 	npurt_device *dev = s->dev;
 	struct npurt_capture *mine, *theirs = NULL;
 	npurt_status st = NPURT_OK;
 	uint64_t id;
 
-	*handled = npurt_capturing(s) || atomic_load(&ev->cap_id);
-	if (!*handled)
-		return NPURT_OK;
 	/* A stream about to join: what it had before runs as it was issued. */
 	if (!npurt_capturing(s)) {
 		st = npurt_stream_flush(s, who);
@@ -429,28 +415,7 @@ npurt_status npurt_capture_wait(npurt_stream *s, npurt_event *ev, bool *handled,
 	return st;
 }
 
-npurt_status npurt_capture_event_check(npurt_event *ev, const char *who)
-{
-	npurt_status st = NPURT_OK;
-
-	if (atomic_load(&ev->cap_id))
-		st = npurt_set_error(NPURT_ERR_CAPTURE, "%s: the event's latest record is in a "
-				     "stream capture: it is a point of a model, not of the device's "
-				     "work", who);
-	return st;
-}
-
 /* ---- begin, end ------------------------------------------------------------ */
-
-bool npurt_capture_any(npurt_device *dev)
-{
-	bool any;
-
-	pthread_mutex_lock(&dev->capture_lock);
-	any = dev->captures != NULL;
-	pthread_mutex_unlock(&dev->capture_lock);
-	return any;
-}
 
 /* Its streams leave it and the device forgets it. Under dev->capture_lock. */
 static void detach(npurt_device *dev, struct npurt_capture *c)
@@ -472,7 +437,7 @@ static void capture_free(struct npurt_capture *c)
 	free(c);
 }
 
-void npurt_capture_stream_gone(npurt_stream *s)
+static void capture_stream_gone(npurt_stream *s)
 {
 	struct npurt_capture *c;
 
@@ -487,6 +452,21 @@ void npurt_capture_stream_gone(npurt_stream *s)
 		atomic_store(&s->capture, NULL);
 	}
 	pthread_mutex_unlock(&s->dev->capture_lock);
+}
+
+static const struct npurt_model_hooks model_hooks = {
+	.launch = capture_launch,
+	.copy = capture_copy,
+	.fill = capture_fill,
+	.record = capture_record,
+	.wait = capture_wait,
+	.stream_gone = capture_stream_gone,
+	.device_close = npurt_models_close,
+};
+
+void npurt_model_hooks_install(npurt_device *dev)
+{
+	atomic_store_explicit(&dev->hooks, &model_hooks, memory_order_release);
 }
 
 npurt_status npurt_stream_begin_capture(npurt_stream *s)
@@ -513,6 +493,8 @@ npurt_status npurt_stream_begin_capture(npurt_stream *s)
 		capture_free(c);
 		return st;
 	}
+	/* Before the stream captures: its calls then hand work to the hooks. */
+	npurt_model_hooks_install(s->dev);
 	pthread_mutex_lock(&s->dev->capture_lock);
 	c->id = ++s->dev->capture_ids;
 	c->streams[0] = s;

@@ -36,6 +36,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "capture.h"
 #include "error.h"
 #include "graph.h"
 #include "model.h"
@@ -60,6 +61,7 @@ static void link_model(npurt_model *m)
 {
 	npurt_device *dev = m->dev;
 
+	npurt_model_hooks_install(dev);	/* the device's close unloads it */
 	pthread_mutex_lock(&dev->models_lock);
 	m->next = dev->models;
 	if (dev->models)
@@ -580,7 +582,6 @@ void npurt_models_close(npurt_device *dev)
 {
 	while (dev->models)
 		npurt_model_unload(dev->models);
-	pthread_mutex_destroy(&dev->models_lock);
 }
 
 npurt_status npurt_model_save(npurt_model *m, const char *path)

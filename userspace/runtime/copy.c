@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture.h"
+#include "hooks.h"
 #include "error.h"
 #include "internal.h"
 

@@ -25,8 +25,8 @@
 #include <drm/npu_accel.h>
 
 #include "error.h"
+#include "hooks.h"
 #include "internal.h"
-#include "model.h"
 
 #define NPU_DRIVER	"npu"
 #define MAX_NODES	64
@@ -203,10 +203,15 @@ npurt_status npurt_device_open(int index, npurt_device **out)
 
 void npurt_device_close(npurt_device *dev)
 {
+	const struct npurt_model_hooks *hooks;
+
 	if (!dev)
 		return;
 	npurt_callbacks_close(dev);
-	npurt_models_close(dev);
+	hooks = npurt_hooks(dev);
+	if (hooks)
+		hooks->device_close(dev);
+	pthread_mutex_destroy(&dev->models_lock);
 	npurt_streams_close(dev);
 	pthread_mutex_destroy(&dev->capture_lock);
 	pthread_mutex_destroy(&dev->default_lock);

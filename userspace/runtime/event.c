@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "capture.h"
+#include "hooks.h"
 #include "error.h"
 #include "event.h"
 

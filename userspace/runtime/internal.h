@@ -21,6 +21,7 @@ struct npurt_notify_ref;
 struct npurt_cb_pool;
 struct npurt_cb_stream;
 struct npurt_capture;
+struct npurt_model_hooks;
 
 /* Tasks a stream gathers into one batch at most (stream.c). */
 #define NPURT_BATCH_MAX		64
@@ -48,6 +49,8 @@ struct npurt_device {
 	npurt_notify *notify_live;		/* notify.c: handles not destroyed */
 	struct npurt_cb_pool *callbacks;	/* callback.c: its threads, under lock */
 	struct mr_table ranges;			/* memory.c: live allocations' host ranges */
+	/* hooks.h: what model/ hooks in, installed on first use; NULL before. */
+	_Atomic(const struct npurt_model_hooks *) hooks;
 	/* model.c: the loaded models, for eviction; their LRU clock. */
 	pthread_mutex_t models_lock;
 	npurt_model *models;

@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <xf86drm.h>
 
-#include "capture.h"
+#include "hooks.h"
 #include "error.h"
 #include "internal.h"
 #include "mem_cache.h"
