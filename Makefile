@@ -45,6 +45,9 @@ FWSIM_CORE := firmware-sim/npu_dev.c firmware-sim/npu_engine.c firmware-sim/npu_
 # libmvec (glibc's vector math, in libc6) before libm: npu_vmath.c.
 FWSIM_LIBS := -lpthread -lmvec -lm
 FWSIM_SRCS := $(FWSIM_CORE) firmware-sim/fwsim.c firmware-sim/main.c
+# The op library's published interface (firmware-sim/oplib/README.rst): the
+# one part of the device userspace reads.
+OPLIB_INC  := -Ifirmware-sim/oplib
 # libnpurt by layer, each calling only the ones before it (userspace/README.rst).
 US_LAYERS  := runtime model onnx
 LIB_SRCS   := $(sort $(foreach l,$(US_LAYERS),$(wildcard userspace/$(l)/*.c)))
@@ -99,7 +102,7 @@ FWSIM_OPT_npu_widen := -O3
 
 $(O)/obj/firmware-sim/%.o: firmware-sim/%.c
 	@mkdir -p $(@D)
-	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(DEPFLAGS) $(CFLAGS) $(FWSIM_OPT_$*) -Ikernel -Iuapi \
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(DEPFLAGS) $(CFLAGS) $(FWSIM_OPT_$*) -Ikernel -Iuapi $(OPLIB_INC) \
 		$(DRM_CFLAGS) -c $< -o $@
 
 $(O)/bin/npu-fwsim: $(call obj,$(FWSIM_SRCS))
@@ -118,7 +121,7 @@ $(O)/obj/gen/onnx.pb-c.o: $(ONNX_GEN)
 $(call obj,$(LIB_SRCS)): $(O)/obj/%.o: %.c | $(ONNX_GEN)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(DEPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden \
-		-Iuserspace/include $(US_INC) -Iuapi -Ifirmware-sim -I$(O)/gen $(PBC_CFLAGS) $(DRM_CFLAGS) \
+		-Iuserspace/include $(US_INC) -Iuapi $(OPLIB_INC) -I$(O)/gen $(PBC_CFLAGS) $(DRM_CFLAGS) \
 		$(URING_CFLAGS) -c $< -o $@
 
 $(LIBSO): $(LIB_OBJS)
@@ -143,7 +146,7 @@ $(O)/obj/userspace/tools/%.o: userspace/tools/%.c
 $(O)/bin/npu-smi: $(call obj,$(wildcard userspace/tools/npu-smi/*.c))
 # npurun's host reference reads model files with the library's own reader.
 $(O)/bin/npurun: $(call obj,$(wildcard userspace/tools/npurun/*.c))
-$(O)/obj/userspace/tools/npurun/%.o: TOOL_CFLAGS := -Iuserspace/model -Iuserspace/runtime -Ifirmware-sim
+$(O)/obj/userspace/tools/npurun/%.o: TOOL_CFLAGS := -Iuserspace/model -Iuserspace/runtime $(OPLIB_INC)
 $(O)/obj/userspace/tools/npurun.o: TOOL_CFLAGS := -Iuserspace/tools/npurun
 
 # Tools link libnpurt statically: they run from the build tree unchanged.
@@ -167,7 +170,7 @@ $(KSFT)/kselftest_harness.h:
 # selftests with -Wall): tests drop the warnings it trips.
 TEST_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -Wno-unused-parameter -Wno-sign-compare -Wno-clobbered \
 	$(DEPFLAGS) $(CFLAGS) -I$(KSFT) \
-	-Ikernel -Ifirmware-sim -Iuserspace/include -Iuapi -Itests/selftests $(DRM_CFLAGS) \
+	-Ikernel -Ifirmware-sim $(OPLIB_INC) -Iuserspace/include -Iuapi -Itests/selftests $(DRM_CFLAGS) \
 	$(BLAS_CFLAGS)
 
 $(O)/obj/tests/%.o: tests/%.c $(KSFT)/kselftest_harness.h
@@ -225,14 +228,14 @@ $(O)/tests/bench-host/%: $(O)/obj/tests/bench/host/%.o $(call obj,$(FWSIM_CORE))
 # The uapi fuzzer (run in the VM by tests/selftests/run): no harness, full warnings.
 $(O)/obj/tests/fuzz/%.o: tests/fuzz/%.c
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) $(DEPFLAGS) $(CFLAGS) -Iuapi -Ifirmware-sim $(DRM_CFLAGS) \
+	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) $(DEPFLAGS) $(CFLAGS) -Iuapi -Ifirmware-sim $(OPLIB_INC) $(DRM_CFLAGS) \
 		$(URING_CFLAGS) -c $< -o $@
 
 $(O)/tests/fuzz/model_fuzz: tests/fuzz/model_fuzz.c userspace/model/model_file.c userspace/model/plan.c \
 		userspace/model/model_file.h userspace/model/model_format.h
 	@mkdir -p $(@D)
 	clang -std=gnu11 -D_GNU_SOURCE $(WARN) -O1 -g -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=all $(US_INC) -Ifirmware-sim -Iuapi \
+		-fno-sanitize-recover=all $(US_INC) $(OPLIB_INC) -Iuapi \
 		$(filter %.c,$^) -o $@
 
 # The ONNX importer with what it needs of the library: no device code.
@@ -240,7 +243,7 @@ ONNX_FUZZ_SRCS := $(wildcard userspace/onnx/onnx_*.c) $(MODEL_FILE_SRCS)
 $(O)/tests/fuzz/onnx_fuzz: tests/fuzz/onnx_fuzz.c $(ONNX_FUZZ_SRCS) $(ONNX_GEN) userspace/onnx/onnx.h
 	@mkdir -p $(@D)
 	clang -std=gnu11 -D_GNU_SOURCE $(WARN) -O1 -g -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=all -Iuserspace/include $(US_INC) -Ifirmware-sim -Iuapi \
+		-fno-sanitize-recover=all -Iuserspace/include $(US_INC) $(OPLIB_INC) -Iuapi \
 		-I$(O)/gen $(PBC_CFLAGS) $(DRM_CFLAGS) $(filter %.c,$^) $(LIB_DEPS) -lm -o $@
 
 $(O)/tests/fuzz/npu-fuzz: $(call obj,$(FUZZ_SRCS))
@@ -251,7 +254,7 @@ $(O)/tests/fuzz/npu-fuzz: $(call obj,$(FUZZ_SRCS))
 ONNX_CONF := $(O)/tests/selftests/onnx_conformance
 $(ONNX_CONF): tests/onnx/conformance.c $(LIBA) $(ONNX_GEN)
 	@mkdir -p $(@D)
-	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iuserspace/include -Ifirmware-sim -I$(O)/gen \
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iuserspace/include $(OPLIB_INC) -I$(O)/gen \
 		$(PBC_CFLAGS) $< $(LIBA) $(LIB_DEPS) -lpthread -lm -o $@
 
 # Real models as ONNX files (Debian's python3-onnx; the system python3).

@@ -342,7 +342,7 @@ struct npu_fw_sync {
 /*
  * Kernel launches: an op from the device's op library on tensors in
  * device memory. Userspace writes the argument block (struct
- * npu_op_args of firmware-sim/npu_oplib.h: a contract between userspace
+ * npu_op_args of firmware-sim/oplib/npu_oplib.h: a contract between userspace
  * and the op library, which the kernel does not parse) to device memory
  * and the task carries its VA and size; the device reads at most that
  * size, copies the block in and checks it before running. A block

@@ -306,7 +306,7 @@ enum drm_npu_task_type {
 	 * args[2] 32-bit pattern (upper bits zero) */
 	DRM_NPU_TASK_FILL = 2,
 	/* args[0] VA of an argument block for the firmware's op library
-	 * (not a kernel ABI: firmware-sim/npu_oplib.h), args[1] how many AI
+	 * (not a kernel ABI: firmware-sim/oplib/npu_oplib.h), args[1] how many AI
 	 * cores to split it across (0: all, at most DRM_NPU_MAX_BLOCK_DIM),
 	 * args[2] the block's size in bytes, 1..DRM_NPU_KERNEL_ARGS_MAX: the
 	 * driver keeps exactly [args[0], args[0] + args[2]) mapped while the
