@@ -240,6 +240,18 @@ TEST(a_strided_pointwise_convolution_matches)
 	EXPECT_LT(run(_metadata, &p), 1e-5);
 }
 
+/*
+ * Strided down only (2, 1), padded at the sides: the im2col GEMM's
+ * unit-stride rows, each one copy from the tap's column offset.
+ */
+TEST(a_pointwise_convolution_strided_down_and_padded_at_the_sides_matches)
+{
+	struct win p = { 2, 6, 9, 8, 5, 1, 1, 2, 1, 1, 1, 0, 2, 0, 1, 1, NPU_OP_CONV2D, 0, 0,
+			 1, 0 };
+
+	EXPECT_LT(run(_metadata, &p), 1e-5);
+}
+
 TEST(a_depthwise_convolution_matches)
 {
 	struct win p = { 1, 5, 8, 8, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5, NPU_OP_CONV2D, 0, 0, 0, 0 };
