@@ -52,6 +52,10 @@ OPLIB_INC  := -Ifirmware-sim/oplib
 US_LAYERS  := runtime model onnx
 LIB_SRCS   := $(sort $(foreach l,$(US_LAYERS),$(wildcard userspace/$(l)/*.c)))
 US_INC     := $(foreach l,$(US_LAYERS),-Iuserspace/$(l))
+# A layer's objects see its own headers and the layers' below, nothing above.
+LAYER_INC_runtime := -Iuserspace/runtime
+LAYER_INC_model   := -Iuserspace/model $(LAYER_INC_runtime)
+LAYER_INC_onnx    := -Iuserspace/onnx -I$(O)/gen $(PBC_CFLAGS) $(LAYER_INC_model)
 # The ONNX importer reads models with protobuf-c, from C generated at build
 # time out of Debian's onnx.proto (libonnx-dev), never kept in the tree.
 ONNX_PROTO ?= /usr/include/onnx/onnx.proto
@@ -118,11 +122,12 @@ $(O)/obj/gen/onnx.pb-c.o: $(ONNX_GEN)
 	$(CC) -std=c11 $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden $(PBC_CFLAGS) -I$(O)/gen -c $< -o $@
 
 # One set of PIC objects serves both the shared and the static library.
-$(call obj,$(LIB_SRCS)): $(O)/obj/%.o: %.c | $(ONNX_GEN)
+$(call obj,$(LIB_SRCS)): $(O)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(DEPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden \
-		-Iuserspace/include $(US_INC) -Iuapi $(OPLIB_INC) -I$(O)/gen $(PBC_CFLAGS) $(DRM_CFLAGS) \
-		$(URING_CFLAGS) -c $< -o $@
+		-Iuserspace/include $(LAYER_INC_$(word 2,$(subst /, ,$<))) -Iuapi $(OPLIB_INC) \
+		$(DRM_CFLAGS) $(URING_CFLAGS) -c $< -o $@
+$(call obj,$(wildcard userspace/onnx/*.c)): | $(ONNX_GEN)
 
 $(LIBSO): $(LIB_OBJS)
 	@mkdir -p $(@D)

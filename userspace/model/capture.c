@@ -32,10 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture.h"
 #include "error.h"
 #include "event.h"
 #include "graph.h"
+#include "hooks.h"
 #include "model.h"
 #include "npu_opdefs.h"
 #include "npu_oplib.h"

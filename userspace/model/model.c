@@ -36,7 +36,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "capture.h"
 #include "error.h"
 #include "graph.h"
 #include "model.h"

@@ -75,6 +75,11 @@ void npurt_model_release_device(npurt_model *m);
 npurt_status npurt_model_new_streams(npurt_model *m, const char *who);
 /* model.c: the device's models go with it (npurt_device_close()). */
 void npurt_models_close(npurt_device *dev);
+/*
+ * capture.c: the device's runtime calls reach this layer from now on
+ * (runtime/hooks.h: capture, and the models' unloading at close).
+ */
+void npurt_model_hooks_install(npurt_device *dev);
 
 /*
  * model_lists.c: the task lists of a model whose device resources are

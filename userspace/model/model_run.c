@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture.h"
 #include "error.h"
+#include "hooks.h"
 #include "model.h"
 
 static npurt_status io_table(npurt_model *m, uint64_t *io, const char *who)
