@@ -13,6 +13,7 @@
 #include <linux/fs.h>
 #include <linux/module.h>
 #include <linux/seq_file.h>
+#include <linux/stringify.h>
 #include <linux/uaccess.h>
 
 #include "npu_ctx.h"
@@ -168,29 +169,40 @@ DEFINE_SHOW_ATTRIBUTE(npu_errlog);
 /*
  * The driver's own fault injection: a delay at one point of its code,
  * for a test to widen a window that is otherwise microseconds wide.
+ * Each is an unsigned int of struct npu_device (checked at build time);
+ * names are at most NPU_INJECT_WORD characters.
  */
+#define NPU_INJECT_WORD		23
+#define NPU_INJECT_HOLD(_name, _max, _field) {					\
+	.name = _name,								\
+	.max = (_max) + BUILD_BUG_ON_ZERO(sizeof(_name) > NPU_INJECT_WORD + 1) +	\
+	       BUILD_BUG_ON_ZERO(!__same_type(((struct npu_device *)0)->_field,	\
+					       unsigned int)),			\
+	.offset = offsetof(struct npu_device, _field),				\
+}
+
 static const struct npu_inject_hold {
 	const char *name;
-	unsigned int max;
+	unsigned int max;	/* in the field's unit: its name's suffix */
 	size_t offset;		/* of the unsigned int in struct npu_device */
 } npu_inject_holds[] = {
-	/* The timeout handler holds a timed-out job off the scheduler's list (ms). */
-	{ "hold-timeout", 100, offsetof(struct npu_device, inject_hold_timeout_ms) },
+	/* The timeout handler holds a timed-out job off the scheduler's list. */
+	NPU_INJECT_HOLD("hold-timeout", 100, inject_hold_timeout_ms),
 	/*
 	 * BO_INFO waits between finding the handle and reading the buffer's
 	 * mapping, BO_CREATE and USERPTR between making the handle and
-	 * answering (ms).
+	 * answering.
 	 */
-	{ "hold-info", 1000, offsetof(struct npu_device, inject_hold_info_ms) },
-	/* A new mapping holds its context's VM lock (ms). */
-	{ "hold-map", 1000, offsetof(struct npu_device, inject_hold_map_ms) },
-	/* An io_uring command spins after the settling it does as it parks (us). */
-	{ "hold-park", 2000, offsetof(struct npu_device, inject_hold_park_us) },
+	NPU_INJECT_HOLD("hold-info", 1000, inject_hold_info_ms),
+	/* A new mapping holds its context's VM lock. */
+	NPU_INJECT_HOLD("hold-map", 1000, inject_hold_map_ms),
+	/* An io_uring command spins after the settling it does as it parks. */
+	NPU_INJECT_HOLD("hold-park", 2000, inject_hold_park_us),
 	/*
 	 * An io_uring command issued from a worker sleeps between becoming
-	 * cancelable and parking (ms; 6.7 on, where io_uring cancels).
+	 * cancelable and parking (6.7 on, where io_uring cancels).
 	 */
-	{ "hold-cancelable", 1000, offsetof(struct npu_device, inject_hold_cancelable_ms) },
+	NPU_INJECT_HOLD("hold-cancelable", 1000, inject_hold_cancelable_ms),
 };
 
 static unsigned int *npu_inject_hold_at(struct npu_device *ndev, const struct npu_inject_hold *h)
@@ -211,7 +223,7 @@ static ssize_t npu_inject_write(struct file *f, const char __user *ubuf, size_t 
 {
 	struct npu_device *ndev = file_inode(f)->i_private;
 	u64 args[4] = { NPU_FW_INJECT_NONE };
-	char buf[32], word[16];
+	char buf[40], word[NPU_INJECT_WORD + 1];
 	unsigned int arg = 0;
 	int n, ret, idx;
 	size_t i;
@@ -223,7 +235,7 @@ static ssize_t npu_inject_write(struct file *f, const char __user *ubuf, size_t 
 	if (copy_from_user(buf, ubuf, len))
 		return -EFAULT;
 	buf[len] = '\0';
-	n = sscanf(buf, "%15s %u", word, &arg);
+	n = sscanf(buf, "%" __stringify(NPU_INJECT_WORD) "s %u", word, &arg);
 	if (n < 1)
 		return -EINVAL;
 	for (i = 0; i < ARRAY_SIZE(npu_inject_holds); i++) {
@@ -242,22 +254,24 @@ static ssize_t npu_inject_write(struct file *f, const char __user *ubuf, size_t 
 		atomic_set(&ndev->inject_fail_pt_alloc, arg);
 		return len;
 	}
-	if (!strcmp(word, "hang") && n == 2)
-		args[0] = NPU_FW_INJECT_HANG_CONTEXT;
-	else if (!strcmp(word, "heartbeat-stop"))
-		args[0] = NPU_FW_INJECT_STOP_HEARTBEAT;
-	else if (!strcmp(word, "drop-irqs") && n == 2)
-		args[0] = NPU_FW_INJECT_DROP_IRQS;
-	else if (!strcmp(word, "fail-invalidate") && n == 2)
-		args[0] = NPU_FW_INJECT_FAIL_INVALIDATE;
-	else if (!strcmp(word, "hold-invalidate") && n == 1)
-		args[0] = NPU_FW_INJECT_HOLD_INVALIDATE;
-	else if (!strcmp(word, "clear")) {
+	if (!strcmp(word, "clear")) {
+		/* The firmware's end with NPU_FW_INJECT_NONE. */
 		for (i = 0; i < ARRAY_SIZE(npu_inject_holds); i++)
 			WRITE_ONCE(*npu_inject_hold_at(ndev, &npu_inject_holds[i]), 0);
 		atomic_set(&ndev->inject_fail_pt_alloc, 0);
-	} else
+	} else if (!strcmp(word, "hang") && n == 2) {
+		args[0] = NPU_FW_INJECT_HANG_CONTEXT;
+	} else if (!strcmp(word, "heartbeat-stop")) {
+		args[0] = NPU_FW_INJECT_STOP_HEARTBEAT;
+	} else if (!strcmp(word, "drop-irqs") && n == 2) {
+		args[0] = NPU_FW_INJECT_DROP_IRQS;
+	} else if (!strcmp(word, "fail-invalidate") && n == 2) {
+		args[0] = NPU_FW_INJECT_FAIL_INVALIDATE;
+	} else if (!strcmp(word, "hold-invalidate") && n == 1) {
+		args[0] = NPU_FW_INJECT_HOLD_INVALIDATE;
+	} else {
 		return -EINVAL;
+	}
 	args[1] = arg;
 	if (!drm_dev_enter(&ndev->drm, &idx))
 		return -ENODEV;

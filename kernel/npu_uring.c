@@ -310,7 +310,8 @@ static enum hrtimer_restart npu_ucmd_expire(struct hrtimer *t)
  * be cancelled in between. Settled there, it would be parked after its
  * task work had freed it. So a command not parked yet is left alone:
  * io_uring asks again until no cancelable command is left, and by then
- * it is parked.
+ * it is parked. (Asked again: when its ring closes, at exec and when an
+ * SQPOLL thread exits; a task's plain exit never asks, see the top.)
  */
 static void npu_ucmd_cancel(struct npu_device *ndev, struct io_uring_cmd *cmd)
 {
@@ -353,7 +354,10 @@ static void npu_ucmd_inject_hold(struct npu_device *ndev)
 
 /*
  * About to park: from here on the command completes only through
- * npu_ucmd_settle(), so io_uring may now ask to cancel it.
+ * npu_ucmd_settle(), so io_uring may now ask to cancel it. The caller
+ * must park it after this, without an error path in between: a cancel
+ * ignored until then (npu_ucmd_cancel()) is retried by a ring's exit
+ * work, which would spin until it is.
  */
 static void npu_ucmd_parking(struct npu_ucmd *u)
 {
@@ -361,7 +365,10 @@ static void npu_ucmd_parking(struct npu_ucmd *u)
 	unsigned int ms = READ_ONCE(u->ndev->inject_hold_cancelable_ms);
 
 	io_uring_cmd_mark_cancelable(u->cmd, u->issue_flags);
-	/* Fault injection: cancelable, and not parked yet. */
+	/*
+	 * Fault injection: cancelable, and not parked yet (for EVENT_WAIT
+	 * inside the device's section, which an unplug then waits out).
+	 */
 	if (ms && (u->issue_flags & IO_URING_F_UNLOCKED))
 		msleep(ms);
 #endif
