@@ -7,7 +7,7 @@
 #   make run        set up, build, boot the VM with the emulated NPU, run the demo
 #   make check      every test, host and VM; ends with "N passed, N failed"
 #   make bench      benchmarks, as ratios measured side by side
-#   make install    libnpurt, its header, pkg-config file and tools into PREFIX
+#   make install    libnpurt and libnpuonnx (headers, pkg-config files) and tools into PREFIX
 #   make modules_install   npu.ko into /lib/modules of the KDIR kernel
 #   make dkms-install      npu.ko under DKMS: rebuilt on every kernel upgrade
 #
@@ -23,7 +23,11 @@ LIBDIR ?= $(PREFIX)/lib
 
 # One source of truth: the header's NPURT_VERSION_MAJOR/MINOR/PATCH.
 NPURT_VERSION := $(shell sed -n 's/^\#define NPURT_VERSION_\(MAJOR\|MINOR\|PATCH\) //p' userspace/include/npurt.h | paste -sd.)
-NPURT_SOVER   := 1
+# A shared library's file is named for its soname, then the release's minor
+# and patch (libnpurt.so.2.7.0); the soname changes when its ABI breaks.
+NPURT_SOVER   := 2
+NPUONNX_SOVER := 1
+SO_MINOR_PATCH := $(subst $() ,.,$(wordlist 2,3,$(subst ., ,$(NPURT_VERSION))))
 
 WARN       := -Wall -Wextra -Werror
 DEPFLAGS   := -MMD -MP
@@ -48,9 +52,12 @@ FWSIM_SRCS := $(FWSIM_CORE) firmware-sim/fwsim.c firmware-sim/main.c
 # The op library's published interface (firmware-sim/oplib/README.rst): the
 # one part of the device userspace reads.
 OPLIB_INC  := -Ifirmware-sim/oplib
-# libnpurt by layer, each calling only the ones before it (userspace/README.rst).
+# userspace/ by layer, each calling only the ones before it (userspace/README.rst):
+# libnpurt holds the runtime and models, libnpuonnx the ONNX importer.
 US_LAYERS  := runtime model onnx
 LIB_SRCS   := $(sort $(foreach l,$(US_LAYERS),$(wildcard userspace/$(l)/*.c)))
+NPURT_SRCS := $(sort $(wildcard userspace/runtime/*.c userspace/model/*.c))
+ONNX_SRCS  := $(sort $(wildcard userspace/onnx/*.c))
 US_INC     := $(foreach l,$(US_LAYERS),-Iuserspace/$(l))
 # A layer's objects see its own headers and the layers' below, nothing above.
 LAYER_INC_runtime := -Iuserspace/runtime
@@ -62,9 +69,10 @@ ONNX_PROTO ?= /usr/include/onnx/onnx.proto
 ONNX_GEN   := $(O)/gen/onnx.pb-c.c
 PBC_CFLAGS := $(shell pkg-config --cflags libprotobuf-c 2>/dev/null)
 PBC_LIBS   := $(shell pkg-config --libs libprotobuf-c 2>/dev/null || echo -lprotobuf-c)
-LIB_OBJS    = $(call obj,$(LIB_SRCS)) $(O)/obj/gen/onnx.pb-c.o
+LIB_OBJS    = $(call obj,$(NPURT_SRCS))
+ONNX_OBJS   = $(call obj,$(ONNX_SRCS)) $(O)/obj/gen/onnx.pb-c.o
 # What a program linking libnpurt statically links besides.
-LIB_DEPS    = $(DRM_LIBS) $(URING_LIBS) $(PBC_LIBS)
+LIB_DEPS    = $(DRM_LIBS) $(URING_LIBS)
 TOOLS      := $(patsubst userspace/tools/%.c,$(O)/bin/%,$(wildcard userspace/tools/*.c))
 EXAMPLES   := $(patsubst Documentation/examples/%.c,$(O)/examples/%,$(wildcard Documentation/examples/*.c))
 UNIT       := $(patsubst tests/unit/%.c,$(O)/tests/unit/%,$(wildcard tests/unit/*.c))
@@ -76,8 +84,13 @@ FUZZ_SRCS  := $(sort $(filter-out tests/fuzz/model_fuzz.c tests/fuzz/onnx_fuzz.c
 MODEL_FUZZ := $(if $(shell command -v clang 2>/dev/null),$(O)/tests/fuzz/model_fuzz $(O)/tests/fuzz/onnx_fuzz)
 FUZZ       := $(if $(FUZZ_SRCS),$(O)/tests/fuzz/npu-fuzz)
 
-LIBSO      := $(O)/lib/libnpurt.so.$(NPURT_VERSION)
+LIBSO      := $(O)/lib/libnpurt.so.$(NPURT_SOVER).$(SO_MINOR_PATCH)
 LIBA       := $(O)/lib/libnpurt.a
+ONNXSO     := $(O)/lib/libnpuonnx.so.$(NPUONNX_SOVER).$(SO_MINOR_PATCH)
+ONNXA      := $(O)/lib/libnpuonnx.a
+# What a program importing ONNX links statically before libnpurt: the
+# importer and its parser (LINK_ONNX, set per target).
+ONNX_LINK  := $(ONNXA) $(PBC_LIBS)
 
 all: module userspace tests man
 
@@ -93,7 +106,7 @@ module:
 	$(MAKE) -C kernel KDIR=$(KDIR)
 
 # ---- firmware-sim, libnpurt, tools ---------------------------------------
-userspace: $(O)/bin/npu-fwsim $(LIBSO) $(LIBA) $(TOOLS)
+userspace: $(O)/bin/npu-fwsim $(LIBSO) $(LIBA) $(ONNXSO) $(ONNXA) $(TOOLS)
 
 # The op library is the device's compute: it gets the vectoriser whatever
 # CFLAGS say (-O3 keeps IEEE semantics; -std=c11 keeps FP contraction off,
@@ -129,14 +142,27 @@ $(call obj,$(LIB_SRCS)): $(O)/obj/%.o: %.c
 		$(DRM_CFLAGS) $(URING_CFLAGS) -c $< -o $@
 $(call obj,$(wildcard userspace/onnx/*.c)): | $(ONNX_GEN)
 
-$(LIBSO): $(LIB_OBJS)
+# The version scripts say what each library exports, and under which
+# version (tests/install-check holds the built libraries to them).
+$(LIBSO): $(LIB_OBJS) userspace/libnpurt.map
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libnpurt.so.$(NPURT_SOVER) $^ $(LIB_DEPS) \
-		-lm -o $@
-	ln -sf libnpurt.so.$(NPURT_VERSION) $(O)/lib/libnpurt.so.$(NPURT_SOVER)
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libnpurt.so.$(NPURT_SOVER) \
+		-Wl,--version-script=userspace/libnpurt.map -Wl,--no-undefined \
+		$(filter %.o,$^) $(LIB_DEPS) -lm -o $@
+	ln -sf $(@F) $(O)/lib/libnpurt.so.$(NPURT_SOVER)
 	ln -sf libnpurt.so.$(NPURT_SOVER) $(O)/lib/libnpurt.so
 
+$(ONNXSO): $(ONNX_OBJS) userspace/libnpuonnx.map $(LIBSO)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libnpuonnx.so.$(NPUONNX_SOVER) \
+		-Wl,--version-script=userspace/libnpuonnx.map -Wl,--no-undefined \
+		$(filter %.o,$^) -L$(O)/lib -lnpurt $(PBC_LIBS) -lm -o $@
+	ln -sf $(@F) $(O)/lib/libnpuonnx.so.$(NPUONNX_SOVER)
+	ln -sf libnpuonnx.so.$(NPUONNX_SOVER) $(O)/lib/libnpuonnx.so
+
 $(LIBA): $(LIB_OBJS)
+$(ONNXA): $(ONNX_OBJS)
+$(LIBA) $(ONNXA):
 	@mkdir -p $(@D)
 	rm -f $@
 	$(AR) rcs $@ $^
@@ -154,10 +180,12 @@ $(O)/bin/npurun: $(call obj,$(wildcard userspace/tools/npurun/*.c))
 $(O)/obj/userspace/tools/npurun/%.o: TOOL_CFLAGS := -Iuserspace/model -Iuserspace/runtime $(OPLIB_INC)
 $(O)/obj/userspace/tools/npurun.o: TOOL_CFLAGS := -Iuserspace/tools/npurun
 
-# Tools link libnpurt statically: they run from the build tree unchanged.
+# Tools link the libraries statically: they run from the build tree unchanged.
+$(O)/bin/npu-onnx $(O)/bin/npurun: $(ONNXA)
+$(O)/bin/npu-onnx $(O)/bin/npurun: LINK_ONNX = $(ONNX_LINK)
 $(O)/bin/%: $(O)/obj/userspace/tools/%.o $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) $(LIBA) $(LIB_DEPS) -lm -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) $(LINK_ONNX) $(LIBA) $(LIB_DEPS) -lm -o $@
 
 # The documentation's examples build as an application would: the public
 # header and the library, nothing else. tests/selftests/run runs them.
@@ -217,9 +245,11 @@ $(O)/tests/unit-san/npurt_model_file_test: tests/unit/npurt_model_file_test.c $(
 	$(CC) $(filter-out $(DEPFLAGS),$(TEST_CFLAGS)) $(US_INC) $(SAN_FLAGS) \
 		$(filter %.c,$^) -lpthread -o $@
 
+$(O)/tests/selftests/npurt_onnx_test: $(ONNXA)
+$(O)/tests/selftests/npurt_onnx_test: LINK_ONNX = $(ONNX_LINK)
 $(O)/tests/selftests/%: $(O)/obj/tests/selftests/%.o $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LIB_DEPS) -lpthread -lm -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) $(LINK_ONNX) $(LIBA) $(LIB_DEPS) -lpthread -lm -o $@
 
 $(O)/tests/bench/%: $(O)/obj/tests/bench/%.o $(LIBA)
 	@mkdir -p $(@D)
@@ -249,7 +279,7 @@ $(O)/tests/fuzz/onnx_fuzz: tests/fuzz/onnx_fuzz.c $(ONNX_FUZZ_SRCS) $(ONNX_GEN) 
 	@mkdir -p $(@D)
 	clang -std=gnu11 -D_GNU_SOURCE $(WARN) -O1 -g -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -Iuserspace/include $(US_INC) $(OPLIB_INC) -Iuapi \
-		-I$(O)/gen $(PBC_CFLAGS) $(DRM_CFLAGS) $(filter %.c,$^) $(LIB_DEPS) -lm -o $@
+		-I$(O)/gen $(PBC_CFLAGS) $(DRM_CFLAGS) $(filter %.c,$^) $(LIB_DEPS) $(PBC_LIBS) -lm -o $@
 
 $(O)/tests/fuzz/npu-fuzz: $(call obj,$(FUZZ_SRCS))
 	@mkdir -p $(@D)
@@ -257,10 +287,10 @@ $(O)/tests/fuzz/npu-fuzz: $(call obj,$(FUZZ_SRCS))
 
 # The ONNX backend node tests on the device: run in the VM with the selftests.
 ONNX_CONF := $(O)/tests/selftests/onnx_conformance
-$(ONNX_CONF): tests/onnx/conformance.c $(LIBA) $(ONNX_GEN)
+$(ONNX_CONF): tests/onnx/conformance.c $(ONNXA) $(LIBA) $(ONNX_GEN)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iuserspace/include $(OPLIB_INC) -I$(O)/gen \
-		$(PBC_CFLAGS) $< $(LIBA) $(LIB_DEPS) -lpthread -lm -o $@
+		$(PBC_CFLAGS) $< $(ONNX_LINK) $(LIBA) $(LIB_DEPS) -lpthread -lm -o $@
 
 # Real models as ONNX files (Debian's python3-onnx; the system python3).
 ONNX_MODELS := $(O)/onnx-models/mlp.onnx
@@ -342,15 +372,19 @@ bench: setup
 
 install: userspace man
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/bin
-	install -m 644 userspace/include/npurt.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 userspace/include/npurt.h userspace/include/npuonnx.h $(DESTDIR)$(PREFIX)/include/
 	install -d $(DESTDIR)$(PREFIX)/include/drm
 	install -m 644 uapi/drm/npu_accel.h $(DESTDIR)$(PREFIX)/include/drm/
-	install -m 755 $(LIBSO) $(DESTDIR)$(LIBDIR)/
-	ln -sf libnpurt.so.$(NPURT_VERSION) $(DESTDIR)$(LIBDIR)/libnpurt.so.$(NPURT_SOVER)
+	install -m 755 $(LIBSO) $(ONNXSO) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(LIBSO)) $(DESTDIR)$(LIBDIR)/libnpurt.so.$(NPURT_SOVER)
 	ln -sf libnpurt.so.$(NPURT_SOVER) $(DESTDIR)$(LIBDIR)/libnpurt.so
-	install -m 644 $(LIBA) $(DESTDIR)$(LIBDIR)/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(NPURT_VERSION)|' userspace/npurt.pc.in \
-		>$(DESTDIR)$(LIBDIR)/pkgconfig/npurt.pc
+	ln -sf $(notdir $(ONNXSO)) $(DESTDIR)$(LIBDIR)/libnpuonnx.so.$(NPUONNX_SOVER)
+	ln -sf libnpuonnx.so.$(NPUONNX_SOVER) $(DESTDIR)$(LIBDIR)/libnpuonnx.so
+	install -m 644 $(LIBA) $(ONNXA) $(DESTDIR)$(LIBDIR)/
+	for pc in npurt npuonnx; do \
+		sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(NPURT_VERSION)|' \
+			userspace/$$pc.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/$$pc.pc || exit 1; \
+	done
 	install -m 755 $(TOOLS) $(O)/bin/npu-fwsim $(DESTDIR)$(PREFIX)/bin/
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 644 $(MANPAGES) $(DESTDIR)$(PREFIX)/share/man/man1/

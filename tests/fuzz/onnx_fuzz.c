@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "model_file.h"
-#include "npurt.h"
+#include "npuonnx.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
 

@@ -38,7 +38,7 @@
 #include <string.h>
 
 #include "npu_opdefs.h"
-#include "npurt.h"
+#include "npuonnx.h"
 #include "onnx.pb-c.h"
 
 #define DATA_DIR	"/usr/share/libonnx-testdata/data/node"

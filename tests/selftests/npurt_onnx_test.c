@@ -16,7 +16,7 @@
 
 #include "kselftest_harness.h"
 #include "npu_selftest.h"
-#include "npurt.h"
+#include "npuonnx.h"
 
 /* build/onnx-models, next to this test's build/tests/selftests. */
 static const char *models_dir(void)

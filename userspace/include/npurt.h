@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 #define NPURT_VERSION_MAJOR 0
-#define NPURT_VERSION_MINOR 6
+#define NPURT_VERSION_MINOR 7
 #define NPURT_VERSION_PATCH 0
 
 typedef enum npurt_status {
@@ -1136,38 +1136,6 @@ NPURT_API npurt_status npurt_graph_serialize(npurt_graph *graph, void **data, si
 /* The same, into the file at `path` (errors of the file system mapped by errno). */
 NPURT_API npurt_status npurt_graph_save(npurt_graph *graph, const char *path,
 					npurt_plan_info *info);
-
-/* ---- models: importing ONNX ------------------------------------------ */
-
-/*
- * An ONNX model (opsets 7 to 17) made into a graph of the device's op
- * library (Documentation/onnx.rst): shapes are inferred from the graph's
- * inputs, which must be static; constants fold on the host; reshapes,
- * transposes, slices and broadcasts become views, costing no device op.
- * The graph is then saved or serialized like any other
- * (npurt_graph_save()); its inputs and outputs keep the ONNX names.
- *
- * NPURT_ERR_UNSUPPORTED: the model uses what the device cannot run (an
- * op, an attribute, a dtype, a dynamic shape); the message names the node
- * and its op type. NPURT_ERR_INVALID: the file is no ONNX model, or one
- * that is wrong (the message says where). NPURT_ERR_NO_MEMORY. Nothing is
- * left behind on failure. Set info->size to sizeof(npurt_onnx_info); info
- * may be NULL.
- */
-typedef struct npurt_onnx_info {
-	uint32_t size;
-	uint32_t opset;			/* of the default domain */
-	uint32_t nodes;			/* in the ONNX graph */
-	uint32_t folded;		/* nodes evaluated on the host */
-	uint32_t views;			/* nodes that became views of their input */
-	uint32_t device_ops;		/* ops of the graph made */
-	uint32_t fused;			/* node pairs made one (Conv + BatchNormalization) */
-} npurt_onnx_info;
-
-NPURT_API npurt_status npurt_onnx_import(const void *data, size_t size, npurt_graph **graph,
-					 npurt_onnx_info *info);
-NPURT_API npurt_status npurt_onnx_import_file(const char *path, npurt_graph **graph,
-					      npurt_onnx_info *info);
 
 /* ---- models: loading and running ----------------------------------- */
 

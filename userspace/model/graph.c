@@ -624,8 +624,8 @@ npurt_status npurt_graph_add_into(npurt_graph *g, const npurt_graph_node *node, 
 	return graph_op_add(g, node->stream, &op, npu_op_reads_out(node->op, node->beta), who);
 }
 
-bool graph_fuse(npurt_graph *g, uint32_t out, uint32_t bias, uint32_t act, float alpha,
-		float beta)
+bool npurt_graph_fuse(npurt_graph *g, uint32_t out, uint32_t bias, uint32_t act, float alpha,
+		      float beta)
 {
 	const struct access *a;
 	struct npum_op *op = NULL, fused;

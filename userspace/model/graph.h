@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "error.h"
 #include "model_file.h"
 #include "npurt.h"
 
@@ -37,8 +38,8 @@ struct npurt_graph {
  * them and has no activation (nor a bias, to add one) yet, and no other
  * op touched `out`. false: nothing changed.
  */
-bool graph_fuse(npurt_graph *g, uint32_t out, uint32_t bias, uint32_t act, float alpha,
-		float beta);
+NPURT_PRIVATE_API bool npurt_graph_fuse(npurt_graph *g, uint32_t out, uint32_t bias, uint32_t act,
+					 float alpha, float beta);
 
 /* An allocation failed: the graph takes no more (NPURT_ERR_NO_MEMORY). */
 npurt_status graph_nomem(npurt_graph *g, const char *who);

@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "npurt.h"
+#include "npuonnx.h"
 #include "onnx.pb-c.h"
 
 #define OX_MAX_DIMS	8		/* constants; device values have NPURT_MAX_DIMS */
@@ -205,7 +205,7 @@ struct ox_val *ox_in(struct ox_imp *im, const Onnx__NodeProto *n, size_t k);
 
 /*
  * Activation `op` (alpha, beta) of x as `name`, fused into the epilogue of
- * the op that computed x (graph_fuse_act()): where nothing else reads x,
+ * the op that computed x (npurt_graph_fuse()): where nothing else reads x,
  * the two run as one launch. 1 fused, 0 not (nothing done), -1 out of
  * memory (the error set).
  */

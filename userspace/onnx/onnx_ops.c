@@ -172,7 +172,7 @@ int ox_fuse_act(struct ox_imp *im, struct ox_val *x, uint32_t op, float alpha, f
 		const char *name)
 {
 	if (!ox_is_real(x->type) || !x->computed || x->output || x->tensor != x->base ||
-	    ox_read_later(im, x->name) || !graph_fuse(im->g, x->base, OX_NONE, op, alpha, beta))
+	    ox_read_later(im, x->name) || !npurt_graph_fuse(im->g, x->base, OX_NONE, op, alpha, beta))
 		return 0;
 	/* The op's output is the activation's now, under its name (no copy). */
 	if (!ox_view(im, x, name, x->ndim, x->dims, x->off, x->stride))
@@ -216,7 +216,7 @@ static int fuse_bias(struct ox_imp *im, struct ox_val *p, struct ox_val *b, cons
 	if (!row || ox_device(im, row, &bias))
 		return -1;
 	p = ox_find(im, pn);
-	if (!graph_fuse(im->g, p->base, bias, 0, 0, 0))
+	if (!npurt_graph_fuse(im->g, p->base, bias, 0, 0, 0))
 		return 0;
 	if (!ox_view(im, p, name, p->ndim, p->dims, p->off, p->stride))
 		return -1;

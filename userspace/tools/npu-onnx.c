@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "npurt.h"
+#include "npuonnx.h"
 
 static void usage(FILE *f)
 {

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "npurt.h"
+#include "npuonnx.h"
 #include "source.h"
 
 void *source_slurp(const char *path, size_t *len)
