@@ -21,9 +21,12 @@
  * --import-only stops after the import (no device needed): "passed" then
  * means imported.
  *
- * Prints a KTAP line for "no case gives a wrong result" and one for "at
- * least N pass" (--min, default PASS_FLOOR: a floor against regressions),
- * the table per op as comments, and writes it as reStructuredText to
+ * Without --data it runs three suites: the node cases, and the models
+ * PyTorch exported at opset 6 (pytorch-converted, pytorch-operator). Per
+ * suite it prints a KTAP line for "no case gives a wrong result" and one
+ * for "at least N pass" (a floor against regressions: PASS_FLOOR, or
+ * --min, for the node cases or the --data directory; every case for the
+ * PyTorch ones), the table per op as comments, and writes it as reStructuredText to
  * --table (Documentation/onnx-conformance.inc; "-" writes it to stdout,
  * between "# table" lines, which is how it leaves the VM:
  * tests/vm/run -- build/tests/selftests/onnx_conformance --table -).
@@ -514,43 +517,38 @@ static void write_table(const char *path, const unsigned int *total)
 		fclose(f);
 }
 
-int main(int argc, char **argv)
+/* The suites make check runs: libonnx-testdata's node cases and the PyTorch exports. */
+static const struct suite {
+	const char *dir, *name;
+	unsigned int floor;	/* passed on the device when last raised */
+} suites[] = {
+	{ DATA_DIR, "conformance", PASS_FLOOR },
+	/* opset 6, as PyTorch exported them in 2018: all of them */
+	{ "/usr/share/libonnx-testdata/data/pytorch-converted", "pytorch_converted", 82 },
+	{ "/usr/share/libonnx-testdata/data/pytorch-operator", "pytorch_operator", 35 },
+};
+
+/*
+ * One directory of cases: two KTAP results from `first` on (no case gives
+ * a wrong result; at least `min` pass) and the per-op table; 1 if either
+ * fails.
+ */
+static int run_suite(npurt_device *dev, const char *data, const char *name, unsigned int min,
+		     const char *only, const char *table, unsigned int first)
 {
-	static const struct option opts[] = {
-		{ "data", required_argument, NULL, 'd' }, { "only", required_argument, NULL, 'o' },
-		{ "table", required_argument, NULL, 't' }, { "min", required_argument, NULL, 'm' },
-		{ "verbose", no_argument, NULL, 'v' }, { "import-only", no_argument, NULL, 'i' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *data = DATA_DIR, *only = NULL, *table = NULL;
-	unsigned int total[3] = { 0 }, min = PASS_FLOOR;
+	unsigned int total[3] = { 0 };
 	char **names = NULL;
 	size_t nnames = 0, cap = 0;
-	npurt_device *dev = NULL;
 	struct dirent *de;
 	DIR *d;
-	int c;
 
-	while ((c = getopt_long(argc, argv, "d:o:t:m:vi", opts, NULL)) != -1) {
-		switch (c) {
-		case 'd': data = optarg; break;
-		case 'o': only = optarg; break;
-		case 't': table = optarg; break;
-		case 'm': min = (unsigned int)strtoul(optarg, NULL, 10); break;
-		case 'v': verbose = true; break;
-		case 'i': import_only = true; break;
-		default:
-			fprintf(stderr, "usage: onnx_conformance [--data DIR] [--only SUBSTR] "
-				"[--table FILE] [--min N] [-v]\n");
-			return 2;
-		}
-	}
-	printf("TAP version 13\n1..2\n");
+	nrows = 0;
+	memset(rows, 0, sizeof(rows));
 	d = opendir(data);
 	if (!d) {
-		printf("ok 1 onnx.conformance # SKIP %s: %s (Debian's libonnx-testdata)\n", data,
-		       strerror(errno));
-		printf("ok 2 onnx.conformance_floor # SKIP no data\n");
+		printf("ok %u onnx.%s # SKIP %s: %s (Debian's libonnx-testdata)\n", first, name,
+		       data, strerror(errno));
+		printf("ok %u onnx.%s_floor # SKIP no data\n", first + 1, name);
 		return 0;
 	}
 	while ((de = readdir(d))) {
@@ -567,10 +565,6 @@ int main(int argc, char **argv)
 	}
 	closedir(d);
 	qsort(names, nnames, sizeof(*names), by_name);
-	if (!import_only && npurt_device_open(0, &dev)) {
-		printf("not ok 1 onnx.conformance # no device: %s\n", npurt_last_error());
-		return 1;
-	}
 	for (size_t k = 0; k < nnames; k++) {
 		char dir[4000], op[64], why[512] = "";
 		enum verdict v;
@@ -599,10 +593,9 @@ int main(int argc, char **argv)
 		free(names[k]);
 	}
 	free(names);
-	if (!import_only)
-		npurt_device_close(dev);
 	qsort(rows, nrows, sizeof(rows[0]), by_op);
-	printf("# %-22s %6s %11s %6s\n", "op", "passed", "unsupported", "failed");
+	printf("# %s (%s)\n# %-22s %6s %11s %6s\n", name, data, "op", "passed", "unsupported",
+	       "failed");
 	for (unsigned int k = 0; k < nrows; k++)
 		printf("# %-22s %6u %11u %6u\n", rows[k].op, rows[k].n[PASSED],
 		       rows[k].n[UNSUPPORTED], rows[k].n[FAILED]);
@@ -615,9 +608,52 @@ int main(int argc, char **argv)
 		if (!strcmp(table, "-"))
 			printf("# table\n");
 	}
-	printf("%sok 1 onnx.conformance_no_wrong_results # %u failed\n",
-	       total[FAILED] ? "not " : "", total[FAILED]);
-	printf("%sok 2 onnx.conformance_at_least_%u_pass # %u passed\n",
-	       total[PASSED] < min ? "not " : "", min, total[PASSED]);
+	printf("%sok %u onnx.%s_no_wrong_results # %u failed\n", total[FAILED] ? "not " : "",
+	       first, name, total[FAILED]);
+	printf("%sok %u onnx.%s_at_least_%u_pass # %u passed\n", total[PASSED] < min ? "not " : "",
+	       first + 1, name, min, total[PASSED]);
 	return total[FAILED] || total[PASSED] < min;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "data", required_argument, NULL, 'd' }, { "only", required_argument, NULL, 'o' },
+		{ "table", required_argument, NULL, 't' }, { "min", required_argument, NULL, 'm' },
+		{ "verbose", no_argument, NULL, 'v' }, { "import-only", no_argument, NULL, 'i' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *data = NULL, *only = NULL, *table = NULL;
+	unsigned int min = PASS_FLOOR, n = sizeof(suites) / sizeof(suites[0]);
+	npurt_device *dev = NULL;
+	int c, rc = 0;
+
+	while ((c = getopt_long(argc, argv, "d:o:t:m:vi", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': data = optarg; break;
+		case 'o': only = optarg; break;
+		case 't': table = optarg; break;
+		case 'm': min = (unsigned int)strtoul(optarg, NULL, 10); break;
+		case 'v': verbose = true; break;
+		case 'i': import_only = true; break;
+		default:
+			fprintf(stderr, "usage: onnx_conformance [--data DIR] [--only SUBSTR] "
+				"[--table FILE] [--min N] [-v] [--import-only]\n");
+			return 2;
+		}
+	}
+	printf("TAP version 13\n1..%u\n", data ? 2 : 2 * n);
+	if (!import_only && npurt_device_open(0, &dev)) {
+		printf("not ok 1 onnx.conformance # no device: %s\n", npurt_last_error());
+		return 1;
+	}
+	if (data)	/* one directory, its floor --min */
+		rc = run_suite(dev, data, "conformance", min, only, table, 1);
+	else		/* the table is the node cases' */
+		for (unsigned int k = 0; k < n; k++)
+			rc |= run_suite(dev, suites[k].dir, suites[k].name,
+					k ? suites[k].floor : min, only, k ? NULL : table, 2 * k + 1);
+	if (!import_only)
+		npurt_device_close(dev);
+	return rc;
 }

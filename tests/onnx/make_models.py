@@ -281,6 +281,52 @@ def unsupported():
     return m
 
 
+def legacy_refused():
+    """Opset-6 nodes that have no opset-7 meaning here: an Add of unequal
+    shapes without broadcast=1, a BatchNormalization in training
+    (is_test=0). Each refusal names its node, op and reason."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 3, 3])
+    b = numpy_helper.from_array(np.ones([3], np.float32), "b")
+    add = helper.make_graph([helper.make_node("Relu", ["x"], ["r"], name="relu"),
+                             helper.make_node("Add", ["r", "b"], ["y"], name="add")],
+                            "legacy_add", [x], [y], [b])
+    p = [numpy_helper.from_array(np.ones([2], np.float32), n) for n in "smbv"]
+    bn = helper.make_graph([helper.make_node("BatchNormalization", ["x", "s", "m", "b", "v"],
+                                             ["y"], name="bn", is_test=0)],
+                           "legacy_bn", [x], [y], p)
+    models = []
+    for g in (add, bn):
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 6)])
+        m.ir_version = 3
+        models.append(m)
+    return models
+
+
+def legacy_ops():
+    """Opset 6, as PyTorch exported until 2018: a conv bias added with
+    broadcast=1 at axis 1 (lined up with the channels, not the last
+    dimension), a per-channel PRelu slope, a suffix-aligned Mul and a
+    BatchNormalization with is_test=1."""
+    b = Builder(0)
+    x = b.rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    bias, slope = b.weight(3, scale=1.0), np.abs(b.weight(3, scale=0.5))
+    row = b.weight(5, scale=1.0)
+    s, sh = (1 + 0.1 * b.rng.standard_normal(3)), 0.1 * b.rng.standard_normal(3)
+    m, v = 0.1 * b.rng.standard_normal(3), 1 + 0.1 * np.abs(b.rng.standard_normal(3))
+    s, sh, m, v = (a.astype(np.float32) for a in (s, sh, m, v))
+    y = b.node("Add", ["x", b.const(bias, "bias")], broadcast=1, axis=1)
+    y = b.node("PRelu", [y, b.const(slope, "slope")])
+    y = b.node("Mul", [y, b.const(row, "row")], broadcast=1)
+    y = b.node("BatchNormalization", [y, b.const(s, "s"), b.const(sh, "sh"), b.const(m, "m"),
+                                      b.const(v, "v")], is_test=1, epsilon=1e-3)
+    c = lambda a: a.astype(np.float64).reshape(1, -1, 1, 1)
+    ref = x.astype(np.float64) + c(bias)
+    ref = np.where(ref > 0, ref, ref * c(slope)) * row.astype(np.float64)
+    ref = (ref - c(m)) / np.sqrt(c(v) + 1e-3) * c(s) + c(sh)
+    return b.model("legacy_ops", "x", [2, 3, 4, 5], y, [2, 3, 4, 5], 6), x, ref
+
+
 def trilu():
     """Lower and upper triangles of a batch of float matrices (Trilu, opset 14)."""
     b = Builder(0)
@@ -434,10 +480,13 @@ def main():
     os.makedirs(out, exist_ok=True)
     onnx.save(dynamic(), os.path.join(out, "dynamic.onnx"))
     onnx.save(unsupported(), os.path.join(out, "unsupported.onnx"))
+    for name, model in zip(("legacy_add", "legacy_bn"), legacy_refused()):
+        onnx.save(model, os.path.join(out, name + ".onnx"))
     half, bf16 = TensorProto.FLOAT16, TensorProto.BFLOAT16
     for name, make in (("mlp", mlp), ("transformer13", lambda: transformer(13)),
                        ("transformer17", lambda: transformer(17)),
                        ("resnet_mini", resnet_mini), ("trilu", trilu),
+                       ("legacy_ops", legacy_ops),
                        ("relu_bn", relu_bn), ("picked_column", picked_column),
                        ("shared_conv", shared_conv), ("video_cnn", video_cnn),
                        ("half_folds", half_folds), ("pad_f16", pad_f16),

@@ -187,6 +187,12 @@ TEST_F(onnx, a_resnet_of_convolutions_and_pools_matches_numpy)
 	run_model(_metadata, self->dev, "resnet_mini", NPURT_DISPATCH_SINK);
 }
 
+/* Opset 6: legacy broadcasting at an axis, a per-channel PRelu slope, is_test. */
+TEST_F(onnx, an_opset_6_model_imports_as_opset_7_means_it_and_matches_numpy)
+{
+	run_model(_metadata, self->dev, "legacy_ops", NPURT_DISPATCH_SINK);
+}
+
 TEST_F(onnx, triangles_of_a_batch_of_matrices_match_numpy)
 {
 	run_model(_metadata, self->dev, "trilu", NPURT_DISPATCH_SINK);
@@ -263,6 +269,35 @@ TEST_F(onnx, an_unmapped_op_names_its_node_and_type)
 	EXPECT_EQ((npurt_graph *)1, g);
 	EXPECT_NE(NULL, strstr(npurt_last_error(), "node 1 \"top3\" (TopK)"))
 		TH_LOG("%s", npurt_last_error());
+}
+
+/*
+ * Opset-6 nodes with no opset-7 meaning are refused by node, op and
+ * reason: unequal shapes without broadcast=1, a batch norm in training.
+ */
+TEST_F(onnx, an_opset_6_node_without_a_meaning_here_says_why)
+{
+	static const struct {
+		const char *file, *where, *why;
+		npurt_status st;
+	} cases[] = {
+		{ "legacy_add", "node 1 \"add\" (Add)", "without broadcast=1", NPURT_ERR_INVALID },
+		{ "legacy_bn", "node 0 \"bn\" (BatchNormalization)", "is_test=0",
+		  NPURT_ERR_UNSUPPORTED },
+	};
+	char path[PATH_MAX];
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		npurt_graph *g = (npurt_graph *)1;
+
+		snprintf(path, sizeof(path), "%s/%s.onnx", models_dir(), cases[k].file);
+		EXPECT_EQ(cases[k].st, npurt_onnx_import_file(path, &g, NULL));
+		EXPECT_EQ((npurt_graph *)1, g);
+		EXPECT_NE(NULL, strstr(npurt_last_error(), cases[k].where))
+			TH_LOG("%s", npurt_last_error());
+		EXPECT_NE(NULL, strstr(npurt_last_error(), cases[k].why))
+			TH_LOG("%s", npurt_last_error());
+	}
 }
 
 TEST_F(onnx, a_dynamic_dimension_is_unsupported)

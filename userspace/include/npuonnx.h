@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 /*
- * An ONNX model (opsets 7 to 17) made into a graph of the device's op
+ * An ONNX model (opsets 1 to 17) made into a graph of the device's op
  * library (Documentation/onnx.rst): shapes are inferred from the graph's
  * inputs, which must be static; constants fold on the host; reshapes,
  * transposes, slices and broadcasts become views, costing no device op.

@@ -187,6 +187,30 @@ npurt_status ox_gather_device(struct ox_imp *im, const Onnx__NodeProto *n, struc
 npurt_status ox_int_node(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x,
 			 bool *done);
 
+/* ---- opsets 1 to 6 (onnx_legacy.c) ---- */
+#define OX_LEGACY_INPUTS	3
+#define OX_LEGACY_ATTRS		16
+
+/* A node of an older opset rewritten as opset 7 has it, and what it points to. */
+struct ox_legacy {
+	Onnx__NodeProto node;
+	char *inputs[OX_LEGACY_INPUTS];
+	Onnx__AttributeProto *attrs[OX_LEGACY_ATTRS + 1];
+	Onnx__AttributeProto added;
+	float floats[OX_MAX_DIMS];
+	char names[OX_LEGACY_INPUTS][96];
+};
+
+/*
+ * The node to import for n under the model's opset: n itself, or (before
+ * opset 7, where an operator changed since) a rewritten copy in *lg that
+ * means the same under the newer rules, its inputs views made for it.
+ */
+npurt_status ox_legacy(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_legacy *lg,
+		       const Onnx__NodeProto **use);
+/* A BatchNormalization that normalises by running statistics, per channel. */
+bool ox_legacy_bn_plain(const struct ox_imp *im, const Onnx__NodeProto *bn);
+
 /* Import one node (onnx_ops.c). */
 npurt_status ox_node(struct ox_imp *im, const Onnx__NodeProto *n);
 /* Evaluate a node whose inputs are all constants on the host; false if it cannot. */

@@ -287,7 +287,8 @@ static bool fold_conv_bn(struct ox_imp *im, const Onnx__GraphProto *g, size_t k,
 	if (!bn || strcmp(c->op_type, "Conv") || !bn->op_type ||
 	    strcmp(bn->op_type, "BatchNormalization") || c->n_output != 1 || bn->n_output != 1 ||
 	    bn->n_input != 5 || c->n_input < 2 || strcmp(bn->input[0], c->output[0]) ||
-	    ox_attr_i(bn, "training_mode", 0) || read_later(g, k + 2, c->output[0]))
+	    ox_attr_i(bn, "training_mode", 0) || !ox_legacy_bn_plain(im, bn) ||
+	    read_later(g, k + 2, c->output[0]))
 		return false;
 	w = ox_find(im, c->input[1]);
 	b = c->n_input > 2 && c->input[2][0] ? ox_find(im, c->input[2]) : NULL;
@@ -420,8 +421,8 @@ static npurt_status import_model(struct ox_imp *im, const Onnx__ModelProto *m)
 		im->opset = 1;		/* IR 1 and 2: no opset_import, version 1 */
 	if (im->opset < 0)
 		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "no opset of the default domain");
-	if (im->opset < 7 || im->opset > 17)
-		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "opset %lld, supported are 7 to 17",
+	if (im->opset < 1 || im->opset > 17)
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "opset %lld, supported are 1 to 17",
 			       (long long)im->opset);
 	if (!g)
 		return ox_fail(im, NPURT_ERR_INVALID, "the model has no graph");
@@ -447,6 +448,7 @@ static npurt_status import_model(struct ox_imp *im, const Onnx__ModelProto *m)
 	}
 	for (size_t k = 0; k < g->n_node; k++) {
 		const Onnx__NodeProto *n = g->node[k];
+		struct ox_legacy lg;
 
 		im->node = n;
 		im->node_index = k;
@@ -467,10 +469,13 @@ static npurt_status import_model(struct ox_imp *im, const Onnx__ModelProto *m)
 			k++;		/* the BatchNormalization went into the Conv */
 		} else if (fold_gelu(im, g, k, &st)) {
 			k += 4;		/* five nodes, one GELU */
-		} else if (!ox_fold(im, n, &st)) {
-			st = ox_node(im, n);
-		} else if (!st) {
-			im->info.folded++;
+		} else {
+			/* an older opset's node as opset 7 has it */
+			st = ox_legacy(im, n, &lg, &n);
+			if (!st && !ox_fold(im, n, &st))
+				st = ox_node(im, n);
+			else if (!st)
+				im->info.folded++;
 		}
 		if (st)
 			return st;
