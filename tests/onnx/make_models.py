@@ -327,6 +327,24 @@ def legacy_ops():
     return b.model("legacy_ops", "x", [2, 3, 4, 5], y, [2, 3, 4, 5], 6), x, ref
 
 
+def int_shapes():
+    """Shape arithmetic through int32, as exporters write it (Shape, Cast
+    to int32, Slice, Concat, Cast back to int64, Reshape), and a constant
+    that wraps casting to int8 (300 -> 44), all folded on the host."""
+    b = Builder(0)
+    x = b.rng.standard_normal((2, 3, 4)).astype(np.float32)
+    shp = b.node("Cast", [b.node("Shape", ["x"])], to=TensorProto.INT32)
+    head = b.node("Slice", [shp, b.const(np.array([0], np.int32), "s"),
+                            b.const(np.array([1], np.int32), "e")])
+    shp = b.node("Concat", [head, b.const(np.array([-1], np.int32), "rest")], axis=0)
+    y = b.node("Reshape", ["x", b.node("Cast", [shp], to=TensorProto.INT64)])
+    k = b.node("Cast", [b.node("Cast", [b.const(np.array(300, np.int64), "k")],
+                                to=TensorProto.INT8)], to=TensorProto.FLOAT)
+    y = b.node("Add", [b.node("Relu", [y]), k])
+    ref = np.maximum(x.astype(np.float64).reshape(2, 12), 0) + 44
+    return b.model("int_shapes", "x", [2, 3, 4], y, [2, 12], 13), x, ref
+
+
 def trilu():
     """Lower and upper triangles of a batch of float matrices (Trilu, opset 14)."""
     b = Builder(0)
@@ -486,7 +504,7 @@ def main():
     for name, make in (("mlp", mlp), ("transformer13", lambda: transformer(13)),
                        ("transformer17", lambda: transformer(17)),
                        ("resnet_mini", resnet_mini), ("trilu", trilu),
-                       ("legacy_ops", legacy_ops),
+                       ("legacy_ops", legacy_ops), ("int_shapes", int_shapes),
                        ("relu_bn", relu_bn), ("picked_column", picked_column),
                        ("shared_conv", shared_conv), ("video_cnn", video_cnn),
                        ("half_folds", half_folds), ("pad_f16", pad_f16),

@@ -193,6 +193,12 @@ TEST_F(onnx, an_opset_6_model_imports_as_opset_7_means_it_and_matches_numpy)
 	run_model(_metadata, self->dev, "legacy_ops", NPURT_DISPATCH_SINK);
 }
 
+/* Shape arithmetic in int32 folds on the host; casts wrap as ONNX's do. */
+TEST_F(onnx, shapes_computed_in_int32_fold_and_casts_wrap)
+{
+	run_model(_metadata, self->dev, "int_shapes", NPURT_DISPATCH_SINK);
+}
+
 TEST_F(onnx, triangles_of_a_batch_of_matrices_match_numpy)
 {
 	run_model(_metadata, self->dev, "trilu", NPURT_DISPATCH_SINK);

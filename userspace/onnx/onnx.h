@@ -82,6 +82,8 @@ struct ox_val *ox_new_const(struct ox_imp *im, const char *name, int32_t type, u
 double ox_getf(const struct ox_val *v, uint64_t idx);
 int64_t ox_geti(const struct ox_val *v, uint64_t idx);
 void ox_set(struct ox_val *v, uint64_t idx, double x);
+/* x as integer type `type` holds it: wrapped to its width, as C casts do. */
+int64_t ox_wrap(int32_t type, int64_t x);
 
 /* A TensorProto's contents as a constant called `name` (NULL: its own). */
 struct ox_val *ox_tensor_proto(struct ox_imp *im, const Onnx__TensorProto *t, const char *name);

@@ -233,9 +233,9 @@ static npurt_status fold_elementwise(struct ox_imp *im, const Onnx__NodeProto *n
 			int64_t a = ox_geti(in[0], bcast_at(in[0], v, e));
 			int64_t b = ox_geti(in[1], bcast_at(in[1], v, e));
 
-			v->i[e] = op == F_ADD ? (int64_t)((uint64_t)a + (uint64_t)b) :
-				  op == F_SUB ? (int64_t)((uint64_t)a - (uint64_t)b) :
-				  (int64_t)((uint64_t)a * (uint64_t)b);
+			v->i[e] = ox_wrap(type, op == F_ADD ? (int64_t)((uint64_t)a + (uint64_t)b) :
+						op == F_SUB ? (int64_t)((uint64_t)a - (uint64_t)b) :
+						(int64_t)((uint64_t)a * (uint64_t)b));
 			continue;
 		}
 		ox_set(v, e, apply(op, !ox_is_float(in[0]->type), x, y, z));
@@ -267,7 +267,9 @@ static npurt_status fold_unary(struct ox_imp *im, const Onnx__NodeProto *n, int 
 	for (uint64_t e = 0; e < ox_count(v); e++) {
 		double a = ox_getf(x, e);
 
-		if (op == -1)				/* Cast */
+		if (op == -1 && x->i && v->i)		/* Cast, integers exactly */
+			v->i[e] = ox_wrap(v->type, x->i[e]);
+		else if (op == -1)			/* Cast */
 			ox_set(v, e, v->type == OX_BOOL ? a != 0 : a);
 		else if (op == -2)			/* Not */
 			ox_set(v, e, !a);
@@ -326,6 +328,19 @@ static npurt_status fold_concat(struct ox_imp *im, const Onnx__NodeProto *n)
 	return NPURT_OK;
 }
 
+/* A type constants hold: a number or bool (TensorProto.DataType). */
+static bool numeric(int64_t type)
+{
+	switch (type) {
+	case OX_FLOAT: case OX_UINT8: case OX_INT8: case OX_UINT16: case OX_INT16: case OX_INT32:
+	case OX_INT64: case OX_BOOL: case OX_FLOAT16: case OX_DOUBLE: case OX_UINT32:
+	case OX_UINT64: case OX_BFLOAT16:
+		return true;
+	default:
+		return false;
+	}
+}
+
 bool ox_fold(struct ox_imp *im, const Onnx__NodeProto *n, npurt_status *st)
 {
 	const char *t = n->op_type ? n->op_type : "";
@@ -375,9 +390,11 @@ bool ox_fold(struct ox_imp *im, const Onnx__NodeProto *n, npurt_status *st)
 			*st = fold_unary(im, n, (int)unary_folds[k].op);
 			return true;
 		}
-	/* Cast folds into float, int64 and bool; op_cast does (or refuses) the rest. */
-	if (!strcmp(t, "Cast") && ox_attr_i(n, "to", 0) != OX_FLOAT &&
-	    ox_attr_i(n, "to", 0) != OX_INT64 && ox_attr_i(n, "to", 0) != OX_BOOL)
+	/*
+	 * Cast folds into every numeric type and bool (shape arithmetic goes
+	 * through int32 too); op_cast refuses strings and types of no name.
+	 */
+	if (!strcmp(t, "Cast") && !numeric(ox_attr_i(n, "to", 0)))
 		return false;
 	if (!strcmp(t, "Cast") || !strcmp(t, "Not")) {
 		*st = fold_unary(im, n, t[0] == 'C' ? -1 : -2);

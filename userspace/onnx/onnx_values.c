@@ -202,7 +202,24 @@ void ox_set(struct ox_val *v, uint64_t idx, double x)
 	else if (!(x == x))
 		v->i[idx] = 0;
 	else
-		v->i[idx] = x >= 9.2e18 ? INT64_MAX : x <= -9.2e18 ? INT64_MIN : (int64_t)x;
+		v->i[idx] = ox_wrap(v->type, x >= 9.2e18 ? INT64_MAX : x <= -9.2e18 ? INT64_MIN :
+					     (int64_t)x);
+}
+
+int64_t ox_wrap(int32_t type, int64_t x)
+{
+	uint64_t u = (uint64_t)x;
+
+	switch (type) {
+	case OX_BOOL: return x != 0;
+	case OX_INT8: return (int8_t)(uint8_t)u;
+	case OX_UINT8: return (uint8_t)u;
+	case OX_INT16: return (int16_t)(uint16_t)u;
+	case OX_UINT16: return (uint16_t)u;
+	case OX_INT32: return (int32_t)(uint32_t)u;
+	case OX_UINT32: return (uint32_t)u;
+	default: return x;	/* int64, and uint64 held in its bits */
+	}
 }
 
 /* ---- attributes --------------------------------------------------------- */
