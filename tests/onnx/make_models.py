@@ -345,6 +345,52 @@ def int_shapes():
     return b.model("int_shapes", "x", [2, 3, 4], y, [2, 12], 13), x, ref
 
 
+def shape_if():
+    """An If on a condition computed from the static shape (as exporters
+    write `if x.shape[0] > 1:`): folded at import, its then_branch (with
+    an initializer of its own) inlined. The branch applies Relu to h, an
+    outer GEMM's output the outer graph reads again after the If, so the
+    Relu must not fuse into that GEMM."""
+    b = Builder(0)
+    x = b.rng.standard_normal((2, 3)).astype(np.float32)
+    w = b.weight(3, 3, scale=1.0)
+    h = b.node("MatMul", ["x", b.const(w, "w")])
+    n0 = b.node("Gather", [b.node("Shape", ["x"]), b.const(np.array(0, np.int64), "i")])
+    cond = b.node("Greater", [n0, b.const(np.array(1, np.int64), "one")])
+    two = numpy_helper.from_array(np.array(2, np.float32), "two")
+    then = helper.make_graph([helper.make_node("Relu", [h], ["r"], name="relu"),
+                              helper.make_node("Mul", ["r", "two"], ["t"], name="twice")],
+                             "then", [], [helper.make_tensor_value_info("t", TensorProto.FLOAT,
+                                                                        [2, 3])], [two])
+    other = helper.make_graph([helper.make_node("Neg", [h], ["e"], name="neg")], "else", [],
+                              [helper.make_tensor_value_info("e", TensorProto.FLOAT, [2, 3])])
+    y = b.node("If", [cond], then_branch=then, else_branch=other)
+    y = b.node("Add", [y, h])
+    hr = x.astype(np.float64) @ w.astype(np.float64)
+    ref = np.maximum(hr, 0) * 2 + hr
+    return b.model("shape_if", "x", [2, 3], y, [2, 3], 13), x, ref
+
+
+def if_computed():
+    """An If whose condition the device computes: refused, saying so."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    zero = numpy_helper.from_array(np.array(0, np.float32), "zero")
+    br = lambda op, o: helper.make_graph([helper.make_node(op, ["x"], [o])], o, [],
+                                         [helper.make_tensor_value_info(o, TensorProto.FLOAT,
+                                                                        [2, 3])])
+    g = helper.make_graph([helper.make_node("ReduceSum", ["x"], ["s"], name="sum", keepdims=0),
+                           helper.make_node("Greater", ["s", "zero"], ["c"], name="positive"),
+                           helper.make_node("If", ["c"], ["y"], name="branch",
+                                            then_branch=br("Relu", "t"),
+                                            else_branch=br("Neg", "e"))],
+                          "if_computed", [x], [y], [zero])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
 def trilu():
     """Lower and upper triangles of a batch of float matrices (Trilu, opset 14)."""
     b = Builder(0)
@@ -498,6 +544,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     onnx.save(dynamic(), os.path.join(out, "dynamic.onnx"))
     onnx.save(unsupported(), os.path.join(out, "unsupported.onnx"))
+    onnx.save(if_computed(), os.path.join(out, "if_computed.onnx"))
     for name, model in zip(("legacy_add", "legacy_bn"), legacy_refused()):
         onnx.save(model, os.path.join(out, name + ".onnx"))
     half, bf16 = TensorProto.FLOAT16, TensorProto.BFLOAT16
@@ -505,6 +552,7 @@ def main():
                        ("transformer17", lambda: transformer(17)),
                        ("resnet_mini", resnet_mini), ("trilu", trilu),
                        ("legacy_ops", legacy_ops), ("int_shapes", int_shapes),
+                       ("shape_if", shape_if),
                        ("relu_bn", relu_bn), ("picked_column", picked_column),
                        ("shared_conv", shared_conv), ("video_cnn", video_cnn),
                        ("half_folds", half_folds), ("pad_f16", pad_f16),

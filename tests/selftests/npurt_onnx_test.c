@@ -199,6 +199,27 @@ TEST_F(onnx, shapes_computed_in_int32_fold_and_casts_wrap)
 	run_model(_metadata, self->dev, "int_shapes", NPURT_DISPATCH_SINK);
 }
 
+/* An If whose condition folds from the static shape: its branch inlined. */
+TEST_F(onnx, an_if_on_the_static_shape_runs_the_branch_it_picks)
+{
+	run_model(_metadata, self->dev, "shape_if", NPURT_DISPATCH_SINK);
+}
+
+/* One whose condition the device computes is refused, by node and reason. */
+TEST_F(onnx, an_if_on_a_computed_condition_says_why)
+{
+	char path[PATH_MAX];
+	npurt_graph *g = (npurt_graph *)1;
+
+	snprintf(path, sizeof(path), "%s/if_computed.onnx", models_dir());
+	ASSERT_EQ(NPURT_ERR_UNSUPPORTED, npurt_onnx_import_file(path, &g, NULL));
+	EXPECT_EQ((npurt_graph *)1, g);
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "node 2 \"branch\" (If)"))
+		TH_LOG("%s", npurt_last_error());
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "computed on the device"))
+		TH_LOG("%s", npurt_last_error());
+}
+
 TEST_F(onnx, triangles_of_a_batch_of_matrices_match_numpy)
 {
 	run_model(_metadata, self->dev, "trilu", NPURT_DISPATCH_SINK);

@@ -48,6 +48,15 @@ struct ox_val {
 	bool output;			/* base is a graph output already */
 };
 
+/* An If whose branch is being inlined: where the walk of its graph stands. */
+struct ox_scope {
+	const Onnx__GraphProto *graph;
+	size_t node_index;
+	const Onnx__NodeProto *node;	/* the If */
+	const char *branch;		/* "then_branch" or "else_branch" */
+	const struct ox_scope *up;
+};
+
 struct ox_imp {
 	npurt_graph *g;
 	int64_t opset;
@@ -56,6 +65,7 @@ struct ox_imp {
 	const Onnx__GraphProto *graph;	/* being imported */
 	const Onnx__NodeProto *node;	/* being imported: errors name it */
 	size_t node_index;
+	const struct ox_scope *scope;	/* NULL: the model's graph */
 	uint32_t scratch;		/* names of intermediate values */
 	npurt_onnx_info info;
 };
@@ -212,6 +222,12 @@ npurt_status ox_legacy(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_le
 		       const Onnx__NodeProto **use);
 /* A BatchNormalization that normalises by running statistics, per channel. */
 bool ox_legacy_bn_plain(const struct ox_imp *im, const Onnx__NodeProto *bn);
+
+/* ---- the walk (onnx_import.c) and control flow (onnx_control.c) ---- */
+/* The nodes of a graph, in order: the model's, or an inlined branch's. */
+npurt_status ox_import_nodes(struct ox_imp *im, const Onnx__GraphProto *g);
+/* If: the branch its condition picks inlined, when the condition folds. */
+npurt_status ox_op_if(struct ox_imp *im, const Onnx__NodeProto *n);
 
 /* Import one node (onnx_ops.c). */
 npurt_status ox_node(struct ox_imp *im, const Onnx__NodeProto *n);

@@ -264,7 +264,13 @@ static bool read_later(const Onnx__GraphProto *g, size_t from, const char *name)
 
 bool ox_read_later(const struct ox_imp *im, const char *name)
 {
-	return read_later(im->graph, im->node_index + 1, name);
+	/* inside an inlined branch, the graphs around it read on after the If */
+	if (read_later(im->graph, im->node_index + 1, name))
+		return true;
+	for (const struct ox_scope *sc = im->scope; sc; sc = sc->up)
+		if (read_later(sc->graph, sc->node_index + 1, name))
+			return true;
+	return false;
 }
 
 /*
@@ -405,6 +411,55 @@ static bool fold_gelu(struct ox_imp *im, const Onnx__GraphProto *g, size_t k, np
 	return true;
 }
 
+/*
+ * The nodes of g, in their order, into the graph being built: g is the
+ * model's graph, or the branch of an If being inlined (im->scope says
+ * whose).
+ */
+npurt_status ox_import_nodes(struct ox_imp *im, const Onnx__GraphProto *g)
+{
+	npurt_status st;
+
+	im->graph = g;
+	for (size_t k = 0; k < g->n_node; k++) {
+		const Onnx__NodeProto *n = g->node[k];
+		struct ox_legacy lg;
+
+		im->node = n;
+		im->node_index = k;
+		if (!n->op_type || !n->op_type[0])
+			return ox_fail(im, NPURT_ERR_INVALID, "a node without an op type");
+		if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx"))
+			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "domain \"%.32s\"", n->domain);
+		for (size_t i = 0; i < n->n_input; i++)
+			if (n->input[i][0] && !ox_find(im, n->input[i]))
+				return ox_fail(im, NPURT_ERR_INVALID, "input \"%.64s\" is defined "
+					       "by no earlier node", n->input[i]);
+		/* SSA: a name is defined once (views look their input up by name). */
+		for (size_t i = 0; i < n->n_output; i++)
+			if (n->output[i][0] && ox_find(im, n->output[i]))
+				return ox_fail(im, NPURT_ERR_INVALID, "output \"%.64s\" is defined "
+					       "already", n->output[i]);
+		if (!strcmp(n->op_type, "If")) {
+			st = ox_op_if(im, n);	/* its branch inlined, or refused */
+		} else if (fold_conv_bn(im, g, k, &st)) {
+			k++;		/* the BatchNormalization went into the Conv */
+		} else if (fold_gelu(im, g, k, &st)) {
+			k += 4;		/* five nodes, one GELU */
+		} else {
+			/* an older opset's node as opset 7 has it */
+			st = ox_legacy(im, n, &lg, &n);
+			if (!st && !ox_fold(im, n, &st))
+				st = ox_node(im, n);
+			else if (!st)
+				im->info.folded++;
+		}
+		if (st)
+			return st;
+	}
+	return NPURT_OK;
+}
+
 static npurt_status import_model(struct ox_imp *im, const Onnx__ModelProto *m)
 {
 	const Onnx__GraphProto *g = m->graph;
@@ -446,40 +501,9 @@ static npurt_status import_model(struct ox_imp *im, const Onnx__ModelProto *m)
 		if (st)
 			return st;
 	}
-	for (size_t k = 0; k < g->n_node; k++) {
-		const Onnx__NodeProto *n = g->node[k];
-		struct ox_legacy lg;
-
-		im->node = n;
-		im->node_index = k;
-		if (!n->op_type || !n->op_type[0])
-			return ox_fail(im, NPURT_ERR_INVALID, "a node without an op type");
-		if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx"))
-			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "domain \"%.32s\"", n->domain);
-		for (size_t i = 0; i < n->n_input; i++)
-			if (n->input[i][0] && !ox_find(im, n->input[i]))
-				return ox_fail(im, NPURT_ERR_INVALID, "input \"%.64s\" is defined "
-					       "by no earlier node", n->input[i]);
-		/* SSA: a name is defined once (views look their input up by name). */
-		for (size_t i = 0; i < n->n_output; i++)
-			if (n->output[i][0] && ox_find(im, n->output[i]))
-				return ox_fail(im, NPURT_ERR_INVALID, "output \"%.64s\" is defined "
-					       "already", n->output[i]);
-		if (fold_conv_bn(im, g, k, &st)) {
-			k++;		/* the BatchNormalization went into the Conv */
-		} else if (fold_gelu(im, g, k, &st)) {
-			k += 4;		/* five nodes, one GELU */
-		} else {
-			/* an older opset's node as opset 7 has it */
-			st = ox_legacy(im, n, &lg, &n);
-			if (!st && !ox_fold(im, n, &st))
-				st = ox_node(im, n);
-			else if (!st)
-				im->info.folded++;
-		}
-		if (st)
-			return st;
-	}
+	st = ox_import_nodes(im, g);
+	if (st)
+		return st;
 	im->node = NULL;
 	if (!g->n_output)
 		return ox_fail(im, NPURT_ERR_INVALID, "the graph has no output");

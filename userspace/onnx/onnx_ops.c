@@ -704,8 +704,8 @@ npurt_status ox_node(struct ox_imp *im, const Onnx__NodeProto *n)
 	    strcmp(t, "MaxPool") && strcmp(t, "SoftmaxCrossEntropyLoss"))
 		for (size_t k = 1; k < n->n_output; k++)
 			if (n->output[k][0])
-				return ox_fail(im, NPURT_ERR_UNSUPPORTED, "output %zu (\"%.64s\")", k,
-					       n->output[k]);
+				return ox_fail(im, NPURT_ERR_UNSUPPORTED, "output %zu (\"%.64s\"): "
+					       "only its first output maps", k, n->output[k]);
 	for (size_t k = 0; k < sizeof(binaries) / sizeof(binaries[0]); k++)
 		if (!strcmp(t, binaries[k].onnx)) {
 			struct ox_val *y = ox_in(im, n, 1);

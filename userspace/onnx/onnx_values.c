@@ -26,6 +26,13 @@ npurt_status ox_fail(struct ox_imp *im, npurt_status st, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (im && im->node && im->scope)	/* in an inlined branch: whose */
+		return npurt_set_error(st, "onnx: node %zu \"%.64s\" (%.32s) of the %s of node "
+				       "%zu \"%.64s\" (If): %s", im->node_index,
+				       im->node->name ? im->node->name : "",
+				       im->node->op_type ? im->node->op_type : "?", im->scope->branch,
+				       im->scope->node_index,
+				       im->scope->node->name ? im->scope->node->name : "", msg);
 	if (im && im->node)
 		return npurt_set_error(st, "onnx: node %zu \"%.64s\" (%.32s): %s", im->node_index,
 				       im->node->name ? im->node->name : "",
