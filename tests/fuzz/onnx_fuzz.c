@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
 	npurt_graph *g = NULL;
-	npurt_status st = npurt_onnx_import(data, len, &g, NULL);
+	npurt_status st = npurt_onnx_import(data, len, NULL, &g, NULL);
 	void *file;
 	size_t size;
 

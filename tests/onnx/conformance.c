@@ -353,7 +353,7 @@ static enum verdict run_case(npurt_device *dev, const char *dir, enum consts cm,
 		snprintf(why, wlen, "out of memory");
 		goto out;
 	}
-	st = npurt_onnx_import(packed, len, &g, NULL);
+	st = npurt_onnx_import(packed, len, NULL, &g, NULL);
 	if (st) {
 		snprintf(why, wlen, "%s", npurt_last_error());
 		v = st == NPURT_ERR_UNSUPPORTED ? UNSUPPORTED : FAILED;

@@ -391,6 +391,18 @@ def if_computed():
     return m
 
 
+def pinned():
+    """Symbolic batch and sequence dimensions, as exporters leave them: a
+    linear layer and a Relu over [batch, seq, 4]. The data is for batch 2,
+    seq 3, as the test pins them."""
+    b = Builder(0)
+    x = b.rng.standard_normal((2, 3, 4)).astype(np.float32)
+    w = b.weight(4, 5)
+    y = b.node("Relu", [b.node("MatMul", ["x", b.const(w, "w")])])
+    ref = np.maximum(x.astype(np.float64) @ w.astype(np.float64), 0)
+    return b.model("pinned", "x", ["batch", "seq", 4], y, ["batch", "seq", 5], 13), x, ref
+
+
 def trilu():
     """Lower and upper triangles of a batch of float matrices (Trilu, opset 14)."""
     b = Builder(0)
@@ -552,7 +564,7 @@ def main():
                        ("transformer17", lambda: transformer(17)),
                        ("resnet_mini", resnet_mini), ("trilu", trilu),
                        ("legacy_ops", legacy_ops), ("int_shapes", int_shapes),
-                       ("shape_if", shape_if),
+                       ("shape_if", shape_if), ("pinned", pinned),
                        ("relu_bn", relu_bn), ("picked_column", picked_column),
                        ("shared_conv", shared_conv), ("video_cnn", video_cnn),
                        ("half_folds", half_folds), ("pad_f16", pad_f16),

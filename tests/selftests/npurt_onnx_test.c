@@ -105,8 +105,9 @@ static double real_at(const void *p, npurt_dtype dt, size_t k)
  * precision ones round every activation, so they get what 11 (float16) or
  * 8 (bfloat16) bits leave over a model's depth.
  */
-static void run_model_tol(struct __test_metadata *_metadata, npurt_device *dev,
-			  const char *name, npurt_dispatch dispatch, double tol)
+static void run_model_pinned(struct __test_metadata *_metadata, npurt_device *dev,
+			     const char *name, const npurt_onnx_options *pins,
+			     npurt_dispatch dispatch, double tol)
 {
 	npurt_onnx_info oi = { .size = sizeof(oi) };
 	npurt_graph *g = NULL;
@@ -126,7 +127,8 @@ static void run_model_tol(struct __test_metadata *_metadata, npurt_device *dev,
 	want = read_all(path, &want_len);
 	ASSERT_TRUE(x && want) TH_LOG("no %s data in %s (make builds it)", name, models_dir());
 	snprintf(path, sizeof(path), "%s/%s.onnx", models_dir(), name);
-	ASSERT_EQ(NPURT_OK, npurt_onnx_import_file(path, &g, &oi)) TH_LOG("%s", npurt_last_error());
+	ASSERT_EQ(NPURT_OK, npurt_onnx_import_file(path, pins, &g, &oi))
+		TH_LOG("%s", npurt_last_error());
 	EXPECT_GT(oi.device_ops, 0);
 	ASSERT_EQ(NPURT_OK, npurt_graph_serialize(g, &file, &len, NULL));
 	npurt_graph_destroy(g);
@@ -159,6 +161,12 @@ static void run_model_tol(struct __test_metadata *_metadata, npurt_device *dev,
 	free(got);
 	free(x);
 	free(want);
+}
+
+static void run_model_tol(struct __test_metadata *_metadata, npurt_device *dev,
+			  const char *name, npurt_dispatch dispatch, double tol)
+{
+	run_model_pinned(_metadata, dev, name, NULL, dispatch, tol);
 }
 
 static void run_model(struct __test_metadata *_metadata, npurt_device *dev, const char *name,
@@ -197,6 +205,60 @@ TEST_F(onnx, an_opset_6_model_imports_as_opset_7_means_it_and_matches_numpy)
 TEST_F(onnx, shapes_computed_in_int32_fold_and_casts_wrap)
 {
 	run_model(_metadata, self->dev, "int_shapes", NPURT_DISPATCH_SINK);
+}
+
+/*
+ * A model exported with symbolic batch and sequence dimensions imports
+ * static once they are pinned, by name (dim_params) or by the input's
+ * whole shape, and runs as numpy computed it at those sizes.
+ */
+TEST_F(onnx, symbolic_dimensions_pinned_by_name_or_shape_import_static_and_match)
+{
+	static const char *const dims[] = { "seq=3", "batch=2" };
+	static const char *const shapes[] = { "x=2x3x4" };
+	const npurt_onnx_options by_name = { .size = sizeof(by_name), .dim_params = dims,
+					     .n_dim_params = 2 };
+	const npurt_onnx_options by_shape = { .size = sizeof(by_shape), .shapes = shapes,
+					      .n_shapes = 1 };
+
+	run_model_pinned(_metadata, self->dev, "pinned", &by_name, NPURT_DISPATCH_SINK, 1e-3);
+	run_model_pinned(_metadata, self->dev, "pinned", &by_shape, NPURT_DISPATCH_SINK, 1e-3);
+}
+
+/*
+ * Pins that are malformed, disagree with the file or name nothing in it
+ * are refused with the spec quoted; a dimension left symbolic says how
+ * to pin it.
+ */
+TEST_F(onnx, pins_that_do_not_fit_the_model_are_refused_by_spec)
+{
+	static const struct {
+		const char *shape, *dim, *why;
+	} cases[] = {
+		{ "x=2x3x5", NULL, "dimension 2 of input \"x\" is 4 in the file" },
+		{ "x=2x3", NULL, "shape \"x=2x3\": 2 dimensions" },
+		{ "y=2x3x4", "batch=2", "the model has no input \"y\"" },
+		{ NULL, "seq=3", "dynamic dimension 0 (\"batch\")" },
+		{ NULL, "batch=2", "dynamic dimension 1 (\"seq\")" },
+		{ "x=2x0x4", NULL, "shape \"x=2x0x4\": dimensions of 1" },
+		{ NULL, "seq", "dim_param \"seq\": NAME=VALUE wanted" },
+		{ NULL, "seq=3x2", "dim_param \"seq=3x2\": \"x\" after a value" },
+	};
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/pinned.onnx", models_dir());
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		npurt_onnx_options o = { .size = sizeof(o), .shapes = &cases[k].shape,
+					 .n_shapes = !!cases[k].shape, .dim_params = &cases[k].dim,
+					 .n_dim_params = !!cases[k].dim };
+		npurt_graph *g = (npurt_graph *)1;
+		npurt_status st = npurt_onnx_import_file(path, &o, &g, NULL);
+
+		EXPECT_TRUE(st == NPURT_ERR_INVALID || st == NPURT_ERR_UNSUPPORTED) TH_LOG("%zu", k);
+		EXPECT_EQ((npurt_graph *)1, g);
+		EXPECT_NE(NULL, strstr(npurt_last_error(), cases[k].why))
+			TH_LOG("%zu: %s", k, npurt_last_error());
+	}
 }
 
 /* An If whose condition folds from the static shape: its branch inlined. */
@@ -295,7 +357,7 @@ TEST_F(onnx, what_cannot_be_mapped_is_refused_by_node_and_reason)
 		npurt_graph *g = (npurt_graph *)1;
 
 		snprintf(path, sizeof(path), "%s/%s.onnx", models_dir(), cases[k].file);
-		EXPECT_EQ(cases[k].st, npurt_onnx_import_file(path, &g, NULL)) TH_LOG("%s", path);
+		EXPECT_EQ(cases[k].st, npurt_onnx_import_file(path, NULL, &g, NULL)) TH_LOG("%s", path);
 		EXPECT_EQ((npurt_graph *)1, g);
 		EXPECT_NE(NULL, strstr(npurt_last_error(), cases[k].where))
 			TH_LOG("%s", npurt_last_error());
@@ -310,7 +372,7 @@ TEST_F(onnx, a_dynamic_dimension_is_unsupported)
 	npurt_graph *g = NULL;
 
 	snprintf(path, sizeof(path), "%s/dynamic.onnx", models_dir());
-	ASSERT_EQ(NPURT_ERR_UNSUPPORTED, npurt_onnx_import_file(path, &g, NULL));
+	ASSERT_EQ(NPURT_ERR_UNSUPPORTED, npurt_onnx_import_file(path, NULL, &g, NULL));
 	EXPECT_NE(NULL, strstr(npurt_last_error(), "dynamic")) TH_LOG("%s", npurt_last_error());
 	EXPECT_NE(NULL, strstr(npurt_last_error(), "\"N\"")) TH_LOG("%s", npurt_last_error());
 }
@@ -327,10 +389,10 @@ TEST_F(onnx, broken_files_are_refused)
 	snprintf(path, sizeof(path), "%s/mlp.onnx", models_dir());
 	file = read_all(path, &len);
 	ASSERT_NE(NULL, file);
-	ASSERT_EQ(NPURT_OK, npurt_onnx_import(file, len, &g, NULL)) TH_LOG("%s", npurt_last_error());
+	ASSERT_EQ(NPURT_OK, npurt_onnx_import(file, len, NULL, &g, NULL)) TH_LOG("%s", npurt_last_error());
 	npurt_graph_destroy(g);
 	for (size_t cut = 0; cut < len; cut += len / 97 + 1) {
-		npurt_status st = npurt_onnx_import(file, cut, &g, NULL);
+		npurt_status st = npurt_onnx_import(file, cut, NULL, &g, NULL);
 
 		tried++;
 		if (st == NPURT_OK) {
@@ -343,7 +405,7 @@ TEST_F(onnx, broken_files_are_refused)
 	}
 	/* A protobuf cut between fields can parse; most cuts do not. */
 	EXPECT_GT(refused, tried * 9 / 10);
-	ASSERT_EQ(NPURT_ERR_INVALID, npurt_onnx_import("not a model", 11, &g, NULL));
+	ASSERT_EQ(NPURT_ERR_INVALID, npurt_onnx_import("not a model", 11, NULL, &g, NULL));
 	free(file);
 }
 

@@ -30,13 +30,30 @@ extern "C" {
  * The graph is then saved or serialized like any other
  * (npurt_graph_save()); its inputs and outputs keep the ONNX names.
  *
+ * An input whose dimensions the file leaves symbolic ("N", "seq") is
+ * pinned by opts, as onnxruntime's free-dimension overrides do, and the
+ * model then imports static: shapes[] pins an input's whole shape,
+ * "NAME=1x3x48x320" (the file's fixed dimensions must agree; "NAME=" is
+ * a scalar), and dim_params[] a symbolic dimension wherever it appears,
+ * "NAME=VALUE". A shape wins over a dim_param. A spec that is malformed
+ * or names no input or dimension of the model is NPURT_ERR_INVALID.
+ * Set opts->size to sizeof(npurt_onnx_options); opts may be NULL.
+ *
  * NPURT_ERR_UNSUPPORTED: the model uses what the device cannot run (an
- * op, an attribute, a dtype, a dynamic shape); the message names the node
- * and its op type. NPURT_ERR_INVALID: the file is no ONNX model, or one
- * that is wrong (the message says where). NPURT_ERR_NO_MEMORY. Nothing is
- * left behind on failure. Set info->size to sizeof(npurt_onnx_info); info
- * may be NULL.
+ * op, an attribute, a dtype, a dimension left symbolic); the message
+ * names the node and its op type. NPURT_ERR_INVALID: the file is no ONNX
+ * model, or one that is wrong (the message says where). NPURT_ERR_NO_MEMORY.
+ * Nothing is left behind on failure. Set info->size to
+ * sizeof(npurt_onnx_info); info may be NULL.
  */
+typedef struct npurt_onnx_options {
+	uint32_t size;
+	uint32_t n_shapes;
+	const char *const *shapes;	/* "NAME=AxBxC": input NAME's shape */
+	const char *const *dim_params;	/* "NAME=VALUE": every dimension called NAME */
+	uint32_t n_dim_params;
+} npurt_onnx_options;
+
 typedef struct npurt_onnx_info {
 	uint32_t size;
 	uint32_t opset;			/* of the default domain */
@@ -47,10 +64,11 @@ typedef struct npurt_onnx_info {
 	uint32_t fused;			/* node pairs made one (Conv + BatchNormalization) */
 } npurt_onnx_info;
 
-NPURT_API npurt_status npurt_onnx_import(const void *data, size_t size, npurt_graph **graph,
+NPURT_API npurt_status npurt_onnx_import(const void *data, size_t size,
+					 const npurt_onnx_options *opts, npurt_graph **graph,
 					 npurt_onnx_info *info);
-NPURT_API npurt_status npurt_onnx_import_file(const char *path, npurt_graph **graph,
-					      npurt_onnx_info *info);
+NPURT_API npurt_status npurt_onnx_import_file(const char *path, const npurt_onnx_options *opts,
+					      npurt_graph **graph, npurt_onnx_info *info);
 
 #ifdef __cplusplus
 }

@@ -66,6 +66,8 @@ struct ox_imp {
 	const Onnx__NodeProto *node;	/* being imported: errors name it */
 	size_t node_index;
 	const struct ox_scope *scope;	/* NULL: the model's graph */
+	struct ox_pin *pins;		/* the caller's pinned dimensions */
+	size_t npins;
 	uint32_t scratch;		/* names of intermediate values */
 	npurt_onnx_info info;
 };
@@ -222,6 +224,15 @@ npurt_status ox_legacy(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_le
 		       const Onnx__NodeProto **use);
 /* A BatchNormalization that normalises by running statistics, per channel. */
 bool ox_legacy_bn_plain(const struct ox_imp *im, const Onnx__NodeProto *bn);
+
+/* ---- pinned dimensions (onnx_pins.c) ---- */
+/* The caller's shapes and dim_params, parsed into im->pins (free() it). */
+npurt_status ox_pins_parse(struct ox_imp *im, const npurt_onnx_options *opts);
+/* Input `input`'s dimensions: the file's, with the pins for its symbolic ones. */
+npurt_status ox_pins_dims(struct ox_imp *im, const char *input,
+			  const Onnx__TensorShapeProto *shape, int64_t *dims);
+/* NPURT_ERR_INVALID for a pin that names no input (or dimension) of g. */
+npurt_status ox_pins_check(struct ox_imp *im, const Onnx__GraphProto *g);
 
 /* ---- the walk (onnx_import.c) and control flow (onnx_control.c) ---- */
 /* The nodes of a graph, in order: the model's, or an inlined branch's. */

@@ -184,15 +184,9 @@ static npurt_status graph_input(struct ox_imp *im, const Onnx__ValueInfoProto *v
 	if (tt->shape->n_dim > OX_MAX_DIMS)
 		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "input \"%.64s\" has %zu dimensions",
 			       vi->name, tt->shape->n_dim);
-	for (size_t k = 0; k < tt->shape->n_dim; k++) {
-		const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[k];
-
-		if (d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
-			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "input \"%.64s\" has a dynamic "
-				       "dimension %zu (\"%.32s\"): the device runs static shapes",
-				       vi->name, k, d->value_case ? d->dim_param : "");
-		dims[k] = d->dim_value;
-	}
+	st = ox_pins_dims(im, vi->name, tt->shape, dims);
+	if (st)
+		return st;
 	v = ox_new(im, vi->name, tt->elem_type, (uint32_t)tt->shape->n_dim, dims);
 	if (!v)
 		return npurt_last_status();
@@ -493,6 +487,9 @@ static npurt_status import_model(struct ox_imp *im, const Onnx__ModelProto *m)
 		if (!ox_tensor_proto(im, g->initializer[k], NULL))
 			return npurt_last_status();
 	}
+	st = ox_pins_check(im, g);
+	if (st)
+		return st;
 	for (size_t k = 0; k < g->n_input; k++) {
 		/* Before IR 4 every initializer is listed among the inputs too. */
 		if (g->input[k]->name && ox_find(im, g->input[k]->name))
@@ -634,8 +631,8 @@ static bool pb_nesting_ok(const uint8_t *p, size_t len)
 	return true;
 }
 
-npurt_status npurt_onnx_import(const void *data, size_t size, npurt_graph **graph,
-			       npurt_onnx_info *info)
+npurt_status npurt_onnx_import(const void *data, size_t size, const npurt_onnx_options *opts,
+			       npurt_graph **graph, npurt_onnx_info *info)
 {
 	struct ox_imp im = { .info = { .size = sizeof(npurt_onnx_info) } };
 	Onnx__ModelProto *m;
@@ -649,14 +646,22 @@ npurt_status npurt_onnx_import(const void *data, size_t size, npurt_graph **grap
 	if (!pb_nesting_ok(data, size))
 		return npurt_set_error(NPURT_ERR_INVALID, "onnx: not an ONNX model (malformed, "
 				       "or messages nested over %d deep)", OX_MAX_NESTING);
+	st = ox_pins_parse(&im, opts);
+	if (st) {
+		free(im.pins);
+		return st;
+	}
 	m = onnx__model_proto__unpack(NULL, size, data);
-	if (!m)
+	if (!m) {
+		free(im.pins);
 		return npurt_set_error(NPURT_ERR_INVALID, "onnx: not an ONNX model (the protobuf "
 				       "does not parse as a ModelProto)");
+	}
 	st = npurt_graph_create(&im.g);
 	if (!st)
 		st = import_model(&im, m);
 	free_vals(&im);
+	free(im.pins);
 	onnx__model_proto__free_unpacked(m, NULL);
 	if (st) {
 		npurt_graph_destroy(im.g);
@@ -668,7 +673,8 @@ npurt_status npurt_onnx_import(const void *data, size_t size, npurt_graph **grap
 	return NPURT_OK;
 }
 
-npurt_status npurt_onnx_import_file(const char *path, npurt_graph **graph, npurt_onnx_info *info)
+npurt_status npurt_onnx_import_file(const char *path, const npurt_onnx_options *opts,
+				    npurt_graph **graph, npurt_onnx_info *info)
 {
 	static const char who[] = "npurt_onnx_import_file";
 	npurt_status st;
@@ -708,7 +714,7 @@ npurt_status npurt_onnx_import_file(const char *path, npurt_graph **graph, npurt
 		free(buf);
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: %.200s: short read", who, path);
 	}
-	st = npurt_onnx_import(buf, got, graph, info);
+	st = npurt_onnx_import(buf, got, opts, graph, info);
 	free(buf);
 	return st;
 }

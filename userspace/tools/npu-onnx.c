@@ -3,7 +3,7 @@
  * npu-onnx: an ONNX model made into a model file for the NPU, through
  * npurt_onnx_import() (Documentation/onnx.rst).
  *
- *   npu-onnx MODEL.onnx [-o OUT.npu] [-q]
+ *   npu-onnx MODEL.onnx [-o OUT.npu] [-q] [--shape NAME=AxBxC]... [--dim-param NAME=N]...
  *
  * Prints what the import did (nodes folded on the host, nodes that became
  * views, device ops) and the memory plan. Exit status: 0 written, 1 the
@@ -19,9 +19,13 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: npu-onnx [-o OUT.npu] [-q] MODEL.onnx\n"
-		   "  -o, --output FILE  the model file (default: MODEL with .npu for .onnx)\n"
-		   "  -q, --quiet        print nothing on success\n"
+	fprintf(f, "usage: npu-onnx [-o OUT.npu] [-q] [--shape NAME=AxBxC]... "
+		   "[--dim-param NAME=N]... MODEL.onnx\n"
+		   "  -o, --output FILE     the model file (default: MODEL with .npu for .onnx)\n"
+		   "  -q, --quiet           print nothing on success\n"
+		   "  --shape NAME=AxBxC    input NAME has this shape (pins its symbolic\n"
+		   "                        dimensions; repeatable)\n"
+		   "  --dim-param NAME=N    every input dimension called NAME is N (repeatable)\n"
 		   "Exit status: 0 written, 1 the model cannot be imported, 2 usage.\n");
 }
 
@@ -31,8 +35,14 @@ int main(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "shape", required_argument, NULL, 'S' },
+		{ "dim-param", required_argument, NULL, 'D' },
 		{ NULL, 0, NULL, 0 },
 	};
+	/* at most one of each per argument */
+	const char **shapes = calloc((size_t)argc, sizeof(*shapes));
+	const char **dims = calloc((size_t)argc, sizeof(*dims));
+	npurt_onnx_options pins = { .size = sizeof(pins), .shapes = shapes, .dim_params = dims };
 	npurt_onnx_info oi = { .size = sizeof(oi) };
 	npurt_plan_info pi = { .size = sizeof(pi) };
 	const char *out = NULL;
@@ -41,35 +51,45 @@ int main(int argc, char **argv)
 	bool quiet = false;
 	int c, rc = 0;
 
+	if (!shapes || !dims) {
+		free(shapes);
+		free(dims);
+		return 1;
+	}
 	while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
 		case 'q': quiet = true; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'S': shapes[pins.n_shapes++] = optarg; break;
+		case 'D': dims[pins.n_dim_params++] = optarg; break;
+		case 'h': usage(stdout); rc = 0; goto out;
+		default: usage(stderr); rc = 2; goto out;
 		}
 	}
 	if (optind != argc - 1) {
 		usage(stderr);
-		return 2;
+		rc = 2;
+		goto out;
 	}
 	if (!out) {
 		const char *in = argv[optind];
 		size_t n = strlen(in);
 
 		made = malloc(n + 5);
-		if (!made)
-			return 1;
+		if (!made) {
+			rc = 1;
+			goto out;
+		}
 		if (n > 5 && !strcmp(in + n - 5, ".onnx"))
 			n -= 5;
 		memcpy(made, in, n);
 		strcpy(made + n, ".npu");
 		out = made;
 	}
-	if (npurt_onnx_import_file(argv[optind], &g, &oi)) {
+	if (npurt_onnx_import_file(argv[optind], &pins, &g, &oi)) {
 		fprintf(stderr, "npu-onnx: %s: %s\n", argv[optind], npurt_last_error());
-		free(made);
-		return 1;
+		rc = 1;
+		goto out;
 	}
 	if (npurt_graph_save(g, out, &pi)) {
 		fprintf(stderr, "npu-onnx: %s\n", npurt_last_error());
@@ -84,6 +104,9 @@ int main(int argc, char **argv)
 		       (unsigned long long)pi.fmap_sum, (unsigned long long)pi.fmap_peak);
 	}
 	npurt_graph_destroy(g);
+out:
 	free(made);
+	free(shapes);
+	free(dims);
 	return rc;
 }

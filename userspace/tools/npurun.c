@@ -5,7 +5,8 @@
  *
  *   npurun [-n RUNS] [--mode sink|host|step] [--input NAME=FILE]...
  *          [--output NAME=FILE]... [--print] [--seed S] [--timeout MS]
- *          [--pipeline DEPTH] [--device N] MODEL
+ *          [--pipeline DEPTH] [--device N] [--shape NAME=AxBxC]...
+ *          [--dim-param NAME=N]... MODEL
  *
  * Inputs are bound in pinned host memory (zero copy) and filled once;
  * outputs too. Latency is each synchronous run from submit to its end;
@@ -35,6 +36,9 @@ struct binding {
 };
 
 static struct binding ins[MAX_FILES], outs[MAX_FILES];
+/* An ONNX model's pinned dimensions, as given (npurt_onnx_options). */
+static const char *shapes[MAX_FILES], *dim_params[MAX_FILES];
+static uint32_t nshapes, ndim_params;
 static int nins, nouts;
 
 static double now_us(void)
@@ -167,6 +171,9 @@ static void usage(FILE *f)
 		"  -P, --pipeline DEPTH   queue runs back to back on a stream, DEPTH in\n"
 		"                         flight; report throughput\n"
 		"  -d, --device N         the NPU (default 0)\n"
+		"  --shape NAME=AxBxC     an ONNX model's input NAME has this shape (pins\n"
+		"                         its symbolic dimensions; repeatable)\n"
+		"  --dim-param NAME=N     every input dimension called NAME is N (repeatable)\n"
 		"Exit status: 0 success, 1 failure, 2 usage.\n");
 }
 
@@ -281,10 +288,13 @@ int main(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 't' },
 		{ "pipeline", required_argument, NULL, 'P' },
 		{ "device", required_argument, NULL, 'd' }, { "help", no_argument, NULL, 'h' },
+		{ "shape", required_argument, NULL, 'S' },
+		{ "dim-param", required_argument, NULL, 'D' },
 		{ 0 },
 	};
 	npurt_dispatch mode = NPURT_DISPATCH_SINK;
 	npurt_model_info info = { .size = sizeof(info) };
+	npurt_onnx_options pins;
 	struct source src = { 0 };
 	long runs = 10, timeout = -1, pipeline = 0, devno = 0;
 	unsigned long seed = 1;
@@ -316,6 +326,16 @@ int main(int argc, char **argv)
 		case 't': timeout = strtol(optarg, NULL, 10); break;
 		case 'P': pipeline = strtol(optarg, NULL, 10); break;
 		case 'd': devno = strtol(optarg, NULL, 10); break;
+		case 'S':
+			if (nshapes == MAX_FILES)
+				goto bad_usage;
+			shapes[nshapes++] = optarg;
+			break;
+		case 'D':
+			if (ndim_params == MAX_FILES)
+				goto bad_usage;
+			dim_params[ndim_params++] = optarg;
+			break;
 		case 'h': usage(stdout); return 0;
 		default: goto bad_usage;
 		}
@@ -326,7 +346,9 @@ int main(int argc, char **argv)
 
 	if (npurt_device_open((int)devno, &dev))
 		return fail("device");
-	if (source_read(argv[optind], &src, false)) {
+	pins = (npurt_onnx_options){ .size = sizeof(pins), .n_shapes = nshapes, .shapes = shapes,
+				     .dim_params = dim_params, .n_dim_params = ndim_params };
+	if (source_read(argv[optind], &pins, &src, false)) {
 		rc = 1;
 		goto out;
 	}

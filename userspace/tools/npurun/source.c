@@ -104,7 +104,7 @@ static void cache_store(const char *dir, const char *path, const void *data, siz
 		unlink(tmp);
 }
 
-int source_read(const char *path, struct source *s, bool quiet)
+int source_read(const char *path, const npurt_onnx_options *pins, struct source *s, bool quiet)
 {
 	size_t n = strlen(path), len;
 	npurt_onnx_info oi = { .size = sizeof(oi) };
@@ -117,6 +117,11 @@ int source_read(const char *path, struct source *s, bool quiet)
 
 	memset(s, 0, sizeof(*s));
 	if (n < 5 || strcmp(path + n - 5, ".onnx")) {
+		if (pins->n_shapes || pins->n_dim_params) {
+			fprintf(stderr, "npurun: %s: --shape and --dim-param pin an ONNX model's "
+				"dimensions; a model file's are fixed\n", path);
+			return 1;
+		}
 		s->data = source_slurp(path, &s->len);
 		if (!s->data || !s->len) {
 			fprintf(stderr, "npurun: %s: cannot read it\n", path);
@@ -135,6 +140,14 @@ int source_read(const char *path, struct source *s, bool quiet)
 	h = fnv1a(&major, sizeof(major), h);
 	h = fnv1a(&minor, sizeof(minor), h);
 	h = fnv1a(&patch, sizeof(patch), h);
+	/* and the pins: the same file imports into another model per shape */
+	for (uint32_t k = 0; k < pins->n_shapes + pins->n_dim_params; k++) {
+		const char *p = k < pins->n_shapes ? pins->shapes[k] :
+				pins->dim_params[k - pins->n_shapes];
+
+		h = fnv1a(k < pins->n_shapes ? "S" : "D", 1, h);
+		h = fnv1a(p, strlen(p) + 1, h);
+	}
 	{
 		/*
 		 * And this program (the importer is linked in): a rebuilt
@@ -160,7 +173,7 @@ int source_read(const char *path, struct source *s, bool quiet)
 	} else {
 		cached[0] = 0;
 	}
-	if (npurt_onnx_import(onnx, len, &g, &oi)) {
+	if (npurt_onnx_import(onnx, len, pins, &g, &oi)) {
 		fprintf(stderr, "npurun: %s: %s\n", path, npurt_last_error());
 		free(onnx);
 		return 1;
