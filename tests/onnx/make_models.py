@@ -622,6 +622,13 @@ def corpus(out):
     one("batchnorm", [n("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"])],
         [("x", [1, 3, 2, 2])], [("y", [1, 3, 2, 2])],
         [("s", w(3)), ("b", w(3)), ("m", w(3)), ("v", np.abs(w(3)) + 1)])
+    # The Conv + BatchNormalization fold when the value table is full (64:
+    # 63 initializers and the input): its new weight grows the table.
+    one("conv_bn_at_table_growth",
+        [n("Conv", ["x", "cw"], ["c"]), n("BatchNormalization", ["c", "s", "b", "m", "v"], ["y"])],
+        [("x", [1, 2, 3, 3])], [("y", [1, 3, 3, 3])],
+        [("cw", w(3, 2, 1, 1)), ("s", w(3)), ("b", w(3)), ("m", w(3)), ("v", np.abs(w(3)) + 1)]
+        + [("unused%d" % k, w(1)) for k in range(58)])
     one("clip_pad", [n("Clip", ["x", "lo", "hi"], ["c"]), n("Pad", ["c", "p"], ["y"])],
         [("x", [2, 2])], [("y", [4, 4])],
         [("lo", np.float32(-0.5)), ("hi", np.float32(0.5)), ("p", np.array([1, 1, 1, 1], np.int64))])

@@ -283,6 +283,7 @@ static bool fold_conv_bn(struct ox_imp *im, const Onnx__GraphProto *g, size_t k,
 	Onnx__NodeProto conv;
 	double eps;
 	int64_t o, per;
+	int32_t type;
 
 	if (!bn || strcmp(c->op_type, "Conv") || !bn->op_type ||
 	    strcmp(bn->op_type, "BatchNormalization") || c->n_output != 1 || bn->n_output != 1 ||
@@ -307,8 +308,9 @@ static bool fold_conv_bn(struct ox_imp *im, const Onnx__GraphProto *g, size_t k,
 	per = (int64_t)(ox_count(w) / (uint64_t)o);
 	snprintf(wn, sizeof(wn), "\001%.64s:w%u", c->output[0], im->scratch++);
 	snprintf(bname, sizeof(bname), "\001%.64s:b%u", c->output[0], im->scratch++);
-	nw = ox_new_const(im, wn, w->type, w->ndim, w->dims);
-	nb = nw ? ox_new_const(im, bname, w->type, 1, &o) : NULL;
+	type = w->type;		/* w points into the table, which nw may move */
+	nw = ox_new_const(im, wn, type, w->ndim, w->dims);
+	nb = nw ? ox_new_const(im, bname, type, 1, &o) : NULL;
 	if (!nb) {
 		*st = npurt_last_status();
 		return true;

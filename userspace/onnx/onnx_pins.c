@@ -144,10 +144,14 @@ npurt_status ox_pins_dims(struct ox_imp *im, const char *input,
 		} else if (sym[0] && (q = find(im, sym, false))) {
 			dims[k] = q->dims[0];
 		} else {
+			if (!sym[0])
+				return ox_fail(im, NPURT_ERR_UNSUPPORTED, "input \"%.64s\" has a "
+					       "dynamic dimension %zu, unnamed: the device runs static "
+					       "shapes; pin the input's shape", input, k);
 			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "input \"%.64s\" has a dynamic "
 				       "dimension %zu (\"%.32s\"): the device runs static shapes; pin "
 				       "it (a dim_param \"%.32s=VALUE\", or the input's shape)", input,
-				       k, sym, sym[0] ? sym : "NAME");
+				       k, sym, sym);
 		}
 	}
 	return NPURT_OK;
