@@ -403,6 +403,30 @@ def pinned():
     return b.model("pinned", "x", ["batch", "seq", 4], y, ["batch", "seq", 5], 13), x, ref
 
 
+def pinned_value():
+    """A model branching on a sample rate it takes as an input (as voice
+    activity detectors do): with the rate's value pinned the If folds and
+    its branch inlines; the data is for sr = 16000 (Relu)."""
+    rng = np.random.RandomState(0)
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    k = numpy_helper.from_array(np.array(16000, np.int64), "k16")
+    br = lambda op, o: helper.make_graph([helper.make_node(op, ["x"], [o])], o, [],
+                                         [helper.make_tensor_value_info(o, TensorProto.FLOAT,
+                                                                        [2, 3])])
+    g = helper.make_graph([helper.make_node("Equal", ["sr", "k16"], ["is16"], name="is16k"),
+                           helper.make_node("If", ["is16"], ["y"], name="by_rate",
+                                            then_branch=br("Relu", "t"),
+                                            else_branch=br("Neg", "e"))],
+                          "pinned_value",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+                           helper.make_tensor_value_info("sr", TensorProto.INT64, [])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])], [k])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    return m, x, np.maximum(x.astype(np.float64), 0)
+
+
 def trilu():
     """Lower and upper triangles of a batch of float matrices (Trilu, opset 14)."""
     b = Builder(0)
@@ -565,6 +589,7 @@ def main():
                        ("resnet_mini", resnet_mini), ("trilu", trilu),
                        ("legacy_ops", legacy_ops), ("int_shapes", int_shapes),
                        ("shape_if", shape_if), ("pinned", pinned),
+                       ("pinned_value", pinned_value),
                        ("relu_bn", relu_bn), ("picked_column", picked_column),
                        ("shared_conv", shared_conv), ("video_cnn", video_cnn),
                        ("half_folds", half_folds), ("pad_f16", pad_f16),

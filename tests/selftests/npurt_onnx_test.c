@@ -225,6 +225,15 @@ TEST_F(onnx, symbolic_dimensions_pinned_by_name_or_shape_import_static_and_match
 	run_model_pinned(_metadata, self->dev, "pinned", &by_shape, NPURT_DISPATCH_SINK, 1e-3);
 }
 
+/* An input pinned by value is a constant: an If on it folds and inlines. */
+TEST_F(onnx, an_input_pinned_by_value_folds_the_if_it_decides)
+{
+	static const char *const values[] = { "sr=16000" };
+	const npurt_onnx_options pins = { .size = sizeof(pins), .values = values, .n_values = 1 };
+
+	run_model_pinned(_metadata, self->dev, "pinned_value", &pins, NPURT_DISPATCH_SINK, 1e-3);
+}
+
 /*
  * Pins that are malformed, disagree with the file or name nothing in it
  * are refused with the spec quoted; a dimension left symbolic says how
@@ -233,16 +242,19 @@ TEST_F(onnx, symbolic_dimensions_pinned_by_name_or_shape_import_static_and_match
 TEST_F(onnx, pins_that_do_not_fit_the_model_are_refused_by_spec)
 {
 	static const struct {
-		const char *shape, *dim, *why;
+		const char *shape, *dim, *why, *value;
 	} cases[] = {
-		{ "x=2x3x5", NULL, "dimension 2 of input \"x\" is 4 in the file" },
-		{ "x=2x3", NULL, "shape \"x=2x3\": 2 dimensions" },
-		{ "y=2x3x4", "batch=2", "the model has no input \"y\"" },
-		{ NULL, "seq=3", "dynamic dimension 0 (\"batch\")" },
-		{ NULL, "batch=2", "dynamic dimension 1 (\"seq\")" },
-		{ "x=2x0x4", NULL, "shape \"x=2x0x4\": dimensions of 1" },
-		{ NULL, "seq", "dim_param \"seq\": NAME=VALUE wanted" },
-		{ NULL, "seq=3x2", "dim_param \"seq=3x2\": \"x\" after a value" },
+		{ "x=2x3x4", NULL, "value \"x=1,2\": 2 values, input \"x\" holds 24", "x=1,2" },
+		{ "x=2x3x4", NULL, "value \"x=one\": numbers wanted", "x=one" },
+		{ NULL, "seq=3", "value \"z=1\": the model has no input \"z\"", "z=1" },
+		{ "x=2x3x5", NULL, "dimension 2 of input \"x\" is 4 in the file", NULL },
+		{ "x=2x3", NULL, "shape \"x=2x3\": 2 dimensions", NULL },
+		{ "y=2x3x4", "batch=2", "the model has no input \"y\"", NULL },
+		{ NULL, "seq=3", "dynamic dimension 0 (\"batch\")", NULL },
+		{ NULL, "batch=2", "dynamic dimension 1 (\"seq\")", NULL },
+		{ "x=2x0x4", NULL, "shape \"x=2x0x4\": dimensions of 1", NULL },
+		{ NULL, "seq", "dim_param \"seq\": NAME=VALUE wanted", NULL },
+		{ NULL, "seq=3x2", "dim_param \"seq=3x2\": a value of 1 to 2^40", NULL },
 	};
 	char path[PATH_MAX];
 
@@ -250,7 +262,8 @@ TEST_F(onnx, pins_that_do_not_fit_the_model_are_refused_by_spec)
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 		npurt_onnx_options o = { .size = sizeof(o), .shapes = &cases[k].shape,
 					 .n_shapes = !!cases[k].shape, .dim_params = &cases[k].dim,
-					 .n_dim_params = !!cases[k].dim };
+					 .n_dim_params = !!cases[k].dim, .values = &cases[k].value,
+					 .n_values = !!cases[k].value };
 		npurt_graph *g = (npurt_graph *)1;
 		npurt_status st = npurt_onnx_import_file(path, &o, &g, NULL);
 

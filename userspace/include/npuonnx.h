@@ -35,8 +35,12 @@ extern "C" {
  * model then imports static: shapes[] pins an input's whole shape,
  * "NAME=1x3x48x320" (the file's fixed dimensions must agree; "NAME=" is
  * a scalar), and dim_params[] a symbolic dimension wherever it appears,
- * "NAME=VALUE". A shape wins over a dim_param. A spec that is malformed
- * or names no input or dimension of the model is NPURT_ERR_INVALID.
+ * "NAME=VALUE". A shape wins over a dim_param. values[] gives a small
+ * input its values, "sr=16000" (every element, in order, comma-separated):
+ * it becomes a constant of the model and no longer an input, so what
+ * depends on it folds (an If on a sample rate inlines its branch). A spec
+ * that is malformed or names no input or dimension of the model is
+ * NPURT_ERR_INVALID.
  * Set opts->size to sizeof(npurt_onnx_options); opts may be NULL.
  *
  * NPURT_ERR_UNSUPPORTED: the model uses what the device cannot run (an
@@ -52,6 +56,8 @@ typedef struct npurt_onnx_options {
 	const char *const *shapes;	/* "NAME=AxBxC": input NAME's shape */
 	const char *const *dim_params;	/* "NAME=VALUE": every dimension called NAME */
 	uint32_t n_dim_params;
+	uint32_t n_values;
+	const char *const *values;	/* "NAME=V,V,...": input NAME's values */
 } npurt_onnx_options;
 
 typedef struct npurt_onnx_info {

@@ -231,6 +231,12 @@ npurt_status ox_pins_parse(struct ox_imp *im, const npurt_onnx_options *opts);
 /* Input `input`'s dimensions: the file's, with the pins for its symbolic ones. */
 npurt_status ox_pins_dims(struct ox_imp *im, const char *input,
 			  const Onnx__TensorShapeProto *shape, int64_t *dims);
+/*
+ * Input `input` as a constant, when the caller pinned its values (*pinned);
+ * NULL after ox_fail(), or when not pinned.
+ */
+struct ox_val *ox_pins_value(struct ox_imp *im, const char *input, int32_t type, uint32_t ndim,
+			     const int64_t *dims, bool *pinned);
 /* NPURT_ERR_INVALID for a pin that names no input (or dimension) of g. */
 npurt_status ox_pins_check(struct ox_imp *im, const Onnx__GraphProto *g);
 

@@ -173,6 +173,7 @@ static npurt_status graph_input(struct ox_imp *im, const Onnx__ValueInfoProto *v
 	struct ox_val *v;
 	uint32_t ndim;
 	npurt_status st;
+	bool pinned;
 
 	if (!vi->name || !vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
 	    !vi->type->tensor_type->has_elem_type)
@@ -187,6 +188,9 @@ static npurt_status graph_input(struct ox_imp *im, const Onnx__ValueInfoProto *v
 	st = ox_pins_dims(im, vi->name, tt->shape, dims);
 	if (st)
 		return st;
+	v = ox_pins_value(im, vi->name, tt->elem_type, (uint32_t)tt->shape->n_dim, dims, &pinned);
+	if (pinned)
+		return v ? NPURT_OK : npurt_last_status();
 	v = ox_new(im, vi->name, tt->elem_type, (uint32_t)tt->shape->n_dim, dims);
 	if (!v)
 		return npurt_last_status();

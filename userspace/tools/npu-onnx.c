@@ -4,6 +4,7 @@
  * npurt_onnx_import() (Documentation/onnx.rst).
  *
  *   npu-onnx MODEL.onnx [-o OUT.npu] [-q] [--shape NAME=AxBxC]... [--dim-param NAME=N]...
+ *            [--value NAME=V,...]...
  *
  * Prints what the import did (nodes folded on the host, nodes that became
  * views, device ops) and the memory plan. Exit status: 0 written, 1 the
@@ -20,12 +21,14 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: npu-onnx [-o OUT.npu] [-q] [--shape NAME=AxBxC]... "
-		   "[--dim-param NAME=N]... MODEL.onnx\n"
+		   "[--dim-param NAME=N]... [--value NAME=V,...]... MODEL.onnx\n"
 		   "  -o, --output FILE     the model file (default: MODEL with .npu for .onnx)\n"
 		   "  -q, --quiet           print nothing on success\n"
 		   "  --shape NAME=AxBxC    input NAME has this shape (pins its symbolic\n"
 		   "                        dimensions; repeatable)\n"
 		   "  --dim-param NAME=N    every input dimension called NAME is N (repeatable)\n"
+		   "  --value NAME=V,...    input NAME holds these values: a constant now, no\n"
+		   "                        input (repeatable)\n"
 		   "Exit status: 0 written, 1 the model cannot be imported, 2 usage.\n");
 }
 
@@ -37,12 +40,15 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ "shape", required_argument, NULL, 'S' },
 		{ "dim-param", required_argument, NULL, 'D' },
+		{ "value", required_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	/* at most one of each per argument */
 	const char **shapes = calloc((size_t)argc, sizeof(*shapes));
 	const char **dims = calloc((size_t)argc, sizeof(*dims));
-	npurt_onnx_options pins = { .size = sizeof(pins), .shapes = shapes, .dim_params = dims };
+	const char **values = calloc((size_t)argc, sizeof(*values));
+	npurt_onnx_options pins = { .size = sizeof(pins), .shapes = shapes, .dim_params = dims,
+				    .values = values };
 	npurt_onnx_info oi = { .size = sizeof(oi) };
 	npurt_plan_info pi = { .size = sizeof(pi) };
 	const char *out = NULL;
@@ -51,9 +57,10 @@ int main(int argc, char **argv)
 	bool quiet = false;
 	int c, rc = 0;
 
-	if (!shapes || !dims) {
+	if (!shapes || !dims || !values) {
 		free(shapes);
 		free(dims);
+		free(values);
 		return 1;
 	}
 	while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
@@ -62,6 +69,7 @@ int main(int argc, char **argv)
 		case 'q': quiet = true; break;
 		case 'S': shapes[pins.n_shapes++] = optarg; break;
 		case 'D': dims[pins.n_dim_params++] = optarg; break;
+		case 'V': values[pins.n_values++] = optarg; break;
 		case 'h': usage(stdout); rc = 0; goto out;
 		default: usage(stderr); rc = 2; goto out;
 		}
@@ -108,5 +116,6 @@ out:
 	free(made);
 	free(shapes);
 	free(dims);
+	free(values);
 	return rc;
 }

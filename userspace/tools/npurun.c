@@ -6,7 +6,7 @@
  *   npurun [-n RUNS] [--mode sink|host|step] [--input NAME=FILE]...
  *          [--output NAME=FILE]... [--print] [--seed S] [--timeout MS]
  *          [--pipeline DEPTH] [--device N] [--shape NAME=AxBxC]...
- *          [--dim-param NAME=N]... MODEL
+ *          [--dim-param NAME=N]... [--value NAME=V,...]... MODEL
  *
  * Inputs are bound in pinned host memory (zero copy) and filled once;
  * outputs too. Latency is each synchronous run from submit to its end;
@@ -37,8 +37,8 @@ struct binding {
 
 static struct binding ins[MAX_FILES], outs[MAX_FILES];
 /* An ONNX model's pinned dimensions, as given (npurt_onnx_options). */
-static const char *shapes[MAX_FILES], *dim_params[MAX_FILES];
-static uint32_t nshapes, ndim_params;
+static const char *shapes[MAX_FILES], *dim_params[MAX_FILES], *values[MAX_FILES];
+static uint32_t nshapes, ndim_params, nvalues;
 static int nins, nouts;
 
 static double now_us(void)
@@ -174,6 +174,8 @@ static void usage(FILE *f)
 		"  --shape NAME=AxBxC     an ONNX model's input NAME has this shape (pins\n"
 		"                         its symbolic dimensions; repeatable)\n"
 		"  --dim-param NAME=N     every input dimension called NAME is N (repeatable)\n"
+		"  --value NAME=V,...     input NAME holds these values: a constant of the\n"
+		"                         model now, no input (repeatable)\n"
 		"Exit status: 0 success, 1 failure, 2 usage.\n");
 }
 
@@ -290,6 +292,7 @@ int main(int argc, char **argv)
 		{ "device", required_argument, NULL, 'd' }, { "help", no_argument, NULL, 'h' },
 		{ "shape", required_argument, NULL, 'S' },
 		{ "dim-param", required_argument, NULL, 'D' },
+		{ "value", required_argument, NULL, 'V' },
 		{ 0 },
 	};
 	npurt_dispatch mode = NPURT_DISPATCH_SINK;
@@ -336,6 +339,11 @@ int main(int argc, char **argv)
 				goto bad_usage;
 			dim_params[ndim_params++] = optarg;
 			break;
+		case 'V':
+			if (nvalues == MAX_FILES)
+				goto bad_usage;
+			values[nvalues++] = optarg;
+			break;
 		case 'h': usage(stdout); return 0;
 		default: goto bad_usage;
 		}
@@ -347,7 +355,8 @@ int main(int argc, char **argv)
 	if (npurt_device_open((int)devno, &dev))
 		return fail("device");
 	pins = (npurt_onnx_options){ .size = sizeof(pins), .n_shapes = nshapes, .shapes = shapes,
-				     .dim_params = dim_params, .n_dim_params = ndim_params };
+				     .dim_params = dim_params, .n_dim_params = ndim_params,
+				     .values = values, .n_values = nvalues };
 	if (source_read(argv[optind], &pins, &src, false)) {
 		rc = 1;
 		goto out;

@@ -117,9 +117,9 @@ int source_read(const char *path, const npurt_onnx_options *pins, struct source 
 
 	memset(s, 0, sizeof(*s));
 	if (n < 5 || strcmp(path + n - 5, ".onnx")) {
-		if (pins->n_shapes || pins->n_dim_params) {
-			fprintf(stderr, "npurun: %s: --shape and --dim-param pin an ONNX model's "
-				"dimensions; a model file's are fixed\n", path);
+		if (pins->n_shapes || pins->n_dim_params || pins->n_values) {
+			fprintf(stderr, "npurun: %s: --shape, --dim-param and --value pin an ONNX "
+				"model's inputs; a model file's are fixed\n", path);
 			return 1;
 		}
 		s->data = source_slurp(path, &s->len);
@@ -141,13 +141,12 @@ int source_read(const char *path, const npurt_onnx_options *pins, struct source 
 	h = fnv1a(&minor, sizeof(minor), h);
 	h = fnv1a(&patch, sizeof(patch), h);
 	/* and the pins: the same file imports into another model per shape */
-	for (uint32_t k = 0; k < pins->n_shapes + pins->n_dim_params; k++) {
-		const char *p = k < pins->n_shapes ? pins->shapes[k] :
-				pins->dim_params[k - pins->n_shapes];
-
-		h = fnv1a(k < pins->n_shapes ? "S" : "D", 1, h);
-		h = fnv1a(p, strlen(p) + 1, h);
-	}
+	for (uint32_t k = 0; k < pins->n_shapes; k++)
+		h = fnv1a(pins->shapes[k], strlen(pins->shapes[k]) + 1, fnv1a("S", 1, h));
+	for (uint32_t k = 0; k < pins->n_dim_params; k++)
+		h = fnv1a(pins->dim_params[k], strlen(pins->dim_params[k]) + 1, fnv1a("D", 1, h));
+	for (uint32_t k = 0; k < pins->n_values; k++)
+		h = fnv1a(pins->values[k], strlen(pins->values[k]) + 1, fnv1a("V", 1, h));
 	{
 		/*
 		 * And this program (the importer is linked in): a rebuilt
