@@ -372,13 +372,68 @@ static npurt_status op_expand(struct ox_imp *im, const Onnx__NodeProto *n, struc
 	return ox_expand_to(im, x, n->output[0], nd, dims) ? NPURT_OK : npurt_last_status();
 }
 
+static npurt_status op_gather(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
+
+/*
+ * Backward steps: each such axis is a Gather of the positions it visits,
+ * in order (views only step forward). in: what the forward steps made;
+ * per axis stepped back: its first position, the count and the step.
+ */
+static npurt_status slice_backward(struct ox_imp *im, const Onnx__NodeProto *n, const char *in,
+				   int nrev, const int *axis, const int64_t *first,
+				   const int64_t *count, const int64_t *step)
+{
+	char names[OX_MAX_DIMS][96], idxn[96];
+	const char *cur = in;
+
+	for (int r = 0; r < nrev; r++) {
+		Onnx__AttributeProto ax = ONNX__ATTRIBUTE_PROTO__INIT, *attrs[1] = { &ax };
+		Onnx__NodeProto g = ONNX__NODE_PROTO__INIT;
+		const char *out = r == nrev - 1 ? n->output[0] :
+				  ox_tmp_name(im, names[r], sizeof(names[r]), n->output[0]);
+		char *ins[2], *outs[1] = { (char *)out };
+		struct ox_val *idx;
+		npurt_status st;
+
+		idx = ox_new_const(im, ox_tmp_name(im, idxn, sizeof(idxn), n->output[0]), OX_INT64,
+				   1, &count[r]);
+		if (!idx)
+			return npurt_last_status();
+		for (int64_t k = 0; k < count[r]; k++)
+			idx->i[k] = first[r] + k * step[r];
+		ax.name = (char *)"axis";
+		ax.has_type = true;
+		ax.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+		ax.has_i = true;
+		ax.i = axis[r];
+		ins[0] = (char *)cur;
+		ins[1] = idxn;
+		g.op_type = (char *)"Gather";
+		g.name = n->name;
+		g.input = ins;
+		g.n_input = 2;
+		g.output = outs;
+		g.n_output = 1;
+		g.attribute = attrs;
+		g.n_attribute = 1;
+		st = op_gather(im, &g, ox_find(im, cur));
+		if (st)
+			return st;
+		cur = out;
+	}
+	return NPURT_OK;
+}
+
 static npurt_status op_slice(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x)
 {
 	int64_t starts[OX_MAX_DIMS], ends[OX_MAX_DIMS], axes[OX_MAX_DIMS], steps[OX_MAX_DIMS];
 	int64_t dims[OX_MAX_DIMS], stride[OX_MAX_DIMS];
+	int64_t first[OX_MAX_DIMS], count[OX_MAX_DIMS], back[OX_MAX_DIMS];
+	int axis[OX_MAX_DIMS], nrev = 0;
 	bool old = im->opset < 10;
 	uint64_t off = x->off;
 	unsigned int seen = 0;
+	char tmp[96];
 	npurt_status st;
 	int cs, ce, ca, cp;
 
@@ -404,12 +459,23 @@ static npurt_status op_slice(struct ox_imp *im, const Onnx__NodeProto *n, struct
 		if (seen & (1u << a))
 			return ox_fail(im, NPURT_ERR_INVALID, "axis %d sliced twice", a);
 		seen |= 1u << a;
-		if (step <= 0)
-			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "step %lld: views step forward",
-				       (long long)step);
+		if (!step)
+			return ox_fail(im, NPURT_ERR_INVALID, "step 0");
 		d = x->dims[a];
 		b = starts[k] < 0 ? starts[k] + d : starts[k];
 		e = ends[k] < 0 ? ends[k] + d : ends[k];
+		if (step < 0) {
+			/* from b down to past e: b in [0, d - 1], e in [-1, d - 1] */
+			b = b < 0 ? -1 : b > d - 1 ? d - 1 : b;
+			e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
+			if (b <= e || b < 0)
+				return ox_fail(im, NPURT_ERR_UNSUPPORTED, "an empty slice");
+			axis[nrev] = a;
+			first[nrev] = b;
+			count[nrev] = 1 + (b - e - 1) / -step;
+			back[nrev++] = step;
+			continue;
+		}
 		b = b < 0 ? 0 : b > d ? d : b;
 		e = e < 0 ? 0 : e > d ? d : e;
 		dims[a] = e > b ? 1 + (e - b - 1) / step : 0;
@@ -419,8 +485,13 @@ static npurt_status op_slice(struct ox_imp *im, const Onnx__NodeProto *n, struct
 		/* one element: its stride is never used (and step may be huge) */
 		stride[a] = dims[a] == 1 ? x->stride[a] : x->stride[a] * step;
 	}
-	return ox_view(im, x, n->output[0], x->ndim, dims, off, stride) ? NPURT_OK :
-	       npurt_last_status();
+	if (!nrev)
+		return ox_view(im, x, n->output[0], x->ndim, dims, off, stride) ? NPURT_OK :
+		       npurt_last_status();
+	ox_tmp_name(im, tmp, sizeof(tmp), n->output[0]);
+	if (!ox_view(im, x, tmp, x->ndim, dims, off, stride))
+		return npurt_last_status();
+	return slice_backward(im, n, tmp, nrev, axis, first, count, back);
 }
 
 static npurt_status op_split(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x)
