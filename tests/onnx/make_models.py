@@ -427,6 +427,16 @@ def pinned_value():
     return m, x, np.maximum(x.astype(np.float64), 0)
 
 
+def reflect_wide():
+    """A reflect Pad wider than copies are worth (as an STFT pads audio):
+    80 positions along one dimension, 2 along another."""
+    b = Builder(0)
+    x = b.rng.standard_normal((3, 100)).astype(np.float32)
+    y = b.node("Pad", ["x", b.const(np.array([1, 40, 1, 40], np.int64), "pads")], mode="reflect")
+    ref = np.pad(x.astype(np.float64), ((1, 1), (40, 40)), mode="reflect")
+    return b.model("reflect_wide", "x", [3, 100], y, [5, 180], 13), x, ref
+
+
 def trilu():
     """Lower and upper triangles of a batch of float matrices (Trilu, opset 14)."""
     b = Builder(0)
@@ -589,7 +599,7 @@ def main():
                        ("resnet_mini", resnet_mini), ("trilu", trilu),
                        ("legacy_ops", legacy_ops), ("int_shapes", int_shapes),
                        ("shape_if", shape_if), ("pinned", pinned),
-                       ("pinned_value", pinned_value),
+                       ("pinned_value", pinned_value), ("reflect_wide", reflect_wide),
                        ("relu_bn", relu_bn), ("picked_column", picked_column),
                        ("shared_conv", shared_conv), ("video_cnn", video_cnn),
                        ("half_folds", half_folds), ("pad_f16", pad_f16),

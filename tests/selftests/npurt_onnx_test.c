@@ -274,6 +274,12 @@ TEST_F(onnx, pins_that_do_not_fit_the_model_are_refused_by_spec)
 	}
 }
 
+/* A reflect Pad of 82 positions: a gather per padded dimension. */
+TEST_F(onnx, a_wide_reflect_pad_matches_numpy)
+{
+	run_model(_metadata, self->dev, "reflect_wide", NPURT_DISPATCH_SINK);
+}
+
 /* An If whose condition folds from the static shape: its branch inlined. */
 TEST_F(onnx, an_if_on_the_static_shape_runs_the_branch_it_picks)
 {

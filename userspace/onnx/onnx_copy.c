@@ -350,6 +350,63 @@ static npurt_status pad_word(struct ox_imp *im, const struct ox_val *y, double f
 	return NPURT_OK;
 }
 
+/*
+ * A reflect Pad of more positions than copies are worth: along each padded
+ * dimension in turn, one Gather of the positions every output position
+ * reads (the inside, and the border mirrored about the edge).
+ */
+static npurt_status pad_reflect_gathers(struct ox_imp *im, const Onnx__NodeProto *n,
+					const int64_t *pads, uint32_t r)
+{
+	char names[2][96], idxn[96];
+	const char *cur = n->input[0];
+	uint32_t last = 0;
+
+	for (uint32_t k = 0; k < r; k++)
+		if (pads[k] || pads[k + r])
+			last = k;
+	for (uint32_t k = 0; k <= last; k++) {
+		Onnx__AttributeProto ax = ONNX__ATTRIBUTE_PROTO__INIT, *attrs[1] = { &ax };
+		Onnx__NodeProto g = ONNX__NODE_PROTO__INIT;
+		const char *out = k == last ? n->output[0] :
+				  ox_tmp_name(im, names[k & 1], sizeof(names[k & 1]), n->output[0]);
+		char *ins[2] = { (char *)cur, idxn }, *outs[1] = { (char *)out };
+		int64_t d = ox_find(im, cur)->dims[k], total = d + pads[k] + pads[k + r];
+		struct ox_val *idx;
+		npurt_status st;
+
+		if (!pads[k] && !pads[k + r])
+			continue;
+		idx = ox_new_const(im, ox_tmp_name(im, idxn, sizeof(idxn), n->output[0]), OX_INT64,
+				   1, &total);
+		if (!idx)
+			return npurt_last_status();
+		for (int64_t o = 0; o < total; o++) {
+			int64_t at = o - pads[k];
+
+			idx->i[o] = at < 0 ? -at : at >= d ? 2 * (d - 1) - at : at;
+		}
+		ax.name = (char *)"axis";
+		ax.has_type = true;
+		ax.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+		ax.has_i = true;
+		ax.i = k;
+		g.op_type = (char *)"Gather";
+		g.name = n->name;
+		g.input = ins;
+		g.n_input = 2;
+		g.output = outs;
+		g.n_output = 1;
+		g.attribute = attrs;
+		g.n_attribute = 1;
+		st = ox_node(im, &g);
+		if (st)
+			return st;
+		cur = out;
+	}
+	return NPURT_OK;
+}
+
 npurt_status ox_op_pad(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x)
 {
 	const Onnx__AttributeProto *mode = ox_attr(n, "mode");
@@ -398,8 +455,7 @@ npurt_status ox_op_pad(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_va
 		xdims[k] = x->dims[k];
 	}
 	if (reflect && copies > OX_MAX_REFLECT)
-		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "reflect pads past %d copies",
-			       OX_MAX_REFLECT);
+		return pad_reflect_gathers(im, n, pads, x->ndim);
 	y = ox_fresh(im, n->output[0], x->type, x->ndim, dims);
 	if (!y)
 		return npurt_last_status();
