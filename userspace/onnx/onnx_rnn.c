@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: MIT
+/*
+ * LSTM, unrolled over its (static) sequence into the nodes it is made
+ * of, each imported as any node is: the input projection of every step
+ * at once (one MatMul and the biases), then per step the recurrent
+ * MatMul, the gates (views of one Split), their activations and the cell
+ * and hidden state updates. Forward, reverse and bidirectional; the
+ * default activations (Sigmoid, Tanh, Tanh) without peepholes, clip or
+ * input_forget, which exporters rarely write, are what maps.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "onnx.h"
+
+/* Steps an LSTM unrolls into at most (a dozen ops each). */
+#define OX_MAX_STEPS	1024
+
+typedef char ox_name[96];
+
+/* An attribute of one int, or of ints. */
+static void attr_ints(Onnx__AttributeProto *a, const char *name, int64_t *v, size_t n, bool list)
+{
+	onnx__attribute_proto__init(a);
+	a->name = (char *)name;
+	a->has_type = true;
+	if (list) {
+		a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+		a->ints = v;
+		a->n_ints = n;
+	} else {
+		a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+		a->has_i = true;
+		a->i = v[0];
+	}
+}
+
+/*
+ * Import node `op`(ins) -> out as the walk would (folded when its inputs
+ * are constants), under opset 13's forms of the operators.
+ */
+static npurt_status emit(struct ox_imp *im, const char *op, const char *const *ins, size_t nin,
+			 const char *out, Onnx__AttributeProto *attr)
+{
+	Onnx__AttributeProto *attrs[1] = { attr };
+	Onnx__NodeProto nd = ONNX__NODE_PROTO__INIT;
+	const Onnx__NodeProto *was = im->node;
+	char *outs[1] = { (char *)out };
+	int64_t opset = im->opset;
+	npurt_status st;
+
+	nd.op_type = (char *)op;
+	nd.name = was ? was->name : NULL;
+	nd.input = (char **)ins;
+	nd.n_input = nin;
+	nd.output = outs;
+	nd.n_output = 1;
+	nd.attribute = attrs;
+	nd.n_attribute = attr ? 1 : 0;
+	im->opset = 13;
+	if (!ox_fold(im, &nd, &st))
+		st = ox_node(im, &nd);
+	im->opset = opset;
+	im->node = was;		/* errors name the LSTM */
+	return st;
+}
+
+static npurt_status emit1(struct ox_imp *im, const char *op, const char *a, const char *out)
+{
+	const char *ins[1] = { a };
+
+	return emit(im, op, ins, 1, out, NULL);
+}
+
+static npurt_status emit2(struct ox_imp *im, const char *op, const char *a, const char *b,
+			  const char *out)
+{
+	const char *ins[2] = { a, b };
+
+	return emit(im, op, ins, 2, out, NULL);
+}
+
+/* Split(x, sizes) along `axis` into outs (named already), as emit() imports. */
+static npurt_status emit_split(struct ox_imp *im, const char *x, const char *sizes, int64_t axis,
+			       char **outs, size_t nout)
+{
+	Onnx__AttributeProto ax, *attrs[1] = { &ax };
+	Onnx__NodeProto nd = ONNX__NODE_PROTO__INIT;
+	const Onnx__NodeProto *was = im->node;
+	const char *ins[2] = { x, sizes };
+	int64_t opset = im->opset;
+	npurt_status st;
+
+	attr_ints(&ax, "axis", &axis, 1, false);
+	nd.op_type = (char *)"Split";
+	nd.name = was ? was->name : NULL;
+	nd.input = (char **)ins;
+	nd.n_input = 2;
+	nd.output = outs;
+	nd.n_output = nout;
+	nd.attribute = attrs;
+	nd.n_attribute = 1;
+	im->opset = 13;
+	st = ox_node(im, &nd);
+	im->opset = opset;
+	im->node = was;
+	return st;
+}
+
+/* An int64 constant of n values, named into `name`. */
+static npurt_status constant(struct ox_imp *im, const int64_t *v, int64_t n, bool scalar,
+			     ox_name name)
+{
+	struct ox_val *c;
+
+	c = ox_new_const(im, ox_tmp_name(im, name, sizeof(ox_name), "lstm"), OX_INT64,
+			 scalar ? 0 : 1, &n);
+	if (!c)
+		return npurt_last_status();
+	memcpy(c->i, v, (size_t)n * sizeof(*v));
+	return NPURT_OK;
+}
+
+/* x[k] along axis 0 (a view: one index), into `out`. */
+static npurt_status pick(struct ox_imp *im, const char *x, int64_t k, ox_name out)
+{
+	Onnx__AttributeProto ax;
+	int64_t zero = 0;
+	ox_name idx;
+	const char *ins[2] = { x, idx };
+	npurt_status st = constant(im, &k, 1, true, idx);
+
+	if (st)
+		return st;
+	attr_ints(&ax, "axis", &zero, 1, false);
+	return emit(im, "Gather", ins, 2, ox_tmp_name(im, out, sizeof(ox_name), "lstm"), &ax);
+}
+
+/* x with dimensions of 1 put at `axes`, into `out` (named already). */
+static npurt_status unsqueeze(struct ox_imp *im, const char *x, const int64_t *axes, int n,
+			      const char *out)
+{
+	ox_name an;
+	npurt_status st = constant(im, axes, n, false, an);
+
+	return st ? st : emit2(im, "Unsqueeze", x, an, out);
+}
+
+struct lstm {
+	const Onnx__NodeProto *n;
+	int64_t steps, hidden;
+	const char *x;			/* [steps, batch, input] */
+};
+
+/*
+ * One direction d (reverse or not): Y's steps into y[t] (each
+ * [1, 1, batch, hidden]), the last hidden and cell states into h, c.
+ */
+static npurt_status lstm_direction(struct ox_imp *im, const struct lstm *l, int64_t d,
+				   bool reverse, ox_name *y, ox_name h, ox_name c)
+{
+	const Onnx__NodeProto *n = l->n;
+	ox_name w, r, wt, rt, xw, b, bw, br, bsum, sp, t1, t2, gates[4];
+	int64_t perm[2] = { 1, 0 }, four[4], yaxes[2] = { 0, 1 };
+	bool have_h = false, have_c = false;
+	Onnx__AttributeProto pa;
+	npurt_status st;
+
+	for (int k = 0; k < 4; k++)
+		four[k] = l->hidden;
+	/* the weights of this direction, transposed: X W^T, H R^T */
+	attr_ints(&pa, "perm", perm, 2, true);
+	st = pick(im, n->input[1], d, w);
+	if (!st)
+		st = emit(im, "Transpose", (const char *const[]){ w }, 1,
+			  ox_tmp_name(im, wt, sizeof(wt), "lstm"), &pa);
+	if (!st)
+		st = pick(im, n->input[2], d, r);
+	if (!st)
+		st = emit(im, "Transpose", (const char *const[]){ r }, 1,
+			  ox_tmp_name(im, rt, sizeof(rt), "lstm"), &pa);
+	if (!st)
+		st = emit2(im, "MatMul", l->x, wt, ox_tmp_name(im, xw, sizeof(xw), "lstm"));
+	if (!st && n->n_input > 3 && n->input[3][0]) {	/* B: Wb and Rb, added once */
+		int64_t two[2] = { 4 * l->hidden, 4 * l->hidden };
+		char *outs[2] = { bw, br };
+		ox_name twon;
+
+		st = pick(im, n->input[3], d, b);
+		if (!st)
+			st = constant(im, two, 2, false, twon);
+		ox_tmp_name(im, bw, sizeof(bw), "lstm");
+		ox_tmp_name(im, br, sizeof(br), "lstm");
+		if (!st)
+			st = emit_split(im, b, twon, 0, outs, 2);
+		if (!st)
+			st = emit2(im, "Add", bw, br, ox_tmp_name(im, bsum, sizeof(bsum), "lstm"));
+		if (!st)
+			st = emit2(im, "Add", xw, bsum, ox_tmp_name(im, t1, sizeof(t1), "lstm"));
+		if (!st)
+			memcpy(xw, t1, sizeof(xw));
+	}
+	if (!st && n->n_input > 5 && n->input[5][0]) {
+		st = pick(im, n->input[5], d, h);
+		have_h = true;
+	}
+	if (!st && n->n_input > 6 && n->input[6][0]) {
+		st = pick(im, n->input[6], d, c);
+		have_c = true;
+	}
+	if (!st)
+		st = constant(im, four, 4, false, sp);
+	for (int64_t s = 0; !st && s < l->steps; s++) {
+		int64_t t = reverse ? l->steps - 1 - s : s;
+		char *outs[4] = { gates[0], gates[1], gates[2], gates[3] };
+		ox_name g, xt, i, o, f, cc, cn, hn;
+
+		st = pick(im, xw, t, xt);
+		if (st)
+			break;
+		if (have_h) {	/* gates = x_t W^T + b + h R^T */
+			st = emit2(im, "MatMul", h, rt, ox_tmp_name(im, t2, sizeof(t2), "lstm"));
+			if (!st)
+				st = emit2(im, "Add", xt, t2, ox_tmp_name(im, g, sizeof(g), "lstm"));
+		} else {
+			memcpy(g, xt, sizeof(g));
+		}
+		for (int k = 0; k < 4; k++)	/* ONNX's order: i, o, f, c */
+			ox_tmp_name(im, gates[k], sizeof(gates[k]), "lstm");
+		if (!st)
+			st = emit_split(im, g, sp, 1, outs, 4);
+		if (!st)
+			st = emit1(im, "Sigmoid", gates[0], ox_tmp_name(im, i, sizeof(i), "lstm"));
+		if (!st)
+			st = emit1(im, "Sigmoid", gates[1], ox_tmp_name(im, o, sizeof(o), "lstm"));
+		if (!st)
+			st = emit1(im, "Sigmoid", gates[2], ox_tmp_name(im, f, sizeof(f), "lstm"));
+		if (!st)
+			st = emit1(im, "Tanh", gates[3], ox_tmp_name(im, cc, sizeof(cc), "lstm"));
+		/* C = f C + i c~; H = o tanh(C) */
+		if (!st)
+			st = emit2(im, "Mul", i, cc, ox_tmp_name(im, cn, sizeof(cn), "lstm"));
+		if (!st && have_c) {
+			st = emit2(im, "Mul", f, c, ox_tmp_name(im, t1, sizeof(t1), "lstm"));
+			if (!st)
+				st = emit2(im, "Add", t1, cn, ox_tmp_name(im, t2, sizeof(t2), "lstm"));
+			if (!st)
+				memcpy(cn, t2, sizeof(cn));
+		}
+		if (!st)
+			st = emit1(im, "Tanh", cn, ox_tmp_name(im, t1, sizeof(t1), "lstm"));
+		if (!st)
+			st = emit2(im, "Mul", o, t1, ox_tmp_name(im, hn, sizeof(hn), "lstm"));
+		if (!st)
+			st = unsqueeze(im, hn, yaxes, 2, ox_tmp_name(im, y[t], sizeof(y[t]), "lstm"));
+		memcpy(h, hn, sizeof(hn));
+		memcpy(c, cn, sizeof(cn));
+		have_h = have_c = true;
+	}
+	return st;
+}
+
+/* What of an LSTM maps: refused, with the reason, otherwise. */
+static npurt_status lstm_check(struct ox_imp *im, const Onnx__NodeProto *n, struct lstm *l,
+			       int *dirs)
+{
+	static const char *const act[] = { "Sigmoid", "Tanh", "Tanh" };
+	const Onnx__AttributeProto *a = ox_attr(n, "activations");
+	struct ox_val *x = ox_in(im, n, 0), *w = ox_in(im, n, 1), *r = ox_in(im, n, 2);
+	struct ox_val *sl = n->n_input > 4 ? ox_in(im, n, 4) : NULL;
+	char buf[32];
+	const char *dir = ox_attr_s(n, "direction", "forward", buf, sizeof(buf));
+
+	*dirs = !strcmp(dir, "bidirectional") ? 2 : 1;
+	if (strcmp(dir, "forward") && strcmp(dir, "reverse") && *dirs != 2)
+		return ox_fail(im, NPURT_ERR_INVALID, "direction \"%s\"", dir);
+	if (a) {
+		if (a->n_strings != 3 * (size_t)*dirs)
+			return ox_fail(im, NPURT_ERR_INVALID, "%zu activations", a->n_strings);
+		for (size_t k = 0; k < a->n_strings; k++)
+			if (a->strings[k].len != strlen(act[k % 3]) ||
+			    memcmp(a->strings[k].data, act[k % 3], a->strings[k].len))
+				return ox_fail(im, NPURT_ERR_UNSUPPORTED, "activation %zu is not %s: "
+					       "the default ones only", k, act[k % 3]);
+	}
+	if (ox_attr(n, "clip") || ox_attr_i(n, "input_forget", 0) ||
+	    (n->n_input > 7 && n->input[7][0]))
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "clip, input_forget or peepholes (P)");
+	if (ox_attr_i(n, "layout", 0))
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "layout 1 (batch first)");
+	if (!x || !w || !r || x->ndim != 3 || w->ndim != 3 || r->ndim != 3)
+		return ox_fail(im, NPURT_ERR_INVALID, "X, W and R of rank 3 wanted");
+	l->n = n;
+	l->x = x->name;
+	l->steps = x->dims[0];
+	l->hidden = r->dims[2];
+	if (w->dims[0] != *dirs || r->dims[0] != *dirs || w->dims[1] != 4 * l->hidden ||
+	    r->dims[1] != 4 * l->hidden || w->dims[2] != x->dims[2] ||
+	    ox_attr_i(n, "hidden_size", l->hidden) != l->hidden)
+		return ox_fail(im, NPURT_ERR_INVALID, "W, R and hidden_size disagree");
+	if (l->steps < 1 || l->steps > OX_MAX_STEPS)
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "%lld steps: at most %d unroll",
+			       (long long)l->steps, OX_MAX_STEPS);
+	if (sl) {	/* only lengths that are the whole sequence */
+		if (!sl->is_const)
+			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "sequence_lens computed");
+		for (uint64_t k = 0; k < ox_count(sl); k++)
+			if (ox_geti(sl, k) != l->steps)
+				return ox_fail(im, NPURT_ERR_UNSUPPORTED, "sequence_lens shorter than "
+					       "the sequence");
+	}
+	return NPURT_OK;
+}
+
+npurt_status ox_op_lstm(struct ox_imp *im, const Onnx__NodeProto *n)
+{
+	ox_name (*y)[2] = NULL, h[2], c[2], yd[2];
+	int64_t zero = 0, one = 1;
+	struct lstm l = { 0 };
+	char buf[32];
+	const char *dir = ox_attr_s(n, "direction", "forward", buf, sizeof(buf));
+	int dirs;
+	npurt_status st = lstm_check(im, n, &l, &dirs);
+
+	if (st)
+		return st;
+	y = calloc((size_t)l.steps, sizeof(*y));
+	if (!y)
+		return ox_fail(im, NPURT_ERR_NO_MEMORY, "out of host memory");
+	for (int d = 0; !st && d < dirs; d++) {
+		ox_name *yt = calloc((size_t)l.steps, sizeof(*yt));
+
+		if (!yt) {
+			st = ox_fail(im, NPURT_ERR_NO_MEMORY, "out of host memory");
+			break;
+		}
+		st = lstm_direction(im, &l, d, d == 1 || !strcmp(dir, "reverse"), yt, h[d], c[d]);
+		for (int64_t t = 0; t < l.steps; t++)
+			memcpy(y[t][d], yt[t], sizeof(ox_name));
+		free(yt);
+	}
+	/* Y [steps, dirs, batch, hidden]: each step's directions, then the steps */
+	if (!st && n->n_output > 0 && n->output[0][0]) {
+		const char **parts = calloc((size_t)l.steps, sizeof(*parts));
+		ox_name *joined = calloc((size_t)l.steps, sizeof(*joined));
+		Onnx__AttributeProto ax;
+
+		if (!parts || !joined)
+			st = ox_fail(im, NPURT_ERR_NO_MEMORY, "out of host memory");
+		for (int64_t t = 0; !st && t < l.steps; t++) {
+			const char *two[2] = { y[t][0], y[t][1] };
+
+			attr_ints(&ax, "axis", &one, 1, false);
+			if (dirs == 2) {
+				st = emit(im, "Concat", two, 2,
+					  ox_tmp_name(im, joined[t], sizeof(joined[t]), "lstm"), &ax);
+				parts[t] = joined[t];
+			} else {
+				parts[t] = y[t][0];
+			}
+		}
+		attr_ints(&ax, "axis", &zero, 1, false);
+		if (!st)
+			st = l.steps == 1 ? emit1(im, "Identity", parts[0], n->output[0]) :
+			     emit(im, "Concat", parts, (size_t)l.steps, n->output[0], &ax);
+		free(parts);
+		free(joined);
+	}
+	/* Y_h, Y_c [dirs, batch, hidden] */
+	for (int k = 1; !st && k < 3 && (size_t)k < n->n_output; k++) {
+		Onnx__AttributeProto ax;
+		const char *two[2];
+
+		if (!n->output[k][0])
+			continue;
+		for (int d = 0; !st && d < dirs; d++)
+			st = unsqueeze(im, k == 1 ? h[d] : c[d], &zero, 1,
+				       dirs == 1 ? n->output[k] :
+				       ox_tmp_name(im, yd[d], sizeof(yd[d]), "lstm"));
+		attr_ints(&ax, "axis", &zero, 1, false);
+		two[0] = yd[0];
+		two[1] = yd[1];
+		if (!st && dirs == 2)
+			st = emit(im, "Concat", two, 2, n->output[k], &ax);
+	}
+	free(y);
+	return st;
+}
