@@ -77,7 +77,9 @@ setup-kernels: setup
 	tests/setup kernel-root || echo "setup: no Debian 13 kernel root: its VM suite is skipped"
 	tests/setup package-root || echo "setup: no Debian 12 root: the package install test is skipped"
 
+# The model zoo (tests/zoo/models) from npm; without it its tests skip.
 check: setup-kernels
+	tests/setup zoo $(O)/zoo || echo "setup: no model zoo: its tests are skipped"
 	$(MAKE) all
 	tests/check
 

@@ -115,13 +115,20 @@ $(ONNX_CONF): tests/onnx/conformance.c $(ONNXA) $(LIBA) $(ONNX_GEN)
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iuserspace/include $(OPLIB_INC) -I$(O)/gen \
 		$(PBC_CFLAGS) $< $(ONNX_LINK) $(LIBA) $(LIB_DEPS) -lpthread -lm -o $@
 
+# The model zoo on the device against onnxruntime (tests/zoo/models).
+ONNX_ZOO := $(O)/tests/selftests/onnx_zoo
+$(ONNX_ZOO): tests/onnx/zoo.c $(ONNXA) $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iuserspace/include $< $(ONNX_LINK) $(LIBA) \
+		$(LIB_DEPS) -lm -o $@
+
 # Real models as ONNX files (Debian's python3-onnx; the system python3).
 ONNX_MODELS := $(O)/onnx-models/mlp.onnx
 $(ONNX_MODELS): tests/onnx/make_models.py
 	/usr/bin/python3 $< $(@D)
 
 tests: $(UNIT) $(UNIT_SAN) $(SELFTESTS) $(BENCH) $(HOST_BENCH) $(FUZZ) $(MODEL_FUZZ) $(EXAMPLES) \
-	$(ONNX_CONF) $(ONNX_MODELS)
+	$(ONNX_CONF) $(ONNX_ZOO) $(ONNX_MODELS)
 
 # The VM suite on a debug kernel (KASAN, lockdep, kmemleak...), built once
 # into $(O)/debug-kernel from Debian's linux-source (see tests/vm/check-debug).

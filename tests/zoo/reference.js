@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+// tests/zoo/reference.js DIR NAME: a zoo model's reference outputs, from
+// onnxruntime-node on the host's CPU (one thread, all optimizations), for
+// the inputs tests/zoo/inputs.py wrote (DIR/NAME.io). Writes each output
+// raw (float32, little-endian) to DIR/NAME.out.K and appends to
+// DIR/NAME.io a line per output: "out OUTPUT DIMS FILE".
+'use strict';
+const fs = require('fs');
+const ort = require('onnxruntime-node');
+
+async function main() {
+	const [dir, name] = process.argv.slice(2);
+	const io = `${dir}/${name}.io`;
+	const feeds = {};
+	for (const line of fs.readFileSync(io, 'utf8').split('\n')) {
+		const [kind, input, type, dimsTxt, what] = line.split(' ');
+		if (kind !== 'in' && kind !== 'const')
+			continue;
+		const dims = dimsTxt === '-' ? [] : dimsTxt.split('x').map(Number);
+		let data;
+		if (kind === 'const') {
+			const vals = what.split(',').map(Number);
+			data = type === 'int64' ? BigInt64Array.from(vals.map(BigInt)) : Float32Array.from(vals);
+		} else {
+			const raw = fs.readFileSync(`${dir}/${what}`);
+			data = new Float32Array(raw.buffer, raw.byteOffset, raw.length / 4);
+		}
+		feeds[input] = new ort.Tensor(type, data, dims);
+	}
+	const session = await ort.InferenceSession.create(`${dir}/${name}.onnx`, {
+		intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: 'all',
+		executionProviders: ['cpu'],
+	});
+	const results = await session.run(feeds);
+	let lines = '';
+	session.outputNames.forEach((out, k) => {
+		const t = results[out];
+		if (t.type !== 'float32')
+			throw new Error(`${name}: output ${out} is ${t.type}`);
+		const file = `${name}.out.${k}`;
+		fs.writeFileSync(`${dir}/${file}`, Buffer.from(t.data.buffer, t.data.byteOffset,
+								 t.data.byteLength));
+		lines += `out ${out} ${t.dims.join('x') || '-'} ${file}\n`;
+	});
+	fs.appendFileSync(io, lines);
+}
+
+main().catch(e => { console.error(`reference.js: ${e.message}`); process.exit(1); });
