@@ -437,6 +437,31 @@ def reflect_wide():
     return b.model("reflect_wide", "x", [3, 100], y, [5, 180], 13), x, ref
 
 
+def lstm():
+    """An LSTM of 3 steps with its biases, every output read (Y, Y_h and
+    Y_c, the cell state a fused activation once overwrote), as one."""
+    b = Builder(0)
+    S, B, I, H = 3, 2, 4, 5
+    x = b.rng.standard_normal((S, B, I)).astype(np.float32)
+    w, r = b.weight(1, 4 * H, I), b.weight(1, 4 * H, H)
+    bias = b.f32(0.1 * b.rng.standard_normal((1, 8 * H)))
+    y, yh, yc = b.node("LSTM", ["x", b.const(w, "W"), b.const(r, "R"), b.const(bias, "B")],
+                       n_out=3, hidden_size=H)
+    flat = lambda t, n: b.node("Reshape", [t, b.const(np.array([n, H], np.int64), "s")])
+    out = b.node("Concat", [flat(y, S * B), flat(yh, B), flat(yc, B)], axis=0)
+    sig = lambda v: 1 / (1 + np.exp(-v))
+    w64, r64, b64 = (a.astype(np.float64)[0] for a in (w, r, bias))
+    h, c, ys = np.zeros((B, H)), np.zeros((B, H)), []
+    for t in range(S):
+        g = x[t].astype(np.float64) @ w64.T + h @ r64.T + b64[:4 * H] + b64[4 * H:]
+        i, o, f, cc = sig(g[:, :H]), sig(g[:, H:2 * H]), sig(g[:, 2 * H:3 * H]), np.tanh(g[:, 3 * H:])
+        c = f * c + i * cc
+        h = o * np.tanh(c)
+        ys.append(h)
+    ref = np.concatenate([np.concatenate(ys), h, c])
+    return b.model("lstm", "x", [S, B, I], out, [(S + 2) * B, H], 14), x, ref
+
+
 def trilu():
     """Lower and upper triangles of a batch of float matrices (Trilu, opset 14)."""
     b = Builder(0)
@@ -600,6 +625,7 @@ def main():
                        ("legacy_ops", legacy_ops), ("int_shapes", int_shapes),
                        ("shape_if", shape_if), ("pinned", pinned),
                        ("pinned_value", pinned_value), ("reflect_wide", reflect_wide),
+                       ("lstm", lstm),
                        ("relu_bn", relu_bn), ("picked_column", picked_column),
                        ("shared_conv", shared_conv), ("video_cnn", video_cnn),
                        ("half_folds", half_folds), ("pad_f16", pad_f16),

@@ -53,12 +53,24 @@ struct run {
 	char why[512];
 };
 
-/* Bind input NAME from FILE ("in" lines of NAME.io). 0, or -1 with why. */
-static int bind_input(struct run *r, const char *input, const char *file)
+/*
+ * The model's k-th input or output (their order is the ONNX graph's, less
+ * inputs pinned by value): its index, or -1.
+ */
+static int64_t nth_io(npurt_model *m, unsigned int k, bool output, npurt_io_info *io)
+{
+	for (uint32_t i = 0; !npurt_model_io(m, i, io); i++)
+		if (io->output == output && !k--)
+			return i;
+	return -1;
+}
+
+/* Bind input k from FILE ("in" lines of NAME.io). 0, or -1 with why. */
+static int bind_input(struct run *r, unsigned int k, const char *input, const char *file)
 {
 	npurt_io_info io = { .size = sizeof(io) };
 	char path[PATH_MAX];
-	uint32_t k;
+	int64_t i;
 	size_t len = 0;
 	void *p;
 
@@ -70,8 +82,8 @@ static int bind_input(struct run *r, const char *input, const char *file)
 		return -1;
 	}
 	r->buf[r->nbuf++] = p;
-	if (npurt_model_io_find(r->model, input, &k) || npurt_model_io(r->model, k, &io) ||
-	    io.output || io.bytes != len || npurt_model_bind(r->model, k, p, len)) {
+	i = nth_io(r->model, k, false, &io);
+	if (i < 0 || io.bytes != len || npurt_model_bind(r->model, (uint32_t)i, p, len)) {
 		snprintf(r->why, sizeof(r->why), "input %s (%zu bytes): %s", input, len,
 			 npurt_last_error());
 		return -1;
@@ -174,24 +186,29 @@ static int run_model(npurt_device *dev, struct run *r, char *pins, double *worst
 		goto out;
 	}
 	while (fgets(line, sizeof(line), io)) {
-		char kind[8], name[256], a[64], b[256], c[256];
-		int n = sscanf(line, "%7s %255s %63s %255s %255s", kind, name, a, b, c);
+		char kind[8], a[64], b[256], name[256] = "";
+		unsigned int k;
+		int n = sscanf(line, "%7s %u %*s %63s %255s %255[^\n]", kind, &k, a, b, name);
 		npurt_io_info info = { .size = sizeof(info) };
-		uint32_t k;
+		int64_t i;
 
-		if (n == 5 && !strcmp(kind, "in") && bind_input(r, name, c))
-			goto close;
-		if (n != 4 || strcmp(kind, "out"))
+		if (!strcmp(kind, "in")) {	/* in K DTYPE DIMS FILE NAME */
+			if (bind_input(r, k, name, b))
+				goto close;
 			continue;
-		if (nout == MAX_IO || npurt_model_io_find(r->model, name, &k) ||
-		    npurt_model_io(r->model, k, &info) || !info.output ||
-		    info.dtype != NPURT_F32) {
-			snprintf(r->why, sizeof(r->why), "output %s: %s", name,
-				 nout == MAX_IO ? "too many" : npurt_last_error());
+		}
+		/* out K DIMS FILE NAME: no dtype, so the fields shift by one */
+		n = sscanf(line, "%7s %u %63s %255s %255[^\n]", kind, &k, a, b, name);
+		if (n < 4 || strcmp(kind, "out"))
+			continue;
+		i = nth_io(r->model, k, true, &info);
+		if (nout == MAX_IO || i < 0 || info.dtype != NPURT_F32) {
+			snprintf(r->why, sizeof(r->why), "output %u (%.64s): %s", k, name,
+				 nout == MAX_IO ? "too many" : "no such float output here");
 			goto close;
 		}
 		outs[nout] = calloc(1, info.bytes ? info.bytes : 1);
-		if (!outs[nout] || npurt_model_bind(r->model, k, outs[nout], info.bytes)) {
+		if (!outs[nout] || npurt_model_bind(r->model, (uint32_t)i, outs[nout], info.bytes)) {
 			snprintf(r->why, sizeof(r->why), "output %s: %s", name, npurt_last_error());
 			goto close;
 		}

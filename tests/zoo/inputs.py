@@ -9,11 +9,11 @@ each free input from a generator seeded by NAME (normal, scale 0.5: audio
 and normalized images are of that size) and writes DIR/NAME.in.K, raw
 little-endian, and DIR/NAME.io, a line per input:
 
-    in INPUT DTYPE DIMS FILE      an input the device binds
-    const INPUT DTYPE DIMS V,...  a value pin: onnxruntime gets it as an
-                                  input, the device has it as a constant
+    in K DTYPE DIMS FILE NAME      the device's input K (of those left)
+    const DTYPE DIMS V,... NAME    a value pin: onnxruntime gets it as an
+                                   input, the device has it as a constant
 
-DIMS is AxBxC ("-" for a scalar).
+DIMS is AxBxC ("-" for a scalar). NAME, last, may hold spaces.
 """
 import sys
 import zlib
@@ -42,8 +42,8 @@ def main():
     m = onnx.load(model, load_external_data=False)
     inits = {i.name for i in m.graph.initializer}
     rng = np.random.RandomState(zlib.crc32(name.encode()))
-    lines = []
-    for k, vi in enumerate(i for i in m.graph.input if i.name not in inits):
+    lines, k = [], 0
+    for vi in (i for i in m.graph.input if i.name not in inits):
         t = vi.type.tensor_type
         if t.elem_type not in TYPES:
             sys.exit("inputs.py: %s: input %s of type %d" % (name, vi.name, t.elem_type))
@@ -54,13 +54,14 @@ def main():
                      for d in t.shape.dim]
         txt = "x".join(str(d) for d in shape) or "-"
         if vi.name in values:
-            lines.append("const %s %s %s %s" % (vi.name, tname, txt, values[vi.name]))
+            lines.append("const %s %s %s %s" % (tname, txt, values[vi.name], vi.name))
             continue
         if dt != np.float32:
             sys.exit("inputs.py: %s: input %s is %s: pin its value" % (name, vi.name, tname))
         f = "%s.in.%d" % (name, k)
         (rng.standard_normal(shape) * 0.5).astype(dt).tofile("%s/%s" % (out, f))
-        lines.append("in %s %s %s %s" % (vi.name, tname, txt, f))
+        lines.append("in %d %s %s %s %s" % (k, tname, txt, f, vi.name))
+        k += 1
     with open("%s/%s.io" % (out, name), "w") as io:
         io.write("\n".join(lines) + "\n")
 

@@ -3,7 +3,8 @@
 // onnxruntime-node on the host's CPU (one thread, all optimizations), for
 // the inputs tests/zoo/inputs.py wrote (DIR/NAME.io). Writes each output
 // raw (float32, little-endian) to DIR/NAME.out.K and appends to
-// DIR/NAME.io a line per output: "out OUTPUT DIMS FILE".
+// DIR/NAME.io a line per output: "out K DIMS FILE NAME" (the name last: it
+// may hold spaces; one model's is a JSON object).
 'use strict';
 const fs = require('fs');
 const ort = require('onnxruntime-node');
@@ -13,12 +14,17 @@ async function main() {
 	const io = `${dir}/${name}.io`;
 	const feeds = {};
 	for (const line of fs.readFileSync(io, 'utf8').split('\n')) {
-		const [kind, input, type, dimsTxt, what] = line.split(' ');
-		if (kind !== 'in' && kind !== 'const')
+		const f = line.split(' ');
+		let type, dimsTxt, what, input;
+		if (f[0] === 'in')
+			[type, dimsTxt, what, input] = [f[2], f[3], f[4], f.slice(5).join(' ')];
+		else if (f[0] === 'const')
+			[type, dimsTxt, what, input] = [f[1], f[2], f[3], f.slice(4).join(' ')];
+		else
 			continue;
 		const dims = dimsTxt === '-' ? [] : dimsTxt.split('x').map(Number);
 		let data;
-		if (kind === 'const') {
+		if (f[0] === 'const') {
 			const vals = what.split(',').map(Number);
 			data = type === 'int64' ? BigInt64Array.from(vals.map(BigInt)) : Float32Array.from(vals);
 		} else {
@@ -40,7 +46,7 @@ async function main() {
 		const file = `${name}.out.${k}`;
 		fs.writeFileSync(`${dir}/${file}`, Buffer.from(t.data.buffer, t.data.byteOffset,
 								 t.data.byteLength));
-		lines += `out ${out} ${t.dims.join('x') || '-'} ${file}\n`;
+		lines += `out ${k} ${t.dims.join('x') || '-'} ${file} ${out}\n`;
 	});
 	fs.appendFileSync(io, lines);
 }

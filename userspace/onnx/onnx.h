@@ -66,6 +66,9 @@ struct ox_imp {
 	const Onnx__NodeProto *node;	/* being imported: errors name it */
 	size_t node_index;
 	const struct ox_scope *scope;	/* NULL: the model's graph */
+	/* Importing nodes made up for one of the file's (onnx_rnn.c): no graph
+	 * says who reads their values, so nothing fuses into them in place. */
+	unsigned int unrolling;
 	struct ox_pin *pins;		/* the caller's pinned dimensions */
 	size_t npins;
 	uint32_t scratch;		/* names of intermediate values */

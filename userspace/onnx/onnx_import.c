@@ -262,6 +262,8 @@ static bool read_later(const Onnx__GraphProto *g, size_t from, const char *name)
 
 bool ox_read_later(const struct ox_imp *im, const char *name)
 {
+	if (im->unrolling)
+		return true;
 	/* inside an inlined branch, the graphs around it read on after the If */
 	if (read_later(im->graph, im->node_index + 1, name))
 		return true;

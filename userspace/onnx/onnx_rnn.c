@@ -329,6 +329,7 @@ npurt_status ox_op_lstm(struct ox_imp *im, const Onnx__NodeProto *n)
 	y = calloc((size_t)l.steps, sizeof(*y));
 	if (!y)
 		return ox_fail(im, NPURT_ERR_NO_MEMORY, "out of host memory");
+	im->unrolling++;
 	for (int d = 0; !st && d < dirs; d++) {
 		ox_name *yt = calloc((size_t)l.steps, sizeof(*yt));
 
@@ -385,6 +386,7 @@ npurt_status ox_op_lstm(struct ox_imp *im, const Onnx__NodeProto *n)
 		if (!st && dirs == 2)
 			st = emit(im, "Concat", two, 2, n->output[k], &ax);
 	}
+	im->unrolling--;
 	free(y);
 	return st;
 }
