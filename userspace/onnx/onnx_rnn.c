@@ -4,9 +4,10 @@
  * of, each imported as any node is: the input projection of every step
  * at once (one MatMul and the biases), then per step the recurrent
  * MatMul, the gates (views of one Split), their activations and the cell
- * and hidden state updates. Forward, reverse and bidirectional; the
- * default activations (Sigmoid, Tanh, Tanh) without peepholes, clip or
- * input_forget, which exporters rarely write, are what maps.
+ * and hidden state updates. Forward, reverse and bidirectional, with
+ * peepholes, and batch first (layout 1) as transposes around it; the
+ * default activations (Sigmoid, Tanh, Tanh) without clip or input_forget,
+ * which exporters rarely write, are what maps.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,8 +152,23 @@ static npurt_status unsqueeze(struct ox_imp *im, const char *x, const int64_t *a
 struct lstm {
 	const Onnx__NodeProto *n;
 	int64_t steps, hidden;
-	const char *x;			/* [steps, batch, input] */
+	bool batch_first;		/* layout 1 */
+	ox_name x;			/* [steps, batch, input] */
+	ox_name h0, c0;			/* initial states [dirs, batch, hidden], or "" */
 };
+
+/* gate += p * cell, the gate's name made the sum's. */
+static npurt_status peek(struct ox_imp *im, ox_name gate, const char *p, const char *cell)
+{
+	ox_name pc, sum;
+	npurt_status st = emit2(im, "Mul", p, cell, ox_tmp_name(im, pc, sizeof(pc), "lstm"));
+
+	if (!st)
+		st = emit2(im, "Add", gate, pc, ox_tmp_name(im, sum, sizeof(sum), "lstm"));
+	if (!st)
+		memcpy(gate, sum, sizeof(sum));
+	return st;
+}
 
 /*
  * One direction d (reverse or not): Y's steps into y[t] (each
@@ -162,9 +178,9 @@ static npurt_status lstm_direction(struct ox_imp *im, const struct lstm *l, int6
 				   bool reverse, ox_name *y, ox_name h, ox_name c)
 {
 	const Onnx__NodeProto *n = l->n;
-	ox_name w, r, wt, rt, xw, b, bw, br, bsum, sp, t1, t2, gates[4];
+	ox_name w, r, wt, rt, xw, b, bw, br, bsum, sp, t1, t2, gates[4], peep[3];
 	int64_t perm[2] = { 1, 0 }, four[4], yaxes[2] = { 0, 1 };
-	bool have_h = false, have_c = false;
+	bool have_h = false, have_c = false, have_p = false;
 	Onnx__AttributeProto pa;
 	npurt_status st;
 
@@ -202,16 +218,29 @@ static npurt_status lstm_direction(struct ox_imp *im, const struct lstm *l, int6
 		if (!st)
 			memcpy(xw, t1, sizeof(xw));
 	}
-	if (!st && n->n_input > 5 && n->input[5][0]) {
-		st = pick(im, n->input[5], d, h);
+	if (!st && l->h0[0]) {
+		st = pick(im, l->h0, d, h);
 		have_h = true;
 	}
-	if (!st && n->n_input > 6 && n->input[6][0]) {
-		st = pick(im, n->input[6], d, c);
+	if (!st && l->c0[0]) {
+		st = pick(im, l->c0, d, c);
 		have_c = true;
 	}
 	if (!st)
 		st = constant(im, four, 4, false, sp);
+	if (!st && n->n_input > 7 && n->input[7][0]) {	/* P: i, o, f of each channel */
+		char *outs[3] = { peep[0], peep[1], peep[2] };
+		ox_name three, p;
+
+		st = pick(im, n->input[7], d, p);
+		if (!st)
+			st = constant(im, four, 3, false, three);
+		for (int k = 0; k < 3; k++)
+			ox_tmp_name(im, peep[k], sizeof(peep[k]), "lstm");
+		if (!st)
+			st = emit_split(im, p, three, 0, outs, 3);
+		have_p = true;
+	}
 	for (int64_t s = 0; !st && s < l->steps; s++) {
 		int64_t t = reverse ? l->steps - 1 - s : s;
 		char *outs[4] = { gates[0], gates[1], gates[2], gates[3] };
@@ -231,10 +260,12 @@ static npurt_status lstm_direction(struct ox_imp *im, const struct lstm *l, int6
 			ox_tmp_name(im, gates[k], sizeof(gates[k]), "lstm");
 		if (!st)
 			st = emit_split(im, g, sp, 1, outs, 4);
+		if (!st && have_p && have_c)	/* peepholes: i and f see C before */
+			st = peek(im, gates[0], peep[0], c);
+		if (!st && have_p && have_c)
+			st = peek(im, gates[2], peep[2], c);
 		if (!st)
 			st = emit1(im, "Sigmoid", gates[0], ox_tmp_name(im, i, sizeof(i), "lstm"));
-		if (!st)
-			st = emit1(im, "Sigmoid", gates[1], ox_tmp_name(im, o, sizeof(o), "lstm"));
 		if (!st)
 			st = emit1(im, "Sigmoid", gates[2], ox_tmp_name(im, f, sizeof(f), "lstm"));
 		if (!st)
@@ -249,6 +280,10 @@ static npurt_status lstm_direction(struct ox_imp *im, const struct lstm *l, int6
 			if (!st)
 				memcpy(cn, t2, sizeof(cn));
 		}
+		if (!st && have_p)		/* and o the new one */
+			st = peek(im, gates[1], peep[1], cn);
+		if (!st)
+			st = emit1(im, "Sigmoid", gates[1], ox_tmp_name(im, o, sizeof(o), "lstm"));
 		if (!st)
 			st = emit1(im, "Tanh", cn, ox_tmp_name(im, t1, sizeof(t1), "lstm"));
 		if (!st)
@@ -285,16 +320,13 @@ static npurt_status lstm_check(struct ox_imp *im, const Onnx__NodeProto *n, stru
 				return ox_fail(im, NPURT_ERR_UNSUPPORTED, "activation %zu is not %s: "
 					       "the default ones only", k, act[k % 3]);
 	}
-	if (ox_attr(n, "clip") || ox_attr_i(n, "input_forget", 0) ||
-	    (n->n_input > 7 && n->input[7][0]))
-		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "clip, input_forget or peepholes (P)");
-	if (ox_attr_i(n, "layout", 0))
-		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "layout 1 (batch first)");
+	if (ox_attr(n, "clip") || ox_attr_i(n, "input_forget", 0))
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "clip or input_forget");
 	if (!x || !w || !r || x->ndim != 3 || w->ndim != 3 || r->ndim != 3)
 		return ox_fail(im, NPURT_ERR_INVALID, "X, W and R of rank 3 wanted");
 	l->n = n;
-	l->x = x->name;
-	l->steps = x->dims[0];
+	l->batch_first = ox_attr_i(n, "layout", 0) != 0;
+	l->steps = x->dims[l->batch_first ? 1 : 0];
 	l->hidden = r->dims[2];
 	if (w->dims[0] != *dirs || r->dims[0] != *dirs || w->dims[1] != 4 * l->hidden ||
 	    r->dims[1] != 4 * l->hidden || w->dims[2] != x->dims[2] ||
@@ -314,9 +346,61 @@ static npurt_status lstm_check(struct ox_imp *im, const Onnx__NodeProto *n, stru
 	return NPURT_OK;
 }
 
+/*
+ * Into time-major form: X [steps, batch, input] and the initial states
+ * [dirs, batch, hidden], transposed from batch first (layout 1).
+ */
+static npurt_status lstm_inputs(struct ox_imp *im, struct lstm *l)
+{
+	const Onnx__NodeProto *n = l->n;
+	int64_t swap[3] = { 1, 0, 2 };
+	Onnx__AttributeProto pa;
+	npurt_status st = NPURT_OK;
+
+	attr_ints(&pa, "perm", swap, 3, true);
+	for (int k = 0; !st && k < 3; k++) {
+		const char *in = (size_t)(k ? k + 4 : 0) < n->n_input ? n->input[k ? k + 4 : 0] : "";
+		char *to = k == 0 ? l->x : k == 1 ? l->h0 : l->c0;
+
+		if (!in[0]) {
+			to[0] = 0;
+		} else if (!l->batch_first) {
+			snprintf(to, sizeof(ox_name), "%s", in);
+			if (strlen(in) >= sizeof(ox_name))
+				st = ox_fail(im, NPURT_ERR_UNSUPPORTED, "a name of %zu bytes",
+					     strlen(in));
+		} else {
+			st = emit(im, "Transpose", &in, 1, ox_tmp_name(im, to, sizeof(ox_name), "lstm"),
+				  &pa);
+		}
+	}
+	return st;
+}
+
+/* An output made time-major as `made`, into the node's output k (batch first: transposed). */
+static npurt_status lstm_output(struct ox_imp *im, const struct lstm *l, int k, ox_name made)
+{
+	static int64_t y_perm[4] = { 2, 0, 1, 3 }, state_perm[3] = { 1, 0, 2 };
+	Onnx__AttributeProto pa;
+	const char *in = made;
+
+	if (!l->batch_first)
+		return NPURT_OK;	/* made under the output's own name */
+	attr_ints(&pa, "perm", k ? state_perm : y_perm, k ? 3 : 4, true);
+	return emit(im, "Transpose", &in, 1, l->n->output[k], &pa);
+}
+
+/* Where output k is made: its own name, or (batch first) one to transpose from. */
+static const char *lstm_made(struct ox_imp *im, const struct lstm *l, int k, ox_name buf)
+{
+	if (!l->batch_first)
+		return l->n->output[k];
+	return ox_tmp_name(im, buf, sizeof(ox_name), "lstm");
+}
+
 npurt_status ox_op_lstm(struct ox_imp *im, const Onnx__NodeProto *n)
 {
-	ox_name (*y)[2] = NULL, h[2], c[2], yd[2];
+	ox_name (*y)[2] = NULL, h[2], c[2], yd[2], made;
 	int64_t zero = 0, one = 1;
 	struct lstm l = { 0 };
 	char buf[32];
@@ -330,6 +414,7 @@ npurt_status ox_op_lstm(struct ox_imp *im, const Onnx__NodeProto *n)
 	if (!y)
 		return ox_fail(im, NPURT_ERR_NO_MEMORY, "out of host memory");
 	im->unrolling++;
+	st = lstm_inputs(im, &l);
 	for (int d = 0; !st && d < dirs; d++) {
 		ox_name *yt = calloc((size_t)l.steps, sizeof(*yt));
 
@@ -363,28 +448,35 @@ npurt_status ox_op_lstm(struct ox_imp *im, const Onnx__NodeProto *n)
 			}
 		}
 		attr_ints(&ax, "axis", &zero, 1, false);
+		if (!st) {
+			const char *out = lstm_made(im, &l, 0, made);
+
+			st = l.steps == 1 ? emit1(im, "Identity", parts[0], out) :
+			     emit(im, "Concat", parts, (size_t)l.steps, out, &ax);
+		}
 		if (!st)
-			st = l.steps == 1 ? emit1(im, "Identity", parts[0], n->output[0]) :
-			     emit(im, "Concat", parts, (size_t)l.steps, n->output[0], &ax);
+			st = lstm_output(im, &l, 0, made);
 		free(parts);
 		free(joined);
 	}
 	/* Y_h, Y_c [dirs, batch, hidden] */
 	for (int k = 1; !st && k < 3 && (size_t)k < n->n_output; k++) {
 		Onnx__AttributeProto ax;
-		const char *two[2];
+		const char *two[2], *out;
 
 		if (!n->output[k][0])
 			continue;
+		out = lstm_made(im, &l, k, made);
 		for (int d = 0; !st && d < dirs; d++)
 			st = unsqueeze(im, k == 1 ? h[d] : c[d], &zero, 1,
-				       dirs == 1 ? n->output[k] :
-				       ox_tmp_name(im, yd[d], sizeof(yd[d]), "lstm"));
+				       dirs == 1 ? out : ox_tmp_name(im, yd[d], sizeof(yd[d]), "lstm"));
 		attr_ints(&ax, "axis", &zero, 1, false);
 		two[0] = yd[0];
 		two[1] = yd[1];
 		if (!st && dirs == 2)
-			st = emit(im, "Concat", two, 2, n->output[k], &ax);
+			st = emit(im, "Concat", two, 2, out, &ax);
+		if (!st)
+			st = lstm_output(im, &l, k, made);
 	}
 	im->unrolling--;
 	free(y);
