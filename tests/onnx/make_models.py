@@ -462,6 +462,34 @@ def lstm():
     return b.model("lstm", "x", [S, B, I], out, [(S + 2) * B, H], 14), x, ref
 
 
+def gru():
+    """A GRU of 3 steps as PyTorch exports one (linear_before_reset=1), with
+    biases, its sequence and last state read (as one)."""
+    b = Builder(0)
+    S, B, I, H = 3, 2, 4, 5
+    x = b.rng.standard_normal((S, B, I)).astype(np.float32)
+    w, r = b.weight(1, 3 * H, I), b.weight(1, 3 * H, H)
+    bias = b.f32(0.1 * b.rng.standard_normal((1, 6 * H)))
+    y, yh = b.node("GRU", ["x", b.const(w, "W"), b.const(r, "R"), b.const(bias, "B")],
+                   n_out=2, hidden_size=H, linear_before_reset=1)
+    flat = lambda t, n: b.node("Reshape", [t, b.const(np.array([n, H], np.int64), "s")])
+    out = b.node("Concat", [flat(y, S * B), flat(yh, B)], axis=0)
+    sig = lambda v: 1 / (1 + np.exp(-v))
+    w64, r64, b64 = (a.astype(np.float64)[0] for a in (w, r, bias))
+    wb, rb = b64[:3 * H], b64[3 * H:]
+    h, ys = np.zeros((B, H)), []
+    for t in range(S):
+        gx = x[t].astype(np.float64) @ w64.T + wb
+        gh = h @ r64.T + rb
+        z = sig(gx[:, :H] + gh[:, :H])
+        rr = sig(gx[:, H:2 * H] + gh[:, H:2 * H])
+        cand = np.tanh(gx[:, 2 * H:] + rr * gh[:, 2 * H:])
+        h = (1 - z) * cand + z * h
+        ys.append(h)
+    ref = np.concatenate([np.concatenate(ys), h])
+    return b.model("gru", "x", [S, B, I], out, [(S + 1) * B, H], 14), x, ref
+
+
 def trilu():
     """Lower and upper triangles of a batch of float matrices (Trilu, opset 14)."""
     b = Builder(0)
@@ -625,7 +653,7 @@ def main():
                        ("legacy_ops", legacy_ops), ("int_shapes", int_shapes),
                        ("shape_if", shape_if), ("pinned", pinned),
                        ("pinned_value", pinned_value), ("reflect_wide", reflect_wide),
-                       ("lstm", lstm),
+                       ("lstm", lstm), ("gru", gru),
                        ("relu_bn", relu_bn), ("picked_column", picked_column),
                        ("shared_conv", shared_conv), ("video_cnn", video_cnn),
                        ("half_folds", half_folds), ("pad_f16", pad_f16),

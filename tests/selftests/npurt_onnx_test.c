@@ -280,6 +280,12 @@ TEST_F(onnx, an_lstm_unrolled_matches_numpy_in_every_output)
 	run_model(_metadata, self->dev, "lstm", NPURT_DISPATCH_SINK);
 }
 
+/* A GRU as PyTorch exports it (reset after the recurrent product), unrolled. */
+TEST_F(onnx, a_gru_unrolled_matches_numpy)
+{
+	run_model(_metadata, self->dev, "gru", NPURT_DISPATCH_SINK);
+}
+
 /* A reflect Pad of 82 positions: a gather per padded dimension. */
 TEST_F(onnx, a_wide_reflect_pad_matches_numpy)
 {

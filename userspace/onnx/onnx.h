@@ -249,8 +249,8 @@ npurt_status ox_import_nodes(struct ox_imp *im, const Onnx__GraphProto *g);
 /* If: the branch its condition picks inlined, when the condition folds. */
 npurt_status ox_op_if(struct ox_imp *im, const Onnx__NodeProto *n);
 
-/* LSTM, unrolled over its steps into the nodes it is made of (onnx_rnn.c). */
-npurt_status ox_op_lstm(struct ox_imp *im, const Onnx__NodeProto *n);
+/* LSTM, GRU, RNN, unrolled over their steps into the nodes they are made of (onnx_rnn.c). */
+npurt_status ox_op_rnn(struct ox_imp *im, const Onnx__NodeProto *n);
 
 /* Import one node (onnx_ops.c). */
 npurt_status ox_node(struct ox_imp *im, const Onnx__NodeProto *n);

@@ -692,8 +692,9 @@ npurt_status ox_node(struct ox_imp *im, const Onnx__NodeProto *n)
 	npurt_status st;
 	bool handled;
 
-	if (!strcmp(t, "LSTM") && x)	/* three outputs, any of them left out */
-		return ox_op_lstm(im, n);
+	/* recurrent ops: two or three outputs, any of them left out */
+	if ((!strcmp(t, "LSTM") || !strcmp(t, "GRU") || !strcmp(t, "RNN")) && x)
+		return ox_op_rnn(im, n);
 	/* Both are optional for some ops (RNN, Scan): none that maps here. */
 	if (!n->n_output || !n->output[0][0])
 		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "its first output is left out");

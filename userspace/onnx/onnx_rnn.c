@@ -149,13 +149,60 @@ static npurt_status unsqueeze(struct ox_imp *im, const char *x, const int64_t *a
 	return st ? st : emit2(im, "Unsqueeze", x, an, out);
 }
 
+enum rnn_kind { RNN_LSTM, RNN_GRU, RNN_RNN };
+
 struct lstm {
 	const Onnx__NodeProto *n;
-	int64_t steps, hidden;
+	enum rnn_kind kind;
+	int gates;			/* 4, 3, 1 */
+	int64_t steps, hidden, batch;
 	bool batch_first;		/* layout 1 */
 	ox_name x;			/* [steps, batch, input] */
 	ox_name h0, c0;			/* initial states [dirs, batch, hidden], or "" */
 };
+
+/*
+ * Direction d's recurrent weights transposed into rt (H R^T), and every
+ * step's input product into xw (X W^T, [steps, batch, gates x hidden]).
+ */
+static npurt_status project(struct ox_imp *im, const struct lstm *l, int64_t d, ox_name rt,
+			    ox_name xw)
+{
+	int64_t perm[2] = { 1, 0 };
+	Onnx__AttributeProto pa;
+	ox_name w, r, wt;
+	npurt_status st;
+
+	attr_ints(&pa, "perm", perm, 2, true);
+	st = pick(im, l->n->input[1], d, w);
+	if (!st)
+		st = emit(im, "Transpose", (const char *const[]){ w }, 1,
+			  ox_tmp_name(im, wt, sizeof(wt), "rnn"), &pa);
+	if (!st)
+		st = pick(im, l->n->input[2], d, r);
+	if (!st)
+		st = emit(im, "Transpose", (const char *const[]){ r }, 1,
+			  ox_tmp_name(im, rt, sizeof(ox_name), "rnn"), &pa);
+	if (!st)
+		st = emit2(im, "MatMul", l->x, wt, ox_tmp_name(im, xw, sizeof(ox_name), "rnn"));
+	return st;
+}
+
+/* Direction d's biases B, into Wb and Rb (gates x hidden each). */
+static npurt_status biases(struct ox_imp *im, const struct lstm *l, int64_t d, ox_name wb,
+			   ox_name rb)
+{
+	int64_t two[2] = { l->gates * l->hidden, l->gates * l->hidden };
+	char *outs[2] = { wb, rb };
+	ox_name b, sizes;
+	npurt_status st = pick(im, l->n->input[3], d, b);
+
+	if (!st)
+		st = constant(im, two, 2, false, sizes);
+	ox_tmp_name(im, wb, sizeof(ox_name), "rnn");
+	ox_tmp_name(im, rb, sizeof(ox_name), "rnn");
+	return st ? st : emit_split(im, b, sizes, 0, outs, 2);
+}
 
 /* gate += p * cell, the gate's name made the sum's. */
 static npurt_status peek(struct ox_imp *im, ox_name gate, const char *p, const char *cell)
@@ -178,39 +225,16 @@ static npurt_status lstm_direction(struct ox_imp *im, const struct lstm *l, int6
 				   bool reverse, ox_name *y, ox_name h, ox_name c)
 {
 	const Onnx__NodeProto *n = l->n;
-	ox_name w, r, wt, rt, xw, b, bw, br, bsum, sp, t1, t2, gates[4], peep[3];
-	int64_t perm[2] = { 1, 0 }, four[4], yaxes[2] = { 0, 1 };
+	ox_name rt, xw, bw, br, bsum, sp, t1, t2, gates[4], peep[3];
+	int64_t four[4], yaxes[2] = { 0, 1 };
 	bool have_h = false, have_c = false, have_p = false;
-	Onnx__AttributeProto pa;
 	npurt_status st;
 
 	for (int k = 0; k < 4; k++)
 		four[k] = l->hidden;
-	/* the weights of this direction, transposed: X W^T, H R^T */
-	attr_ints(&pa, "perm", perm, 2, true);
-	st = pick(im, n->input[1], d, w);
-	if (!st)
-		st = emit(im, "Transpose", (const char *const[]){ w }, 1,
-			  ox_tmp_name(im, wt, sizeof(wt), "lstm"), &pa);
-	if (!st)
-		st = pick(im, n->input[2], d, r);
-	if (!st)
-		st = emit(im, "Transpose", (const char *const[]){ r }, 1,
-			  ox_tmp_name(im, rt, sizeof(rt), "lstm"), &pa);
-	if (!st)
-		st = emit2(im, "MatMul", l->x, wt, ox_tmp_name(im, xw, sizeof(xw), "lstm"));
+	st = project(im, l, d, rt, xw);
 	if (!st && n->n_input > 3 && n->input[3][0]) {	/* B: Wb and Rb, added once */
-		int64_t two[2] = { 4 * l->hidden, 4 * l->hidden };
-		char *outs[2] = { bw, br };
-		ox_name twon;
-
-		st = pick(im, n->input[3], d, b);
-		if (!st)
-			st = constant(im, two, 2, false, twon);
-		ox_tmp_name(im, bw, sizeof(bw), "lstm");
-		ox_tmp_name(im, br, sizeof(br), "lstm");
-		if (!st)
-			st = emit_split(im, b, twon, 0, outs, 2);
+		st = biases(im, l, d, bw, br);
 		if (!st)
 			st = emit2(im, "Add", bw, br, ox_tmp_name(im, bsum, sizeof(bsum), "lstm"));
 		if (!st)
@@ -297,28 +321,155 @@ static npurt_status lstm_direction(struct ox_imp *im, const struct lstm *l, int6
 	return st;
 }
 
-/* What of an LSTM maps: refused, with the reason, otherwise. */
+/* y = x R^T[k] (+ Rb[k]): one recurrent product of a GRU gate. */
+static npurt_status recur(struct ox_imp *im, const char *x, const char *rt, const char *rb,
+			  ox_name y)
+{
+	ox_name t;
+	npurt_status st = emit2(im, "MatMul", x, rt, ox_tmp_name(im, t, sizeof(t), "rnn"));
+
+	if (!st && rb)
+		return emit2(im, "Add", t, rb, ox_tmp_name(im, y, sizeof(ox_name), "rnn"));
+	if (!st)
+		memcpy(y, t, sizeof(t));
+	return st;
+}
+
+/* out = act(x + h): a gate from its input's and its state's products. */
+static npurt_status gate(struct ox_imp *im, const char *act, const char *x, const char *h,
+			 ox_name out)
+{
+	ox_name sum;
+	npurt_status st = emit2(im, "Add", x, h, ox_tmp_name(im, sum, sizeof(sum), "rnn"));
+
+	return st ? st : emit1(im, act, sum, ox_tmp_name(im, out, sizeof(ox_name), "rnn"));
+}
+
+/*
+ * A direction of a GRU (gates z, r, h: H' = h~ + z (H - h~)) or an RNN
+ * (H' = tanh(x W^T + H R^T + b)), as lstm_direction. Without an initial
+ * state the first step reads zeros.
+ */
+static npurt_status gru_direction(struct ox_imp *im, const struct lstm *l, int64_t d,
+				  bool reverse, ox_name *y, ox_name h)
+{
+	const Onnx__NodeProto *n = l->n;
+	int64_t H = l->hidden, yaxes[2] = { 0, 1 };
+	int64_t split3[3] = { H, H, H };
+	ox_name rt, xw, bw, br, s3, t1, rts[3], rbs[3];
+	bool lbr = ox_attr_i(n, "linear_before_reset", 0) != 0, have_b = false;
+	npurt_status st;
+
+	st = project(im, l, d, rt, xw);
+	if (!st)
+		st = constant(im, split3, 3, false, s3);
+	if (!st && n->n_input > 3 && n->input[3][0]) {	/* Wb into the inputs' product */
+		st = biases(im, l, d, bw, br);
+		if (!st)
+			st = emit2(im, "Add", xw, bw, ox_tmp_name(im, t1, sizeof(t1), "rnn"));
+		if (!st)
+			memcpy(xw, t1, sizeof(xw));
+		have_b = true;
+	}
+	if (!st && l->kind == RNN_GRU) {	/* R^T and Rb of each gate apart */
+		char *outs[3] = { rts[0], rts[1], rts[2] }, *bouts[3] = { rbs[0], rbs[1], rbs[2] };
+
+		for (int k = 0; k < 3; k++) {
+			ox_tmp_name(im, rts[k], sizeof(rts[k]), "rnn");
+			ox_tmp_name(im, rbs[k], sizeof(rbs[k]), "rnn");
+		}
+		st = emit_split(im, rt, s3, 1, outs, 3);
+		if (!st && have_b)
+			st = emit_split(im, br, s3, 0, bouts, 3);
+	}
+	if (!st && l->h0[0]) {
+		st = pick(im, l->h0, d, h);
+	} else if (!st) {		/* zeros */
+		int64_t dims[2] = { l->batch, H };
+
+		if (!ox_new_const(im, ox_tmp_name(im, h, sizeof(ox_name), "rnn"),
+				  ox_find(im, l->x)->type, 2, dims))
+			st = npurt_last_status();
+	}
+	for (int64_t s = 0; !st && s < l->steps; s++) {
+		int64_t t = reverse ? l->steps - 1 - s : s;
+		ox_name xt, hn, xs[3], hz, hr, z, rg, hh, cand, dd, e;
+		char *outs[3] = { xs[0], xs[1], xs[2] };
+
+		st = pick(im, xw, t, xt);
+		if (!st && l->kind == RNN_RNN) {
+			st = recur(im, h, rt, have_b ? br : NULL, hh);
+			if (!st)
+				st = gate(im, "Tanh", xt, hh, hn);
+		} else if (!st) {
+			for (int k = 0; k < 3; k++)
+				ox_tmp_name(im, xs[k], sizeof(xs[k]), "rnn");
+			st = emit_split(im, xt, s3, 1, outs, 3);
+			if (!st)
+				st = recur(im, h, rts[0], have_b ? rbs[0] : NULL, hz);
+			if (!st)
+				st = recur(im, h, rts[1], have_b ? rbs[1] : NULL, hr);
+			if (!st)
+				st = gate(im, "Sigmoid", xs[0], hz, z);
+			if (!st)
+				st = gate(im, "Sigmoid", xs[1], hr, rg);
+			if (!st && lbr) {	/* r (H Rh^T + Rbh) */
+				st = recur(im, h, rts[2], have_b ? rbs[2] : NULL, hh);
+				if (!st)
+					st = emit2(im, "Mul", rg, hh, ox_tmp_name(im, t1, sizeof(t1), "rnn"));
+			} else if (!st) {	/* (r H) Rh^T + Rbh */
+				st = emit2(im, "Mul", rg, h, ox_tmp_name(im, hh, sizeof(hh), "rnn"));
+				if (!st)
+					st = recur(im, hh, rts[2], have_b ? rbs[2] : NULL, t1);
+			}
+			if (!st)
+				st = gate(im, "Tanh", xs[2], t1, cand);
+			if (!st)
+				st = emit2(im, "Sub", h, cand, ox_tmp_name(im, dd, sizeof(dd), "rnn"));
+			if (!st)
+				st = emit2(im, "Mul", z, dd, ox_tmp_name(im, e, sizeof(e), "rnn"));
+			if (!st)
+				st = emit2(im, "Add", cand, e, ox_tmp_name(im, hn, sizeof(hn), "rnn"));
+		}
+		if (!st)
+			st = unsqueeze(im, hn, yaxes, 2, ox_tmp_name(im, y[t], sizeof(y[t]), "rnn"));
+		memcpy(h, hn, sizeof(hn));
+	}
+	return st;
+}
+
+/* What of an LSTM, GRU or RNN maps: refused, with the reason, otherwise. */
 static npurt_status lstm_check(struct ox_imp *im, const Onnx__NodeProto *n, struct lstm *l,
 			       int *dirs)
 {
-	static const char *const act[] = { "Sigmoid", "Tanh", "Tanh" };
+	static const char *const acts[][3] = {
+		[RNN_LSTM] = { "Sigmoid", "Tanh", "Tanh" }, [RNN_GRU] = { "Sigmoid", "Tanh" },
+		[RNN_RNN] = { "Tanh" },
+	};
 	const Onnx__AttributeProto *a = ox_attr(n, "activations");
+	const char *const *act;
 	struct ox_val *x = ox_in(im, n, 0), *w = ox_in(im, n, 1), *r = ox_in(im, n, 2);
 	struct ox_val *sl = n->n_input > 4 ? ox_in(im, n, 4) : NULL;
 	char buf[32];
 	const char *dir = ox_attr_s(n, "direction", "forward", buf, sizeof(buf));
 
+	l->kind = !strcmp(n->op_type, "GRU") ? RNN_GRU : !strcmp(n->op_type, "RNN") ? RNN_RNN :
+		  RNN_LSTM;
+	l->gates = l->kind == RNN_LSTM ? 4 : l->kind == RNN_GRU ? 3 : 1;
+	act = acts[l->kind];
 	*dirs = !strcmp(dir, "bidirectional") ? 2 : 1;
 	if (strcmp(dir, "forward") && strcmp(dir, "reverse") && *dirs != 2)
 		return ox_fail(im, NPURT_ERR_INVALID, "direction \"%s\"", dir);
 	if (a) {
-		if (a->n_strings != 3 * (size_t)*dirs)
+		size_t per = l->kind == RNN_LSTM ? 3 : l->kind == RNN_GRU ? 2 : 1;
+
+		if (a->n_strings != per * (size_t)*dirs)
 			return ox_fail(im, NPURT_ERR_INVALID, "%zu activations", a->n_strings);
 		for (size_t k = 0; k < a->n_strings; k++)
-			if (a->strings[k].len != strlen(act[k % 3]) ||
-			    memcmp(a->strings[k].data, act[k % 3], a->strings[k].len))
+			if (a->strings[k].len != strlen(act[k % per]) ||
+			    memcmp(a->strings[k].data, act[k % per], a->strings[k].len))
 				return ox_fail(im, NPURT_ERR_UNSUPPORTED, "activation %zu is not %s: "
-					       "the default ones only", k, act[k % 3]);
+					       "the default ones only", k, act[k % per]);
 	}
 	if (ox_attr(n, "clip") || ox_attr_i(n, "input_forget", 0))
 		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "clip or input_forget");
@@ -328,8 +479,9 @@ static npurt_status lstm_check(struct ox_imp *im, const Onnx__NodeProto *n, stru
 	l->batch_first = ox_attr_i(n, "layout", 0) != 0;
 	l->steps = x->dims[l->batch_first ? 1 : 0];
 	l->hidden = r->dims[2];
-	if (w->dims[0] != *dirs || r->dims[0] != *dirs || w->dims[1] != 4 * l->hidden ||
-	    r->dims[1] != 4 * l->hidden || w->dims[2] != x->dims[2] ||
+	l->batch = x->dims[l->batch_first ? 0 : 1];
+	if (w->dims[0] != *dirs || r->dims[0] != *dirs || w->dims[1] != l->gates * l->hidden ||
+	    r->dims[1] != l->gates * l->hidden || w->dims[2] != x->dims[2] ||
 	    ox_attr_i(n, "hidden_size", l->hidden) != l->hidden)
 		return ox_fail(im, NPURT_ERR_INVALID, "W, R and hidden_size disagree");
 	if (l->steps < 1 || l->steps > OX_MAX_STEPS)
@@ -398,7 +550,7 @@ static const char *lstm_made(struct ox_imp *im, const struct lstm *l, int k, ox_
 	return ox_tmp_name(im, buf, sizeof(ox_name), "lstm");
 }
 
-npurt_status ox_op_lstm(struct ox_imp *im, const Onnx__NodeProto *n)
+npurt_status ox_op_rnn(struct ox_imp *im, const Onnx__NodeProto *n)
 {
 	ox_name (*y)[2] = NULL, h[2], c[2], yd[2], made;
 	int64_t zero = 0, one = 1;
@@ -422,7 +574,11 @@ npurt_status ox_op_lstm(struct ox_imp *im, const Onnx__NodeProto *n)
 			st = ox_fail(im, NPURT_ERR_NO_MEMORY, "out of host memory");
 			break;
 		}
-		st = lstm_direction(im, &l, d, d == 1 || !strcmp(dir, "reverse"), yt, h[d], c[d]);
+		if (l.kind == RNN_LSTM)
+			st = lstm_direction(im, &l, d, d == 1 || !strcmp(dir, "reverse"), yt, h[d],
+					    c[d]);
+		else
+			st = gru_direction(im, &l, d, d == 1 || !strcmp(dir, "reverse"), yt, h[d]);
 		for (int64_t t = 0; t < l.steps; t++)
 			memcpy(y[t][d], yt[t], sizeof(ox_name));
 		free(yt);
@@ -460,7 +616,7 @@ npurt_status ox_op_lstm(struct ox_imp *im, const Onnx__NodeProto *n)
 		free(joined);
 	}
 	/* Y_h, Y_c [dirs, batch, hidden] */
-	for (int k = 1; !st && k < 3 && (size_t)k < n->n_output; k++) {
+	for (int k = 1; !st && k < (l.kind == RNN_LSTM ? 3 : 2) && (size_t)k < n->n_output; k++) {
 		Onnx__AttributeProto ax;
 		const char *two[2], *out;
 
