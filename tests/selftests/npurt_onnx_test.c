@@ -274,7 +274,7 @@ TEST_F(onnx, pins_that_do_not_fit_the_model_are_refused_by_spec)
 	}
 }
 
-/* An LSTM of 3 steps, unrolled: its sequence and last states match numpy's. */
+/* An LSTM of 2 steps, unrolled: its sequence and last states match numpy's. */
 TEST_F(onnx, an_lstm_unrolled_matches_numpy_in_every_output)
 {
 	run_model(_metadata, self->dev, "lstm", NPURT_DISPATCH_SINK);
