@@ -136,6 +136,12 @@ int ox_ints(struct ox_imp *im, const Onnx__NodeProto *n, size_t input, const cha
 npurt_status ox_view_node(struct ox_imp *im, const Onnx__NodeProto *n, bool *done);
 npurt_status ox_gather_copies(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x,
 			      int axis, struct ox_val *idx);
+/* An int64 constant of `count` positions for ox_gather_at(), named into name. */
+struct ox_val *ox_positions(struct ox_imp *im, const char *of, int64_t count, char *name,
+			    size_t len);
+/* out = x gathered along `axis` at constant positions `idx`, as node n's Gather would be. */
+npurt_status ox_gather_at(struct ox_imp *im, const Onnx__NodeProto *n, const char *x,
+			  const char *idx, int64_t axis, const char *out);
 
 /* Add a graph op writing tensor `out`, counted in the import's info. */
 npurt_status ox_add(struct ox_imp *im, const npurt_graph_node *node, uint32_t out);

@@ -366,19 +366,15 @@ static npurt_status pad_reflect_gathers(struct ox_imp *im, const Onnx__NodeProto
 		if (pads[k] || pads[k + r])
 			last = k;
 	for (uint32_t k = 0; k <= last; k++) {
-		Onnx__AttributeProto ax = ONNX__ATTRIBUTE_PROTO__INIT, *attrs[1] = { &ax };
-		Onnx__NodeProto g = ONNX__NODE_PROTO__INIT;
 		const char *out = k == last ? n->output[0] :
 				  ox_tmp_name(im, names[k & 1], sizeof(names[k & 1]), n->output[0]);
-		char *ins[2] = { (char *)cur, idxn }, *outs[1] = { (char *)out };
 		int64_t d = ox_find(im, cur)->dims[k], total = d + pads[k] + pads[k + r];
 		struct ox_val *idx;
 		npurt_status st;
 
 		if (!pads[k] && !pads[k + r])
 			continue;
-		idx = ox_new_const(im, ox_tmp_name(im, idxn, sizeof(idxn), n->output[0]), OX_INT64,
-				   1, &total);
+		idx = ox_positions(im, n->output[0], total, idxn, sizeof(idxn));
 		if (!idx)
 			return npurt_last_status();
 		for (int64_t o = 0; o < total; o++) {
@@ -386,20 +382,7 @@ static npurt_status pad_reflect_gathers(struct ox_imp *im, const Onnx__NodeProto
 
 			idx->i[o] = at < 0 ? -at : at >= d ? 2 * (d - 1) - at : at;
 		}
-		ax.name = (char *)"axis";
-		ax.has_type = true;
-		ax.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-		ax.has_i = true;
-		ax.i = k;
-		g.op_type = (char *)"Gather";
-		g.name = n->name;
-		g.input = ins;
-		g.n_input = 2;
-		g.output = outs;
-		g.n_output = 1;
-		g.attribute = attrs;
-		g.n_attribute = 1;
-		st = ox_node(im, &g);
+		st = ox_gather_at(im, n, cur, idxn, k, out);
 		if (st)
 			return st;
 		cur = out;

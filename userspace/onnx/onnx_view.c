@@ -374,6 +374,35 @@ static npurt_status op_expand(struct ox_imp *im, const Onnx__NodeProto *n, struc
 
 static npurt_status op_gather(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
 
+struct ox_val *ox_positions(struct ox_imp *im, const char *of, int64_t count, char *name,
+			    size_t len)
+{
+	return ox_new_const(im, ox_tmp_name(im, name, len, of), OX_INT64, 1, &count);
+}
+
+npurt_status ox_gather_at(struct ox_imp *im, const Onnx__NodeProto *n, const char *x,
+			  const char *idx, int64_t axis, const char *out)
+{
+	Onnx__AttributeProto ax = ONNX__ATTRIBUTE_PROTO__INIT, *attrs[1] = { &ax };
+	Onnx__NodeProto g = ONNX__NODE_PROTO__INIT;
+	char *ins[2] = { (char *)x, (char *)idx }, *outs[1] = { (char *)out };
+
+	ax.name = (char *)"axis";
+	ax.has_type = true;
+	ax.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+	ax.has_i = true;
+	ax.i = axis;
+	g.op_type = (char *)"Gather";
+	g.name = n->name;
+	g.input = ins;
+	g.n_input = 2;
+	g.output = outs;
+	g.n_output = 1;
+	g.attribute = attrs;
+	g.n_attribute = 1;
+	return op_gather(im, &g, ox_find(im, x));
+}
+
 /*
  * Backward steps: each such axis is a Gather of the positions it visits,
  * in order (views only step forward). in: what the forward steps made;
@@ -387,36 +416,16 @@ static npurt_status slice_backward(struct ox_imp *im, const Onnx__NodeProto *n, 
 	const char *cur = in;
 
 	for (int r = 0; r < nrev; r++) {
-		Onnx__AttributeProto ax = ONNX__ATTRIBUTE_PROTO__INIT, *attrs[1] = { &ax };
-		Onnx__NodeProto g = ONNX__NODE_PROTO__INIT;
 		const char *out = r == nrev - 1 ? n->output[0] :
 				  ox_tmp_name(im, names[r], sizeof(names[r]), n->output[0]);
-		char *ins[2], *outs[1] = { (char *)out };
-		struct ox_val *idx;
+		struct ox_val *idx = ox_positions(im, n->output[0], count[r], idxn, sizeof(idxn));
 		npurt_status st;
 
-		idx = ox_new_const(im, ox_tmp_name(im, idxn, sizeof(idxn), n->output[0]), OX_INT64,
-				   1, &count[r]);
 		if (!idx)
 			return npurt_last_status();
 		for (int64_t k = 0; k < count[r]; k++)
 			idx->i[k] = first[r] + k * step[r];
-		ax.name = (char *)"axis";
-		ax.has_type = true;
-		ax.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-		ax.has_i = true;
-		ax.i = axis[r];
-		ins[0] = (char *)cur;
-		ins[1] = idxn;
-		g.op_type = (char *)"Gather";
-		g.name = n->name;
-		g.input = ins;
-		g.n_input = 2;
-		g.output = outs;
-		g.n_output = 1;
-		g.attribute = attrs;
-		g.n_attribute = 1;
-		st = op_gather(im, &g, ox_find(im, cur));
+		st = ox_gather_at(im, n, cur, idxn, axis[r], out);
 		if (st)
 			return st;
 		cur = out;
