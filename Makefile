@@ -59,6 +59,7 @@ include firmware-sim/firmware-sim.mk
 # libnpurt holds the runtime and models, libnpuonnx the ONNX importer.
 include userspace/runtime/runtime.mk
 include userspace/model/model.mk
+include userspace/exec/exec.mk
 include userspace/onnx/onnx.mk
 include userspace/tools/tools.mk
 include Documentation/Documentation.mk

@@ -16,7 +16,7 @@ BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
 BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
 KSFT        := $(O)/kselftest
 # The libraries' internal headers, for the tests that drive their logic.
-US_INC      := -Iuserspace/runtime -Iuserspace/model -Iuserspace/onnx
+US_INC      := -Iuserspace/runtime -Iuserspace/model -Iuserspace/exec -Iuserspace/onnx
 
 # kselftest_harness.h is extracted from Debian's linux-source, never copied in.
 $(KSFT)/kselftest_harness.h:
@@ -41,11 +41,11 @@ $(O)/tests/unit/%: $(O)/obj/tests/unit/%.o $(call obj,$(FWSIM_CORE)) $(LIBA)
 # through the library's internal headers, and run once more under ASan
 # and UBSan.
 $(O)/obj/tests/unit/npurt_cache_test.o $(O)/obj/tests/unit/npurt_ranges_test.o \
-$(O)/obj/tests/unit/npurt_model_file_test.o: \
+$(O)/obj/tests/unit/npurt_model_file_test.o $(O)/obj/tests/unit/npurt_exec_test.o: \
 	TEST_CFLAGS += $(US_INC)
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 UNIT_SAN  := $(O)/tests/unit-san/npurt_cache_test $(O)/tests/unit-san/npurt_ranges_test \
-	$(O)/tests/unit-san/npurt_model_file_test
+	$(O)/tests/unit-san/npurt_model_file_test $(O)/tests/unit-san/npurt_exec_test
 
 $(O)/tests/unit-san/npurt_cache_test: tests/unit/npurt_cache_test.c userspace/runtime/mem_cache.c \
 		userspace/runtime/mem_cache.h $(KSFT)/kselftest_harness.h
@@ -59,6 +59,12 @@ $(O)/tests/unit-san/npurt_ranges_test: tests/unit/npurt_ranges_test.c userspace/
 	$(CC) $(filter-out $(DEPFLAGS),$(TEST_CFLAGS)) -Iuserspace/runtime $(SAN_FLAGS) \
 		$(filter %.c,$^) -lpthread -o $@
 
+$(O)/tests/unit-san/npurt_exec_test: tests/unit/npurt_exec_test.c userspace/exec/exec.c \
+		userspace/runtime/error.c $(KSFT)/kselftest_harness.h
+	@mkdir -p $(@D)
+	$(CC) $(filter-out $(DEPFLAGS),$(TEST_CFLAGS)) $(US_INC) $(SAN_FLAGS) \
+		$(filter %.c,$^) -lpthread -o $@
+
 # The model file's reader, planner and builder: no device, so all of it.
 MODEL_FILE_SRCS := userspace/model/model_file.c userspace/model/plan.c userspace/model/graph.c \
 	userspace/runtime/error.c userspace/runtime/oplib.c
@@ -68,17 +74,28 @@ $(O)/tests/unit-san/npurt_model_file_test: tests/unit/npurt_model_file_test.c $(
 	$(CC) $(filter-out $(DEPFLAGS),$(TEST_CFLAGS)) $(US_INC) $(SAN_FLAGS) \
 		$(filter %.c,$^) -lpthread -o $@
 
-$(O)/tests/selftests/npurt_onnx_test: $(ONNXA)
-$(O)/tests/selftests/npurt_onnx_test: LINK_ONNX = $(ONNX_LINK)
+$(O)/tests/selftests/npurt_onnx_test $(O)/tests/selftests/npurt_onnx_session_test: $(ONNXA)
+$(O)/tests/selftests/npurt_onnx_test $(O)/tests/selftests/npurt_onnx_session_test: \
+	LINK_ONNX = $(ONNX_LINK)
 $(O)/tests/selftests/%: $(O)/obj/tests/selftests/%.o $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) $(LINK_ONNX) $(LIBA) $(LIB_DEPS) -lpthread -lm -o $@
+
+# Sessions are libnpuonnx's.
+$(O)/tests/bench/session_bench: $(O)/obj/tests/bench/session_bench.o $(ONNXA) $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(PBC_LIBS) $(LIB_DEPS) -lpthread -lm -o $@
 
 $(O)/tests/bench/%: $(O)/obj/tests/bench/%.o $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LIB_DEPS) $(BLAS_LIBS) -lpthread -lm -o $@
 
 # Benchmarks of the device core alone, run on the host.
+# Execution graphs are the library's, on the host.
+$(O)/tests/bench-host/exec_bench: $(O)/obj/tests/bench/host/exec_bench.o $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LIB_DEPS) -lpthread -lm -o $@
+
 $(O)/tests/bench-host/%: $(O)/obj/tests/bench/host/%.o $(call obj,$(FWSIM_CORE))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(BLAS_LIBS) $(FWSIM_LIBS) -o $@
@@ -96,8 +113,10 @@ $(O)/tests/fuzz/model_fuzz: tests/fuzz/model_fuzz.c userspace/model/model_file.c
 		-fno-sanitize-recover=all $(US_INC) $(OPLIB_INC) -Iuapi \
 		$(filter %.c,$^) -o $@
 
-# The ONNX importer with what it needs of the library: no device code.
-ONNX_FUZZ_SRCS := $(wildcard userspace/onnx/onnx_*.c) $(MODEL_FILE_SRCS)
+# The ONNX importer with what it needs of the library: no device code (so
+# no sessions, which load models).
+ONNX_FUZZ_SRCS := $(filter-out userspace/onnx/onnx_session.c,$(wildcard userspace/onnx/onnx_*.c)) \
+	$(MODEL_FILE_SRCS)
 $(O)/tests/fuzz/onnx_fuzz: tests/fuzz/onnx_fuzz.c $(ONNX_FUZZ_SRCS) $(ONNX_GEN) userspace/onnx/onnx.h
 	@mkdir -p $(@D)
 	clang -std=gnu11 -D_GNU_SOURCE $(WARN) -O1 -g -fsanitize=fuzzer,address,undefined \

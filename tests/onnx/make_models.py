@@ -28,6 +28,10 @@ machine.
   video_cnn      [1,2,5,9,8]: Conv 3-D (every dimension its own kernel, stride,
                  dilation and pads) + bias + Relu, MaxPool 3-D, AveragePool 3-D
                  without the padding, Pad reflect and edge, Unsqueeze to 6-D
+  transformer_dyn  an encoder block over ["batch", "seq", 64], 4 heads, its head
+                 split shaped by Shape/Gather/Concat of the input; inputs and
+                 outputs for each (batch, seq) of DYN_SHAPES as
+                 transformer_dyn.BxS.in and .out
 """
 import os
 import sys
@@ -372,23 +376,58 @@ def shape_if():
 
 
 def if_computed():
-    """An If whose condition the device computes: refused, saying so."""
+    """An If whose condition the device computes and whose then_branch
+    gathers by values it computes: a select would run it on data it was
+    not meant for, so it is refused, saying so."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, "m"])
     zero = numpy_helper.from_array(np.array(0, np.float32), "zero")
-    br = lambda op, o: helper.make_graph([helper.make_node(op, ["x"], [o])], o, [],
-                                         [helper.make_tensor_value_info(o, TensorProto.FLOAT,
-                                                                        [2, 3])])
+    then = helper.make_graph(
+        [helper.make_node("ArgMax", ["x"], ["i"], axis=1, keepdims=1),
+         helper.make_node("GatherElements", ["x", "i"], ["t"], axis=1, name="pick")],
+        "t", [], [helper.make_tensor_value_info("t", TensorProto.FLOAT, [2, 1])])
+    other = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "e", [],
+                              [helper.make_tensor_value_info("e", TensorProto.FLOAT, [2, 3])])
     g = helper.make_graph([helper.make_node("ReduceSum", ["x"], ["s"], name="sum", keepdims=0),
                            helper.make_node("Greater", ["s", "zero"], ["c"], name="positive"),
                            helper.make_node("If", ["c"], ["y"], name="branch",
-                                            then_branch=br("Relu", "t"),
-                                            else_branch=br("Neg", "e"))],
+                                            then_branch=then, else_branch=other)],
                           "if_computed", [x], [y], [zero])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
     onnx.checker.check_model(m, full_check=True)
     return m
+
+
+def if_select(positive):
+    """An If on a value the device computes, as a wake-word model runs its
+    verifier only when its detector fires: y = x > 0 summed ? relu(x W) + 1
+    : -x. It runs as a select of both branches; the data makes the
+    condition true (if_select) or false (if_select_neg)."""
+    b = Builder(3)
+    x = b.rng.standard_normal((2, 3)).astype(np.float32)
+    x = np.abs(x) if positive else -np.abs(x)
+    w = b.weight(3, 3)
+    then = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["xw"]), helper.make_node("Relu", ["xw"], ["r"]),
+         helper.make_node("Add", ["r", "one"], ["t"])], "t",
+        [], [helper.make_tensor_value_info("t", TensorProto.FLOAT, [2, 3])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.float32(1), "one")])
+    other = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "e", [],
+                              [helper.make_tensor_value_info("e", TensorProto.FLOAT, [2, 3])])
+    zero = numpy_helper.from_array(np.array(0, np.float32), "zero")
+    g = helper.make_graph([helper.make_node("ReduceSum", ["x"], ["s"], name="sum", keepdims=0),
+                           helper.make_node("Greater", ["s", "zero"], ["c"], name="positive"),
+                           helper.make_node("If", ["c"], ["y"], name="verify",
+                                            then_branch=then, else_branch=other)],
+                          "if_select", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])], [zero])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    xr = x.astype(np.float64)
+    ref = np.maximum(xr @ w.astype(np.float64), 0) + 1 if positive else -xr
+    return m, x, ref
 
 
 def pinned():
@@ -641,12 +680,86 @@ def video_cnn():
     return (b.model("video_cnn", "x", list(x.shape), y, list(ref.shape), 13), x, ref)
 
 
+# (batch, sequence length) at which the tests run transformer_dyn.
+DYN_SHAPES = ((1, 8), (1, 16), (2, 24), (1, 48), (1, 100))
+
+
+def transformer_dyn():
+    """One encoder block with a symbolic batch and sequence length, as
+    exporters write one: the head split's Reshape takes its shape from
+    Shape -> Gather -> Unsqueeze -> Concat of the input. Returns the model
+    and, per DYN_SHAPES entry, an input and numpy's output."""
+    b = Builder(5)
+    d, heads, ff = 64, 4, 256
+    dh = d // heads
+    i64 = lambda v: b.const(np.array(v, np.int64), "i")
+
+    def linear(inp, n_in, n_out):
+        w = b.weight(n_in, n_out)
+        bias = b.f32(b.rng.standard_normal(n_out) * 0.02)
+        out = b.node("Add", [b.node("MatMul", [inp, b.const(w, "w")]), b.const(bias, "b")])
+        return out, (lambda r: r @ w.astype(np.float64) + bias)
+
+    def norm(inp):
+        g = b.f32(1 + 0.1 * b.rng.standard_normal(d))
+        beta = b.f32(0.1 * b.rng.standard_normal(d))
+        out = b.node("LayerNormalization", [inp, b.const(g, "g"), b.const(beta, "beta")],
+                     axis=-1, epsilon=1e-5)
+        return out, (lambda r: layernorm(r, g, beta))
+
+    shape = b.node("Shape", ["x"])
+    dim = lambda k: b.node("Unsqueeze", [b.node("Gather", [shape, i64(k)], axis=0), i64([0])])
+    bn, sq = dim(0), dim(1)
+    split_shape = b.node("Concat", [bn, sq, i64([heads]), i64([dh])], axis=0)
+    merge_shape = b.node("Concat", [bn, sq, i64([d])], axis=0)
+
+    def heads_of(t, perm):
+        return b.node("Transpose", [b.node("Reshape", [t, split_shape])], perm=perm)
+
+    q, qf = linear("x", d, d)
+    k, kf = linear("x", d, d)
+    v, vf = linear("x", d, d)
+    sc = b.node("Div", [b.node("MatMul", [heads_of(q, [0, 2, 1, 3]), heads_of(k, [0, 2, 3, 1])]),
+                        b.const(np.float32(np.sqrt(dh)), "scale")])
+    ctx = b.node("MatMul", [b.node("Softmax", [sc], axis=-1), heads_of(v, [0, 2, 1, 3])])
+    ctx = b.node("Reshape", [b.node("Transpose", [ctx], perm=[0, 2, 1, 3]), merge_shape])
+    o, of = linear(ctx, d, d)
+    h, hf = norm(b.node("Add", ["x", o]))
+    f, ff1 = linear(h, d, ff)
+    e = b.node("Erf", [b.node("Div", [f, b.const(np.float32(np.sqrt(2.0)), "sqrt2")])])
+    g = b.node("Mul", [b.node("Mul", [f, b.node("Add", [e, b.const(np.float32(1), "one")])]),
+                       b.const(np.float32(0.5), "half")])
+    f2, ff2 = linear(g, ff, d)
+    y, yf = norm(b.node("Add", [h, f2]))
+    model = b.model("transformer_dyn", "x", ["batch", "seq", d], y, ["batch", "seq", d], 17)
+
+    def ref(x):
+        xr = x.astype(np.float64)
+        n, s = x.shape[:2]
+        split = lambda t: t.reshape(n, s, heads, dh).transpose(0, 2, 1, 3)
+        p = softmax(split(qf(xr)) @ split(kf(xr)).transpose(0, 1, 3, 2) / np.sqrt(dh))
+        c = (p @ split(vf(xr))).transpose(0, 2, 1, 3).reshape(n, s, d)
+        hr = hf(xr + of(c))
+        return yf(hr + ff2(gelu(ff1(hr))))
+
+    runs = []
+    for n, s in DYN_SHAPES:
+        x = b.f32(b.rng.standard_normal((n, s, d)))
+        runs.append(((n, s), x, ref(x)))
+    return model, runs
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     onnx.save(dynamic(), os.path.join(out, "dynamic.onnx"))
     onnx.save(unsupported(), os.path.join(out, "unsupported.onnx"))
     onnx.save(if_computed(), os.path.join(out, "if_computed.onnx"))
+    model, runs = transformer_dyn()
+    onnx.save(model, os.path.join(out, "transformer_dyn.onnx"))
+    for (n, s), x, ref in runs:
+        x.tofile(os.path.join(out, "transformer_dyn.%dx%d.in" % (n, s)))
+        np.asarray(ref, np.float32).tofile(os.path.join(out, "transformer_dyn.%dx%d.out" % (n, s)))
     for name, model in zip(("legacy_add", "legacy_bn"), legacy_refused()):
         onnx.save(model, os.path.join(out, name + ".onnx"))
     half, bf16 = TensorProto.FLOAT16, TensorProto.BFLOAT16
@@ -657,6 +770,8 @@ def main():
                        ("shape_if", shape_if), ("pinned", pinned),
                        ("pinned_value", pinned_value), ("reflect_wide", reflect_wide),
                        ("lstm", lstm), ("gru", gru),
+                       ("if_select", lambda: if_select(True)),
+                       ("if_select_neg", lambda: if_select(False)),
                        ("relu_bn", relu_bn), ("picked_column", picked_column),
                        ("shared_conv", shared_conv), ("video_cnn", video_cnn),
                        ("half_folds", half_folds), ("pad_f16", pad_f16),

@@ -17,45 +17,7 @@
 #include "kselftest_harness.h"
 #include "npu_selftest.h"
 #include "npuonnx.h"
-
-/* build/onnx-models, next to this test's build/tests/selftests. */
-static const char *models_dir(void)
-{
-	static char dir[PATH_MAX];
-	const char *env = getenv("NPU_ONNX_MODELS");
-	char exe[PATH_MAX - 32];
-	ssize_t n;
-
-	if (env)
-		return env;
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return ".";
-	exe[n] = 0;
-	*strrchr(exe, '/') = 0;
-	snprintf(dir, sizeof(dir), "%s/../../onnx-models", exe);
-	return dir;
-}
-
-static void *read_all(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	void *p = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (!fseek(f, 0, SEEK_END) && (n = ftell(f)) > 0 && !fseek(f, 0, SEEK_SET)) {
-		p = malloc((size_t)n);
-		if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
-			free(p);
-			p = NULL;
-		}
-		*len = (size_t)n;
-	}
-	fclose(f);
-	return p;
-}
+#include "npu_onnx_files.h"
 
 FIXTURE(onnx) {
 	npurt_device *dev;
@@ -326,6 +288,16 @@ TEST_F(onnx, a_3d_cnn_with_reflect_and_edge_pads_matches_numpy)
 }
 
 /*
+ * An If on a value the device computes runs as a select of both branches:
+ * one model, data that takes each branch.
+ */
+TEST_F(onnx, an_if_on_a_computed_condition_selects_the_taken_branch)
+{
+	run_model(_metadata, self->dev, "if_select", NPURT_DISPATCH_SINK);
+	run_model(_metadata, self->dev, "if_select_neg", NPURT_DISPATCH_SINK);
+}
+
+/*
  * Half precision models: the device widens each launch to float32 and back.
  * Measured: largest differences 3.6e-4 (bfloat16 MLP, softmax outputs up
  * to 0.13), 1.1e-3 of 4.5 (float16 transformer), 3.3e-4 of 6.5 (float16
@@ -376,8 +348,8 @@ TEST_F(onnx, what_cannot_be_mapped_is_refused_by_node_and_reason)
 		npurt_status st;
 	} cases[] = {
 		{ "unsupported", "node 1 \"top3\" (TopK)", "output 1", NPURT_ERR_UNSUPPORTED },
-		{ "if_computed", "node 2 \"branch\" (If)", "computed on the device",
-		  NPURT_ERR_UNSUPPORTED },
+		{ "if_computed", "node 2 \"branch\" (If)", "GatherElements node \"pick\" indexes "
+		  "by values it computes", NPURT_ERR_UNSUPPORTED },
 		{ "legacy_add", "node 1 \"add\" (Add)", "without broadcast=1", NPURT_ERR_INVALID },
 		{ "legacy_bn", "node 0 \"bn\" (BatchNormalization)", "is_test=0",
 		  NPURT_ERR_UNSUPPORTED },

@@ -76,6 +76,94 @@ NPURT_API npurt_status npurt_onnx_import(const void *data, size_t size,
 NPURT_API npurt_status npurt_onnx_import_file(const char *path, const npurt_onnx_options *opts,
 					      npurt_graph **graph, npurt_onnx_info *info);
 
+
+/*
+ * A session: an ONNX model run at whatever shapes its inputs come in,
+ * on one device (Documentation/executor.rst, "Sessions"). Each run's
+ * input shapes pin the model's symbolic dimensions; the first run at a
+ * set of shapes lowers the model for them (imported with those pins, as
+ * npurt_onnx_import() does, then loaded as a sunk model: a plan), and
+ * later runs at those shapes reuse that plan from the session's cache,
+ * so a run at a shape seen before costs what the static model's run
+ * costs. The cache keeps plans by last use within a count and a device
+ * byte limit (each plan holds its own weights and feature maps), and
+ * counts its hits, misses and evictions.
+ *
+ * desc->opts pins what applies to every run (dim_params, values; its
+ * shapes are the runs' business and are refused); desc may be NULL.
+ * The session keeps its own copy of the file. Threads: runs of one
+ * session take its lock, one at a time.
+ */
+typedef struct npurt_onnx_session npurt_onnx_session;
+
+typedef struct npurt_onnx_session_desc {
+	uint32_t size;			/* sizeof(npurt_onnx_session_desc) */
+	uint32_t max_plans;		/* plans cached at most (0: 8) */
+	uint64_t max_bytes;		/* device memory they hold at most (0: 512 MiB) */
+	const npurt_onnx_options *opts;
+	int32_t timeout_ms;		/* of each run (0: no limit) */
+} npurt_onnx_session_desc;
+
+/* A tensor in host memory, dense and row-major. */
+typedef struct npurt_value {
+	npurt_dtype dtype;
+	uint32_t ndim;
+	uint64_t shape[NPURT_MAX_DIMS];
+	void *data;
+	uint64_t bytes;
+} npurt_value;
+
+/* What a session's cache did so far. Set `size` to sizeof(npurt_onnx_session_stats). */
+typedef struct npurt_onnx_session_stats {
+	uint32_t size;
+	uint32_t plans;			/* cached now */
+	uint64_t bytes;			/* device memory they hold */
+	uint64_t runs, hits, misses, evictions;
+	uint64_t lower_ns;		/* spent lowering, all misses together */
+} npurt_onnx_session_stats;
+
+/*
+ * Make a session of the ONNX model in data[0..size). NPURT_ERR_INVALID:
+ * not an ONNX model, or bad opts (a shape among them); the model's ops
+ * are checked at each new shape's lowering, not here.
+ */
+NPURT_API npurt_status npurt_onnx_session_create(npurt_device *dev, const void *data, size_t size,
+						 const npurt_onnx_session_desc *desc,
+						 npurt_onnx_session **session);
+NPURT_API npurt_status npurt_onnx_session_create_file(npurt_device *dev, const char *path,
+						      const npurt_onnx_session_desc *desc,
+						      npurt_onnx_session **session);
+
+/* Unload every plan and free the session. NULL is fine. */
+NPURT_API void npurt_onnx_session_destroy(npurt_onnx_session *session);
+
+/*
+ * The session's inputs (what a run passes, in this order: the model's
+ * inputs but initializers and those opts pin by value) and outputs.
+ * A dimension the file leaves symbolic is 0 in info->shape.
+ */
+NPURT_API npurt_status npurt_onnx_session_counts(npurt_onnx_session *session, uint32_t *inputs,
+						 uint32_t *outputs);
+NPURT_API npurt_status npurt_onnx_session_io(npurt_onnx_session *session, uint32_t index,
+					     npurt_io_info *info);
+
+/*
+ * Run once: inputs[0..n_inputs) in the session's input order, each of the
+ * input's dtype and rank, matching its fixed dimensions, `bytes` exactly
+ * the shape's. outputs[0..n_outputs) (n_outputs the session's) are filled
+ * in: dtype, shape, bytes, and data pointing at the session's host memory,
+ * valid until the next run or the destroy. NPURT_ERR_INVALID naming the
+ * input at fault (nothing lowered, nothing cached); a lowering's failure
+ * (NPURT_ERR_UNSUPPORTED naming the node, ...); the run's
+ * (npurt_model_execute()).
+ */
+NPURT_API npurt_status npurt_onnx_session_run(npurt_onnx_session *session,
+					      const npurt_value *inputs, uint32_t n_inputs,
+					      npurt_value *outputs, uint32_t n_outputs);
+
+NPURT_API npurt_status npurt_onnx_session_stats_get(npurt_onnx_session *session,
+						    npurt_onnx_session_stats *stats);
+
 #ifdef __cplusplus
 }
 #endif

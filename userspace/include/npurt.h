@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 #define NPURT_VERSION_MAJOR 0
-#define NPURT_VERSION_MINOR 7
+#define NPURT_VERSION_MINOR 8
 #define NPURT_VERSION_PATCH 0
 
 typedef enum npurt_status {
@@ -1375,6 +1375,130 @@ NPURT_API npurt_status npurt_stream_end_capture(npurt_stream *stream, npurt_mode
 
 /* Whether `stream` is capturing (began or joined a capture). */
 NPURT_API npurt_status npurt_stream_is_capturing(npurt_stream *stream, bool *capturing);
+
+
+/* ---- execution graphs: the host's side of a run ------------------- */
+
+/*
+ * An execution graph: small host steps (infer a shape, take memory,
+ * launch, give memory back) that a run walks with as little cost as
+ * possible between them (Documentation/executor.rst). A node is a
+ * function and its context, in one of three sections: INIT runs once,
+ * when the graph is prepared (weights, streams, allocators); MAIN at
+ * every npurt_exec_run(); DEINIT once, when the graph is destroyed.
+ * Relations order nodes of one section: `before` runs, and succeeds,
+ * before `after` starts. A node's function returns NPURT_OK, or a
+ * failure (with its message, npurt_set_error style) that stops the run:
+ * no later node starts, and the run returns that status.
+ *
+ * The executor is chosen when the graph is prepared:
+ *   SEQUENTIAL   one flat array of {function, context}, in an order that
+ *                keeps every relation (ready nodes of higher priority
+ *                first, then the order they were added in);
+ *   TOPOLOGICAL  a ready set: a node runs once the last node it waits for
+ *                is done, the highest priority first; a node may run a
+ *                graph of its own from its function (an If's branch, a
+ *                Loop's body: npurt_exec_run() nests);
+ *   THREADED     two threads: the caller's runs the nodes of thread 0
+ *                (shapes, memory) and a thread of the graph's those of
+ *                thread 1 (launches), each waiting only where a relation
+ *                crosses from the other.
+ *
+ * Threads: a graph is one caller's at a time; its functions run on the
+ * threads above and may not add to or destroy their own graph.
+ */
+typedef struct npurt_exec npurt_exec;
+
+typedef npurt_status (*npurt_exec_fn)(void *ctx);
+
+enum npurt_exec_section {
+	NPURT_EXEC_INIT = 0,
+	NPURT_EXEC_MAIN = 1,
+	NPURT_EXEC_DEINIT = 2,
+};
+
+typedef enum npurt_executor {
+	NPURT_EXECUTOR_SEQUENTIAL = 0,
+	NPURT_EXECUTOR_TOPOLOGICAL = 1,
+	NPURT_EXECUTOR_THREADED = 2,
+} npurt_executor;
+
+/* A node to add. Set `size` to sizeof(npurt_exec_node_desc). */
+typedef struct npurt_exec_node_desc {
+	uint32_t size;
+	uint32_t section;		/* enum npurt_exec_section */
+	npurt_exec_fn fn;		/* not NULL */
+	void *ctx;			/* fn's argument, the caller's */
+	int32_t priority;		/* among ready nodes, higher runs first */
+	uint32_t thread;		/* THREADED: 0 the caller's, 1 the graph's */
+} npurt_exec_node_desc;
+
+/*
+ * Watching a graph's runs: before and after each MAIN node (its number
+ * from npurt_exec_node(), and after: what it returned) and around each
+ * run (begin true, then false with the run's status). Any may be NULL.
+ * A graph with none attached pays nothing for them. Under THREADED the
+ * node callbacks come from both threads. Set `size` to
+ * sizeof(npurt_exec_subscriber).
+ */
+typedef struct npurt_exec_subscriber {
+	uint32_t size;
+	void (*before)(void *arg, uint32_t node);
+	void (*after)(void *arg, uint32_t node, npurt_status status);
+	void (*run)(void *arg, bool begin, npurt_status status);
+	void *arg;
+} npurt_exec_subscriber;
+
+/* A new, empty graph. */
+NPURT_API npurt_status npurt_exec_create(npurt_exec **graph);
+
+/*
+ * Destroy: if the graph was prepared, its DEINIT nodes run first (each
+ * whatever the others return). NULL is fine.
+ */
+NPURT_API void npurt_exec_destroy(npurt_exec *graph);
+
+/*
+ * Add a node; *node (may be NULL) is its number, from 0 in the order
+ * added. NPURT_ERR_INVALID: a bad desc, section or thread, or a graph
+ * already prepared.
+ */
+NPURT_API npurt_status npurt_exec_node(npurt_exec *graph, const npurt_exec_node_desc *desc,
+				       uint32_t *node);
+
+/*
+ * Order node `before` ahead of node `after`, both of one section (the
+ * sections are ordered already). A relation may be given twice.
+ * NPURT_ERR_INVALID: no such node, a node related to itself, nodes of
+ * two sections, or a graph already prepared.
+ */
+NPURT_API npurt_status npurt_exec_order(npurt_exec *graph, uint32_t before, uint32_t after);
+
+/*
+ * Attach a subscriber (at most 8), before or after the graph is prepared,
+ * not during a run. NPURT_ERR_INVALID: a bad desc; NPURT_ERR_BUSY: 8 are
+ * attached.
+ */
+NPURT_API npurt_status npurt_exec_subscribe(npurt_exec *graph, const npurt_exec_subscriber *sub);
+
+/*
+ * Lower the graph for `executor`: check the relations (NPURT_ERR_INVALID
+ * naming a node on a cycle), build the executor's arrays, and run INIT.
+ * A failing INIT node fails the prepare: the DEINIT nodes then run at
+ * destroy, as always, and must take a half-made state (the graph is
+ * not prepared again). Once only.
+ */
+NPURT_API npurt_status npurt_exec_prepare(npurt_exec *graph, npurt_executor executor);
+
+/*
+ * Run the MAIN nodes once and return when all are done or one failed
+ * (its status). NPURT_ERR_INVALID: a graph not prepared, or whose INIT
+ * failed.
+ */
+NPURT_API npurt_status npurt_exec_run(npurt_exec *graph);
+
+/* A graph's size: its nodes and relations, as added (any pointer may be NULL). */
+NPURT_API npurt_status npurt_exec_count(npurt_exec *graph, uint32_t *nodes, uint64_t *relations);
 
 #ifdef __cplusplus
 }

@@ -75,6 +75,11 @@ struct ox_imp {
 	npurt_onnx_info info;
 };
 
+/* Read a whole file (at most 2 GiB) into *data (free() it); `who` leads errors. */
+npurt_status ox_read_file(const char *path, const char *who, void **data, size_t *size);
+/* Whether data[0..size) nests messages no deeper than the importer takes. */
+bool ox_nesting_ok(const void *data, size_t size);
+
 /* Record a failure of the node being imported (or of the model) and return st. */
 npurt_status ox_fail(struct ox_imp *im, npurt_status st, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -260,6 +265,13 @@ npurt_status ox_op_rnn(struct ox_imp *im, const Onnx__NodeProto *n);
 
 /* Import one node (onnx_ops.c). */
 npurt_status ox_node(struct ox_imp *im, const Onnx__NodeProto *n);
+/*
+ * Import a node made up for the one being imported (an LSTM's steps, an
+ * If's select): op at opset 13 on named inputs, one output, at most one
+ * attribute; folded when its inputs are constants. Errors name im->node.
+ */
+npurt_status ox_emit(struct ox_imp *im, const char *op, const char *const *ins, size_t nin,
+		     const char *out, Onnx__AttributeProto *attr);
 /* Evaluate a node whose inputs are all constants on the host; false if it cannot. */
 bool ox_fold(struct ox_imp *im, const Onnx__NodeProto *n, npurt_status *st);
 

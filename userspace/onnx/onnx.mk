@@ -7,7 +7,7 @@ ONNX_SRCS := $(sort $(wildcard userspace/onnx/*.c))
 # Debian's onnx.proto (libonnx-dev), never kept in the tree.
 ONNX_PROTO ?= /usr/include/onnx/onnx.proto
 ONNX_GEN   := $(O)/gen/onnx.pb-c.c
-LAYER_INC_onnx := -Iuserspace/onnx -I$(O)/gen $(PBC_CFLAGS) $(LAYER_INC_model)
+LAYER_INC_onnx := -Iuserspace/onnx -I$(O)/gen $(PBC_CFLAGS) $(LAYER_INC_exec)
 
 $(ONNX_GEN): $(ONNX_PROTO)
 	@mkdir -p $(@D)

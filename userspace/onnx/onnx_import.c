@@ -418,6 +418,32 @@ static bool fold_gelu(struct ox_imp *im, const Onnx__GraphProto *g, size_t k, np
  * model's graph, or the branch of an If being inlined (im->scope says
  * whose).
  */
+npurt_status ox_emit(struct ox_imp *im, const char *op, const char *const *ins, size_t nin,
+		     const char *out, Onnx__AttributeProto *attr)
+{
+	Onnx__AttributeProto *attrs[1] = { attr };
+	Onnx__NodeProto nd = ONNX__NODE_PROTO__INIT;
+	const Onnx__NodeProto *was = im->node;
+	char *outs[1] = { (char *)out };
+	int64_t opset = im->opset;
+	npurt_status st;
+
+	nd.op_type = (char *)op;
+	nd.name = was ? was->name : NULL;
+	nd.input = (char **)ins;
+	nd.n_input = nin;
+	nd.output = outs;
+	nd.n_output = 1;
+	nd.attribute = attrs;
+	nd.n_attribute = attr ? 1 : 0;
+	im->opset = 13;
+	if (!ox_fold(im, &nd, &st))
+		st = ox_node(im, &nd);
+	im->opset = opset;
+	im->node = was;		/* errors name the node it stands for */
+	return st;
+}
+
 npurt_status ox_import_nodes(struct ox_imp *im, const Onnx__GraphProto *g)
 {
 	npurt_status st;
@@ -681,18 +707,13 @@ npurt_status npurt_onnx_import(const void *data, size_t size, const npurt_onnx_o
 	return NPURT_OK;
 }
 
-npurt_status npurt_onnx_import_file(const char *path, const npurt_onnx_options *opts,
-				    npurt_graph **graph, npurt_onnx_info *info)
+npurt_status ox_read_file(const char *path, const char *who, void **data, size_t *size)
 {
-	static const char who[] = "npurt_onnx_import_file";
-	npurt_status st;
 	struct stat sb;
 	void *buf;
 	size_t got = 0;
 	int fd;
 
-	if (!path || !graph)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return npurt_set_error(npurt_status_from_errno(errno), "%s: %.200s: %s", who, path,
@@ -722,7 +743,29 @@ npurt_status npurt_onnx_import_file(const char *path, const npurt_onnx_options *
 		free(buf);
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: %.200s: short read", who, path);
 	}
+	*data = buf;
+	*size = got;
+	return NPURT_OK;
+}
+
+npurt_status npurt_onnx_import_file(const char *path, const npurt_onnx_options *opts,
+				    npurt_graph **graph, npurt_onnx_info *info)
+{
+	npurt_status st;
+	void *buf;
+	size_t got;
+
+	if (!path || !graph)
+		return npurt_set_error(NPURT_ERR_INVALID, "npurt_onnx_import_file: NULL argument");
+	st = ox_read_file(path, "npurt_onnx_import_file", &buf, &got);
+	if (st)
+		return st;
 	st = npurt_onnx_import(buf, got, opts, graph, info);
 	free(buf);
 	return st;
+}
+
+bool ox_nesting_ok(const void *data, size_t size)
+{
+	return pb_nesting_ok(data, size);
 }

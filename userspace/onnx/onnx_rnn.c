@@ -38,41 +38,11 @@ static void attr_ints(Onnx__AttributeProto *a, const char *name, int64_t *v, siz
 	}
 }
 
-/*
- * Import node `op`(ins) -> out as the walk would (folded when its inputs
- * are constants), under opset 13's forms of the operators.
- */
-static npurt_status emit(struct ox_imp *im, const char *op, const char *const *ins, size_t nin,
-			 const char *out, Onnx__AttributeProto *attr)
-{
-	Onnx__AttributeProto *attrs[1] = { attr };
-	Onnx__NodeProto nd = ONNX__NODE_PROTO__INIT;
-	const Onnx__NodeProto *was = im->node;
-	char *outs[1] = { (char *)out };
-	int64_t opset = im->opset;
-	npurt_status st;
-
-	nd.op_type = (char *)op;
-	nd.name = was ? was->name : NULL;
-	nd.input = (char **)ins;
-	nd.n_input = nin;
-	nd.output = outs;
-	nd.n_output = 1;
-	nd.attribute = attrs;
-	nd.n_attribute = attr ? 1 : 0;
-	im->opset = 13;
-	if (!ox_fold(im, &nd, &st))
-		st = ox_node(im, &nd);
-	im->opset = opset;
-	im->node = was;		/* errors name the LSTM */
-	return st;
-}
-
 static npurt_status emit1(struct ox_imp *im, const char *op, const char *a, const char *out)
 {
 	const char *ins[1] = { a };
 
-	return emit(im, op, ins, 1, out, NULL);
+	return ox_emit(im, op, ins, 1, out, NULL);
 }
 
 static npurt_status emit2(struct ox_imp *im, const char *op, const char *a, const char *b,
@@ -80,10 +50,10 @@ static npurt_status emit2(struct ox_imp *im, const char *op, const char *a, cons
 {
 	const char *ins[2] = { a, b };
 
-	return emit(im, op, ins, 2, out, NULL);
+	return ox_emit(im, op, ins, 2, out, NULL);
 }
 
-/* Split(x, sizes) along `axis` into outs (named already), as emit() imports. */
+/* Split(x, sizes) along `axis` into outs (named already), as ox_emit() imports. */
 static npurt_status emit_split(struct ox_imp *im, const char *x, const char *sizes, int64_t axis,
 			       char **outs, size_t nout)
 {
@@ -136,7 +106,7 @@ static npurt_status pick(struct ox_imp *im, const char *x, int64_t k, ox_name ou
 	if (st)
 		return st;
 	attr_ints(&ax, "axis", &zero, 1, false);
-	return emit(im, "Gather", ins, 2, ox_tmp_name(im, out, sizeof(ox_name), "lstm"), &ax);
+	return ox_emit(im, "Gather", ins, 2, ox_tmp_name(im, out, sizeof(ox_name), "lstm"), &ax);
 }
 
 /* x with dimensions of 1 put at `axes`, into `out` (named already). */
@@ -176,12 +146,12 @@ static npurt_status project(struct ox_imp *im, const struct lstm *l, int64_t d, 
 	attr_ints(&pa, "perm", perm, 2, true);
 	st = pick(im, l->n->input[1], d, w);
 	if (!st)
-		st = emit(im, "Transpose", (const char *const[]){ w }, 1,
+		st = ox_emit(im, "Transpose", (const char *const[]){ w }, 1,
 			  ox_tmp_name(im, wt, sizeof(wt), "rnn"), &pa);
 	if (!st)
 		st = pick(im, l->n->input[2], d, r);
 	if (!st)
-		st = emit(im, "Transpose", (const char *const[]){ r }, 1,
+		st = ox_emit(im, "Transpose", (const char *const[]){ r }, 1,
 			  ox_tmp_name(im, rt, sizeof(ox_name), "rnn"), &pa);
 	if (!st)
 		st = emit2(im, "MatMul", l->x, wt, ox_tmp_name(im, xw, sizeof(ox_name), "rnn"));
@@ -522,7 +492,7 @@ static npurt_status lstm_inputs(struct ox_imp *im, struct lstm *l)
 				st = ox_fail(im, NPURT_ERR_UNSUPPORTED, "a name of %zu bytes",
 					     strlen(in));
 		} else {
-			st = emit(im, "Transpose", &in, 1, ox_tmp_name(im, to, sizeof(ox_name), "lstm"),
+			st = ox_emit(im, "Transpose", &in, 1, ox_tmp_name(im, to, sizeof(ox_name), "lstm"),
 				  &pa);
 		}
 	}
@@ -539,7 +509,7 @@ static npurt_status lstm_output(struct ox_imp *im, const struct lstm *l, int k, 
 	if (!l->batch_first)
 		return NPURT_OK;	/* made under the output's own name */
 	attr_ints(&pa, "perm", k ? state_perm : y_perm, k ? 3 : 4, true);
-	return emit(im, "Transpose", &in, 1, l->n->output[k], &pa);
+	return ox_emit(im, "Transpose", &in, 1, l->n->output[k], &pa);
 }
 
 /* Where output k is made: its own name, or (batch first) one to transpose from. */
@@ -596,7 +566,7 @@ npurt_status ox_op_rnn(struct ox_imp *im, const Onnx__NodeProto *n)
 
 			attr_ints(&ax, "axis", &one, 1, false);
 			if (dirs == 2) {
-				st = emit(im, "Concat", two, 2,
+				st = ox_emit(im, "Concat", two, 2,
 					  ox_tmp_name(im, joined[t], sizeof(joined[t]), "lstm"), &ax);
 				parts[t] = joined[t];
 			} else {
@@ -608,7 +578,7 @@ npurt_status ox_op_rnn(struct ox_imp *im, const Onnx__NodeProto *n)
 			const char *out = lstm_made(im, &l, 0, made);
 
 			st = l.steps == 1 ? emit1(im, "Identity", parts[0], out) :
-			     emit(im, "Concat", parts, (size_t)l.steps, out, &ax);
+			     ox_emit(im, "Concat", parts, (size_t)l.steps, out, &ax);
 		}
 		if (!st)
 			st = lstm_output(im, &l, 0, made);
@@ -630,7 +600,7 @@ npurt_status ox_op_rnn(struct ox_imp *im, const Onnx__NodeProto *n)
 		two[0] = yd[0];
 		two[1] = yd[1];
 		if (!st && dirs == 2)
-			st = emit(im, "Concat", two, 2, out, &ax);
+			st = ox_emit(im, "Concat", two, 2, out, &ax);
 		if (!st)
 			st = lstm_output(im, &l, k, made);
 	}
