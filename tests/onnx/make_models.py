@@ -271,14 +271,14 @@ def dynamic():
 
 
 def unsupported():
-    """A model with an op the device has no mapping for (TopK), after one it has."""
+    """A model with an op the device has no mapping for (Unique: its
+    outputs' size depends on the values), after one it has."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])
-    v = helper.make_tensor_value_info("v", TensorProto.FLOAT, [2, 3])
-    i = helper.make_tensor_value_info("i", TensorProto.INT64, [2, 3])
-    k = numpy_helper.from_array(np.array([3], np.int64), "k")
+    v = helper.make_tensor_value_info("v", TensorProto.FLOAT, ["u"])
+    i = helper.make_tensor_value_info("i", TensorProto.INT64, ["u"])
     g = helper.make_graph([helper.make_node("Relu", ["x"], ["r"], name="relu"),
-                           helper.make_node("TopK", ["r", "k"], ["v", "i"], name="top3")],
-                          "unsupported", [x], [v, i], [k])
+                           helper.make_node("Unique", ["r"], ["v", "i"], name="uniq")],
+                          "unsupported", [x], [v, i])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
     onnx.checker.check_model(m, full_check=True)
@@ -680,6 +680,81 @@ def video_cnn():
     return (b.model("video_cnn", "x", list(x.shape), y, list(ref.shape), 13), x, ref)
 
 
+def einsum_chain():
+    """Einsum as attention code writes it, in float: a batched product
+    (bij,bjk->bik), a contraction with a vector (bik,k->bi), a per-batch
+    inner product of two operands (bi,bi->b) and a transpose with an
+    implicit output (ba, sorted: ab)."""
+    b = Builder(4)
+    x = b.f32(b.rng.standard_normal((2, 3, 4)))
+    w = b.weight(2, 4, 5)
+    v = b.f32(b.rng.standard_normal(5))
+    y1 = b.node("Einsum", ["x", b.const(w, "w")], equation="bij,bjk->bik")
+    y2 = b.node("Einsum", [y1, b.const(v, "v")], equation="bik,k->bi")
+    y3 = b.node("Einsum", [y2, y2], equation="bi,bi->b")
+    y = b.node("Einsum", [b.node("Unsqueeze", [y3, b.const(np.array([0], np.int64), "ax")])],
+               equation="ba")
+    r1 = np.einsum("bij,bjk->bik", x.astype(np.float64), w.astype(np.float64))
+    r2 = np.einsum("bik,k->bi", r1, v.astype(np.float64))
+    ref = np.einsum("bi,bi->b", r2, r2)[None, :].T
+    return b.model("einsum_chain", "x", [2, 3, 4], y, [2, 1], 13), x, ref
+
+
+def maxpool_indices():
+    """MaxPool's Indices over two images of three channels (ONNX counts
+    them over the whole input, n and c included), a window past the
+    bottom and right edges; as float through a Cast, for the comparison."""
+    b = Builder(6)
+    x = b.f32(b.rng.standard_normal((2, 3, 5, 5)))
+    y, i = b.node("MaxPool", ["x"], n_out=2, kernel_shape=[2, 2], strides=[2, 2],
+                  pads=[0, 0, 1, 1])
+    out = b.node("Cast", [i], to=TensorProto.FLOAT)
+    ref = np.zeros((2, 3, 3, 3))
+    for n in range(2):
+        for c in range(3):
+            for oh in range(3):
+                for ow in range(3):
+                    best, at = -np.inf, 0
+                    for kh in range(2):
+                        for kw in range(2):
+                            h, w = oh * 2 + kh, ow * 2 + kw
+                            if h < 5 and w < 5 and x[n, c, h, w] > best:
+                                best, at = x[n, c, h, w], ((n * 3 + c) * 5 + h) * 5 + w
+                    ref[n, c, oh, ow] = at
+    return b.model("maxpool_indices", "x", [2, 3, 5, 5], out, [2, 3, 3, 3], 13), x, ref
+
+
+def topk_inf():
+    """TopK over masked logits (-inf where masked), as attention code has
+    them: the masked positions still come last, in order, not the largest
+    again. Its indices, as float through a Cast, for the comparison."""
+    x = np.array([[5, -np.inf, 3, -np.inf, 4], [-np.inf, -np.inf, 1, 2, -np.inf]], np.float32)
+    b = Builder(7)
+    v, i = b.node("TopK", ["x", b.const(np.array([4], np.int64), "k")], n_out=2, axis=1)
+    out = b.node("Cast", [i], to=TensorProto.FLOAT)
+    ref = np.array([[0, 4, 2, 1], [3, 2, 0, 1]], np.float64)
+    return b.model("topk_inf", "x", [2, 5], out, [2, 4], 13), x, ref
+
+
+def if_same_names():
+    """An If on a computed condition whose branches both call their output
+    "y1": a select imports both, and the second is refused by name."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    zero = numpy_helper.from_array(np.array(0, np.float32), "zero")
+    br = lambda op: helper.make_graph([helper.make_node(op, ["x"], ["y1"])], op, [],
+                                      [helper.make_tensor_value_info("y1", TensorProto.FLOAT,
+                                                                     [2, 3])])
+    g = helper.make_graph([helper.make_node("ReduceSum", ["x"], ["s"], name="sum", keepdims=0),
+                           helper.make_node("Greater", ["s", "zero"], ["c"], name="positive"),
+                           helper.make_node("If", ["c"], ["y"], name="same",
+                                            then_branch=br("Relu"), else_branch=br("Neg"))],
+                          "if_same_names", [x],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])], [zero])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m
+
+
 # (batch, sequence length) at which the tests run transformer_dyn.
 DYN_SHAPES = ((1, 8), (1, 16), (2, 24), (1, 48), (1, 100))
 
@@ -755,6 +830,7 @@ def main():
     onnx.save(dynamic(), os.path.join(out, "dynamic.onnx"))
     onnx.save(unsupported(), os.path.join(out, "unsupported.onnx"))
     onnx.save(if_computed(), os.path.join(out, "if_computed.onnx"))
+    onnx.save(if_same_names(), os.path.join(out, "if_same_names.onnx"))
     model, runs = transformer_dyn()
     onnx.save(model, os.path.join(out, "transformer_dyn.onnx"))
     for (n, s), x, ref in runs:
@@ -770,6 +846,8 @@ def main():
                        ("shape_if", shape_if), ("pinned", pinned),
                        ("pinned_value", pinned_value), ("reflect_wide", reflect_wide),
                        ("lstm", lstm), ("gru", gru),
+                       ("einsum_chain", einsum_chain), ("maxpool_indices", maxpool_indices),
+                       ("topk_inf", topk_inf),
                        ("if_select", lambda: if_select(True)),
                        ("if_select_neg", lambda: if_select(False)),
                        ("relu_bn", relu_bn), ("picked_column", picked_column),

@@ -287,6 +287,24 @@ TEST_F(onnx, a_3d_cnn_with_reflect_and_edge_pads_matches_numpy)
 	run_model(_metadata, self->dev, "video_cnn", NPURT_DISPATCH_SINK);
 }
 
+/* Einsum: a batched product, a contraction, an inner product, a transpose. */
+TEST_F(onnx, einsum_products_contractions_and_transposes_match_numpy)
+{
+	run_model(_metadata, self->dev, "einsum_chain", NPURT_DISPATCH_SINK);
+}
+
+/* TopK over masked (-inf) logits: the masked come last, each once. */
+TEST_F(onnx, topk_puts_masked_positions_last_each_once)
+{
+	run_model(_metadata, self->dev, "topk_inf", NPURT_DISPATCH_SINK);
+}
+
+/* MaxPool's Indices count over the whole input: several images and channels. */
+TEST_F(onnx, maxpool_indices_count_over_images_and_channels)
+{
+	run_model(_metadata, self->dev, "maxpool_indices", NPURT_DISPATCH_SINK);
+}
+
 /*
  * An If on a value the device computes runs as a select of both branches:
  * one model, data that takes each branch.
@@ -347,9 +365,11 @@ TEST_F(onnx, what_cannot_be_mapped_is_refused_by_node_and_reason)
 		const char *file, *where, *why;
 		npurt_status st;
 	} cases[] = {
-		{ "unsupported", "node 1 \"top3\" (TopK)", "output 1", NPURT_ERR_UNSUPPORTED },
+		{ "unsupported", "node 1 \"uniq\" (Unique)", "output 1", NPURT_ERR_UNSUPPORTED },
 		{ "if_computed", "node 2 \"branch\" (If)", "GatherElements node \"pick\" indexes "
 		  "by values it computes", NPURT_ERR_UNSUPPORTED },
+		{ "if_same_names", "else_branch of node 2 \"same\" (If)",
+		  "output \"y1\" is defined already", NPURT_ERR_INVALID },
 		{ "legacy_add", "node 1 \"add\" (Add)", "without broadcast=1", NPURT_ERR_INVALID },
 		{ "legacy_bn", "node 0 \"bn\" (BatchNormalization)", "is_test=0",
 		  NPURT_ERR_UNSUPPORTED },

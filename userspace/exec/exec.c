@@ -117,9 +117,11 @@ npurt_status npurt_exec_node(npurt_exec *g, const npurt_exec_node_desc *d, uint3
 	if (g->prepared)
 		return npurt_set_error(NPURT_ERR_INVALID, "npurt_exec_node: the graph is prepared");
 	if (g->n == g->cap) {
-		uint32_t cap = g->cap ? g->cap * 2 : 64;
+		/* Node numbers and places are 32 bits, with room for one past the last. */
+		uint64_t want = g->cap ? (uint64_t)g->cap * 2 : 64;
+		uint32_t cap = want > UINT32_MAX - 1 ? UINT32_MAX - 1 : (uint32_t)want;
 
-		if (g->n == UINT32_MAX - 1 || !(b = realloc(g->nodes, (size_t)cap * sizeof(*b))))
+		if (g->n >= UINT32_MAX - 1 || !(b = realloc(g->nodes, (size_t)cap * sizeof(*b))))
 			return npurt_set_error(NPURT_ERR_NO_MEMORY, "npurt_exec_node: out of memory at %u nodes",
 					       g->n);
 		g->nodes = b;
@@ -154,7 +156,7 @@ npurt_status npurt_exec_order(npurt_exec *g, uint32_t before, uint32_t after)
 		void *p;
 
 		/* The lowered arrays index relations with 32 bits. */
-		if (g->nrel >= UINT32_MAX || !(p = realloc(g->rel, cap * sizeof(*g->rel))))
+		if (g->nrel >= UINT32_MAX - 1 || !(p = realloc(g->rel, cap * sizeof(*g->rel))))
 			return npurt_set_error(NPURT_ERR_NO_MEMORY,
 					       "npurt_exec_order: out of memory at %llu relations",
 					       (unsigned long long)g->nrel);
@@ -626,6 +628,16 @@ static npurt_status exec_topological(npurt_exec *g)
 	return NPURT_OK;
 }
 
+/* A polling loop's hint to the core that it spins. */
+static inline void exec_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield");
+#endif
+}
+
 /* Wake whoever sleeps in exec_wait(). */
 static void exec_wake(struct exec_sync *s)
 {
@@ -649,7 +661,7 @@ static bool exec_wait(struct exec_sync *s, _Atomic uint32_t *v, uint32_t want, b
 			return true;
 		if (stoppable && atomic_load_explicit(&s->stop, memory_order_relaxed))
 			return false;
-		__builtin_ia32_pause();
+		exec_relax();
 	}
 	atomic_fetch_add(&s->sleepers, 1);
 	pthread_mutex_lock(&s->lock);
@@ -674,9 +686,9 @@ static int exec_walk(npurt_exec *g, int t)
 			if (!exec_wait(s, &s->done[!t], l->need[k], true))
 				return -1;
 			seen = atomic_load_explicit(&s->done[!t], memory_order_acquire);
-		} else if (atomic_load_explicit(&s->stop, memory_order_relaxed)) {
-			return -1;
 		}
+		if (atomic_load_explicit(&s->stop, memory_order_relaxed))
+			return -1;
 		if (g->nsubs)
 			exec_before(g, l->ids[k]);
 		st = l->steps[k].fn(l->steps[k].ctx);

@@ -165,6 +165,15 @@ npurt_status ox_need_real(struct ox_imp *im, const struct ox_val *v);
 /* A new value with a dense tensor of the graph as its home. */
 struct ox_val *ox_fresh(struct ox_imp *im, const char *name, int32_t type, uint32_t ndim,
 			const int64_t *dims);
+/* Pins an import takes (npurt_onnx_options: shapes, dim_params and values together). */
+#define OX_MAX_PINS	64
+/* A buffer for a made-up value's name (ox_tmp_name()). */
+typedef char ox_name[96];
+/* An int64 constant of n values (a scalar: one), its name into `name`. */
+npurt_status ox_int_const(struct ox_imp *im, const int64_t *v, int64_t n, bool scalar,
+			  ox_name name);
+/* A scalar constant x of `type`, its name into `name`; false after ox_fail(). */
+bool ox_scalar_named(struct ox_imp *im, int32_t type, double x, ox_name name);
 /* A name for an intermediate value (no ONNX name can be it), in buf. */
 const char *ox_tmp_name(struct ox_imp *im, char *buf, size_t len, const char *of);
 /* The device tensor of value `name` broadcast to dims (zero strides where it repeats). */
@@ -193,6 +202,32 @@ npurt_status ox_op_conv_transpose(struct ox_imp *im, const Onnx__NodeProto *n, s
 /* ---- copies (onnx_copy.c) ---- */
 npurt_status ox_op_trilu(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
 npurt_status ox_op_tile(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
+/*
+ * Operators written as others (onnx_composed.c; by constant positions,
+ * onnx_index.c): *handled false for an op of none of them.
+ */
+npurt_status ox_composed_node(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x,
+			      bool *handled);
+/* Quantized operators as the float ones they mean (onnx_quant.c); as ox_composed_node(). */
+npurt_status ox_quant_node(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x,
+			   bool *handled);
+npurt_status ox_op_onehot(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
+npurt_status ox_op_einsum(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
+npurt_status ox_op_batchnorm_training(struct ox_imp *im, const Onnx__NodeProto *n,
+				      struct ox_val *x);
+npurt_status ox_op_compress(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
+npurt_status ox_op_gathernd(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
+npurt_status ox_op_scatter(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
+npurt_status ox_op_reverse_sequence(struct ox_imp *im, const Onnx__NodeProto *n,
+				    struct ox_val *x);
+npurt_status ox_maxpool_indices(struct ox_imp *im, const Onnx__NodeProto *n, const char *x,
+				uint32_t sp, const int64_t *ks, const int64_t *st,
+				const int64_t *dl, const int64_t *pb, const int64_t *od,
+				bool column_major);
+npurt_status ox_op_det(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
+/* Tile (onnx_copy.c) past its copies: a Gather per repeated axis. */
+npurt_status ox_tile_gathers(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x,
+			     const int64_t *rep);
 npurt_status ox_op_eye_like(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
 npurt_status ox_op_depth_space(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
 npurt_status ox_op_concat(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
@@ -272,6 +307,11 @@ npurt_status ox_node(struct ox_imp *im, const Onnx__NodeProto *n);
  */
 npurt_status ox_emit(struct ox_imp *im, const char *op, const char *const *ins, size_t nin,
 		     const char *out, Onnx__AttributeProto *attr);
+/* ox_emit() with attrs[0..nattr). */
+npurt_status ox_emit_attrs(struct ox_imp *im, const char *op, const char *const *ins, size_t nin,
+			   const char *out, Onnx__AttributeProto **attrs, size_t nattr);
+/* An attribute for ox_emit(): one int (list false) or the ints v[0..n). */
+void ox_attr_ints(Onnx__AttributeProto *a, const char *name, int64_t *v, size_t n, bool list);
 /* Evaluate a node whose inputs are all constants on the host; false if it cannot. */
 bool ox_fold(struct ox_imp *im, const Onnx__NodeProto *n, npurt_status *st);
 

@@ -16,6 +16,7 @@
  * computes (Gather, Scatter: out of range on the other data). Else the
  * If is refused, saying why.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "error.h"
@@ -98,8 +99,11 @@ static npurt_status select_branches(struct ox_imp *im, const Onnx__NodeProto *n,
 	const Onnx__GraphProto *tb, *eb;
 	const Onnx__NodeProto *bad;
 	const char *ab, *bb;
+	ox_name cn, cs;
 	npurt_status st;
 
+	/* Importing the branches moves values: keep the condition's name. */
+	snprintf(cn, sizeof(cn), "%s", c->name);
 	for (int br = 0; br < 2; br++) {
 		const char *which = br ? "else_branch" : "then_branch";
 		const Onnx__AttributeProto *a = ox_attr(n, which);
@@ -109,8 +113,14 @@ static npurt_status select_branches(struct ox_imp *im, const Onnx__NodeProto *n,
 			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "condition \"%.64s\" is computed on "
 				       "the device, so both branches would run, and the %s's %s "
 				       "node \"%.64s\" indexes by values it computes",
-				       c->name, which, bad->op_type, bad->name ? bad->name : "");
+				       cn, which, bad->op_type, bad->name ? bad->name : "");
 	}
+	/* A condition of shape [1] would broadcast scalar outputs to [1]. */
+	st = c->ndim ? ox_emit(im, "Squeeze", (const char *const[]){ cn }, 1,
+			       ox_tmp_name(im, cs, sizeof(cs), "if"), NULL) :
+		       (snprintf(cs, sizeof(cs), "%s", cn) < 0);
+	if (st)
+		return st;
 	/* The select's idle branch must not write over what the other reads. */
 	im->unrolling++;
 	st = import_branch(im, n, "then_branch", &tb);
@@ -131,11 +141,11 @@ static npurt_status select_branches(struct ox_imp *im, const Onnx__NodeProto *n,
 			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "condition \"%.64s\" is computed on "
 				       "the device, and the branches give output %zu as %s of %u "
 				       "dimensions and %s of %u, or of other sizes: no select",
-				       c->name, k, ox_type_name(t->type), t->ndim,
+				       cn, k, ox_type_name(t->type), t->ndim,
 				       ox_type_name(e->type), e->ndim);
 		ab = tb->output[k]->name;
 		bb = eb->output[k]->name;
-		st = ox_emit(im, "Where", (const char *const[]){ c->name, ab, bb }, 3, n->output[k],
+		st = ox_emit(im, "Where", (const char *const[]){ cs, ab, bb }, 3, n->output[k],
 			     NULL);
 	}
 	return st;

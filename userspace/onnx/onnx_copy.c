@@ -107,10 +107,14 @@ npurt_status ox_op_tile(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_v
 		return st;
 	if (cnt != (int)x->ndim)
 		return ox_fail(im, NPURT_ERR_INVALID, "%d repeats for rank %u", cnt, x->ndim);
+	for (int k = 0; k < cnt; k++)
+		if (rep[k] < 1 || rep[k] > (1 << 24))
+			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "repeat %lld (an empty output, or "
+				       "past 2^24)", (long long)rep[k]);
 	for (int k = 0; k < cnt; k++) {
-		if (rep[k] < 1 || rep[k] > OX_MAX_TILES || count * rep[k] > OX_MAX_TILES)
-			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "repeats past %d copies",
-				       OX_MAX_TILES);
+		/* Past that many copies, a gather per axis costs less. */
+		if (rep[k] > OX_MAX_TILES || count * rep[k] > OX_MAX_TILES)
+			return ox_tile_gathers(im, n, x, rep);
 		count *= rep[k];
 		dims[k] = x->dims[k] * rep[k];
 	}

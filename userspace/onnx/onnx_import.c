@@ -418,10 +418,40 @@ static bool fold_gelu(struct ox_imp *im, const Onnx__GraphProto *g, size_t k, np
  * model's graph, or the branch of an If being inlined (im->scope says
  * whose).
  */
-npurt_status ox_emit(struct ox_imp *im, const char *op, const char *const *ins, size_t nin,
-		     const char *out, Onnx__AttributeProto *attr)
+/* An attribute of one int, or of ints. */
+void ox_attr_ints(Onnx__AttributeProto *a, const char *name, int64_t *v, size_t n, bool list)
 {
-	Onnx__AttributeProto *attrs[1] = { attr };
+	onnx__attribute_proto__init(a);
+	a->name = (char *)name;
+	a->has_type = true;
+	if (list) {
+		a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+		a->ints = v;
+		a->n_ints = n;
+	} else {
+		a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+		a->has_i = true;
+		a->i = v[0];
+	}
+}
+
+/* An int64 constant of n values, named into `name`. */
+npurt_status ox_int_const(struct ox_imp *im, const int64_t *v, int64_t n, bool scalar,
+			  ox_name name)
+{
+	struct ox_val *c;
+
+	c = ox_new_const(im, ox_tmp_name(im, name, sizeof(ox_name), "k"), OX_INT64,
+			 scalar ? 0 : 1, &n);
+	if (!c)
+		return npurt_last_status();
+	memcpy(c->i, v, (size_t)n * sizeof(*v));
+	return NPURT_OK;
+}
+
+npurt_status ox_emit_attrs(struct ox_imp *im, const char *op, const char *const *ins, size_t nin,
+			   const char *out, Onnx__AttributeProto **attrs, size_t nattr)
+{
 	Onnx__NodeProto nd = ONNX__NODE_PROTO__INIT;
 	const Onnx__NodeProto *was = im->node;
 	char *outs[1] = { (char *)out };
@@ -435,13 +465,21 @@ npurt_status ox_emit(struct ox_imp *im, const char *op, const char *const *ins, 
 	nd.output = outs;
 	nd.n_output = 1;
 	nd.attribute = attrs;
-	nd.n_attribute = attr ? 1 : 0;
+	nd.n_attribute = nattr;
 	im->opset = 13;
 	if (!ox_fold(im, &nd, &st))
 		st = ox_node(im, &nd);
 	im->opset = opset;
 	im->node = was;		/* errors name the node it stands for */
 	return st;
+}
+
+npurt_status ox_emit(struct ox_imp *im, const char *op, const char *const *ins, size_t nin,
+		     const char *out, Onnx__AttributeProto *attr)
+{
+	Onnx__AttributeProto *attrs[1] = { attr };
+
+	return ox_emit_attrs(im, op, ins, nin, out, attrs, attr ? 1 : 0);
 }
 
 npurt_status ox_import_nodes(struct ox_imp *im, const Onnx__GraphProto *g)

@@ -127,8 +127,11 @@ npurt_status ox_op_batchnorm(struct ox_imp *im, const Onnx__NodeProto *n, struct
 	int64_t c;
 	npurt_status st;
 
-	if (n->n_output > 1 || ox_attr_i(n, "training_mode", 0))
-		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "training mode (running statistics out)");
+	if (ox_attr_i(n, "training_mode", 0))
+		return ox_op_batchnorm_training(im, n, x);
+	if (n->n_output > 1)
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "running statistics out, outside "
+			       "training mode");
 	if (ox_need_real(im, x))
 		return npurt_last_status();
 	if (x->ndim < 2)
@@ -440,13 +443,10 @@ npurt_status ox_op_window(struct ox_imp *im, const Onnx__NodeProto *n, struct ox
 	if (x->ndim < 3 || x->ndim > 2 + SP_MAX || (conv && (!w || w->ndim != x->ndim)))
 		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "%u-D windows; the device has 1-D to 3-D",
 			       x->ndim >= 2 ? x->ndim - 2 : 0);
-	if (n->n_output > 1 && n->output[1][0])
-		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "the Indices output");
-	if ((max && (x->type == OX_INT8 || x->type == OX_UINT8) ? NPURT_OK : ox_need_real(im, x)) ||
-	    (w && ox_need_real(im, w)) ||
-	    (ox_attr_i(n, "storage_order", 0) && max))
-		return npurt_last_status() ? npurt_last_status() :
-		       ox_fail(im, NPURT_ERR_UNSUPPORTED, "storage_order 1");
+	if (!(max && (x->type == OX_INT8 || x->type == OX_UINT8)) && ox_need_real(im, x))
+		return npurt_last_status();
+	if (w && ox_need_real(im, w))
+		return npurt_last_status();
 	for (uint32_t k = 0; k < sp; k++)
 		ks[k] = conv ? w->dims[2 + k] : 0;
 	cnt = ox_ints(im, n, SIZE_MAX, "kernel_shape", v, 2 * SP_MAX, &stt);
@@ -541,7 +541,11 @@ npurt_status ox_op_window(struct ox_imp *im, const Onnx__NodeProto *n, struct ox
 		     2 + sp, dims);
 	if (!y || ox_add(im, &node, y->base))
 		return npurt_last_status();
-	return ox_done(ox_view(im, y, n->output[0], y->ndim, y->dims, y->off, y->stride));
+	stt = ox_done(ox_view(im, y, n->output[0], y->ndim, y->dims, y->off, y->stride));
+	if (!stt && max && n->n_output > 1 && n->output[1][0])
+		stt = ox_maxpool_indices(im, n, xn, sp, ks, st, dl, pads, dims + 2,
+					 ox_attr_i(n, "storage_order", 0) != 0);
+	return stt;
 }
 
 /* Pads of a transposed window that ends at out_shape, or SAME's (auto_pad). */

@@ -704,7 +704,9 @@ npurt_status ox_node(struct ox_imp *im, const Onnx__NodeProto *n)
 	if (handled)
 		return st ? st : (im->info.views++, NPURT_OK);
 	if (n->n_output > 1 && strcmp(t, "Split") && strcmp(t, "LayerNormalization") &&
-	    strcmp(t, "MaxPool") && strcmp(t, "SoftmaxCrossEntropyLoss"))
+	    strcmp(t, "MaxPool") && strcmp(t, "SoftmaxCrossEntropyLoss") &&
+	    strcmp(t, "DynamicQuantizeLinear") && strcmp(t, "TopK") &&
+	    strcmp(t, "BatchNormalization"))
 		for (size_t k = 1; k < n->n_output; k++)
 			if (n->output[k][0])
 				return ox_fail(im, NPURT_ERR_UNSUPPORTED, "output %zu (\"%.64s\"): "
@@ -789,6 +791,10 @@ npurt_status ox_node(struct ox_imp *im, const Onnx__NodeProto *n)
 	if (!strcmp(t, "Pad"))
 		return ox_op_pad(im, n, x);
 	st = ox_int_node(im, n, x, &handled);
+	if (!handled)
+		st = ox_composed_node(im, n, x, &handled);
+	if (!handled)
+		st = ox_quant_node(im, n, x, &handled);
 	if (handled)
 		return st;
 	return ox_fail(im, NPURT_ERR_UNSUPPORTED, "no mapping to the device's op library");

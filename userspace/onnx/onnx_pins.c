@@ -17,7 +17,6 @@
 #include "error.h"
 #include "onnx.h"
 
-#define OX_MAX_PINS	64
 #define OX_MAX_VALUES	4096	/* of an input pinned by value */
 
 enum pin_kind { PIN_SHAPE, PIN_DIM, PIN_VALUE };

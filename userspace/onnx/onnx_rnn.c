@@ -19,25 +19,6 @@
 /* Steps an LSTM unrolls into at most (a dozen ops each). */
 #define OX_MAX_STEPS	1024
 
-typedef char ox_name[96];
-
-/* An attribute of one int, or of ints. */
-static void attr_ints(Onnx__AttributeProto *a, const char *name, int64_t *v, size_t n, bool list)
-{
-	onnx__attribute_proto__init(a);
-	a->name = (char *)name;
-	a->has_type = true;
-	if (list) {
-		a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
-		a->ints = v;
-		a->n_ints = n;
-	} else {
-		a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-		a->has_i = true;
-		a->i = v[0];
-	}
-}
-
 static npurt_status emit1(struct ox_imp *im, const char *op, const char *a, const char *out)
 {
 	const char *ins[1] = { a };
@@ -64,7 +45,7 @@ static npurt_status emit_split(struct ox_imp *im, const char *x, const char *siz
 	int64_t opset = im->opset;
 	npurt_status st;
 
-	attr_ints(&ax, "axis", &axis, 1, false);
+	ox_attr_ints(&ax, "axis", &axis, 1, false);
 	nd.op_type = (char *)"Split";
 	nd.name = was ? was->name : NULL;
 	nd.input = (char **)ins;
@@ -80,20 +61,6 @@ static npurt_status emit_split(struct ox_imp *im, const char *x, const char *siz
 	return st;
 }
 
-/* An int64 constant of n values, named into `name`. */
-static npurt_status constant(struct ox_imp *im, const int64_t *v, int64_t n, bool scalar,
-			     ox_name name)
-{
-	struct ox_val *c;
-
-	c = ox_new_const(im, ox_tmp_name(im, name, sizeof(ox_name), "lstm"), OX_INT64,
-			 scalar ? 0 : 1, &n);
-	if (!c)
-		return npurt_last_status();
-	memcpy(c->i, v, (size_t)n * sizeof(*v));
-	return NPURT_OK;
-}
-
 /* x[k] along axis 0 (a view: one index), into `out`. */
 static npurt_status pick(struct ox_imp *im, const char *x, int64_t k, ox_name out)
 {
@@ -101,11 +68,11 @@ static npurt_status pick(struct ox_imp *im, const char *x, int64_t k, ox_name ou
 	int64_t zero = 0;
 	ox_name idx;
 	const char *ins[2] = { x, idx };
-	npurt_status st = constant(im, &k, 1, true, idx);
+	npurt_status st = ox_int_const(im, &k, 1, true, idx);
 
 	if (st)
 		return st;
-	attr_ints(&ax, "axis", &zero, 1, false);
+	ox_attr_ints(&ax, "axis", &zero, 1, false);
 	return ox_emit(im, "Gather", ins, 2, ox_tmp_name(im, out, sizeof(ox_name), "lstm"), &ax);
 }
 
@@ -114,7 +81,7 @@ static npurt_status unsqueeze(struct ox_imp *im, const char *x, const int64_t *a
 			      const char *out)
 {
 	ox_name an;
-	npurt_status st = constant(im, axes, n, false, an);
+	npurt_status st = ox_int_const(im, axes, n, false, an);
 
 	return st ? st : emit2(im, "Unsqueeze", x, an, out);
 }
@@ -143,7 +110,7 @@ static npurt_status project(struct ox_imp *im, const struct lstm *l, int64_t d, 
 	ox_name w, r, wt;
 	npurt_status st;
 
-	attr_ints(&pa, "perm", perm, 2, true);
+	ox_attr_ints(&pa, "perm", perm, 2, true);
 	st = pick(im, l->n->input[1], d, w);
 	if (!st)
 		st = ox_emit(im, "Transpose", (const char *const[]){ w }, 1,
@@ -168,7 +135,7 @@ static npurt_status biases(struct ox_imp *im, const struct lstm *l, int64_t d, o
 	npurt_status st = pick(im, l->n->input[3], d, b);
 
 	if (!st)
-		st = constant(im, two, 2, false, sizes);
+		st = ox_int_const(im, two, 2, false, sizes);
 	ox_tmp_name(im, wb, sizeof(ox_name), "rnn");
 	ox_tmp_name(im, rb, sizeof(ox_name), "rnn");
 	return st ? st : emit_split(im, b, sizes, 0, outs, 2);
@@ -221,14 +188,14 @@ static npurt_status lstm_direction(struct ox_imp *im, const struct lstm *l, int6
 		have_c = true;
 	}
 	if (!st)
-		st = constant(im, four, 4, false, sp);
+		st = ox_int_const(im, four, 4, false, sp);
 	if (!st && n->n_input > 7 && n->input[7][0]) {	/* P: i, o, f of each channel */
 		char *outs[3] = { peep[0], peep[1], peep[2] };
 		ox_name three, p;
 
 		st = pick(im, n->input[7], d, p);
 		if (!st)
-			st = constant(im, four, 3, false, three);
+			st = ox_int_const(im, four, 3, false, three);
 		for (int k = 0; k < 3; k++)
 			ox_tmp_name(im, peep[k], sizeof(peep[k]), "lstm");
 		if (!st)
@@ -332,7 +299,7 @@ static npurt_status gru_direction(struct ox_imp *im, const struct lstm *l, int64
 
 	st = project(im, l, d, rt, xw);
 	if (!st)
-		st = constant(im, split3, 3, false, s3);
+		st = ox_int_const(im, split3, 3, false, s3);
 	if (!st && n->n_input > 3 && n->input[3][0]) {	/* Wb into the inputs' product */
 		st = biases(im, l, d, bw, br);
 		if (!st)
@@ -479,7 +446,7 @@ static npurt_status lstm_inputs(struct ox_imp *im, struct lstm *l)
 	Onnx__AttributeProto pa;
 	npurt_status st = NPURT_OK;
 
-	attr_ints(&pa, "perm", swap, 3, true);
+	ox_attr_ints(&pa, "perm", swap, 3, true);
 	for (int k = 0; !st && k < 3; k++) {
 		const char *in = (size_t)(k ? k + 4 : 0) < n->n_input ? n->input[k ? k + 4 : 0] : "";
 		char *to = k == 0 ? l->x : k == 1 ? l->h0 : l->c0;
@@ -508,7 +475,7 @@ static npurt_status lstm_output(struct ox_imp *im, const struct lstm *l, int k, 
 
 	if (!l->batch_first)
 		return NPURT_OK;	/* made under the output's own name */
-	attr_ints(&pa, "perm", k ? state_perm : y_perm, k ? 3 : 4, true);
+	ox_attr_ints(&pa, "perm", k ? state_perm : y_perm, k ? 3 : 4, true);
 	return ox_emit(im, "Transpose", &in, 1, l->n->output[k], &pa);
 }
 
@@ -564,7 +531,7 @@ npurt_status ox_op_rnn(struct ox_imp *im, const Onnx__NodeProto *n)
 		for (int64_t t = 0; !st && t < l.steps; t++) {
 			const char *two[2] = { y[t][0], y[t][1] };
 
-			attr_ints(&ax, "axis", &one, 1, false);
+			ox_attr_ints(&ax, "axis", &one, 1, false);
 			if (dirs == 2) {
 				st = ox_emit(im, "Concat", two, 2,
 					  ox_tmp_name(im, joined[t], sizeof(joined[t]), "lstm"), &ax);
@@ -573,7 +540,7 @@ npurt_status ox_op_rnn(struct ox_imp *im, const Onnx__NodeProto *n)
 				parts[t] = y[t][0];
 			}
 		}
-		attr_ints(&ax, "axis", &zero, 1, false);
+		ox_attr_ints(&ax, "axis", &zero, 1, false);
 		if (!st) {
 			const char *out = lstm_made(im, &l, 0, made);
 
@@ -596,7 +563,7 @@ npurt_status ox_op_rnn(struct ox_imp *im, const Onnx__NodeProto *n)
 		for (int d = 0; !st && d < dirs; d++)
 			st = unsqueeze(im, k == 1 ? h[d] : c[d], &zero, 1,
 				       dirs == 1 ? out : ox_tmp_name(im, yd[d], sizeof(yd[d]), "lstm"));
-		attr_ints(&ax, "axis", &zero, 1, false);
+		ox_attr_ints(&ax, "axis", &zero, 1, false);
 		two[0] = yd[0];
 		two[1] = yd[1];
 		if (!st && dirs == 2)

@@ -25,7 +25,7 @@
 #define SESSION_MAX_IO		64
 #define SESSION_PLANS		8
 #define SESSION_BYTES		(512ull << 20)
-/* "NAME=" and dimensions up to 2^40 joined by x. */
+/* Past a name: "=", dimensions up to 2^40 joined by x, the NUL. */
 #define SESSION_PIN_LEN		(NPURT_MAX_DIMS * 15 + 2)
 
 struct session_io {
@@ -231,6 +231,11 @@ npurt_status npurt_onnx_session_create(npurt_device *dev, const void *data, size
 	memcpy(s->data, data, size);
 	s->size = size;
 	st = read_graph(s);
+	/* Each run pins every input's shape beside the caller's pins. */
+	if (!st && s->n_in + s->opts.n_dim_params + s->opts.n_values > OX_MAX_PINS)
+		st = npurt_set_error(NPURT_ERR_UNSUPPORTED, "%s: %u inputs and %u pins; a lowering "
+				     "takes %d pins", who, s->n_in,
+				     s->opts.n_dim_params + s->opts.n_values, OX_MAX_PINS);
 	if (st) {
 		npurt_onnx_session_destroy(s);
 		return st;
@@ -405,23 +410,29 @@ static bool evict_one(npurt_onnx_session *s, const struct plan *keep)
 static npurt_status lower_file(npurt_onnx_session *s, const npurt_value *in, void **file,
 			       size_t *len)
 {
-	char (*text)[SESSION_PIN_LEN + 80] = calloc(s->n_in ? s->n_in : 1, sizeof(*text));
+	char **text = calloc(s->n_in ? s->n_in : 1, sizeof(*text));
 	const char **shapes = calloc(s->n_in ? s->n_in : 1, sizeof(*shapes));
 	npurt_onnx_options o = s->opts;
 	npurt_graph *g = NULL;
-	npurt_status st;
+	npurt_status st = NPURT_OK;
 
-	if (!text || !shapes) {
-		st = npurt_set_error(NPURT_ERR_NO_MEMORY, "npurt_onnx_session_run: out of memory");
-		goto out;
-	}
-	for (uint32_t i = 0; i < s->n_in; i++) {
-		int n = snprintf(text[i], sizeof(text[i]), "%.64s=", s->in[i].name);
+	for (uint32_t i = 0; text && shapes && i < s->n_in; i++) {
+		/* "NAME=" and the dimensions, each at most 13 digits and an x. */
+		size_t cap = strlen(s->in[i].name) + SESSION_PIN_LEN;
+		int n;
 
+		text[i] = malloc(cap);
+		if (!text[i])
+			break;
+		n = snprintf(text[i], cap, "%s=", s->in[i].name);
 		for (uint32_t d = 0; d < in[i].ndim; d++)
-			n += snprintf(text[i] + n, sizeof(text[i]) - (size_t)n, "%s%llu", d ? "x" : "",
+			n += snprintf(text[i] + n, cap - (size_t)n, "%s%llu", d ? "x" : "",
 				      (unsigned long long)in[i].shape[d]);
 		shapes[i] = text[i];
+	}
+	if (!text || !shapes || (s->n_in && !shapes[s->n_in - 1])) {
+		st = npurt_set_error(NPURT_ERR_NO_MEMORY, "npurt_onnx_session_run: out of memory");
+		goto out;
 	}
 	o.shapes = shapes;
 	o.n_shapes = s->n_in;
@@ -430,6 +441,8 @@ static npurt_status lower_file(npurt_onnx_session *s, const npurt_value *in, voi
 		st = npurt_graph_serialize(g, file, len, NULL);
 	npurt_graph_destroy(g);
 out:
+	for (uint32_t i = 0; text && i < s->n_in; i++)
+		free(text[i]);
 	free(text);
 	free(shapes);
 	return st;

@@ -488,7 +488,8 @@ static npurt_status op_slice(struct ox_imp *im, const Onnx__NodeProto *n, struct
 		b = b < 0 ? 0 : b > d ? d : b;
 		e = e < 0 ? 0 : e > d ? d : e;
 		dims[a] = e > b ? 1 + (e - b - 1) / step : 0;
-		if (!dims[a])
+		/* Empty values live on the host only (a shape's empty tail). */
+		if (!dims[a] && !x->is_const)
 			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "an empty slice");
 		off += (uint64_t)(b * x->stride[a]);
 		/* one element: its stride is never used (and step may be huge) */
@@ -645,10 +646,26 @@ npurt_status ox_view_node(struct ox_imp *im, const Onnx__NodeProto *n, bool *don
 	if (!strcmp(t, "Dropout")) {
 		struct ox_val *train = ox_in(im, n, 2);
 
-		if ((n->n_output > 1 && n->output[1][0]) ||
-		    (train && (!train->is_const || ox_getf(train, 0) != 0)) ||
-		    ox_attr_i(n, "is_test", 1) == 0)
+		struct ox_val *mask, *ratio = im->opset >= 12 ? ox_in(im, n, 1) : NULL;
+		bool none = ratio && ratio->is_const && ox_count(ratio) == 1 && ox_getf(ratio, 0) == 0;
+
+		/* Training drops at random, but a ratio of 0 drops nothing. */
+		if ((train && !none && (!train->is_const || ox_getf(train, 0) != 0)) ||
+		    ox_attr_i(n, "is_test", 1) == 0 || (im->opset < 7 && n->n_output > 1))
 			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "dropout in training (a mask)");
+		/* Nothing is dropped: the mask is all true. */
+		if (n->n_output > 1 && n->output[1][0]) {
+			int64_t dims[OX_MAX_DIMS];
+			uint32_t nd = x->ndim;
+
+			memcpy(dims, x->dims, sizeof(dims));
+			mask = ox_new_const(im, n->output[1], OX_BOOL, nd, dims);
+			if (!mask)
+				return npurt_last_status();
+			for (uint64_t k = 0; k < ox_count(mask); k++)
+				mask->i[k] = 1;
+			x = ox_in(im, n, 0);
+		}
 	}
 	if (!strcmp(t, "Identity") || !strcmp(t, "Dropout")) {
 		return ox_view(im, x, n->output[0], x->ndim, x->dims, x->off, x->stride) ? NPURT_OK :
