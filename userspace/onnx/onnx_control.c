@@ -116,11 +116,13 @@ static npurt_status select_branches(struct ox_imp *im, const Onnx__NodeProto *n,
 				       cn, which, bad->op_type, bad->name ? bad->name : "");
 	}
 	/* A condition of shape [1] would broadcast scalar outputs to [1]. */
-	st = c->ndim ? ox_emit(im, "Squeeze", (const char *const[]){ cn }, 1,
-			       ox_tmp_name(im, cs, sizeof(cs), "if"), NULL) :
-		       (snprintf(cs, sizeof(cs), "%s", cn) < 0);
-	if (st)
-		return st;
+	snprintf(cs, sizeof(cs), "%s", cn);
+	if (c->ndim) {
+		st = ox_emit(im, "Squeeze", (const char *const[]){ cn }, 1,
+			     ox_tmp_name(im, cs, sizeof(cs), "if"), NULL);
+		if (st)
+			return st;
+	}
 	/* The select's idle branch must not write over what the other reads. */
 	im->unrolling++;
 	st = import_branch(im, n, "then_branch", &tb);

@@ -240,24 +240,10 @@ static npurt_status int_product(struct ox_imp *im, const Onnx__NodeProto *n, boo
 		return st;
 	if (!conv)
 		return emit_new(im, "MatMul", ad, bd, out);
-	{
-		Onnx__NodeProto c = *n;
-		char *ins[2] = { ad, bd }, *outs[1] = { out };
-		const Onnx__NodeProto *was = im->node;
-		int64_t opset = im->opset;
-
-		ox_tmp_name(im, out, sizeof(ox_name), "quant");
-		c.op_type = (char *)"Conv";
-		c.input = ins;
-		c.n_input = 2;
-		c.output = outs;
-		c.n_output = 1;
-		im->opset = 13;
-		st = ox_node(im, &c);
-		im->opset = opset;
-		im->node = was;
-		return st;
-	}
+	/* The node's own attributes are Conv's (kernel_shape, pads, strides, ...). */
+	return ox_emit_attrs(im, "Conv", (const char *const[]){ ad, bd }, 2,
+			     ox_tmp_name(im, out, sizeof(ox_name), "quant"), n->attribute,
+			     n->n_attribute);
 }
 
 /* MatMulInteger, ConvInteger: the integer product, as int32. */
@@ -297,7 +283,7 @@ static npurt_status op_qlinear(struct ox_imp *im, const Onnx__NodeProto *n, bool
 	if (!st)
 		st = param(im, input(n, 1), 1, 0, sa);
 	if (!st)
-		st = param(im, input(n, 4), conv ? r : r, conv ? 1 : (int)r - 1, sb);
+		st = param(im, input(n, 4), r, conv ? 1 : (int)r - 1, sb);
 	if (!st)
 		st = param(im, input(n, 6), 1, 0, sy);
 	if (!st)
