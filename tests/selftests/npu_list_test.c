@@ -480,6 +480,38 @@ static void gemm_block(uint8_t *at, uint64_t va, uint64_t out, uint64_t k)
 }
 
 /*
+ * How long one GEMM of depth k executes on the device, in ms: timestamps
+ * the device writes on either side of it in a list, so neither the guest's
+ * overhead nor the host's load between runs counts, only what the queue's
+ * time limit counts. The fewest of two runs, as load only adds; -1 if
+ * the list did not run.
+ */
+static int64_t device_ms(int fd, uint32_t q, uint8_t *map, uint64_t va, uint64_t k)
+{
+	struct drm_npu_task t[3] = {
+		{ .type = DRM_NPU_TASK_TIMESTAMP, .args = { va + 3 * MiB } },
+		{ .type = DRM_NPU_TASK_KERNEL, .args = { va + 8192, 1, sizeof(struct npu_op_args) } },
+		{ .type = DRM_NPU_TASK_TIMESTAMP, .args = { va + 3 * MiB + 8 } },
+	};
+	uint64_t best = UINT64_MAX, stamp[2];
+	struct drm_npu_wait w;
+	uint32_t h;
+
+	gemm_block(map + 8192, va + MiB, va + 2 * MiB, k);
+	if (list_create(fd, &(struct list_desc){ .tasks = t, .count = 3 }, &h))
+		return -1;
+	for (int i = 0; i < 2; i++) {
+		if (run_on(fd, q, h, NULL, 0, &w))
+			break;
+		memcpy(stamp, map + 3 * MiB, sizeof(stamp));
+		if (stamp[1] - stamp[0] < best)
+			best = stamp[1] - stamp[0];
+	}
+	list_destroy(fd, h);
+	return best == UINT64_MAX ? -1 : (int64_t)(best / 1000000);
+}
+
+/*
  * A queue's time limit is for one task: a list of tasks each well inside
  * it runs to the end however long the list, and one task past it in a
  * list is a hang, named by its place in the list.
@@ -491,25 +523,37 @@ TEST_F(l, hang_detection_sees_progress_inside_a_list)
 				  .args = { self->va, 1, sizeof(struct npu_op_args) } };
 	struct drm_npu_task many[64];
 	struct drm_npu_wait w;
-	uint64_t k = 1 << 12, t0, ms = 0, per, took;
-	uint32_t q, h, h2, n;
+	uint64_t k = 1 << 12, t0, took;
+	int64_t ms = 0, per;
+	uint32_t q, qcal, h, h2, n;
+
+	/*
+	 * Sized on the device clock on a queue of a long limit: the hung
+	 * launch by doubling until it alone executes twice the limit (a
+	 * launch's fixed cost does not scale, so it is not extrapolated),
+	 * the short ones a 24th of it.
+	 */
+	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, 20000, &qcal));
+	for (int i = 0; i < 16 && ms < 2 * (int64_t)limit_ms; i++) {
+		if (i)
+			k *= ms < limit_ms / 8 ? 4 : 2;
+		ms = device_ms(self->fd, qcal, self->map, self->va, k);
+		ASSERT_LE(0, ms) TH_LOG("the calibration list did not run");
+	}
+	ASSERT_LE(2 * (int64_t)limit_ms, ms) TH_LOG("a GEMM of depth %llu executes only %llu ms",
+					   (unsigned long long)k, (unsigned long long)ms);
+	per = device_ms(self->fd, qcal, self->map, self->va, k / 24);
+	EXPECT_EQ(0, npu_queue_destroy(self->fd, qcal));
+	ASSERT_LE(0, per);
+	ASSERT_GT((int64_t)limit_ms / 2, per) TH_LOG("a 24th of the hung launch executes %llu ms",
+					     (unsigned long long)per);
+	gemm_block(self->map, self->va + MiB, self->va + 2 * MiB, k / 24);
+	gemm_block(self->map + 4096, self->va + MiB, self->va + 2 * MiB, k);
+	per = per ? per : 1;
 
 	ASSERT_EQ(0, npu_queue_create(self->fd, DRM_NPU_QUEUE_PRIORITY_NORMAL, 0, limit_ms, &q));
 	for (int i = 0; i < 64; i++)
 		many[i] = t;
-	/* A launch of about an eighth of the limit, timed in a list of four. */
-	for (int i = 0; i < 12 && ms < limit_ms / 2; i++) {
-		if (ms)
-			k = k * limit_ms / 2 / ms + 1;
-		gemm_block(self->map, self->va + MiB, self->va + 2 * MiB, k);
-		ASSERT_EQ(0, list_create(self->fd, &(struct list_desc){ .tasks = many, .count = 4 },
-					 &h));
-		t0 = npu_now_ms();
-		ASSERT_EQ(0, run_on(self->fd, q, h, NULL, 0, &w)) TH_LOG("status %u", w.status);
-		ms = npu_now_ms() - t0;
-		ASSERT_EQ(0, list_destroy(self->fd, h));
-	}
-	per = ms / 4 ? ms / 4 : 1;
 	/* Enough of them to run three times the limit, one after the other. */
 	n = 3 * limit_ms / per + 1;
 	n = n < 4 ? 4 : n > 64 ? 64 : n;
@@ -520,8 +564,7 @@ TEST_F(l, hang_detection_sees_progress_inside_a_list)
 	TH_LOG("%u launches of about %llu ms took %llu ms (limit %u ms)", n,
 	       (unsigned long long)per, (unsigned long long)took, limit_ms);
 	EXPECT_LT(limit_ms, took);
-	/* One launch of three times the limit, third in a list: a hang. */
-	gemm_block(self->map + 4096, self->va + MiB, self->va + 2 * MiB, 24 * k);
+	/* The long launch, third in a list: a hang. */
 	many[2].args[0] = self->va + 4096;
 	ASSERT_EQ(0, list_create(self->fd, &(struct list_desc){ .tasks = many, .count = 4 }, &h2));
 	EXPECT_EQ(-EIO, run_on(self->fd, q, h2, NULL, 0, &w));
