@@ -430,6 +430,109 @@ def if_select(positive):
     return m, x, ref
 
 
+def loop_scan():
+    """A Loop and a Scan as exporters write them, unrolled at import. The
+    Loop's trip count comes from x's shape (4) but its condition ends it
+    after 3 iterations; each subtracts xs[i] from a decaying sum on the
+    device and collects tanh of it. The Scan walks x backwards and x's
+    transpose along axis 1 at once, and stacks its outputs reversed along
+    axis 1. One output mixes all of them: scans @ ys + h + sum(relu(xs)).
+    The body reads xs = 1.5 x from the graph around it, which a Relu right
+    after reads too: it may not be fused into xs's Mul in place."""
+    rng = np.random.RandomState(5)
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    n = helper.make_node
+    vi = helper.make_tensor_value_info
+    f, i64, b = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+    body = helper.make_graph(
+        [n("Gather", ["xs", "i"], ["row"], axis=0), n("Neg", ["row"], ["r"]),
+         n("Mul", ["acc", "half"], ["decayed"]), n("Add", ["decayed", "r"], ["acc_out"]),
+         n("Less", ["i", "two"], ["c_out"]), n("Tanh", ["acc_out"], ["collected"])],
+        "loop_body", [vi("i", i64, []), vi("c", b, []), vi("acc", f, [3])],
+        [vi("c_out", b, []), vi("acc_out", f, [3]), vi("collected", f, [3])],
+        [numpy_helper.from_array(np.float32(0.5), "half"),
+         numpy_helper.from_array(np.array(2, np.int64), "two")])
+    scan_body = helper.make_graph(
+        [n("Mul", ["a", "bt"], ["ab"]), n("Add", ["h", "ab"], ["h_out"]),
+         n("Sigmoid", ["h_out"], ["y"])],
+        "scan_body", [vi("h", f, [3]), vi("a", f, [3]), vi("bt", f, [3])],
+        [vi("h_out", f, [3]), vi("y", f, [3])])
+    g = helper.make_graph(
+        [n("Shape", ["x"], ["shape"]), n("Gather", ["shape", "zero"], ["rows"], axis=0),
+         n("Mul", ["x", "scale"], ["xs"]), n("Relu", ["xs"], ["xr"]),
+         n("ReduceSum", ["xr"], ["rs"], keepdims=0),
+         n("Loop", ["rows", "yes", "acc0"], ["accf", "scans"], name="decay", body=body),
+         n("Transpose", ["x"], ["xt"], perm=[1, 0]),
+         n("Scan", ["accf", "x", "xt"], ["h", "ys"], name="walk", body=scan_body,
+           num_scan_inputs=2, scan_input_axes=[0, 1], scan_input_directions=[1, 0],
+           scan_output_axes=[1], scan_output_directions=[1]),
+         n("MatMul", ["scans", "ys"], ["mm"]), n("Unsqueeze", ["h", "one"], ["hc"]),
+         n("Add", ["mm", "hc"], ["mh"]), n("Add", ["mh", "rs"], ["out"])],
+        "loop_scan", [vi("x", f, [4, 3])], [vi("out", f, [3, 4])],
+        [numpy_helper.from_array(np.array(0, np.int64), "zero"),
+         numpy_helper.from_array(np.array(True), "yes"),
+         numpy_helper.from_array(np.zeros(3, np.float32), "acc0"),
+         numpy_helper.from_array(np.array([1], np.int64), "one"),
+         numpy_helper.from_array(np.float32(1.5), "scale")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    xr = x.astype(np.float64)
+    acc, scans = np.zeros(3), []
+    for i in range(3):
+        acc = acc * 0.5 - 1.5 * xr[i]
+        scans.append(np.tanh(acc))
+    h, ys = acc, []
+    for t in range(4):
+        h = h + xr[3 - t] * xr.T[:, t]
+        ys.append(1 / (1 + np.exp(-h)))
+    ys = np.stack(ys[::-1], axis=1)
+    return m, x, np.stack(scans) @ ys + h[:, None] + np.maximum(1.5 * xr, 0).sum()
+
+
+def loop_forever():
+    """A Loop with no trip count whose condition its body passes through
+    unchanged (true): it would never end, and is refused once unrolled
+    past the importer's limit, quickly."""
+    vi = helper.make_tensor_value_info
+    f, i64, b = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+    body = helper.make_graph([helper.make_node("Identity", ["v"], ["v_out"])], "body",
+                             [vi("i", i64, []), vi("c", b, []), vi("v", f, [2])],
+                             [vi("c", b, []), vi("v_out", f, [2])])
+    g = helper.make_graph([helper.make_node("Loop", ["", "yes", "x"], ["y"], name="spin",
+                                            body=body)],
+                          "loop_forever", [vi("x", f, [2])], [vi("y", f, [2])],
+                          [numpy_helper.from_array(np.array(True), "yes")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
+def loop_refused(computed):
+    """Loops the importer refuses, saying why and where: one whose trip
+    count the device computes (the sum of x, cast), as the device runs a
+    static task list; one of two iterations whose body holds an op the
+    device lacks, named with its iteration."""
+    n = helper.make_node
+    vi = helper.make_tensor_value_info
+    f, i64, b = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+    step = [] if computed else [n("Unique", ["v"], ["u", "idx"], name="uniq", sorted=1)]
+    body = helper.make_graph([n("Identity", ["c"], ["c_out"])] + step +
+                             [n("Neg", ["v"], ["v_out"])],
+                             "body", [vi("i", i64, []), vi("c", b, []), vi("v", f, [2, 3])],
+                             [vi("c_out", b, []), vi("v_out", f, [2, 3])])
+    first = [n("ReduceSum", ["x"], ["s"], name="sum", keepdims=0),
+             n("Cast", ["s"], ["m"], name="count", to=i64)] if computed else []
+    g = helper.make_graph(first + [n("Loop", ["m", "", "x"], ["y"], name="repeat", body=body)],
+                          "loop_refused", [vi("x", f, [2, 3])], [vi("y", f, [2, 3])],
+                          [] if computed else [numpy_helper.from_array(np.array(2, np.int64), "m")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
 def pinned():
     """Symbolic batch and sequence dimensions, as exporters leave them: a
     linear layer and a Relu over [batch, seq, 4]. The data is for batch 2,
@@ -831,6 +934,9 @@ def main():
     onnx.save(unsupported(), os.path.join(out, "unsupported.onnx"))
     onnx.save(if_computed(), os.path.join(out, "if_computed.onnx"))
     onnx.save(if_same_names(), os.path.join(out, "if_same_names.onnx"))
+    onnx.save(loop_refused(True), os.path.join(out, "loop_computed.onnx"))
+    onnx.save(loop_refused(False), os.path.join(out, "loop_unsupported_body.onnx"))
+    onnx.save(loop_forever(), os.path.join(out, "loop_forever.onnx"))
     model, runs = transformer_dyn()
     onnx.save(model, os.path.join(out, "transformer_dyn.onnx"))
     for (n, s), x, ref in runs:
@@ -850,6 +956,7 @@ def main():
                        ("topk_inf", topk_inf),
                        ("if_select", lambda: if_select(True)),
                        ("if_select_neg", lambda: if_select(False)),
+                       ("loop_scan", loop_scan),
                        ("relu_bn", relu_bn), ("picked_column", picked_column),
                        ("shared_conv", shared_conv), ("video_cnn", video_cnn),
                        ("half_folds", half_folds), ("pad_f16", pad_f16),

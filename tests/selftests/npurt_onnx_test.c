@@ -316,6 +316,16 @@ TEST_F(onnx, an_if_on_a_computed_condition_selects_the_taken_branch)
 }
 
 /*
+ * A Loop (trip count from a shape, ended early by its condition, a scan
+ * output) and a Scan (inputs walked both ways, outputs stacked reversed
+ * on axis 1), unrolled at import, their state computed on the device.
+ */
+TEST_F(onnx, loops_and_scans_unroll_into_the_task_list)
+{
+	run_model(_metadata, self->dev, "loop_scan", NPURT_DISPATCH_SINK);
+}
+
+/*
  * Half precision models: the device widens each launch to float32 and back.
  * Measured: largest differences 3.6e-4 (bfloat16 MLP, softmax outputs up
  * to 0.13), 1.1e-3 of 4.5 (float16 transformer), 3.3e-4 of 6.5 (float16
@@ -370,6 +380,12 @@ TEST_F(onnx, what_cannot_be_mapped_is_refused_by_node_and_reason)
 		  "by values it computes", NPURT_ERR_UNSUPPORTED },
 		{ "if_same_names", "else_branch of node 2 \"same\" (If)",
 		  "output \"y1\" is defined already", NPURT_ERR_INVALID },
+		{ "loop_computed", "node 2 \"repeat\" (Loop)", "trip count \"m\" is computed on "
+		  "the device", NPURT_ERR_UNSUPPORTED },
+		{ "loop_unsupported_body", "node 1 \"uniq\" (Unique) of the body, iteration 0 of "
+		  "node 0 \"repeat\" (Loop)", "output 1", NPURT_ERR_UNSUPPORTED },
+		{ "loop_forever", "node 0 \"spin\" (Loop)", "more than 65536 iterations",
+		  NPURT_ERR_UNSUPPORTED },
 		{ "legacy_add", "node 1 \"add\" (Add)", "without broadcast=1", NPURT_ERR_INVALID },
 		{ "legacy_bn", "node 0 \"bn\" (BatchNormalization)", "is_test=0",
 		  NPURT_ERR_UNSUPPORTED },

@@ -48,12 +48,16 @@ struct ox_val {
 	bool output;			/* base is a graph output already */
 };
 
-/* An If whose branch is being inlined: where the walk of its graph stands. */
+/*
+ * An If whose branch is being inlined, or a Loop or Scan whose body is
+ * being unrolled: where the walk of the graph around it stands.
+ */
 struct ox_scope {
 	const Onnx__GraphProto *graph;
 	size_t node_index;
-	const Onnx__NodeProto *node;	/* the If */
-	const char *branch;		/* "then_branch" or "else_branch" */
+	const Onnx__NodeProto *node;	/* the If, Loop or Scan */
+	const char *branch;		/* "then_branch", "else_branch" or "body" */
+	int64_t iteration;		/* of a body; -1 for a branch */
 	const struct ox_scope *up;
 };
 
@@ -62,6 +66,9 @@ struct ox_imp {
 	int64_t opset;
 	struct ox_val *vals;
 	size_t nvals, cap;
+	/* vals by name, open addressing: index + 1 of the newest, 0 empty */
+	uint32_t *by_name;
+	size_t by_name_cap;		/* a power of two, over twice nvals */
 	const Onnx__GraphProto *graph;	/* being imported */
 	const Onnx__NodeProto *node;	/* being imported: errors name it */
 	size_t node_index;
@@ -294,6 +301,32 @@ npurt_status ox_pins_check(struct ox_imp *im, const Onnx__GraphProto *g);
 npurt_status ox_import_nodes(struct ox_imp *im, const Onnx__GraphProto *g);
 /* If: the branch its condition picks inlined, when the condition folds. */
 npurt_status ox_op_if(struct ox_imp *im, const Onnx__NodeProto *n);
+
+/* ---- copies of a subgraph, its names renamed apart (onnx_body.c) ---- */
+/* What a body defines, in it and in graphs nested in it, sorted. */
+struct ox_body_names {
+	const char **v;
+	size_t n, cap;
+};
+
+/* One copy of a body, and what to free once it is imported. */
+struct ox_body_copy {
+	void **owned;
+	size_t n, cap;
+	unsigned int tag;		/* in its names: unique per copy */
+};
+
+/* Collect the names g defines into *bn (free bn->v); false: out of memory. */
+bool ox_body_names(struct ox_body_names *bn, const Onnx__GraphProto *g);
+/* g with the names in bn renamed for a copy tagged `tag`; NULL: out of memory. */
+const Onnx__GraphProto *ox_body_copy(struct ox_body_copy *c, const struct ox_body_names *bn,
+				     const Onnx__GraphProto *g, unsigned int tag);
+/* Free what a copy holds (the structs ox_body_copy() returned). */
+void ox_body_copy_free(struct ox_body_copy *c);
+
+/* Loop and Scan: their bodies unrolled, once per iteration (onnx_loop.c). */
+npurt_status ox_op_loop(struct ox_imp *im, const Onnx__NodeProto *n);
+npurt_status ox_op_scan(struct ox_imp *im, const Onnx__NodeProto *n);
 
 /* LSTM, GRU, RNN, unrolled over their steps into the nodes they are made of (onnx_rnn.c). */
 npurt_status ox_op_rnn(struct ox_imp *im, const Onnx__NodeProto *n);

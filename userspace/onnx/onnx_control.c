@@ -69,7 +69,7 @@ static npurt_status import_branch(struct ox_imp *im, const Onnx__NodeProto *n, c
 			return npurt_last_status();
 	}
 	sc = (struct ox_scope){ .graph = im->graph, .node_index = im->node_index, .node = n,
-				.branch = which, .up = im->scope };
+				.branch = which, .iteration = -1, .up = im->scope };
 	im->scope = &sc;
 	st = ox_import_nodes(im, *b);
 	im->scope = sc.up;

@@ -247,13 +247,23 @@ static npurt_status graph_output(struct ox_imp *im, const Onnx__ValueInfoProto *
 	return NPURT_OK;
 }
 
-/* Does any node after `from`, or a graph output, read `name`? */
+/*
+ * Does a node of g from `from` on, or an output of g, read `name`? A
+ * branch or body reads the values of the graphs around it by name, not as
+ * inputs of its node: the graphs nested in a node are looked through.
+ */
 static bool read_later(const Onnx__GraphProto *g, size_t from, const char *name)
 {
-	for (size_t k = from; k < g->n_node; k++)
-		for (size_t i = 0; i < g->node[k]->n_input; i++)
-			if (!strcmp(g->node[k]->input[i], name))
+	for (size_t k = from; k < g->n_node; k++) {
+		const Onnx__NodeProto *nd = g->node[k];
+
+		for (size_t i = 0; i < nd->n_input; i++)
+			if (!strcmp(nd->input[i], name))
 				return true;
+		for (size_t a = 0; a < nd->n_attribute; a++)
+			if (nd->attribute[a]->g && read_later(nd->attribute[a]->g, 0, name))
+				return true;
+	}
 	for (size_t k = 0; k < g->n_output; k++)
 		if (g->output[k]->name && !strcmp(g->output[k]->name, name))
 			return true;
@@ -508,6 +518,10 @@ npurt_status ox_import_nodes(struct ox_imp *im, const Onnx__GraphProto *g)
 					       "already", n->output[i]);
 		if (!strcmp(n->op_type, "If")) {
 			st = ox_op_if(im, n);	/* its branch inlined, or refused */
+		} else if (!strcmp(n->op_type, "Loop")) {
+			st = ox_op_loop(im, n);	/* unrolled, or refused */
+		} else if (!strcmp(n->op_type, "Scan")) {
+			st = ox_op_scan(im, n);
 		} else if (fold_conv_bn(im, g, k, &st)) {
 			k++;		/* the BatchNormalization went into the Conv */
 		} else if (fold_gelu(im, g, k, &st)) {
@@ -592,6 +606,7 @@ static void free_vals(struct ox_imp *im)
 		free(im->vals[k].i);
 	}
 	free(im->vals);
+	free(im->by_name);
 }
 
 /*

@@ -26,13 +26,19 @@ npurt_status ox_fail(struct ox_imp *im, npurt_status st, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (im && im->node && im->scope)	/* in an inlined branch: whose */
-		return npurt_set_error(st, "onnx: node %zu \"%.64s\" (%.32s) of the %s of node "
-				       "%zu \"%.64s\" (If): %s", im->node_index,
+	if (im && im->node && im->scope) {	/* in an inlined branch or body: whose */
+		const struct ox_scope *sc = im->scope;
+		char it[32] = "";
+
+		if (sc->iteration >= 0)
+			snprintf(it, sizeof(it), ", iteration %lld", (long long)sc->iteration);
+		return npurt_set_error(st, "onnx: node %zu \"%.64s\" (%.32s) of the %s%s of node "
+				       "%zu \"%.64s\" (%.32s): %s", im->node_index,
 				       im->node->name ? im->node->name : "",
-				       im->node->op_type ? im->node->op_type : "?", im->scope->branch,
-				       im->scope->node_index,
-				       im->scope->node->name ? im->scope->node->name : "", msg);
+				       im->node->op_type ? im->node->op_type : "?", sc->branch, it,
+				       sc->node_index, sc->node->name ? sc->node->name : "",
+				       sc->node->op_type ? sc->node->op_type : "?", msg);
+	}
 	if (im && im->node)
 		return npurt_set_error(st, "onnx: node %zu \"%.64s\" (%.32s): %s", im->node_index,
 				       im->node->name ? im->node->name : "",
@@ -74,13 +80,63 @@ uint64_t ox_count(const struct ox_val *v)
 	return n;
 }
 
+/*
+ * Values by name: an unrolled loop or recurrent op defines hundreds of
+ * thousands, and every node looks its inputs up and its outputs' names
+ * (which must be new) too, so a scan of the table would make an import
+ * quadratic in its size.
+ */
+static size_t name_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+	return (size_t)h;
+}
+
+/* Slot of `name` in the index: its entry, or the empty one it would take. */
+static uint32_t *name_slot(const struct ox_imp *im, const char *name)
+{
+	size_t mask = im->by_name_cap - 1;
+
+	for (size_t i = name_hash(name) & mask;; i = (i + 1) & mask) {
+		uint32_t *e = &im->by_name[i];
+
+		if (!*e || !strcmp(im->vals[*e - 1].name, name))
+			return e;
+	}
+}
+
+/* Index vals[k] under its name; a name defined again points at the newest. */
+static bool name_index(struct ox_imp *im, size_t k)
+{
+	if (2 * (im->nvals + 1) > im->by_name_cap) {
+		size_t cap = im->by_name_cap ? 2 * im->by_name_cap : 256;
+		uint32_t *p = calloc(cap, sizeof(*p));
+
+		if (!p || k >= UINT32_MAX) {
+			free(p);
+			return false;
+		}
+		free(im->by_name);
+		im->by_name = p;
+		im->by_name_cap = cap;
+		for (size_t j = 0; j < k; j++)
+			*name_slot(im, im->vals[j].name) = (uint32_t)j + 1;
+	}
+	*name_slot(im, im->vals[k].name) = (uint32_t)k + 1;
+	return true;
+}
+
 struct ox_val *ox_find(struct ox_imp *im, const char *name)
 {
-	/* Newest first: a name is defined once, and read mostly soon after. */
-	for (size_t k = im->nvals; k-- > 0;)
-		if (!strcmp(im->vals[k].name, name))
-			return &im->vals[k];
-	return NULL;
+	uint32_t *e;
+
+	if (!im->by_name_cap)
+		return NULL;
+	e = name_slot(im, name);
+	return *e ? &im->vals[*e - 1] : NULL;
 }
 
 struct ox_val *ox_in(struct ox_imp *im, const Onnx__NodeProto *n, size_t k)
@@ -128,7 +184,8 @@ struct ox_val *ox_new(struct ox_imp *im, const char *name, int32_t type, uint32_
 	v = &im->vals[im->nvals];
 	*v = (struct ox_val){ .type = type, .ndim = ndim, .base = OX_NONE, .tensor = OX_NONE };
 	v->name = strdup(name);
-	if (!v->name) {
+	if (!v->name || !name_index(im, im->nvals)) {
+		free(v->name);
 		ox_fail(im, NPURT_ERR_NO_MEMORY, "out of host memory");
 		return NULL;
 	}

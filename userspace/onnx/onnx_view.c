@@ -26,6 +26,14 @@ static bool is_dense(const struct ox_val *v)
 	return true;
 }
 
+/* Is w another value with v's base as its tensor, laid out as v is? */
+static bool own_layout(const struct ox_val *w, const struct ox_val *v)
+{
+	return w != v && w->base == v->base && w->tensor == v->base && w->ndim == v->ndim &&
+	       !memcmp(w->dims, v->dims, v->ndim * sizeof(v->dims[0])) &&
+	       !memcmp(w->stride, v->stride, v->ndim * sizeof(v->stride[0]));
+}
+
 /* Element `e` (row-major over v's dims) of v's layout, as an offset. */
 static uint64_t layout_offset(const struct ox_val *v, uint64_t e)
 {
@@ -93,16 +101,17 @@ struct ox_val *ox_view(struct ox_imp *im, struct ox_val *x, const char *name, ui
 		v->off = off;
 		if (ndim)
 			memcpy(v->stride, stride, ndim * sizeof(stride[0]));
-		/* A layout that is its base's own needs no view tensor. */
+		/*
+		 * A layout that is its base's own needs no view tensor. x is
+		 * looked at first: a chain of such views (a loop's state,
+		 * unrolled) then costs no scan of the table each.
+		 */
 		v->tensor = OX_NONE;
-		for (size_t k = 0; k < im->nvals; k++) {
-			const struct ox_val *w = &im->vals[k];
-
-			if (w->base == base && w->tensor == base && w != v && !off &&
-			    w->ndim == ndim && !memcmp(w->dims, dims, ndim * sizeof(dims[0])) &&
-			    !memcmp(w->stride, stride, ndim * sizeof(stride[0])))
+		if (!off && own_layout(&im->vals[xi], v))
+			v->tensor = base;
+		for (size_t k = 0; !off && v->tensor == OX_NONE && k < im->nvals; k++)
+			if (own_layout(&im->vals[k], v))
 				v->tensor = base;
-		}
 	}
 	return v;
 }
