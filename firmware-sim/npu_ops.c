@@ -334,13 +334,37 @@ static uint64_t offset(const struct npu_view *v, const uint64_t *ix, uint32_t nd
  * loop's constant, so the compiler unswitches it and vectorizes what it
  * can) strides through plain arrays. Same results as the general loop.
  */
-#define ROW_LOOP(expr)								\
+#define ROW_LOOP_AT(SX, SY, SO, expr)						\
 	for (uint64_t j = 0; j < len; j++) {					\
-		float x0 = x[j * sx], x1 = y ? y[j * sy] : 0.0f;		\
+		float x0 = x[j * (SX)], x1 = y ? y[j * (SY)] : 0.0f;		\
 									\
 		(void)x1;							\
-		o[j * so] = (expr);						\
+		o[j * (SO)] = (expr);						\
 	}
+
+/*
+ * The strides as constants where rows are dense, or one input repeats a
+ * value along them (a per-channel scale), so those loops vectorize; any
+ * other strides take the general loop.
+ */
+#define ROW_LOOP(expr)								\
+	if (sx == 1 && so == 1 && (!y || sy == 1))				\
+		ROW_LOOP_AT(1, 1, 1, expr)					\
+	else if (sx == 1 && so == 1 && sy == 0)					\
+		ROW_LOOP_AT(1, 0, 1, expr)					\
+	else if (sx == 0 && so == 1 && sy == 1)					\
+		ROW_LOOP_AT(0, 1, 1, expr)					\
+	else									\
+		ROW_LOOP_AT(sx, sy, so, expr)
+
+/*
+ * An op of its own loop: npu_unary()'s switch folds away on the constant,
+ * leaving the op's arithmetic (vectorized where it can be), where the
+ * default case calls through the switch once an element. The ops real
+ * models run most (activations, clips) each get one.
+ */
+#define ROW_CASE(op, expr)	case op: ROW_LOOP(expr) break;
+#define UNARY_CASE(op)		ROW_CASE(op, npu_unary(op, x0, al, be))
 
 /* Clones as npu_epilogue_from()'s, for the same reason. */
 __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -356,6 +380,8 @@ static void elementwise_row(const struct npu_op *a, enum npu_op_kind c, const fl
 		case NPU_OP_SUB: ROW_LOOP(x0 - x1) break;
 		case NPU_OP_MUL: ROW_LOOP(x0 * x1) break;
 		case NPU_OP_DIV: ROW_LOOP(x0 / x1) break;
+		ROW_CASE(NPU_OP_MAX, npu_binary(NPU_OP_MAX, x0, x1))
+		ROW_CASE(NPU_OP_MIN, npu_binary(NPU_OP_MIN, x0, x1))
 		default: ROW_LOOP(npu_binary(a->op, x0, x1)) break;
 		}
 		return;
@@ -370,16 +396,77 @@ static void elementwise_row(const struct npu_op *a, enum npu_op_kind c, const fl
 	}
 	switch (a->op) {
 	case NPU_OP_RELU: ROW_LOOP(x0 > 0 ? x0 : 0) break;
+	UNARY_CASE(NPU_OP_HARD_SWISH)
+	UNARY_CASE(NPU_OP_HARD_SIGMOID)
+	UNARY_CASE(NPU_OP_CLIP)
+	UNARY_CASE(NPU_OP_LEAKY_RELU)
+	UNARY_CASE(NPU_OP_SIGMOID)
+	UNARY_CASE(NPU_OP_TANH)
+	UNARY_CASE(NPU_OP_NEG)
+	UNARY_CASE(NPU_OP_ABS)
+	UNARY_CASE(NPU_OP_SQRT)
+	UNARY_CASE(NPU_OP_RECIPROCAL)
 	default: ROW_LOOP(npu_unary(a->op, x0, al, be)) break;
 	}
 }
 
-static int elementwise_rows(const struct npu_op *a, enum npu_op_kind c,
-			    const struct npu_view *in, const struct npu_view *out, uint64_t begin,
-			    uint64_t end, const uint32_t *cancel)
+#undef UNARY_CASE
+#undef ROW_CASE
+
+/*
+ * v[0..n), views walked together by the shape of v[0], with the
+ * dimensions every one of them walks as one merged (stride[k - 1] ==
+ * stride[k] * shape[k], broadcast ones too: 0 == 0 * n) and those of one
+ * element dropped. The elements keep their row-major order, so a range
+ * [begin, end) of them is the same range; a dense [1, C, H, W] op then
+ * goes in one row of C*H*W, a per-channel scale in rows of H*W, not in
+ * rows of W with an index unravelled for each.
+ */
+static void coalesce(struct npu_view *v, unsigned int n)
 {
-	uint32_t nd = out->ndim, last = nd - 1;
-	uint64_t len = out->shape[last], ix[NPU_OP_MAX_DIMS];
+	uint64_t shape[NPU_OP_MAX_DIMS];
+	uint32_t m = 0;
+
+	for (uint32_t k = 0; k < v[0].ndim; k++) {
+		uint64_t d = v[0].shape[k];
+		bool merge = m > 0;
+
+		if (d == 1)
+			continue;
+		for (unsigned int i = 0; merge && i < n; i++)
+			merge = v[i].stride[m - 1] == v[i].stride[k] * d;
+		if (merge)
+			shape[m - 1] *= d;
+		else
+			shape[m++] = d;
+		for (unsigned int i = 0; i < n; i++)
+			v[i].stride[m - 1] = v[i].stride[k];
+	}
+	if (!m) {
+		shape[m++] = 1;
+		for (unsigned int i = 0; i < n; i++)
+			v[i].stride[0] = 0;
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		v[i].ndim = m;
+		memcpy(v[i].shape, shape, m * sizeof(shape[0]));
+	}
+}
+
+static int elementwise_rows(const struct npu_op *a, enum npu_op_kind c,
+			    const struct npu_view *in_, const struct npu_view *out_,
+			    uint64_t begin, uint64_t end, const uint32_t *cancel)
+{
+	/* out first: its shape is the walk's */
+	struct npu_view v[3] = { *out_, in_[0], c == NPU_OPK_BINARY ? in_[1] : in_[0] };
+	const struct npu_view *out = &v[0], *in = &v[1];
+	uint32_t nd, last;
+	uint64_t len, ix[NPU_OP_MAX_DIMS];
+
+	coalesce(v, 3);
+	nd = out->ndim;
+	last = nd - 1;
+	len = out->shape[last];
 
 	for (uint64_t e = begin; e < end;) {
 		uint64_t col = e % len, n = len - col < end - e ? len - col : end - e;
@@ -652,34 +739,69 @@ static int run_scan(const struct npu_op *a, const struct npu_view *in,
 }
 
 /* An index outside [-n, n) reads as 0: a launch cannot fail an element. */
+/* One run of a gather: cnt elements along the last dimension. */
+#define GATHER_RUN(load, type)							\
+	for (uint64_t j = 0; j < cnt; j++) {					\
+		int64_t i = (load);						\
+		type *d = (type *)dst + j * so;					\
+									\
+		i += i < 0 ? n : 0;						\
+		*d = i < 0 || i >= n ? 0 : ((const type *)src)[j * sx + (uint64_t)i * sa]; \
+	}
+
+/*
+ * GATHER_ELEMENTS by runs along the output's last dimension (Resize's
+ * positions, a Gather's rows): the index is unravelled once a run, not an
+ * element, and the common case (32-bit elements, int64 positions) is a
+ * loop of its own; other dtypes load each position by its dtype.
+ */
 static int run_gather(const struct npu_op *a, const struct npu_view *in,
 		      const struct npu_view *out, uint64_t begin, uint64_t end,
 		      const uint32_t *cancel)
 {
-	uint32_t nd = out->ndim, ax = a->axis;
+	uint32_t nd = out->ndim, ax = a->axis, last = nd - 1;
 	int64_t n = (int64_t)in[0].shape[ax];
 	size_t es = npu_dtype_size(out->dtype);
-	uint64_t ix[NPU_OP_MAX_DIMS];
+	uint64_t ix[NPU_OP_MAX_DIMS], len = out->shape[last];
+	uint64_t si = in[1].stride[last], so = out->stride[last], sa = in[0].stride[ax];
+	/* along the run the source moves with it, unless the run is the axis */
+	uint64_t sx = ax == last ? 0 : in[0].stride[last];
 
-	for (uint64_t e = begin; e < end; e++) {
+	for (uint64_t e = begin, cnt; e < end; e += cnt) {
+		const int64_t *pos;
+		const char *src;
 		char *dst;
-		int64_t i;
+		uint64_t io;
 
-		if (!((e - begin) & (CHECK_EVERY - 1)) && npu_cancelled(cancel))
+		if (npu_cancelled(cancel))
 			return -1;
 		unravel(e, out, nd, ix);
-		i = npu_load(in[1].data, offset(&in[1], ix, nd), in[1].dtype).i;
+		cnt = len - ix[last] < end - e ? len - ix[last] : end - e;
+		cnt = cnt < CHECK_EVERY ? cnt : CHECK_EVERY;
+		io = offset(&in[1], ix, nd);
+		pos = (const int64_t *)in[1].data + io;
 		dst = (char *)out->data + offset(out, ix, nd) * es;
-		i += i < 0 ? n : 0;
-		if (i < 0 || i >= n) {
-			memset(dst, 0, es);
+		ix[ax] = 0;
+		src = (const char *)in[0].data + offset(&in[0], ix, nd) * es;
+		if (es == 4 && in[1].dtype == NPU_DT_I64) {
+			GATHER_RUN(pos[j * si], uint32_t)
 			continue;
 		}
-		ix[ax] = (uint64_t)i;
-		memcpy(dst, (const char *)in[0].data + offset(&in[0], ix, nd) * es, es);
+		for (uint64_t j = 0; j < cnt; j++) {
+			int64_t i = npu_load(in[1].data, io + j * si, in[1].dtype).i;
+			char *d = dst + j * so * es;
+
+			i += i < 0 ? n : 0;
+			if (i < 0 || i >= n)
+				memset(d, 0, es);
+			else
+				memcpy(d, src + (j * sx + (uint64_t)i * sa) * es, es);
+		}
 	}
 	return 0;
 }
+
+#undef GATHER_RUN
 
 /* ARGMAX / ARGMIN: does v (at a later index) take best's place? */
 static bool arg_better(const struct npu_op *a, enum npu_dom dom, union npu_num v,
@@ -725,6 +847,22 @@ static int run_reduce(const struct npu_op *a, const struct npu_view *in,
 		base = offset(&in[0], ix, nd);
 		best = npu_load(in[0].data, base, dt);
 		m = best.f;
+		if (dt == NPU_DT_F32 && (a->op == NPU_OP_REDUCE_SUM || a->op == NPU_OP_REDUCE_MEAN)) {
+			/* the common case without the others' tests: a sum, in order */
+			const float *x = (const float *)in[0].data + base;
+
+			for (uint64_t jb = 0; jb < n; jb += CHECK_EVERY_INNER) {
+				uint64_t je = n - jb < CHECK_EVERY_INNER ? n : jb + CHECK_EVERY_INNER;
+
+				if (npu_cancelled(cancel))
+					return -1;
+				for (uint64_t j = jb; j < je; j++)
+					acc += x[j * st];
+			}
+			r.f = (float)(a->op == NPU_OP_REDUCE_MEAN ? acc / (double)n : acc);
+			npu_store(out->data, offset(out, ix, nd), out->dtype, r, NPU_DOM_FLOAT);
+			continue;
+		}
 		for (uint64_t j = 0; j < n; j++) {
 			union npu_num v;
 

@@ -321,6 +321,26 @@ static int conv_as_gemm(const struct npu_op *a, const struct npu_view *in,
 }
 
 /*
+ * yr[wo] += wt * xr[wo * sx] over the columns [lo, hi) of an output row:
+ * with dense rows at unit or double stride (depthwise convolutions, the
+ * path's common case) the strides are constants the loop vectorizes on.
+ */
+__attribute__((target_clones("avx512f", "avx2", "default")))
+static void tap_row(float *yr, const float *xr, float wt, int64_t lo, int64_t hi, int64_t sx,
+		    int64_t sy)
+{
+	if (sy == 1 && sx == 1)
+		for (int64_t wo = lo; wo < hi; wo++)
+			yr[wo] += wt * xr[wo];
+	else if (sy == 1 && sx == 2)
+		for (int64_t wo = lo; wo < hi; wo++)
+			yr[wo] += wt * xr[2 * wo];
+	else
+		for (int64_t wo = lo; wo < hi; wo++)
+			yr[wo * sy] += wt * xr[wo * sx];
+}
+
+/*
  * One output plane (n, o) per unit, added to what is there with `add`
  * (a 3-D convolution's later depth taps). A weight is loaded once per
  * input plane row pass and the inner loop runs over a contiguous stretch
@@ -372,8 +392,8 @@ static int run_conv(const struct npu_op *a, const struct npu_view *in,
 							continue;
 						xr = x + hi_ * xs[2] + (j * dw - pl) * (int64_t)xs[3];
 						yr = y + ho * ys[2];
-						for (int64_t wo = lo; wo < hi; wo++)
-							yr[wo * ys[3]] += wt * xr[wo * sw * xs[3]];
+						tap_row(yr, xr, wt, lo, hi, sw * (int64_t)xs[3],
+							(int64_t)ys[3]);
 					}
 				}
 		}

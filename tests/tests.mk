@@ -180,8 +180,14 @@ bench: setup
 				$(O)/onnx-models/$$m.onnx $(O)/onnx-models/$$m.in 100 \
 				>>$(O)/vm/host-ort.txt || exit 1; \
 		done; fi
+	@: >$(O)/vm/host-zoo.txt; if [ -s $(O)/zoo/models ]; then \
+		for m in $$(awk '{ print $$1 }' $(O)/zoo/models); do \
+			NODE_PATH=$(CURDIR)/$(O)/zoo/ort/node_modules node tests/zoo/reference.js \
+				$(O)/zoo $$m --time 50 >>$(O)/vm/host-zoo.txt || exit 1; \
+		done; fi
 	@rc=0; NPU_BENCH_HOST_BLAS=$(CURDIR)/$(O)/vm/host-blas.txt \
 		NPU_BENCH_HOST_ORT=$(CURDIR)/$(O)/vm/host-ort.txt \
+		NPU_BENCH_HOST_ZOO=$(CURDIR)/$(O)/vm/host-zoo.txt \
 		tests/vm/run --quiet --cores 2 --module $(VM_KO) --out $(O)/vm/bench -- tests/bench/run $(O) || rc=$$?; \
 		cat $(O)/vm/bench/output.log; [ $$rc = 0 ] || exit $$rc; \
 		echo "== gemm_bench, both cores in one group"; \

@@ -197,7 +197,19 @@ static inline float npu_binary(uint32_t op, float x, float y)
 	}
 }
 
-static inline float npu_unary(uint32_t op, float x, float alpha, float beta)
+/*
+ * t clamped to [0, 1], nan to 1 as fmaxf(0, fminf(1, t)) has it, but in
+ * comparisons the compiler turns into vector min and max: fminf and fmaxf
+ * are calls into libm, a few ns an element on the hard activations.
+ */
+static inline float npu_unit_clamp(float t)
+{
+	t = t < 1.0f ? t : 1.0f;
+	return t > 0.0f ? t : 0.0f;
+}
+
+static inline __attribute__((always_inline)) float npu_unary(uint32_t op, float x, float alpha,
+							      float beta)
 {
 	switch (op) {
 	case NPU_OP_RELU: return x > 0 ? x : 0;
@@ -222,8 +234,8 @@ static inline float npu_unary(uint32_t op, float x, float alpha, float beta)
 	case NPU_OP_LEAKY_RELU: return x >= 0 ? x : alpha * x;
 	case NPU_OP_ELU: return x >= 0 ? x : alpha * expm1f(x);
 	case NPU_OP_SELU: return beta * (x > 0 ? x : alpha * expm1f(x));
-	case NPU_OP_HARD_SIGMOID: return fmaxf(0.0f, fminf(1.0f, alpha * x + beta));
-	case NPU_OP_HARD_SWISH: return x * fmaxf(0.0f, fminf(1.0f, x / 6.0f + 0.5f));
+	case NPU_OP_HARD_SIGMOID: return npu_unit_clamp(alpha * x + beta);
+	case NPU_OP_HARD_SWISH: return x * npu_unit_clamp(x / 6.0f + 0.5f);
 	/* Clip keeps nan, as ONNX's does. */
 	case NPU_OP_CLIP: return x < alpha ? alpha : x > beta ? beta : x;
 	case NPU_OP_SIN: return sinf(x);

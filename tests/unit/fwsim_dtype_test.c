@@ -410,6 +410,38 @@ TEST(gather_elements_counts_negative_indices_from_the_end)
 	EXPECT_NE(NULL, gather(data, data, NPU_DT_F32, out, 3));	/* float indices */
 }
 
+/* Along axis 0 the source moves with the run: rows of 4, split mid-row. */
+TEST(gather_elements_along_a_leading_axis_walks_the_row)
+{
+	float data[12], out[8];
+	int64_t idx[8] = { 2, 0, 1, -1, 0, 0, 2, 5 };	/* 5 is past the end: 0 */
+	struct npu_op a = { .op = NPU_OP_GATHER_ELEMENTS, .axis = 0 };
+	struct npu_view in[2], o;
+
+	for (int k = 0; k < 12; k++)
+		data[k] = (float)(100 * (k / 4) + k % 4);
+	a.in[0] = (struct npu_tensor){ .dtype = NPU_DT_F32, .ndim = 2, .shape = { 3, 4 },
+					  .stride = { 4, 1 } };
+	a.in[1] = (struct npu_tensor){ .dtype = NPU_DT_I64, .ndim = 2, .shape = { 2, 4 },
+					  .stride = { 4, 1 } };
+	a.out = (struct npu_tensor){ .dtype = NPU_DT_F32, .ndim = 2, .shape = { 2, 4 },
+					.stride = { 4, 1 } };
+	in[0] = (struct npu_view){ .data = data, .dtype = NPU_DT_F32, .ndim = 2,
+				   .shape = { 3, 4 }, .stride = { 4, 1 } };
+	in[1] = (struct npu_view){ .data = idx, .dtype = NPU_DT_I64, .ndim = 2,
+				   .shape = { 2, 4 }, .stride = { 4, 1 } };
+	o = (struct npu_view){ .data = out, .dtype = NPU_DT_F32, .ndim = 2, .shape = { 2, 4 },
+			       .stride = { 4, 1 } };
+	ASSERT_EQ(NULL, npu_op_check(&a));
+	npu_op_run(&a, in, &o, 0, 3);
+	npu_op_run(&a, in, &o, 3, 8);
+	for (int k = 0; k < 8; k++) {
+		int64_t i = idx[k] < 0 ? idx[k] + 3 : idx[k];
+
+		EXPECT_EQ(i < 3 ? (float)(100 * i + k % 4) : 0.0f, out[k]) TH_LOG("element %d", k);
+	}
+}
+
 TEST(dtype_rules_refuse_what_an_op_does_not_take)
 {
 	float f[2] = { 0 }, fz[2];

@@ -101,6 +101,38 @@ TEST(binary_ops_with_broadcast)
 	free(x), free(row), free(y);
 }
 
+/*
+ * Dimensions run as one only where every view walks them as one: a
+ * per-channel scale over [2, 3, 4, 5] merges H and W for all three views,
+ * but x's rows of 5 lie 8 apart, so W stays apart from H for it and the
+ * walk must not merge them for the others either.
+ */
+TEST(binary_ops_merge_only_dimensions_every_view_walks_as_one)
+{
+	uint64_t shape[4] = { 2, 3, 4, 5 };
+	float *x = rand_buf(2 * 3 * 4 * 8), *s = rand_buf(3), *y = calloc(120, 4);
+	struct npu_op a = { .op = NPU_OP_MUL };
+	struct npu_view in[2], out;
+
+	dense(&a.in[0], &in[0], x, NPU_DT_F32, 4, shape);
+	dense(&a.in[1], &in[1], s, NPU_DT_F32, 4, shape);
+	dense(&a.out, &out, y, NPU_DT_F32, 4, shape);
+	for (int k = 0; k < 3; k++) {		/* x: rows of 5 in slots of 8 */
+		a.in[0].stride[k] = in[0].stride[k] = (uint64_t[]){ 96, 32, 8 }[k];
+		a.in[1].stride[k] = in[1].stride[k] = k == 1;	/* s: one per channel */
+	}
+	a.in[1].stride[3] = in[1].stride[3] = 0;
+	ASSERT_EQ(NULL, npu_op_check(&a));
+	run_all(&a, in, &out);
+	for (int i = 0; i < 120; i++) {
+		int n = i / 60, c = i / 20 % 3, h = i / 5 % 4, w = i % 5;
+		double want = (double)x[n * 96 + c * 32 + h * 8 + w] * s[c];
+
+		ASSERT_TRUE(close_to(want, y[i], 1e-6, 1e-7)) TH_LOG("element %d", i);
+	}
+	free(x), free(s), free(y);
+}
+
 TEST(unary_ops)
 {
 	static const uint32_t ops[] = { NPU_OP_RELU, NPU_OP_GELU, NPU_OP_SIGMOID, NPU_OP_TANH,

@@ -5,12 +5,17 @@
 // raw (float32, little-endian) to DIR/NAME.out.K and appends to
 // DIR/NAME.io a line per output: "out K DIMS FILE NAME" (the name last: it
 // may hold spaces; one model's is a JSON object).
+//
+// tests/zoo/reference.js DIR NAME --time RUNS: instead, time RUNS runs
+// after 10 to warm up, and print "NAME p50_ms p99_ms" (make bench's
+// anchor for the zoo, the same feeds and session options).
 'use strict';
 const fs = require('fs');
 const ort = require('onnxruntime-node');
+const { percentiles } = require('../bench/onnx/timing.js');
 
 async function main() {
-	const [dir, name] = process.argv.slice(2);
+	const [dir, name, opt, runsArg] = process.argv.slice(2);
 	const io = `${dir}/${name}.io`;
 	const feeds = {};
 	for (const line of fs.readFileSync(io, 'utf8').split('\n')) {
@@ -37,6 +42,10 @@ async function main() {
 		intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: 'all',
 		executionProviders: ['cpu'],
 	});
+	if (opt === '--time') {
+		console.log(`${name} ${await percentiles(session, feeds, Number(runsArg || 100))}`);
+		return;
+	}
 	const results = await session.run(feeds);
 	let lines = '';
 	session.outputNames.forEach((out, k) => {

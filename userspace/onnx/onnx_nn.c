@@ -16,34 +16,49 @@
 #include "onnx.h"
 
 /* Over every axis from 2 on: GlobalAveragePool, GlobalMaxPool. */
+/*
+ * GlobalAveragePool, GlobalMaxPool: [N, C, spatial...] reduced over the
+ * spatial dimensions. A dense input is [N, C, H * W...] as well, so that
+ * is one reduction of contiguous rows; reducing H and then W would be
+ * two launches, the first reading with a stride of a row (a squeeze-and-
+ * excitation block runs one per block, and they were a third of a
+ * MobileNet's device time).
+ */
 npurt_status ox_op_global_pool(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x,
-				   uint32_t op)
+			       uint32_t op)
 {
-	struct ox_val *y = x;
-	char name[96];
+	npurt_graph_node node = { .size = sizeof(node), .op = op, .axis = 2 };
+	int64_t rows[3], stride[3], dims[OX_MAX_DIMS], st[OX_MAX_DIMS];
+	uint32_t rank = x->ndim;
+	ox_name flat, red;
+	struct ox_val *y;
 
 	if (ox_need_real(im, x))
 		return npurt_last_status();
-	if (x->ndim < 3)
-		return ox_fail(im, NPURT_ERR_INVALID, "rank %u, at least 3", x->ndim);
-	for (uint32_t a = 2; a < x->ndim; a++) {
-		npurt_graph_node node = { .size = sizeof(node), .op = op, .axis = a };
-		int64_t dims[OX_MAX_DIMS];
-		const char *yn = y->name;
-		bool last = a + 1 == x->ndim;
-
-		if (ox_device(im, y, &node.in[0]))
-			return npurt_last_status();
-		y = ox_find(im, yn);
-		memcpy(dims, y->dims, sizeof(dims));
-		dims[a] = 1;
-		y = ox_fresh(im, last ? n->output[0] : ox_tmp_name(im, name, sizeof(name), n->output[0]),
-			  x->type, y->ndim, dims);
-		if (!y || ox_add(im, &node, y->base))
-			return npurt_last_status();
-		x = ox_find(im, n->input[0]);
+	if (rank < 3)
+		return ox_fail(im, NPURT_ERR_INVALID, "rank %u, at least 3", rank);
+	memcpy(dims, x->dims, sizeof(dims));
+	rows[0] = dims[0], rows[1] = dims[1], rows[2] = 1;
+	for (uint32_t a = 2; a < rank; a++)
+		rows[2] *= dims[a];
+	x = ox_dense(im, x);
+	if (!x)
+		return npurt_last_status();
+	stride[2] = 1, stride[1] = rows[2], stride[0] = rows[1] * rows[2];
+	x = ox_view(im, x, ox_tmp_name(im, flat, sizeof(flat), n->output[0]), 3, rows, x->off,
+		    stride);
+	if (!x || ox_device(im, x, &node.in[0]))
+		return npurt_last_status();
+	rows[2] = 1;
+	y = ox_fresh(im, ox_tmp_name(im, red, sizeof(red), n->output[0]), x->type, 3, rows);
+	if (!y || ox_add(im, &node, y->base))
+		return npurt_last_status();
+	/* [N, C, 1] is [N, C, 1, 1...]: the output, a view */
+	for (uint32_t a = 0; a < rank; a++) {
+		dims[a] = a < 2 ? rows[a] : 1;
+		st[a] = a == 0 ? rows[1] : 1;
 	}
-	return NPURT_OK;
+	return ox_done(ox_view(im, y, n->output[0], rank, dims, y->off, st));
 }
 
 /* y = x * a + b with per-channel constants a, b (axis 1), two device ops. */

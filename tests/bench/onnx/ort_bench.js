@@ -9,6 +9,7 @@
 const fs = require('fs');
 const path = require('path');
 const ort = require('onnxruntime-node');
+const { percentiles } = require('./timing.js');
 
 async function main() {
 	const [model, input, runsArg] = process.argv.slice(2);
@@ -22,17 +23,7 @@ async function main() {
 	const data = new Float32Array(raw.buffer, raw.byteOffset, raw.length / 4);
 	const dims = JSON.parse(fs.readFileSync(model + '.dims', 'utf8'));
 	const feeds = { [meta]: new ort.Tensor('float32', data, dims) };
-	for (let i = 0; i < 10; i++)
-		await session.run(feeds);
-	const t = [];
-	for (let i = 0; i < runs; i++) {
-		const s = process.hrtime.bigint();
-		await session.run(feeds);
-		t.push(Number(process.hrtime.bigint() - s) / 1e6);
-	}
-	t.sort((a, b) => a - b);
-	const at = q => t[Math.min(t.length - 1, Math.ceil(q * t.length) - 1)];
-	console.log(`${path.basename(model, '.onnx')} ${at(0.5).toFixed(3)} ${at(0.99).toFixed(3)}`);
+	console.log(`${path.basename(model, '.onnx')} ${await percentiles(session, feeds, runs)}`);
 }
 
 main().catch(e => { console.error(`ort_bench: ${e.message}`); process.exit(1); });
