@@ -209,7 +209,9 @@ const char *npu_op_check(const struct npu_op *a)
 
 /*
  * One loop per case, the common ones (a contiguous row, one bias or one
- * per element, RELU or none) with the op as the loop's constant, so they
+ * per element, no activation or one real models fuse: ReLU, leaky ReLU,
+ * the hard ones, clips, sigmoid, tanh) with the op as the loop's
+ * constant (npu_unary()'s switch folds away), so they
  * vectorize, for the widest ISA the host has (target_clones: the loops
  * hold no contractions, so every clone rounds alike): the epilogue is a
  * pass over every output element.
@@ -220,10 +222,18 @@ const char *npu_op_check(const struct npu_op *a)
 									\
 		y[j * ys] = (expr);						\
 	}
+#define EPI_CASE(bias, op)							\
+	case op: EPI_LOOP(bias, npu_unary(op, x0, al, be)) break;
 #define EPI_ACTS(bias)								\
 	switch (e->act) {							\
 	case 0: EPI_LOOP(bias, x0) break;					\
 	case NPU_OP_RELU: EPI_LOOP(bias, x0 > 0 ? x0 : 0) break;		\
+	EPI_CASE(bias, NPU_OP_LEAKY_RELU)					\
+	EPI_CASE(bias, NPU_OP_HARD_SWISH)					\
+	EPI_CASE(bias, NPU_OP_HARD_SIGMOID)					\
+	EPI_CASE(bias, NPU_OP_CLIP)						\
+	EPI_CASE(bias, NPU_OP_SIGMOID)						\
+	EPI_CASE(bias, NPU_OP_TANH)						\
 	default: EPI_LOOP(bias, npu_unary(e->act, x0, al, be)) break;		\
 	}
 
@@ -257,6 +267,7 @@ void npu_epilogue(const struct npu_epi *e, const float *b, uint64_t bs, float *y
 }
 
 #undef EPI_ACTS
+#undef EPI_CASE
 #undef EPI_LOOP
 
 uint64_t npu_op_units(const struct npu_op *a)

@@ -495,6 +495,67 @@ static int run_conv3d(const struct npu_op *a, const struct npu_view *in,
 	return ret;
 }
 
+/* yr[wo] = the larger of it and xr[wo * sx] (a nan taken and kept), wo < n. */
+__attribute__((target_clones("avx512f", "avx2", "default")))
+static void tap_max(float *yr, const float *xr, int64_t n, int64_t sx, int64_t sy)
+{
+#define TAP_MAX(SX, SY)								\
+	for (int64_t wo = 0; wo < n; wo++) {					\
+		float v = xr[wo * (SX)], m = yr[wo * (SY)];			\
+									\
+		yr[wo * (SY)] = v > m || isnan(v) ? v : m;			\
+	}
+	if (sy == 1 && sx == 1)
+		TAP_MAX(1, 1)
+	else if (sy == 1 && sx == 2)
+		TAP_MAX(2, 1)
+	else
+		TAP_MAX(sx, sy)
+#undef TAP_MAX
+}
+
+/*
+ * A 2-D max pool whose every window lies inside the image (no padding
+ * reached, no ceil_mode overhang): for each output row, each tap's input
+ * row folded into it with constant strides, in the taps' order, so the
+ * maxima (and the nans) are the general loop's. 1: not such a pool.
+ */
+static int max_pool_inside(const struct npu_op *a, const struct npu_view *in,
+			   const struct npu_view *out, uint64_t begin, uint64_t end,
+			   const uint32_t *cancel)
+{
+	const struct npu_op_window *w = &a->win;
+	const uint64_t *xs = in[0].stride, *ys = out->stride;
+	int64_t H = (int64_t)in[0].shape[2], W = (int64_t)in[0].shape[3];
+	int64_t Ho = (int64_t)out->shape[2], Wo = (int64_t)out->shape[3];
+	int64_t kh = w->kernel[0], kw = w->kernel[1], sh = w->stride[0], sw = w->stride[1];
+	int64_t dh = w->dilation[0], dw = w->dilation[1];
+	uint64_t C = out->shape[1];
+
+	if (a->op != NPU_OP_MAXPOOL2D || in[0].ndim != 4 || w->pad[0] || w->pad[1] ||
+	    (Ho - 1) * sh + (kh - 1) * dh >= H || (Wo - 1) * sw + (kw - 1) * dw >= W)
+		return 1;
+	for (uint64_t u = begin; u < end; u++) {
+		const float *x = (const float *)in[0].data + (u / C) * xs[0] + (u % C) * xs[1];
+		float *y = (float *)out->data + (u / C) * ys[0] + (u % C) * ys[1];
+
+		if (npu_cancelled(cancel))
+			return -1;
+		for (int64_t ho = 0; ho < Ho; ho++) {
+			float *yr = y + (uint64_t)ho * ys[2];
+
+			for (int64_t wo = 0; wo < Wo; wo++)
+				yr[(uint64_t)wo * ys[3]] = -INFINITY;
+			for (int64_t i = 0; i < kh; i++)
+				for (int64_t j = 0; j < kw; j++)
+					tap_max(yr, x + (uint64_t)(ho * sh + i * dh) * xs[2] +
+						    (uint64_t)(j * dw) * xs[3], Wo,
+						sw * (int64_t)xs[3], (int64_t)ys[3]);
+		}
+	}
+	return 0;
+}
+
 /*
  * One plane (n, c) per unit, in two or three dimensions (a 2-D window is
  * one of depth 1).
@@ -519,7 +580,10 @@ static int run_pool(const struct npu_op *a, const struct npu_view *in,
 	int64_t hend = H + w->pad[2], wend = W + w->pad[3];
 	bool max = a->op == NPU_OP_MAXPOOL2D, count_pad = w->flags & NPU_OP_W_COUNT_PAD;
 	uint64_t C = out->shape[1];
+	int inside = max_pool_inside(a, in, out, begin, end, cancel);
 
+	if (inside <= 0)
+		return inside;
 	for (uint64_t u = begin; u < end; u++) {
 		const float *x = (const float *)in[0].data + (u / C) * xs[0] + (u % C) * xs[1];
 		float *y = (float *)out->data + (u / C) * ys[0] + (u % C) * ys[1];

@@ -266,6 +266,27 @@ TEST(max_pooling_ignores_padding_and_takes_ceil_windows)
 	EXPECT_EQ(0.0, run(_metadata, &p));
 }
 
+/*
+ * Windows all inside the image (no padding, no ceil overhang): 2x2 by 2
+ * (the even rows and columns of an odd-sized image), 1x2 by (1, 2), and
+ * 3x3 by 1 dilated 2: the row-folding path, against the reference. Then
+ * ceil_mode's last column of windows, one past the image (its rows all
+ * inside): the general path.
+ */
+TEST(max_pooling_inside_the_image_matches)
+{
+	struct win p = { 2, 3, 9, 11, 3, 2, 2, 2, 2, 1, 1, 0, 0, 0, 0, 0, NPU_OP_MAXPOOL2D, 0, 0,
+			 0, 0 };
+
+	EXPECT_EQ(0.0, run(_metadata, &p));
+	p.kh = 1, p.sh = 1;
+	EXPECT_EQ(0.0, run(_metadata, &p));
+	p.kh = p.kw = 3, p.sh = p.sw = 1, p.dh = p.dw = 2;
+	EXPECT_EQ(0.0, run(_metadata, &p));
+	p.kh = p.kw = 2, p.sh = p.sw = 2, p.dh = p.dw = 1, p.ceil = 1, p.h = 10;
+	EXPECT_EQ(0.0, run(_metadata, &p));
+}
+
 TEST(average_pooling_counts_padding_only_when_asked)
 {
 	struct win p = { 1, 2, 6, 6, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, NPU_OP_AVGPOOL2D, 0, 0, 0, 0 };
