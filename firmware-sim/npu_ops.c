@@ -794,6 +794,17 @@ static int run_gather(const struct npu_op *a, const struct npu_view *in,
 		dst = (char *)out->data + offset(out, ix, nd) * es;
 		ix[ax] = 0;
 		src = (const char *)in[0].data + offset(&in[0], ix, nd) * es;
+		if (!si && sx == 1 && so == 1) {
+			/* one position for the run (a Resize's pass along H): a row copy */
+			int64_t i = npu_load(in[1].data, io, in[1].dtype).i;
+
+			i += i < 0 ? n : 0;
+			if (i < 0 || i >= n)
+				memset(dst, 0, cnt * es);
+			else
+				memcpy(dst, src + (uint64_t)i * sa * es, cnt * es);
+			continue;
+		}
 		if (es == 4 && in[1].dtype == NPU_DT_I64) {
 			GATHER_RUN(pos[j * si], uint32_t)
 			continue;

@@ -440,6 +440,16 @@ TEST(gather_elements_along_a_leading_axis_walks_the_row)
 
 		EXPECT_EQ(i < 3 ? (float)(100 * i + k % 4) : 0.0f, out[k]) TH_LOG("element %d", k);
 	}
+	/* One position a row (stride 0 along it), as a Resize's pass along H: row 1, none. */
+	idx[0] = 1, idx[1] = 7;
+	a.in[1].stride[0] = in[1].stride[0] = 1;
+	a.in[1].stride[1] = in[1].stride[1] = 0;
+	ASSERT_EQ(NULL, npu_op_check(&a));
+	npu_op_run(&a, in, &o, 0, 3);
+	npu_op_run(&a, in, &o, 3, 8);
+	for (int k = 0; k < 8; k++) {
+		EXPECT_EQ(k < 4 ? (float)(100 + k) : 0.0f, out[k]) TH_LOG("element %d", k);
+	}
 }
 
 TEST(dtype_rules_refuse_what_an_op_does_not_take)

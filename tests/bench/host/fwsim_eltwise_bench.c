@@ -2,7 +2,8 @@
 /*
  * The op library's fp32 elementwise ops on the shapes real vision models
  * give them (tests/zoo: a MobileNetV3's squeeze-and-excitation scale, its
- * hard-swish, a residual Add, a nearest Resize's gather doubling W), against a plain C loop over the same dense
+ * hard-swish, a residual Add, a nearest Resize's gathers doubling W and
+ * H), against a plain C loop over the same dense
  * arrays, vectorized by the compiler (-O3, this host's widest vectors), on
  * one thread of this host, in the same run. The ratio is the op library's
  * speed as a fraction of the loop's (1 = as fast): what the op library
@@ -99,6 +100,16 @@ ANCHOR static void upsample_loop(const float *x, const float *s, float *y)
 			y[r * 2 * W + w] = x[r * W + w / 2];
 }
 
+/* Resize by 2 along H, nearest: out [1, C, 2H, W] gathers x's rows h / 2. */
+ANCHOR static void upsample_h_loop(const float *x, const float *s, float *y)
+{
+	(void)s;
+	for (int c = 0; c < C; c++)
+		for (int h = 0; h < 2 * H; h++)
+			for (int w = 0; w < W; w++)
+				y[(c * 2 * H + h) * W + w] = x[(c * H + h / 2) * W + w];
+}
+
 int main(void)
 {
 	const uint64_t shape[4] = { N, C, H, W }, dense[4] = { C * H * W, H * W, W, 1 };
@@ -150,6 +161,19 @@ int main(void)
 		a.in[1].dtype = v[1].dtype = NPU_DT_I64;
 		tensor(&a.out, &v[2], big, wide, wdense);
 		measure("Resize x2 (gather along W)", &a, v, 2, upsample_loop, x, NULL, bref);
+		{
+			const uint64_t tall[4] = { N, C, 2 * H, W };
+			const uint64_t tdense[4] = { 2 * C * H * W, 2 * H * W, W, 1 };
+			const uint64_t along_h[4] = { 0, 0, 1, 0 };
+
+			a = (struct npu_op){ .op = NPU_OP_GATHER_ELEMENTS, .axis = 2 };
+			tensor(&a.in[0], &v[0], x, shape, dense);
+			tensor(&a.in[1], &v[1], (float *)pos, tall, along_h);
+			a.in[1].dtype = v[1].dtype = NPU_DT_I64;
+			tensor(&a.out, &v[2], big, tall, tdense);
+			measure("Resize x2 (gather along H)", &a, v, 2, upsample_h_loop, x, NULL,
+				bref);
+		}
 		free(pos), free(big), free(bref);
 	}
 	free(x), free(y), free(out), free(ref), free(s);
