@@ -99,6 +99,7 @@ npurt_dtype ox_dtype(int32_t type);
 int32_t ox_type(npurt_dtype d);
 const char *ox_type_name(int32_t type);
 uint64_t ox_count(const struct ox_val *v);
+/* The newest value called `name`; NULL for none, or for a NULL name. */
 struct ox_val *ox_find(struct ox_imp *im, const char *name);
 /* A new value called `name` (the node's output); NULL after ox_fail(). */
 struct ox_val *ox_new(struct ox_imp *im, const char *name, int32_t type, uint32_t ndim,

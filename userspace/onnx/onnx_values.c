@@ -133,7 +133,8 @@ struct ox_val *ox_find(struct ox_imp *im, const char *name)
 {
 	uint32_t *e;
 
-	if (!im->by_name_cap)
+	/* no name (an input a node leaves out) is no value */
+	if (!name || !im->by_name_cap)
 		return NULL;
 	e = name_slot(im, name);
 	return *e ? &im->vals[*e - 1] : NULL;
