@@ -71,6 +71,7 @@ int npu_ctx_open(struct drm_device *drm, struct drm_file *file)
 	mutex_init(&ctx->multi_lock);
 	mutex_init(&ctx->userptrs_lock);
 	INIT_LIST_HEAD(&ctx->userptrs);
+	init_waitqueue_head(&ctx->retire_wq);
 	xa_init(&ctx->syncs);
 	xa_init_flags(&ctx->lists, XA_FLAGS_ALLOC1);
 	drm_mm_init(&ctx->va_mm, DRM_NPU_VA_BASE, DRM_NPU_VA_END - DRM_NPU_VA_BASE);
@@ -100,6 +101,27 @@ out_free:
 out_exit:
 	drm_dev_exit(idx);
 	return ret;
+}
+
+/*
+ * A batch gives back what it holds (its mappings, so closed buffers and
+ * their HBM, and the VA holes of its ranges) when the scheduler frees
+ * it, a little after WAIT has seen it finish. An allocation that found
+ * no room waits for the context's finished batches to have done so: a
+ * buffer closed once its last batch finished is room for the next one,
+ * as a caller expects, however late the scheduler's free work runs.
+ * Bounded, and killable, for a context that keeps finishing batches
+ * from other threads. True if there was something to wait for and it is
+ * done: worth another try.
+ */
+#define NPU_RETIRE_WAIT_MS	2000
+
+bool npu_ctx_await_retired(struct npu_ctx *ctx)
+{
+	if (!atomic_read(&ctx->retiring))
+		return false;
+	return wait_event_killable_timeout(ctx->retire_wq, !atomic_read(&ctx->retiring),
+					   msecs_to_jiffies(NPU_RETIRE_WAIT_MS)) > 0;
 }
 
 /* No queue is left: each holds the context (npu_queue.c). */

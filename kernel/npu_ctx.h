@@ -6,6 +6,7 @@
 #include <drm/npu_accel.h>
 #include <linux/kref.h>
 #include <linux/spinlock.h>
+#include <linux/wait.h>
 #include <linux/xarray.h>
 
 #include "npu_drv.h"
@@ -56,6 +57,12 @@ struct npu_ctx {
 	struct xarray lists;
 	u32 nlists;
 	atomic_t ucmds;			/* its io_uring commands in flight */
+	/*
+	 * Batches the device is done with that still hold what they named
+	 * (npu_ctx_await_retired()), and where their release is announced.
+	 */
+	atomic_t retiring;
+	wait_queue_head_t retire_wq;
 	/* Time its queues had work on the device, under ndev->queue_lock. */
 	u64 busy_ns;
 	/* Under ndev->hbm_lock, like the device-wide counters. */
@@ -70,6 +77,7 @@ int npu_ctx_init_device(struct npu_device *ndev);
 int npu_ctx_open(struct drm_device *drm, struct drm_file *file);
 void npu_ctx_postclose(struct drm_device *drm, struct drm_file *file);
 struct npu_ctx *npu_ctx_get(struct npu_ctx *ctx);
+bool npu_ctx_await_retired(struct npu_ctx *ctx);
 void npu_ctx_put(struct npu_ctx *ctx);
 
 #endif /* __NPU_CTX_H__ */

@@ -111,6 +111,8 @@ struct npu_device {
 	unsigned int inject_hold_info_ms;
 	/* debugfs npu_inject "hold-map <ms>": see npu_bo_map_create(). */
 	unsigned int inject_hold_map_ms;
+	/* debugfs npu_inject "hold-release <ms>": see npu_job_sched_free(). */
+	unsigned int inject_hold_release_ms;
 	/* debugfs npu_inject "hold-park <us>": see npu_ucmd_park_queue(). */
 	unsigned int inject_hold_park_us;
 	/* debugfs npu_inject "hold-cancelable <ms>": see npu_ucmd_parking(). */

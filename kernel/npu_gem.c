@@ -423,11 +423,11 @@ int npu_bo_handle_create(struct drm_file *file, struct npu_bo *bo, u32 *handle,
 	return ret;
 }
 
-int npu_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *file)
+static int npu_bo_create(struct drm_device *drm, struct drm_npu_bo_create *args,
+			 struct drm_file *file)
 {
 	struct npu_device *ndev = to_npu_device(drm);
 	struct npu_ctx *ctx = file->driver_priv;
-	struct drm_npu_bo_create *args = data;
 	u64 scrub[4] = { 0 }, size, va;
 	u32 handle, page_size;
 	struct npu_bo *bo;
@@ -481,6 +481,16 @@ int npu_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *fil
 	}
 out_exit:
 	drm_dev_exit(idx);
+	return ret;
+}
+
+int npu_ioctl_bo_create(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	int ret = npu_bo_create(drm, data, file);
+
+	/* No room in HBM or VA: maybe only until finished batches let go. */
+	if (ret == -ENOMEM && npu_ctx_await_retired(file->driver_priv))
+		ret = npu_bo_create(drm, data, file);
 	return ret;
 }
 

@@ -355,12 +355,16 @@ static struct dma_fence *npu_job_run(struct drm_sched_job *sched_job)
 	int idx, ret;
 
 	npu_sched_thread_normal(&q->sched);
-	if (!drm_dev_enter(&ndev->drm, &idx))
+	if (!drm_dev_enter(&ndev->drm, &idx)) {
+		npu_job_retire(job);
 		return ERR_PTR(-ENODEV);
+	}
 	ret = npu_queue_write(ndev, q, job);
 	drm_dev_exit(idx);
-	if (ret)
+	if (ret) {
+		npu_job_retire(job);	/* failed now: WAIT says so already */
 		return ERR_PTR(ret);
+	}
 	return dma_fence_get(job->hw_fence);
 }
 
@@ -390,14 +394,33 @@ static enum drm_gpu_sched_stat npu_job_timedout(struct drm_sched_job *sched_job)
 	return stat;
 }
 
+/*
+ * The device is done with the job, or never will run it: from here until
+ * npu_job_done() it counts as holding what a finished batch should have
+ * given back (npu_ctx_await_retired()). Once per job, from where its end
+ * is decided: the completion, before it signals the fence (the scheduler
+ * may free the job as soon as it has), or run_job failing it.
+ */
+void npu_job_retire(struct npu_job *job)
+{
+	if (job->retiring)
+		return;
+	job->retiring = true;
+	atomic_inc(&job->q->ctx->retiring);
+}
+
 /* The job is gone: the queue's backlog and destroy learn it. */
 static void npu_job_done(struct npu_job *job)
 {
 	struct npu_queue *q = job->q;
 	struct drm_device *drm = &q->ndev->drm;
+	bool retiring = job->retiring;
 
 	atomic_sub(job->nring + 1, &q->queued);
 	npu_job_free(job);
+	/* What it held is back (the queue holds the context). */
+	if (retiring && atomic_dec_and_test(&q->ctx->retiring))
+		wake_up_all(&q->ctx->retire_wq);
 	atomic_dec(&q->nr_jobs);
 	/*
 	 * Destroy waits for the last job, submitters for room in the
@@ -431,7 +454,13 @@ static bool npu_job_put_not_last(struct npu_job *job)
 /* The rest goes from the driver's workqueue (the job holds the DRM device). */
 static void npu_job_release_work(struct work_struct *work)
 {
-	npu_job_done(container_of(work, struct npu_job, release));
+	struct npu_job *job = container_of(work, struct npu_job, release);
+	unsigned int hold = READ_ONCE(job->q->ndev->inject_hold_release_ms);
+
+	/* Fault injection: a free work that runs late, as on a busy machine. */
+	if (hold)
+		msleep(hold);
+	npu_job_done(job);
 }
 
 static void npu_job_sched_free(struct drm_sched_job *sched_job)
@@ -439,7 +468,7 @@ static void npu_job_sched_free(struct drm_sched_job *sched_job)
 	struct npu_job *job = to_npu_job(sched_job);
 
 	drm_sched_job_cleanup(sched_job);
-	if (npu_job_put_not_last(job)) {
+	if (!READ_ONCE(job->q->ndev->inject_hold_release_ms) && npu_job_put_not_last(job)) {
 		npu_job_done(job);	/* the common case: no wakeup */
 		return;
 	}

@@ -63,6 +63,8 @@ static void npu_job_signal(struct npu_job *job, int error)
 		/* Older schedulers do not pass the error on to `finished`. */
 		dma_fence_set_error(&job->base.s_fence->finished, error);
 	}
+	/* Before the signal, after which the scheduler may free the job. */
+	npu_job_retire(job);
 	dma_fence_signal(job->hw_fence);
 }
 

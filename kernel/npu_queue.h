@@ -34,6 +34,7 @@ struct npu_job {
 	u32 nlists;
 	struct npu_tasklist **lists;	/* its RUN_LISTs run them: referenced */
 	struct dma_fence *hw_fence;	/* signalled when the device is done */
+	bool retiring;			/* counted in ctx->retiring: npu_job_retire() */
 	u32 nin, next_in;
 	struct dma_fence *in[DRM_NPU_SUBMIT_MAX_SYNCOBJS];	/* in-syncobjs' fences */
 	struct npu_dep *deps[DRM_NPU_SUBMIT_MAX_SYNCOBJS];	/* for those pending */
@@ -125,6 +126,7 @@ bool npu_queue_timed_out(struct npu_queue *q);
 
 /* npu_job.c: the scheduler's side of a batch. */
 extern const struct drm_sched_backend_ops npu_sched_ops;
+void npu_job_retire(struct npu_job *job);
 struct npu_job *npu_job_create(struct npu_ctx *ctx, struct drm_npu_task *tasks, u32 count,
 			       const u64 *io);
 int npu_job_alloc_deps(struct npu_job *job);

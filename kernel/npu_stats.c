@@ -196,6 +196,8 @@ static const struct npu_inject_hold {
 	NPU_INJECT_HOLD("hold-info", 1000, inject_hold_info_ms),
 	/* A new mapping holds its context's VM lock. */
 	NPU_INJECT_HOLD("hold-map", 1000, inject_hold_map_ms),
+	/* A finished batch gives back what it holds only this much later. */
+	NPU_INJECT_HOLD("hold-release", 1000, inject_hold_release_ms),
 	/* An io_uring command spins after the settling it does as it parks. */
 	NPU_INJECT_HOLD("hold-park", 2000, inject_hold_park_us),
 	/*

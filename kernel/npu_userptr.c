@@ -168,11 +168,11 @@ void npu_userptr_release_quarantine(struct npu_device *ndev)
 		npu_userptr_unpin(ndev, u);
 }
 
-int npu_ioctl_userptr(struct drm_device *drm, void *data, struct drm_file *file)
+static int npu_userptr_create(struct drm_device *drm, struct drm_npu_userptr *args,
+			      struct drm_file *file)
 {
 	struct npu_device *ndev = to_npu_device(drm);
 	struct npu_ctx *ctx = file->driver_priv;
-	struct drm_npu_userptr *args = data;
 	struct npu_userptr *u;
 	struct npu_bo *bo;
 	u32 handle;
@@ -250,5 +250,18 @@ err_free:
 	kfree(u);
 	if (bo)
 		npu_bo_discard(bo);
+	return ret;
+}
+
+int npu_ioctl_userptr(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	int ret = npu_userptr_create(drm, data, file);
+
+	/*
+	 * No room in VA, or the range still registered by a buffer closed
+	 * while a batch held it: maybe only until finished batches let go.
+	 */
+	if ((ret == -ENOMEM || ret == -EEXIST) && npu_ctx_await_retired(file->driver_priv))
+		ret = npu_userptr_create(drm, data, file);
 	return ret;
 }

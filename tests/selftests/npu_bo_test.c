@@ -306,4 +306,47 @@ TEST(a_map_failing_on_any_table_allocation_leaves_nothing)
 	EXPECT_EQ(failed + 1, n);
 }
 
+/*
+ * A buffer closed once its last batch finished is room for the next:
+ * the driver lets go of what a batch held when the scheduler frees it,
+ * after WAIT has returned, and an allocation that finds no room waits
+ * for that. The injection has the free run 300 ms late; without the
+ * wait, the second buffer (more than half of what is free) fails with
+ * ENOMEM, the first one's HBM still held. The same race made a CI run
+ * fail (npu_misuse_test, VA held as holes by a finished batch).
+ */
+TEST(a_buffer_closed_after_its_batch_finished_is_room_for_the_next)
+{
+	uint64_t caps = 0, hbm = 0, reserved = 0, size, seq;
+	struct drm_npu_bo_create a, b;
+	struct drm_npu_task t;
+	int fd = npu_open(), ret;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, npu_get_param(fd, DRM_NPU_PARAM_DEVICE_CAPS, &caps));
+	if (!(caps & DRM_NPU_CAP_FAULT_INJECTION) || npu_inject("clear"))
+		SKIP(return, "no fault injection (npu-fwsim --fault-injection, debugfs)");
+	ASSERT_EQ(0, npu_get_param(fd, DRM_NPU_PARAM_HBM_SIZE, &hbm));
+	ASSERT_EQ(0, npu_get_param(fd, DRM_NPU_PARAM_HBM_RESERVED, &reserved));
+	/* Three fifths of what is free: one fits with its tables, two do not. */
+	size = (hbm - reserved - npu_hbm_used(fd)) / 5 * 3 & ~(4 * MiB - 1);
+	ASSERT_EQ(0, npu_bo_create(fd, size, DRM_NPU_BO_PAGE_NORMAL_ONLY, &a));
+	ASSERT_EQ(0, npu_inject("hold-release 300"));
+	t = npu_task_fill(a.device_va, size, 0x17);
+	ASSERT_EQ(0, npu_submit(fd, &t, 1, &seq));
+	ASSERT_EQ(0, npu_wait(fd, seq, 20000000000ll, NULL));
+	ASSERT_EQ(0, npu_gem_close(fd, a.handle));
+	ret = npu_bo_create(fd, size, DRM_NPU_BO_PAGE_NORMAL_ONLY, &b);
+	ASSERT_EQ(0, npu_inject("clear"));
+	ASSERT_EQ(0, ret) TH_LOG("%llu MiB, of %llu MiB HBM, after the first one's batch",
+				 (unsigned long long)(size / MiB), (unsigned long long)(hbm / MiB));
+	/* And it is a new buffer: it reads zero, not the first one's fill. */
+	uint32_t *p = npu_bo_mmap(fd, b.handle, 4096);
+
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(0u, p[0]);
+	munmap(p, 4096);
+	close(fd);
+}
+
 TEST_HARNESS_MAIN
