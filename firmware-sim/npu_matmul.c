@@ -7,6 +7,7 @@
  * every clone rounds as the portable one does).
  */
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "npu_ops.h"
@@ -107,18 +108,73 @@ static int gemm_dots(const float *A, uint64_t ai, uint64_t ap, const float *B, u
 /* Fewer rows than this: packing B for the fast kernels costs more than it saves. */
 #define GEMM_FEW_ROWS	4
 
+/* C (+)= alpha A B over rows [begin, end), C's rows already scaled by beta. */
+static int gemm_add(const struct npu_op *a, const struct npu_view *in,
+		    const struct npu_view *out, uint64_t begin, uint64_t end,
+		    const uint32_t *cancel);
+
+/* Elements from a 2-D view's first to its last, gaps included. */
+static uint64_t extent(const struct npu_view *v)
+{
+	return (v->shape[0] - 1) * v->stride[0] + (v->shape[1] - 1) * v->stride[1] + 1;
+}
+
+/*
+ * bf16 A and B: the host's bf16 kernel, or, for a strided C or with no
+ * memory for its panels, f32 copies of both (what the engine hands over
+ * on a host without one) and the f32 paths.
+ */
+static int gemm_add_bf16(const struct npu_op *a, const struct npu_view *in,
+			 const struct npu_view *out, uint64_t begin, uint64_t end,
+			 const uint32_t *cancel)
+{
+	int ta = a->flags & NPU_OP_F_TRANS_A, tb = a->flags & NPU_OP_F_TRANS_B;
+	uint64_t n = out->shape[1], k = ta ? in[0].shape[0] : in[0].shape[1];
+	uint64_t ai = ta ? in[0].stride[1] : in[0].stride[0], ap = ta ? in[0].stride[0] : in[0].stride[1];
+	uint64_t bp = tb ? in[1].stride[1] : in[1].stride[0], bj = tb ? in[1].stride[0] : in[1].stride[1];
+	struct npu_view wide[2] = { in[0], in[1] };
+	int ret = 1;
+
+	if (out->stride[1] == 1)
+		ret = npu_gemm_bf16(in[0].data, ai, ap, in[1].data, bp, bj, out->data,
+				    out->stride[0], n, k, a->alpha, begin, end, cancel);
+	if (ret <= 0)
+		return ret;
+	for (int t = 0; t < 2; t++) {
+		wide[t].dtype = NPU_DT_F32;
+		wide[t].data = malloc(extent(&in[t]) * sizeof(float));
+		if (wide[t].data)
+			npu_widen(wide[t].data, in[t].data, extent(&in[t]), NPU_DT_BF16);
+	}
+	if (wide[0].data && wide[1].data)
+		ret = gemm_add(a, wide, out, begin, end, cancel);
+	free(wide[0].data);
+	free(wide[1].data);
+	if (ret <= 0)
+		return ret;
+	/* No memory at all: a value at a time, in the same order as the f32 loop. */
+	for (uint64_t i = begin; i < end; i++) {
+		const uint16_t *A = in[0].data, *B = in[1].data;
+		float *c = (float *)out->data + i * out->stride[0];
+
+		for (uint64_t p = 0; p < k; p++) {
+			float s = a->alpha * npu_bf16_to_f32(A[i * ai + p * ap]);
+
+			if (!(p & (GEMM_KC - 1)) && npu_cancelled(cancel))
+				return -1;
+			for (uint64_t j = 0; j < n; j++)
+				c[j * out->stride[1]] += s * npu_bf16_to_f32(B[p * bp + j * bj]);
+		}
+	}
+	return 0;
+}
+
 static int gemm_rows(const struct npu_op *a, const struct npu_view *in,
 		     const struct npu_view *out, uint64_t begin, uint64_t end,
 		     const uint32_t *cancel)
 {
-	const float *A = in[0].data, *B = in[1].data;
 	float *C = out->data;
-	int ta = a->flags & NPU_OP_F_TRANS_A, tb = a->flags & NPU_OP_F_TRANS_B;
-	uint64_t n = out->shape[1], k = ta ? in[0].shape[0] : in[0].shape[1];
-	/* Strides of A as [i][p] and B as [p][j], whatever their layout. */
-	uint64_t ai = ta ? in[0].stride[1] : in[0].stride[0], ap = ta ? in[0].stride[0] : in[0].stride[1];
-	uint64_t bp = tb ? in[1].stride[1] : in[1].stride[0], bj = tb ? in[1].stride[0] : in[1].stride[1];
-	uint64_t ci = out->stride[0], cj = out->stride[1];
+	uint64_t n = out->shape[1], ci = out->stride[0], cj = out->stride[1];
 	float beta = a->beta;	/* a local: C's stores cannot change it */
 
 	for (uint64_t i = begin; i < end; i++) {
@@ -130,6 +186,24 @@ static int gemm_rows(const struct npu_op *a, const struct npu_view *in,
 			for (uint64_t j = 0; j < n; j++)
 				c[j * cj] = beta == 0.0f ? 0.0f : beta * c[j * cj];
 	}
+	if (in[0].dtype == NPU_DT_BF16)
+		return gemm_add_bf16(a, in, out, begin, end, cancel);
+	return gemm_add(a, in, out, begin, end, cancel);
+}
+
+static int gemm_add(const struct npu_op *a, const struct npu_view *in,
+		    const struct npu_view *out, uint64_t begin, uint64_t end,
+		    const uint32_t *cancel)
+{
+	const float *A = in[0].data, *B = in[1].data;
+	float *C = out->data;
+	int ta = a->flags & NPU_OP_F_TRANS_A, tb = a->flags & NPU_OP_F_TRANS_B;
+	uint64_t n = out->shape[1], k = ta ? in[0].shape[0] : in[0].shape[1];
+	/* Strides of A as [i][p] and B as [p][j], whatever their layout. */
+	uint64_t ai = ta ? in[0].stride[1] : in[0].stride[0], ap = ta ? in[0].stride[0] : in[0].stride[1];
+	uint64_t bp = tb ? in[1].stride[1] : in[1].stride[0], bj = tb ? in[1].stride[0] : in[1].stride[1];
+	uint64_t ci = out->stride[0], cj = out->stride[1];
+
 	if (end - begin < GEMM_FEW_ROWS && cj == 1 && (bj == 1 || bp == 1))
 		return bj == 1 ? gemm_contiguous(A, ai, ap, B, bp, C, ci, n, k, a->alpha, begin, end,
 						 cancel) :

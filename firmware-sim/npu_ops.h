@@ -78,7 +78,9 @@ int npu_op_run_cancellable(const struct npu_op *a, const struct npu_view *in,
  * u8) tensors (npu_op_widens) runs as *run, `a` with those tensors' dtypes
  * f32: the engine gives npu_op_run() f32 views of them (npu_widen.c), with
  * the same strides, and narrows the output back. npu_op_run() takes no
- * other f16 or bf16 tensors for these ops.
+ * other f16 or bf16 tensors for these ops, but for a GEMM's A and B both
+ * bf16 where the host multiplies bf16 (npu_gemm_bf16_native()): those
+ * stay bf16.
  */
 void npu_op_widened(const struct npu_op *a, struct npu_op *run);
 

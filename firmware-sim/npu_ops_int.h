@@ -133,6 +133,17 @@ static inline void npu_gemm_put(float *dst, const float *src, int64_t w, int64_t
 	memset(dst + w, 0, (size_t)(nr - w) * sizeof(float));
 }
 
+/*
+ * GEMM on bf16 A and B (npu_gemm_bf16.c): as npu_gemm_fast(), strides in
+ * elements, products summed in f32. Whether this host runs it (AVX512_BF16,
+ * and NPU_FWSIM_ISA not forcing a narrower ISA): the engine widens a bf16
+ * GEMM's inputs to f32 where it does not.
+ */
+bool npu_gemm_bf16_native(void);
+int npu_gemm_bf16(const uint16_t *A, uint64_t ai, uint64_t ap, const uint16_t *B, uint64_t bp,
+		  uint64_t bj, float *C, uint64_t ci, uint64_t n, uint64_t k, float alpha,
+		  uint64_t begin, uint64_t end, const uint32_t *cancel);
+
 /* GEMM over rows [begin, end) of C, then its epilogue (npu_matmul.c). */
 int npu_gemm_run(const struct npu_op *a, const struct npu_view *in,
 		 const struct npu_view *out, uint64_t begin, uint64_t end,

@@ -25,6 +25,10 @@ void npu_op_widened(const struct npu_op *a, struct npu_op *run)
 	for (unsigned int i = 0; i < 4; i++)
 		if (npu_op_widens(a->op, t[i]->dtype))
 			t[i]->dtype = NPU_DT_F32;
+	/* The host multiplies bf16 itself: A and B stay as they are. */
+	if (a->op == NPU_OP_GEMM && a->in[0].dtype == NPU_DT_BF16 &&
+	    a->in[1].dtype == NPU_DT_BF16 && npu_gemm_bf16_native())
+		run->in[0].dtype = run->in[1].dtype = NPU_DT_BF16;
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -183,14 +183,16 @@ static uint64_t off(struct __test_metadata *_metadata, const void *got, const vo
 /* out = act(A B + bias) (+ beta C) for M x K by K x N, A B bias out of da, db, dbias, dc. */
 static void gemm_case(struct __test_metadata *_metadata, FIXTURE_DATA(widen) *self,
 		      uint32_t da, uint32_t dc, uint64_t m, uint64_t n, uint64_t k, float beta,
-		      bool relu_bias)
+		      bool relu_bias, bool trans_b)
 {
-	struct npu_op a = { .op = NPU_OP_GEMM, .alpha = 0.5f, .beta = beta };
+	struct npu_op a = { .op = NPU_OP_GEMM, .alpha = 0.5f, .beta = beta,
+			    .flags = trans_b ? NPU_OP_F_TRANS_B : 0 };
 	void *A, *B, *C, *bias = NULL, *want;
 	uint64_t da_[2] = { m, k }, db_[2] = { k, n }, dc_[2] = { m, n }, dn[1] = { n };
+	uint64_t dbt[2] = { n, k };
 
 	A = tensor(self, &a.in[0], da, 2, da_);
-	B = tensor(self, &a.in[1], da, 2, db_);
+	B = tensor(self, &a.in[1], da, 2, trans_b ? dbt : db_);
 	C = tensor(self, &a.out, dc, 2, dc_);
 	fill(A, m * k, da);
 	fill(B, k * n, da);
@@ -208,7 +210,7 @@ static void gemm_case(struct __test_metadata *_metadata, FIXTURE_DATA(widen) *se
 			double s = 0;
 
 			for (uint64_t p = 0; p < k; p++)
-				s += get(A, i * k + p, da) * get(B, p * n + j, da);
+				s += get(A, i * k + p, da) * get(B, trans_b ? j * k + p : p * n + j, da);
 			s = 0.5 * s + beta * get(C, i * n + j, dc);
 			if (relu_bias) {
 				s += get(bias, j, da);
@@ -229,8 +231,8 @@ TEST_F(widen, f16_gemm_sums_in_f32_and_rounds_once)
 	/* Through every GEMM path: a few rows, the packed kernels, the portable loops. */
 	for (unsigned int isa = 0; isa < FWSIM_ISAS; isa++) {
 		fwsim_isa(isa);
-		gemm_case(_metadata, self, NPU_DT_F16, NPU_DT_F16, 3, 20, 500, 0, false);
-		gemm_case(_metadata, self, NPU_DT_F16, NPU_DT_F16, 24, 40, 300, 0, true);
+		gemm_case(_metadata, self, NPU_DT_F16, NPU_DT_F16, 3, 20, 500, 0, false, false);
+		gemm_case(_metadata, self, NPU_DT_F16, NPU_DT_F16, 24, 40, 300, 0, true, false);
 		self->next = OFF_TENSORS;
 	}
 	fwsim_isa(0);
@@ -238,9 +240,29 @@ TEST_F(widen, f16_gemm_sums_in_f32_and_rounds_once)
 
 TEST_F(widen, bf16_gemm_into_f32_and_beta_reads_the_narrow_output)
 {
-	gemm_case(_metadata, self, NPU_DT_BF16, NPU_DT_F32, 16, 33, 200, 0, true);
-	gemm_case(_metadata, self, NPU_DT_F16, NPU_DT_F16, 16, 33, 200, 1.0f, false);
-	gemm_case(_metadata, self, NPU_DT_BF16, NPU_DT_BF16, 5, 8, 64, -0.5f, true);
+	gemm_case(_metadata, self, NPU_DT_BF16, NPU_DT_F32, 16, 33, 200, 0, true, false);
+	gemm_case(_metadata, self, NPU_DT_F16, NPU_DT_F16, 16, 33, 200, 1.0f, false, false);
+	gemm_case(_metadata, self, NPU_DT_BF16, NPU_DT_BF16, 5, 8, 64, -0.5f, true, false);
+}
+
+/*
+ * bf16 A and B multiplied as bf16 (AVX512_BF16: pairs along k) where the
+ * host can, widened to f32 elsewhere: the same sums either way, in every
+ * shape the packing has a case for: odd k past a panel, strips cut short,
+ * columns past a block, B transposed, a few rows, a bf16 C read by beta.
+ */
+TEST_F(widen, bf16_gemm_multiplies_bf16_on_every_path)
+{
+	for (unsigned int isa = 0; isa < FWSIM_ISAS; isa++) {
+		fwsim_isa(isa);
+		gemm_case(_metadata, self, NPU_DT_BF16, NPU_DT_F32, 13, 70, 257, 0, false, false);
+		gemm_case(_metadata, self, NPU_DT_BF16, NPU_DT_F32, 7, 65, 31, 0, true, true);
+		gemm_case(_metadata, self, NPU_DT_BF16, NPU_DT_BF16, 2, 40, 33, 0.5f, false, true);
+		gemm_case(_metadata, self, NPU_DT_BF16, NPU_DT_F32, 20, 600, 64, 0, false, false);
+		gemm_case(_metadata, self, NPU_DT_BF16, NPU_DT_F32, 8, 530, 300, 1.0f, false, true);
+		self->next = OFF_TENSORS;
+	}
+	fwsim_isa(0);
 }
 
 TEST_F(widen, a_strided_f16_output_leaves_its_gaps_as_they_were)

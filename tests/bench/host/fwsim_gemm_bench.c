@@ -4,7 +4,8 @@
  * of this host, in the same run: 512 and 1024 square, the op library's
  * widest kernel for this CPU (AVX-512 or AVX2 + FMA, packed), its AVX2
  * kernel and its portable loop (NPU_FWSIM_ISA). The ratio is the widest
- * kernel's speed as a fraction of OpenBLAS's. make bench pins OpenBLAS's
+ * kernel's speed as a fraction of OpenBLAS's. Then bf16 A and B (f32
+ * sums) against that fp32 kernel on the same sizes. make bench pins OpenBLAS's
  * core type to what the CPU has (OPENBLAS_CORETYPE): its detection may not
  * know the CPU (0.3.21 takes a Zen 4 VM for a Prescott).
  */
@@ -16,6 +17,7 @@
 
 #include "../bench.h"
 #include "npu_ops.h"
+#include "npu_ops_int.h"
 
 void openblas_set_num_threads(int n);
 
@@ -47,6 +49,7 @@ static double best_of(int runs, const struct npu_op *a, struct npu_view *v)
 int main(void)
 {
 	static const int sizes[] = { 512, 1024 };
+	double t_f32[2], t_bf16[2];
 	int bad = 0;
 
 	openblas_set_num_threads(1);
@@ -59,6 +62,7 @@ int main(void)
 		struct npu_op a = { .op = NPU_OP_GEMM, .alpha = 1.0f };
 		struct npu_view v[3];
 		double t_fast, t_avx2, t_port, t_blas = 1e30, flops = 2.0 * n * n * n, err = 0;
+		uint16_t *Ah = malloc(sizeof(uint16_t) * n * n), *Bh = malloc(sizeof(uint16_t) * n * n);
 
 		for (int i = 0; i < n * n; i++) {
 			A[i] = (float)((uint32_t)i * 7919u % 1000u) / 1000.0f - 0.5f;
@@ -88,8 +92,36 @@ int main(void)
 		       flops / t_avx2 * 1e-9, flops / t_port * 1e-9, flops / t_blas * 1e-9,
 		       t_blas / t_fast);
 		bad |= err > 1e-2;
-		free(A), free(B), free(C), free(D);
+		/*
+		 * bf16 A and B, f32 C: the same values rounded to bf16, against
+		 * OpenBLAS on those rounded values (D still holds its timing run).
+		 */
+		for (int i = 0; i < n * n; i++) {
+			Ah[i] = npu_f32_to_bf16(A[i]), A[i] = npu_bf16_to_f32(Ah[i]);
+			Bh[i] = npu_f32_to_bf16(B[i]), B[i] = npu_bf16_to_f32(Bh[i]);
+		}
+		v[0].data = Ah, v[0].dtype = a.in[0].dtype = NPU_DT_BF16;
+		v[1].data = Bh, v[1].dtype = a.in[1].dtype = NPU_DT_BF16;
+		t_bf16[s] = best_of(runs, &a, v);
+		t_f32[s] = t_fast;
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, A, n, B, n,
+			    0.0f, D, n);
+		err = 0;
+		for (int i = 0; i < n * n; i++)
+			err = fmax(err, fabs((double)C[i] - D[i]));
+		bad |= err > 1e-2;
+		free(A), free(B), free(C), free(D), free(Ah), free(Bh);
 	}
 	printf("(GFLOP/s; ratio: the widest kernel this CPU runs against OpenBLAS, goal >= 0.5)\n");
+	printf("\n%-22s %9s %9s %7s   (%s)\n", "bf16 GEMM, one thread", "fp32", "bf16",
+	       "ratio", npu_gemm_bf16_native() ? "AVX512_BF16" : "no AVX512_BF16: widened");
+	for (unsigned int s = 0; s < 2; s++) {
+		double flops = 2.0 * sizes[s] * sizes[s] * sizes[s];
+
+		printf("%-22s %9.2f %9.2f %7.2f\n",
+		       sizes[s] == 512 ? "512 x 512 x 512" : "1024 x 1024 x 1024",
+		       flops / t_f32[s] * 1e-9, flops / t_bf16[s] * 1e-9, t_f32[s] / t_bf16[s]);
+	}
+	printf("(GFLOP/s; ratio: bf16 A and B, f32 sums, against the fp32 kernel, goal >= 1.8)\n");
 	return bad;
 }
