@@ -240,7 +240,11 @@ int npu_gemm_run(const struct npu_op *a, const struct npu_view *in,
 {
 	const struct npu_epi *e = &a->epi;
 	bool bias = e->flags & NPU_OP_E_BIAS;
-	int ret = gemm_rows(a, in, out, begin, end, cancel);
+	int ret;
+
+	if (out->dtype == NPU_DT_I32)	/* on bytes: no epilogue */
+		return npu_gemm_int8_run(a, in, out, begin, end, cancel);
+	ret = gemm_rows(a, in, out, begin, end, cancel);
 
 	for (uint64_t i = begin; !ret && (bias || e->act) && i < end; i++)
 		npu_epilogue(e, bias ? in[2].data : NULL, in[2].stride[0],

@@ -96,6 +96,9 @@ static const char *check_gemm(const struct npu_op *a)
 		return "GEMM takes 2-D tensors";
 	if (!isfinite(a->alpha) || !isfinite(a->beta))
 		return "GEMM alpha and beta must be finite";
+	/* Integer sums are exact: nothing to scale them by but 1. */
+	if (C->dtype == NPU_DT_I32 && (a->alpha != 1.0f || (a->beta != 0.0f && a->beta != 1.0f)))
+		return "an integer GEMM takes alpha 1 and beta 0 or 1";
 	m = C->shape[0];
 	n = C->shape[1];
 	k = ta ? A->shape[0] : A->shape[1];

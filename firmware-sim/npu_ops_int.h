@@ -144,6 +144,16 @@ int npu_gemm_bf16(const uint16_t *A, uint64_t ai, uint64_t ap, const uint16_t *B
 		  uint64_t bj, float *C, uint64_t ci, uint64_t n, uint64_t k, float alpha,
 		  uint64_t begin, uint64_t end, const uint32_t *cancel);
 
+/*
+ * GEMM on i8 or u8 A and B into i32 C (npu_gemm_int8.c): C (+)= A B, beta
+ * 0 or 1, over rows [begin, end), sums exact modulo 2^32.
+ */
+int npu_gemm_int8_run(const struct npu_op *a, const struct npu_view *in,
+		      const struct npu_view *out, uint64_t begin, uint64_t end,
+		      const uint32_t *cancel);
+/* Whether this host runs its VNNI kernel (else the portable loops). */
+bool npu_gemm_int8_native(void);
+
 /* GEMM over rows [begin, end) of C, then its epilogue (npu_matmul.c). */
 int npu_gemm_run(const struct npu_op *a, const struct npu_view *in,
 		 const struct npu_view *out, uint64_t begin, uint64_t end,

@@ -147,6 +147,47 @@ def mlp(dt=TensorProto.FLOAT, opset=13):
     return b.model("mlp", "x", [1, 784], y, [1, 10], opset), x, ref
 
 
+def dynamic_quantize(x):
+    """DynamicQuantizeLinear in float32, step by step as the importer
+    lowers it (and as ONNX defines it): (u8 values, scale, zero point)."""
+    f = np.float32
+    lo, hi = min(f(0), f(x.min())), max(f(0), f(x.max()))
+    scale = f(f(hi - lo) / f(255))
+    zp = f(np.clip(np.round(f(-lo) / scale), 0, 255))
+    q = np.clip(np.round((x / scale).astype(np.float32)) + zp, 0, 255)
+    return q.astype(np.uint8), scale, zp
+
+
+def mlp_int8():
+    """A two-layer MLP quantized dynamically, as onnxruntime's
+    quantize_dynamic exports one: DynamicQuantizeLinear on the activations,
+    MatMulInteger on int8 weights with a zero point per column, the int32
+    product scaled back to float. Each output sums 784 or 512 products of
+    8-bit integers: past what float32 holds exactly, so it runs on the
+    device's integer GEMM. The reference quantizes the same way in float32
+    and takes the product exactly."""
+    b = Builder(3)
+    x = b.f32(b.rng.standard_normal((4, 784)))
+    h, ref = "x", x
+    for k, (n_in, n_out) in enumerate(((784, 512), (512, 10))):
+        w = b.rng.standard_normal((n_in, n_out)) / np.sqrt(n_in)
+        lo, hi = w.min(0), w.max(0)
+        ws = ((hi - lo) / 255).astype(np.float32)
+        wz = np.clip(np.round(-128 - lo / ws), -128, 127).astype(np.int8)
+        wq = np.clip(np.round(w / ws) + wz, -128, 127).astype(np.int8)
+        xq, xs, xz = b.node("DynamicQuantizeLinear", [h], n_out=3)
+        p = b.node("MatMulInteger", [xq, b.const(wq, "w"), xz, b.const(wz, "wz")])
+        f = b.node("Cast", [p], to=TensorProto.FLOAT)
+        h = b.node("Mul", [f, b.node("Mul", [xs, b.const(ws, "ws")])])
+        rq, rs, rz = dynamic_quantize(ref)
+        acc = (rq.astype(np.int64) - np.int64(rz)) @ (wq.astype(np.int64) - wz.astype(np.int64))
+        ref = acc.astype(np.float32) * (rs * ws)
+        if k == 0:
+            h = b.node("Relu", [h])
+            ref = np.maximum(ref, 0)
+    return b.model("mlp_int8", "x", [4, 784], h, [4, 10], 13), x, ref
+
+
 def transformer(opset, dt=TensorProto.FLOAT):
     b = Builder(0, dt)
     s, d, heads, ff = 128, 256, 4, 1024
@@ -960,7 +1001,7 @@ def main():
                        ("relu_bn", relu_bn), ("picked_column", picked_column),
                        ("shared_conv", shared_conv), ("video_cnn", video_cnn),
                        ("half_folds", half_folds), ("pad_f16", pad_f16),
-                       ("mlp_bf16", lambda: mlp(bf16, 14)),
+                       ("mlp_bf16", lambda: mlp(bf16, 14)), ("mlp_int8", mlp_int8),
                        ("transformer17_f16", lambda: transformer(17, half)),
                        ("resnet_mini_f16", lambda: resnet_mini(half))):
         model, x, ref = make()

@@ -336,6 +336,19 @@ TEST_F(onnx, a_bfloat16_mlp_matches_numpy)
 	run_model_tol(_metadata, self->dev, "mlp_bf16", NPURT_DISPATCH_SINK, 4e-3);
 }
 
+/*
+ * An MLP quantized as onnxruntime's quantize_dynamic exports one:
+ * DynamicQuantizeLinear and MatMulInteger with per-column weight zero
+ * points, 784 and 512 byte products a sum (float32 cannot hold those
+ * sums exactly: this runs on the device's integer GEMM, firmware 0.9).
+ * The reference quantizes the same way in float32 and sums exactly, so
+ * the outputs agree to float32 rounding of the scales.
+ */
+TEST_F(onnx, an_int8_mlp_runs_on_the_integer_gemm)
+{
+	run_model_tol(_metadata, self->dev, "mlp_int8", NPURT_DISPATCH_SINK, 1e-5);
+}
+
 TEST_F(onnx, a_float16_transformer_block_matches_numpy)
 {
 	run_model_tol(_metadata, self->dev, "transformer17_f16", NPURT_DISPATCH_SINK, 5e-3);

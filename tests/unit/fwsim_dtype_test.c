@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kselftest_harness.h"
+#include "fwsim_isa.h"
 #include "npu_ops.h"
 
 /* A 1-D tensor of n elements of dtype dt over data (stride 0: broadcast). */
@@ -477,6 +478,132 @@ TEST(dtype_rules_refuse_what_an_op_does_not_take)
 	EXPECT_NE(NULL, npu_op_check(&a));
 	a.in[0].dtype = a.in[1].dtype = a.out.dtype = NPU_DT_F16;
 	EXPECT_EQ(NULL, npu_op_check(&a));
+}
+
+/* A 2-D tensor of r x c of dt, rows ld apart, over data. */
+static void mat(struct npu_tensor *t, struct npu_view *v, void *data, uint32_t dt, uint64_t r,
+		uint64_t c, uint64_t ld)
+{
+	memset(t, 0, sizeof(*t));
+	*t = (struct npu_tensor){ .dtype = dt, .ndim = 2, .shape = { r, c }, .stride = { ld, 1 } };
+	*v = (struct npu_view){ .data = data, .dtype = dt, .ndim = 2 };
+	memcpy(v->shape, t->shape, sizeof(v->shape));
+	memcpy(v->stride, t->stride, sizeof(v->stride));
+}
+
+static uint32_t irng = 4242;
+
+/* Bytes of every value, the extremes more often than chance. */
+static uint8_t rbyte(void)
+{
+	irng = irng * 1664525u + 1013904223u;
+	switch (irng >> 29) {
+	case 0: return 0x80;
+	case 1: return 0x7f;
+	case 2: return 0xff;
+	default: return (uint8_t)(irng >> 13);
+	}
+}
+
+/*
+ * C (m x n, i32, rows ldc apart) = A B (+ C when beta is 1) on A of da
+ * and B of db, either transposed, against sums in 64 bits taken modulo
+ * 2^32. C starts as garbage, which beta 0 must not read.
+ */
+static void int_gemm_case(struct __test_metadata *_metadata, uint32_t da, uint32_t db,
+			  uint64_t m, uint64_t n, uint64_t k, bool ta, bool tb, float beta)
+{
+	struct npu_op a = { .op = NPU_OP_GEMM, .alpha = 1.0f, .beta = beta,
+			    .flags = (ta ? NPU_OP_F_TRANS_A : 0) | (tb ? NPU_OP_F_TRANS_B : 0) };
+	uint8_t *A = malloc(m * k), *B = malloc(k * n);
+	uint64_t ldc = n + 3, bad = 0;
+	int32_t *C = malloc(m * ldc * 4), *C0 = malloc(m * ldc * 4);
+	struct npu_view v[3];
+
+	ASSERT_TRUE(A && B && C && C0);
+	for (uint64_t x = 0; x < m * k; x++)
+		A[x] = rbyte();
+	for (uint64_t x = 0; x < k * n; x++)
+		B[x] = rbyte();
+	for (uint64_t x = 0; x < m * ldc; x++)
+		C0[x] = C[x] = (int32_t)(irng = irng * 1664525u + 1013904223u);
+	mat(&a.in[0], &v[0], A, da, ta ? k : m, ta ? m : k, ta ? m : k);
+	mat(&a.in[1], &v[1], B, db, tb ? n : k, tb ? k : n, tb ? k : n);
+	mat(&a.out, &v[2], C, NPU_DT_I32, m, n, ldc);
+	ASSERT_EQ(NULL, npu_op_check(&a));
+	npu_op_run(&a, v, &v[2], 0, npu_op_units(&a));
+	for (uint64_t i = 0; i < m; i++)
+		for (uint64_t j = 0; j < ldc; j++) {
+			int64_t s = j < n && beta != 0.0f ? C0[i * ldc + j] : 0;
+
+			for (uint64_t p = 0; p < k && j < n; p++) {
+				uint8_t x = A[ta ? p * m + i : i * k + p], y = B[tb ? j * k + p : p * n + j];
+
+				s += (int64_t)(da == NPU_DT_I8 ? (int8_t)x : x) *
+				     (db == NPU_DT_I8 ? (int8_t)y : y);
+			}
+			if (j >= n)	/* past the row: untouched */
+				s = C0[i * ldc + j];
+			if ((int32_t)(uint32_t)s != C[i * ldc + j] && !bad++)
+				TH_LOG("%s x %s %llux%llux%llu%s%s: C[%llu][%llu] %d, want %d",
+				       da == NPU_DT_I8 ? "i8" : "u8", db == NPU_DT_I8 ? "i8" : "u8",
+				       (unsigned long long)m, (unsigned long long)n,
+				       (unsigned long long)k, ta ? " ta" : "", tb ? " tb" : "",
+				       (unsigned long long)i, (unsigned long long)j,
+				       C[i * ldc + j], (int32_t)(uint32_t)s);
+		}
+	EXPECT_EQ(0, bad);
+	free(A), free(B), free(C), free(C0);
+}
+
+/*
+ * GEMM on bytes into i32 (firmware 0.9): every sign of A and B, on every
+ * path (VNNI, which takes u8 x s8 and corrects the others in closed form,
+ * and the portable loops), through the shapes the packing has a case
+ * for: k not a multiple of 4 and past a panel, strips cut short, columns
+ * past a block, either operand transposed, a few rows, beta 1.
+ */
+TEST(integer_gemm_sums_bytes_exactly_into_i32)
+{
+	static const uint32_t dts[2] = { NPU_DT_U8, NPU_DT_I8 };
+
+	for (unsigned int isa = 0; isa < FWSIM_ISAS; isa++) {
+		fwsim_isa(isa);
+		for (int s = 0; s < 4; s++) {
+			uint32_t da = dts[s & 1], db = dts[s >> 1];
+
+			int_gemm_case(_metadata, da, db, 13, 70, 261, false, false, 0);
+			int_gemm_case(_metadata, da, db, 2, 40, 7, false, true, 1.0f);
+			int_gemm_case(_metadata, da, db, 25, 530, 64, true, false, 0);
+			int_gemm_case(_metadata, da, db, 12, 33, 300, true, true, 1.0f);
+		}
+	}
+	fwsim_isa(0);
+}
+
+/* An integer GEMM writes i32 and takes no scaling, nor an epilogue. */
+TEST(integer_gemm_rules)
+{
+	struct npu_op a = { .op = NPU_OP_GEMM, .alpha = 1.0f };
+
+	a.in[0] = (struct npu_tensor){ .dtype = NPU_DT_U8, .ndim = 2, .shape = { 2, 2 },
+				       .stride = { 2, 1 } };
+	a.in[1] = a.in[0];
+	a.in[1].dtype = NPU_DT_I8;
+	a.out = a.in[0];
+	a.out.dtype = NPU_DT_I32;
+	EXPECT_EQ(NULL, npu_op_check(&a));
+	a.out.dtype = NPU_DT_F32;
+	EXPECT_STREQ("an integer GEMM writes i32", npu_op_check(&a));
+	a.out.dtype = NPU_DT_I32;
+	a.alpha = 2.0f;
+	EXPECT_STREQ("an integer GEMM takes alpha 1 and beta 0 or 1", npu_op_check(&a));
+	a.alpha = 1.0f, a.beta = 0.5f;
+	EXPECT_STREQ("an integer GEMM takes alpha 1 and beta 0 or 1", npu_op_check(&a));
+	a.beta = 0.0f, a.epi.act = NPU_OP_RELU;
+	EXPECT_NE(NULL, npu_op_check(&a));
+	a.epi.act = 0, a.in[1].dtype = NPU_DT_F32;
+	EXPECT_NE(NULL, npu_op_check(&a));
 }
 
 TEST_HARNESS_MAIN

@@ -428,10 +428,14 @@ static npurt_status op_matmul(struct ox_imp *im, const Onnx__NodeProto *n)
 	uint32_t an, bn, nb, nd;
 	uint64_t count = 1;
 	npurt_status st;
+	bool bytes;
 
 	if (!a || !b || !a->ndim || !b->ndim)
 		return ox_fail(im, NPURT_ERR_INVALID, "inputs must have a dimension");
-	if (ox_need_real(im, a) || ox_need_real(im, b))
+	/* i8 and u8 multiply as bytes into int32 (MatMulInteger's product: onnx_quant.c) */
+	bytes = (a->type == OX_UINT8 || a->type == OX_INT8) &&
+		(b->type == OX_UINT8 || b->type == OX_INT8);
+	if (!bytes && (ox_need_real(im, a) || ox_need_real(im, b)))
 		return npurt_last_status();
 	if (ox_device(im, a, &va.tensor) || ox_device(im, ox_find(im, n->input[1]), &vb.tensor))
 		return npurt_last_status();
@@ -477,7 +481,7 @@ static npurt_status op_matmul(struct ox_imp *im, const Onnx__NodeProto *n)
 		dims[nd++] = ad[an - 2];
 	if (b->ndim > 1)
 		dims[nd++] = bd[bn - 1];
-	y = ox_fresh(im, n->output[0], a->type, nd, dims);
+	y = ox_fresh(im, n->output[0], bytes ? OX_INT32 : a->type, nd, dims);
 	if (!y)
 		return npurt_last_status();
 	vy = *y;

@@ -2,10 +2,11 @@
 /*
  * Quantized operators, written as the float operators they mean
  * (ox_emit()): QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
- * MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv. Integer
- * products are computed in float32 on integers, which is exact while no
- * sum passes 2^24: a product whose reduction could is refused, until the
- * op library has integer GEMM and convolution (issue 36). Rounding is
+ * MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv. A matrix
+ * product of bytes runs on the device's integer GEMM, exactly; a
+ * convolution's is computed in float32 on integers, which is exact while
+ * no sum passes 2^24: one whose reduction could is refused, until the op
+ * library has an integer convolution. Rounding is
  * ONNX's, half to even (Round); saturation is a Clip to the output type's
  * range before the Cast.
  */
@@ -46,7 +47,8 @@ static npurt_status emit_new(struct ox_imp *im, const char *op, const char *a, c
  * rank r along `axis` when it has one value per position of that axis;
  * its name into out. name NULL or "": 0 (no zero point).
  */
-static npurt_status param(struct ox_imp *im, const char *name, uint32_t r, int axis, ox_name out)
+static npurt_status param_as(struct ox_imp *im, const char *name, uint32_t r, int axis,
+			     int32_t type, ox_name out)
 {
 	struct ox_val *v = name && name[0] ? ox_find(im, name) : NULL;
 	int64_t dims[OX_MAX_DIMS];
@@ -54,8 +56,8 @@ static npurt_status param(struct ox_imp *im, const char *name, uint32_t r, int a
 	npurt_status st;
 
 	if (!v)
-		return ox_scalar_named(im, OX_FLOAT, 0, out) ? NPURT_OK : npurt_last_status();
-	st = emit_cast(im, name, OX_FLOAT, ox_tmp_name(im, f, sizeof(f), "quant"));
+		return ox_scalar_named(im, type, 0, out) ? NPURT_OK : npurt_last_status();
+	st = emit_cast(im, name, type, ox_tmp_name(im, f, sizeof(f), "quant"));
 	if (st || ox_count(ox_find(im, name)) == 1 || r < 2) {
 		snprintf(out, sizeof(ox_name), "%s", f);
 		return st;
@@ -65,6 +67,24 @@ static npurt_status param(struct ox_imp *im, const char *name, uint32_t r, int a
 	st = ox_int_const(im, dims, r, false, sn);
 	return st ? st : ox_emit(im, "Reshape", (const char *const[]){ f, sn }, 2,
 				 ox_tmp_name(im, out, sizeof(ox_name), "quant"), NULL);
+}
+
+static npurt_status param(struct ox_imp *im, const char *name, uint32_t r, int axis, ox_name out)
+{
+	return param_as(im, name, r, axis, OX_FLOAT, out);
+}
+
+/* Whether zero point `name` is there and not a constant of zeros. */
+static bool zp_counts(struct ox_imp *im, const char *name)
+{
+	struct ox_val *v = name && name[0] ? ox_find(im, name) : NULL;
+
+	if (!v || !v->is_const || !v->i)
+		return v != NULL;
+	for (uint64_t k = 0; k < ox_count(v); k++)
+		if (v->i[k])
+			return true;
+	return false;
 }
 
 /* The range of an integer type, for saturation; false for another type. */
@@ -198,9 +218,102 @@ static npurt_status op_dynamic(struct ox_imp *im, const Onnx__NodeProto *n, stru
 }
 
 /*
- * (a - a_zero) op (b - b_zero) in float on integers: MatMul or Conv (with
- * the node's attributes); `red` the length each output sums over. The
- * result's name into out.
+ * (a - az) (b - bz) for a MatMul on bytes: the device's integer GEMM
+ * (firmware 0.9) multiplies a and b as they are into int32, and the zero
+ * points come off in int32 as well, exactly (modulo 2^32, as ONNX's
+ * int32 wraps):
+ *
+ *   (a - az)(b - bz) = a b - az (1 b) - (a 1) bz + k az bz
+ *
+ * with 1 b the columns' sums and a 1 the rows' (products with a vector
+ * of k ones, on the same GEMM). az is per tensor or per row of a, bz per
+ * tensor or per column of b. A constant zero point of zeros costs nothing.
+ */
+/* y (a name, replaced) -= reshape(l r, shape) zp: a zero point's share. */
+static npurt_status take_off(struct ox_imp *im, ox_name y, const char *l, const char *r,
+			     const int64_t *shape, uint32_t nd, const char *zp)
+{
+	ox_name s, sh, t, u, v;
+	npurt_status st = emit_new(im, "MatMul", l, r, s);
+
+	if (!st)
+		st = ox_int_const(im, shape, nd, false, sh);
+	if (!st)
+		st = ox_emit(im, "Reshape", (const char *const[]){ s, sh }, 2,
+			     ox_tmp_name(im, t, sizeof(t), "quant"), NULL);
+	if (!st)
+		st = emit_new(im, "Mul", t, zp, u);
+	if (!st)
+		st = emit_new(im, "Sub", y, u, v);
+	if (!st)
+		snprintf(y, sizeof(ox_name), "%s", v);
+	return st;
+}
+
+static npurt_status int_matmul(struct ox_imp *im, const char *a, const char *az, const char *b,
+			       const char *bz, ox_name out)
+{
+	struct ox_val *av = ox_find(im, a);
+	int64_t k = av->dims[av->ndim - 1], one = 1, shape[OX_MAX_DIMS];
+	bool za = zp_counts(im, az), zb = zp_counts(im, bz);
+	ox_name y, ones1, ones, sum, sh, t, zi, zj, r, kc;
+	uint32_t rank;
+	npurt_status st;
+
+	st = emit_new(im, "MatMul", a, b, y);
+	if (st || (!za && !zb)) {
+		snprintf(out, sizeof(ox_name), "%s", y);
+		return st;
+	}
+	rank = ox_find(im, y)->ndim;
+	/* k ones, as u8: a column for a's rows' sums, a row for b's columns' */
+	st = ox_int_const(im, &one, 1, true, ones1);
+	if (!st)
+		st = ox_int_const(im, &k, 1, false, sh);
+	if (!st)
+		st = ox_emit(im, "Expand", (const char *const[]){ ones1, sh }, 2,
+			     ox_tmp_name(im, t, sizeof(t), "quant"), NULL);
+	if (!st)
+		st = emit_cast(im, t, OX_UINT8, ox_tmp_name(im, ones, sizeof(ones), "quant"));
+	if (!st && za) {
+		/* y -= az (1 b): 1 b is [..., n], a row once reshaped */
+		struct ox_val *bv = ox_find(im, b);
+
+		memcpy(shape, bv->dims, sizeof(shape));
+		shape[bv->ndim - 2] = 1;
+		st = param_as(im, az, rank, (int)rank - 2, OX_INT32, zi);
+		if (!st)
+			st = take_off(im, y, ones, b, shape, bv->ndim, zi);
+	}
+	if (!st && zb) {
+		/* y -= (a 1) bz: a 1 is [..., m], a column once reshaped */
+		memcpy(shape, av->dims, sizeof(shape));
+		shape[av->ndim - 1] = 1;
+		st = param_as(im, bz, rank, (int)rank - 1, OX_INT32, zj);
+		if (!st)
+			st = take_off(im, y, a, ones, shape, av->ndim, zj);
+	}
+	if (!st && za && zb) {
+		/* y += k az bz */
+		if (!ox_scalar_named(im, OX_INT32, (double)k, kc))
+			return npurt_last_status();
+		st = emit_new(im, "Mul", zi, zj, t);
+		if (!st)
+			st = emit_new(im, "Mul", t, kc, sum);
+		if (!st)
+			st = emit_new(im, "Add", y, sum, r);
+		if (!st)
+			snprintf(y, sizeof(y), "%s", r);
+	}
+	snprintf(out, sizeof(ox_name), "%s", y);
+	return st;
+}
+
+/*
+ * (a - a_zero) op (b - b_zero): a MatMul on bytes in int32 (int_matmul()),
+ * or in float on integers: a Conv (with the node's attributes), whose
+ * sums over `red` products float32 must hold exactly. The result's name
+ * into out, int32 for a MatMul, float for a Conv.
  */
 static npurt_status int_product(struct ox_imp *im, const Onnx__NodeProto *n, bool conv,
 				const char *a, const char *az, const char *b, const char *bz,
@@ -215,31 +328,28 @@ static npurt_status int_product(struct ox_imp *im, const Onnx__NodeProto *n, boo
 	if (!av || !bv || av->ndim < 1 || bv->ndim < 2)
 		return ox_fail(im, NPURT_ERR_INVALID, "operands of rank %u and %u",
 			       av ? av->ndim : 0, bv ? bv->ndim : 0);
-	if (conv)
-		for (uint32_t k = 1; k < bv->ndim; k++)
-			red *= (uint64_t)bv->dims[k];
-	else
-		red = (uint64_t)av->dims[av->ndim - 1];
+	if (!conv)
+		return int_matmul(im, a, az, b, bz, out);
+	for (uint32_t k = 1; k < bv->ndim; k++)
+		red *= (uint64_t)bv->dims[k];
 	if (red * 255 * 255 > QUANT_EXACT)
 		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "sums over %llu products of 8-bit integers, "
-			       "which float32 does not hold exactly (integer GEMM: issue 36)",
-			       (unsigned long long)red);
-	/* A per-row (per output channel) zero point broadcasts along axis 0 of a 2-D a, 0 of w. */
+			       "which float32 does not hold exactly (the device has no integer "
+			       "convolution yet)", (unsigned long long)red);
+	/* A per-channel zero point lies along axis 1 of x, 0 of w. */
 	st = emit_cast(im, a, OX_FLOAT, ox_tmp_name(im, af, sizeof(af), "quant"));
 	if (!st)
 		st = emit_cast(im, b, OX_FLOAT, ox_tmp_name(im, bf, sizeof(bf), "quant"));
 	if (!st)
-		st = param(im, az, conv ? a_nd : 2, conv ? 1 : 0, zaf);
+		st = param(im, az, a_nd, 1, zaf);
 	if (!st)
-		st = param(im, bz, b_nd, conv ? 0 : (int)b_nd - 1, zbf);
+		st = param(im, bz, b_nd, 0, zbf);
 	if (!st)
 		st = emit_new(im, "Sub", af, zaf, ad);
 	if (!st)
 		st = emit_new(im, "Sub", bf, zbf, bd);
 	if (st)
 		return st;
-	if (!conv)
-		return emit_new(im, "MatMul", ad, bd, out);
 	/* The node's own attributes are Conv's (kernel_shape, pads, strides, ...). */
 	return ox_emit_attrs(im, "Conv", (const char *const[]){ ad, bd }, 2,
 			     ox_tmp_name(im, out, sizeof(ox_name), "quant"), n->attribute,
@@ -271,6 +381,10 @@ static npurt_status op_qlinear(struct ox_imp *im, const Onnx__NodeProto *n, bool
 	if (n->n_input < 8 || !w)
 		return ox_fail(im, NPURT_ERR_INVALID, "%zu inputs, 8 wanted", n->n_input);
 	st = int_product(im, n, conv, input(n, 0), input(n, 2), input(n, 3), input(n, 5), p);
+	if (!st && !conv) {	/* int32: scaled in float, as onnxruntime does */
+		st = emit_cast(im, p, OX_FLOAT, ox_tmp_name(im, pb, sizeof(pb), "quant"));
+		snprintf(p, sizeof(p), "%s", pb);
+	}
 	if (!st && conv && input(n, 8) && input(n, 8)[0]) {
 		/* The int32 bias, per output channel: axis 1 of the output. */
 		st = param(im, input(n, 8), r, 1, bf);

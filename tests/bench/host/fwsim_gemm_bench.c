@@ -5,7 +5,8 @@
  * widest kernel for this CPU (AVX-512 or AVX2 + FMA, packed), its AVX2
  * kernel and its portable loop (NPU_FWSIM_ISA). The ratio is the widest
  * kernel's speed as a fraction of OpenBLAS's. Then bf16 A and B (f32
- * sums) against that fp32 kernel on the same sizes. make bench pins OpenBLAS's
+ * sums) and u8 A, i8 B (i32 sums) against that fp32 kernel on the same
+ * sizes. make bench pins OpenBLAS's
  * core type to what the CPU has (OPENBLAS_CORETYPE): its detection may not
  * know the CPU (0.3.21 takes a Zen 4 VM for a Prescott).
  */
@@ -46,10 +47,25 @@ static double best_of(int runs, const struct npu_op *a, struct npu_view *v)
 	return best;
 }
 
+static const int sizes[] = { 512, 1024 };
+
+/* A lower precision's times t against fp32's, size by size. */
+static void against(const char *title, const char *name, const char *isa, const double *t_f32,
+		    const double *t)
+{
+	printf("\n%-22s %9s %9s %7s   (%s)\n", title, "fp32", name, "ratio", isa);
+	for (unsigned int s = 0; s < 2; s++) {
+		double flops = 2.0 * sizes[s] * sizes[s] * sizes[s];
+
+		printf("%-22s %9.2f %9.2f %7.2f\n",
+		       sizes[s] == 512 ? "512 x 512 x 512" : "1024 x 1024 x 1024",
+		       flops / t_f32[s] * 1e-9, flops / t[s] * 1e-9, t_f32[s] / t[s]);
+	}
+}
+
 int main(void)
 {
-	static const int sizes[] = { 512, 1024 };
-	double t_f32[2], t_bf16[2];
+	double t_f32[2], t_bf16[2], t_int8[2];
 	int bad = 0;
 
 	openblas_set_num_threads(1);
@@ -110,18 +126,34 @@ int main(void)
 		for (int i = 0; i < n * n; i++)
 			err = fmax(err, fabs((double)C[i] - D[i]));
 		bad |= err > 1e-2;
+		/* u8 A, i8 B, i32 C: the same shape on bytes, against sums in 64 bits */
+		for (int i = 0; i < n * n; i++) {
+			((uint8_t *)Ah)[i] = (uint8_t)(i * 7919u >> 3);
+			((int8_t *)Bh)[i] = (int8_t)(i * 104729u >> 5);
+		}
+		v[0].data = Ah, v[0].dtype = a.in[0].dtype = NPU_DT_U8;
+		v[1].data = Bh, v[1].dtype = a.in[1].dtype = NPU_DT_I8;
+		v[2].dtype = a.out.dtype = NPU_DT_I32;
+		t_int8[s] = best_of(runs, &a, v);
+		for (int i = 0; i < n; i += 97)
+			for (int j = 0; j < n; j += 89) {
+				int64_t sum = 0;
+
+				for (int p = 0; p < n; p++)
+					sum += (int64_t)((uint8_t *)Ah)[i * n + p] *
+					       ((int8_t *)Bh)[p * n + j];
+				bad |= (int32_t)sum != ((int32_t *)C)[i * n + j];
+			}
+		a.in[0].dtype = a.in[1].dtype = a.out.dtype = NPU_DT_F32;
 		free(A), free(B), free(C), free(D), free(Ah), free(Bh);
 	}
 	printf("(GFLOP/s; ratio: the widest kernel this CPU runs against OpenBLAS, goal >= 0.5)\n");
-	printf("\n%-22s %9s %9s %7s   (%s)\n", "bf16 GEMM, one thread", "fp32", "bf16",
-	       "ratio", npu_gemm_bf16_native() ? "AVX512_BF16" : "no AVX512_BF16: widened");
-	for (unsigned int s = 0; s < 2; s++) {
-		double flops = 2.0 * sizes[s] * sizes[s] * sizes[s];
-
-		printf("%-22s %9.2f %9.2f %7.2f\n",
-		       sizes[s] == 512 ? "512 x 512 x 512" : "1024 x 1024 x 1024",
-		       flops / t_f32[s] * 1e-9, flops / t_bf16[s] * 1e-9, t_f32[s] / t_bf16[s]);
-	}
+	against("bf16 GEMM, one thread", "bf16",
+		npu_gemm_bf16_native() ? "AVX512_BF16" : "no AVX512_BF16: widened", t_f32, t_bf16);
 	printf("(GFLOP/s; ratio: bf16 A and B, f32 sums, against the fp32 kernel, goal >= 1.8)\n");
+	against("int8 GEMM, one thread", "u8 x i8",
+		npu_gemm_int8_native() ? "AVX512_VNNI" : "no AVX512_VNNI: portable", t_f32, t_int8);
+	printf("(G multiply-adds x 2 /s; ratio: u8 A, i8 B, i32 sums, against the fp32 kernel, "
+	       "goal >= 3)\n");
 	return bad;
 }
