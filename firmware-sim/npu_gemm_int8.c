@@ -4,18 +4,21 @@
  * an NPU's int8 MACs compute it. Every sum is exact modulo 2^32, so every
  * path here gives the same bits.
  *
- * Where the host has AVX512_VNNI, VPDPBUSD multiplies four u8 of A by
- * four s8 of B and adds the four products to an i32: 64 multiply-adds an
- * instruction, four times an f32 FMA's. It takes A unsigned and B
- * signed; other signs are moved there and back in closed form. With
- * A' = A + oa (oa 128 for an i8 A, else 0) and B' = B - ob (ob 128 for a
- * u8 B, else 0), over a block of kc values of p:
+ * Where the host has AVX512_VNNI, VPDPBUSD multiplies four u8 by four s8
+ * and adds the four products to an i32: 64 multiply-adds an instruction,
+ * four times an f32 FMA's. Either operand may be the unsigned one (A's
+ * broadcast or B's vector): the kernel takes the roles that need the
+ * fewest shifts, none for u8 x i8 and i8 x u8. A shifted operand moves
+ * by 128 (an xor of its top bit) and the shift comes back in closed form.
+ * With A' = A + da and B' = B + db (da, db in {0, 128, -128}), over a
+ * block of kc values of p:
  *
- *   sum A B = sum A' B' + ob sum A - oa sum B + kc oa ob
+ *   sum A B = sum A' B' - db sum A - da sum B - kc da db
  *
- * The packers take each row's and each column's sums as they go, so the
- * kernel adds the correction as it stores. Elsewhere (or for a strided
- * C, or with no memory for the panels) the portable loops run.
+ * The packers take each row's and each column's sums as they go, when a
+ * shift asks for them, so the kernel adds the correction as it stores.
+ * Elsewhere (or for a strided C, or with no memory for the panels) the
+ * portable loops run.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -24,14 +27,7 @@
 #include "npu_ops.h"
 #include "npu_ops_int.h"
 
-/* A (i, p) and B (p, j), whatever their layout, as the GEMM reads them. */
-struct bytes {
-	const uint8_t *p;
-	uint64_t s0, s1;	/* strides of (row, column) as A[i][p] or B[p][j] */
-	bool sgn;		/* i8 */
-};
-
-static inline int32_t byte_at(const struct bytes *m, uint64_t r, uint64_t c)
+static inline int32_t byte_at(const struct npu_bytes *m, uint64_t r, uint64_t c)
 {
 	uint8_t v = m->p[r * m->s0 + c * m->s1];
 
@@ -39,7 +35,7 @@ static inline int32_t byte_at(const struct bytes *m, uint64_t r, uint64_t c)
 }
 
 /* C[i][j] += sum_p A B, wrapping, for rows [begin, end). */
-static int int8_portable(const struct bytes *A, const struct bytes *B, int32_t *C,
+static int int8_portable(const struct npu_bytes *A, const struct npu_bytes *B, int32_t *C,
 			 uint64_t ci, uint64_t cj, uint64_t n, uint64_t k, uint64_t begin,
 			 uint64_t end, const uint32_t *cancel)
 {
@@ -102,16 +98,16 @@ static inline uint32_t quad_tail(const uint8_t *p, uint64_t step, int64_t n, uin
 }
 
 /*
- * Per column j of the block, corr[j] = kc oa ob - oa sum_p B (the part
+ * Per column j of the block, corr[j] = -da sum_p B - kc da db (the part
  * of the correction a column owes), rows walked in order.
  */
-static void column_corr(const struct bytes *B, uint64_t kb, int64_t kc, uint64_t jb, int64_t nc,
-			int32_t oa, int32_t ob, int32_t *corr)
+static void column_corr(const struct npu_bytes *B, uint64_t kb, int64_t kc, uint64_t jb, int64_t nc,
+			int32_t da, int32_t db, int32_t *corr)
 {
 	uint32_t *s = (uint32_t *)corr;
 
 	memset(s, 0, (size_t)nc * sizeof(*s));
-	for (int64_t p = 0; p < kc && oa; p++) {
+	for (int64_t p = 0; p < kc && da; p++) {
 		const uint8_t *row = B->p + (kb + (uint64_t)p) * B->s0 + jb * B->s1;
 
 		if (B->s1 == 1 && B->sgn)
@@ -125,20 +121,19 @@ static void column_corr(const struct bytes *B, uint64_t kb, int64_t kc, uint64_t
 				s[j] += (uint32_t)byte_at(B, kb + (uint64_t)p, jb + (uint64_t)j);
 	}
 	for (int64_t j = 0; j < nc; j++)
-		corr[j] = (int32_t)((uint32_t)(kc * oa * ob) - (uint32_t)oa * s[j]);
+		corr[j] = (int32_t)(0u - (uint32_t)da * s[j] - (uint32_t)(kc * da * db));
 }
 
 /*
- * Rows [kb, kb + kc) and columns [jb, jb + nc) of B, each value moved to
- * s8 (xor 0x80 for a u8 B), into strips of NR columns: per quad of rows
- * q, the strip's columns as four bytes each, zero past nc and kc.
+ * Rows [kb, kb + kc) and columns [jb, jb + nc) of B, each value xor x
+ * (0x80: shifted), into strips of NR columns: per quad of rows q, the
+ * strip's columns as four bytes each, zero past nc and kc.
  */
 __attribute__((target("avx512f,avx512bw,avx512vl")))
-static void pack_b(const struct bytes *B, uint64_t kb, int64_t kc, uint64_t jb, int64_t nc,
-		   int32_t ob, uint8_t *out)
+static void pack_b(const struct npu_bytes *B, uint64_t kb, int64_t kc, uint64_t jb, int64_t nc,
+		   uint8_t x, uint8_t *out)
 {
 	int64_t kc4 = (kc + 3) / 4;
-	uint8_t x = ob ? 0x80 : 0;
 	__m128i xv = _mm_set1_epi8((char)x);
 
 	for (int64_t js = 0; js < nc; js += NR, out += kc4 * 4 * NR) {
@@ -194,15 +189,13 @@ static void pack_b(const struct bytes *B, uint64_t kb, int64_t kc, uint64_t jb, 
 }
 
 /*
- * A's rows [i, i + mr) by quads of p in [kb, kb + kc), each value moved
- * to u8 (xor 0x80 for an i8 A), MR quads per q, zero past mr and kc; and
- * per row, corr[r] = ob sum_p A.
+ * A's rows [i, i + mr) by quads of p in [kb, kb + kc), each value xor x,
+ * MR quads per q, zero past mr and kc; and per row, corr[r] = -db sum_p A.
  */
-static void pack_a(const struct bytes *A, uint64_t i, int64_t mr, uint64_t kb, int64_t kc,
-		   int32_t ob, uint32_t *out, int32_t *corr)
+static void pack_a(const struct npu_bytes *A, uint64_t i, int64_t mr, uint64_t kb, int64_t kc,
+		   uint8_t x, int32_t db, uint32_t *out, int32_t *corr)
 {
 	int64_t kc4 = (kc + 3) / 4;
-	uint8_t x = A->sgn ? 0x80 : 0;
 
 	for (int64_t r = 0; r < MR; r++) {
 		const uint8_t *row = A->p + (i + (uint64_t)r) * A->s0 + kb * A->s1;
@@ -220,9 +213,9 @@ static void pack_a(const struct bytes *A, uint64_t i, int64_t mr, uint64_t kb, i
 		for (; q < kc4; q++)
 			o[q * MR] = quad_tail(row + 4 * q * A->s1, A->s1,
 					      kc - 4 * q < 4 ? kc - 4 * q : 4, x);
-		for (int64_t p = 0; p < kc && ob; p++)
+		for (int64_t p = 0; p < kc && db; p++)
 			s += (uint32_t)(A->sgn ? (int32_t)(int8_t)row[p * A->s1] : row[p * A->s1]);
-		corr[r] = (int32_t)((uint32_t)ob * s);
+		corr[r] = (int32_t)(0u - (uint32_t)db * s);
 	}
 }
 
@@ -238,10 +231,14 @@ static inline __m512i dpbusd(__m512i acc, __m512i a, __m512i b)
 	return acc;
 }
 
-/* C[mr x nr] += a (kc4 quads x MR) * b (kc4 quads x NR) + rcorr[i] + ccorr[j]. */
-__attribute__((target("avx512f,avx512vnni")))
-static void kernel_8x48(int64_t kc4, const uint32_t *a, const uint8_t *b, int32_t *c,
-			 int64_t ldc, int mr, int nr, const int32_t *rcorr, const int32_t *ccorr)
+/*
+ * C[mr x nr] += a (kc4 quads x MR) * b (kc4 quads x NR) + rcorr[i] +
+ * ccorr[j], a's bytes the unsigned ones, or b's.
+ */
+__attribute__((target("avx512f,avx512vnni"), always_inline))
+static inline void kernel_8x48(int64_t kc4, const uint32_t *a, const uint8_t *b, int32_t *c,
+			       int64_t ldc, int mr, int nr, const int32_t *rcorr,
+			       const int32_t *ccorr, bool b_unsigned)
 {
 	__m512i acc[MR][NV];
 
@@ -257,7 +254,8 @@ static void kernel_8x48(int64_t kc4, const uint32_t *a, const uint8_t *b, int32_
 			__m512i ai = _mm512_set1_epi32((int)a[i]);
 
 			for (int v = 0; v < NV; v++)
-				acc[i][v] = dpbusd(acc[i][v], ai, bv[v]);
+				acc[i][v] = b_unsigned ? dpbusd(acc[i][v], bv[v], ai) :
+					    dpbusd(acc[i][v], ai, bv[v]);
 		}
 	}
 	for (int i = 0; i < mr; i++) {
@@ -279,10 +277,30 @@ static void kernel_8x48(int64_t kc4, const uint32_t *a, const uint8_t *b, int32_
 	}
 }
 
-static int int8_vnni(const struct bytes *A, const struct bytes *B, int32_t *C, uint64_t ci,
+/* The kernel for each role of the unsigned operand, its test outside the loops. */
+__attribute__((target("avx512f,avx512vnni")))
+static void kernel_a_u8(int64_t kc4, const uint32_t *a, const uint8_t *b, int32_t *c, int64_t ldc,
+			int mr, int nr, const int32_t *rcorr, const int32_t *ccorr)
+{
+	kernel_8x48(kc4, a, b, c, ldc, mr, nr, rcorr, ccorr, false);
+}
+
+__attribute__((target("avx512f,avx512vnni")))
+static void kernel_b_u8(int64_t kc4, const uint32_t *a, const uint8_t *b, int32_t *c, int64_t ldc,
+			int mr, int nr, const int32_t *rcorr, const int32_t *ccorr)
+{
+	kernel_8x48(kc4, a, b, c, ldc, mr, nr, rcorr, ccorr, true);
+}
+
+static int int8_vnni(const struct npu_bytes *A, const struct npu_bytes *B, int32_t *C, uint64_t ci,
 		     uint64_t n, uint64_t k, uint64_t begin, uint64_t end, const uint32_t *cancel)
 {
-	int32_t oa = A->sgn ? 128 : 0, ob = B->sgn ? 0 : 128, rcorr[MR];
+	/* B's bytes the unsigned ones where that shifts fewer operands */
+	bool b_u8 = (int)!A->sgn + (int)B->sgn < (int)A->sgn + (int)!B->sgn;
+	bool shift_a = b_u8 ? !A->sgn : A->sgn, shift_b = b_u8 ? B->sgn : !B->sgn;
+	/* an xor of the top bit adds 128 to an i8 read as u8, takes it from a u8 read as i8 */
+	int32_t da = shift_a ? (A->sgn ? 128 : -128) : 0, db = shift_b ? (B->sgn ? 128 : -128) : 0;
+	int32_t rcorr[MR];
 	uint8_t *bpack;
 	uint32_t *apack;
 	int32_t *ccorr;
@@ -301,18 +319,19 @@ static int int8_vnni(const struct bytes *A, const struct bytes *B, int32_t *C, u
 		for (uint64_t kb = 0; kb < k; kb += KC) {
 			int64_t kc = (int64_t)(k - kb < KC ? k - kb : KC), kc4 = (kc + 3) / 4;
 
-			column_corr(B, kb, kc, jb, nc, oa, ob, ccorr);
-			pack_b(B, kb, kc, jb, nc, ob, bpack);
+			column_corr(B, kb, kc, jb, nc, da, db, ccorr);
+			pack_b(B, kb, kc, jb, nc, shift_b ? 0x80 : 0, bpack);
 			for (uint64_t i = begin; i < end; i += MR) {
 				int64_t mr = (int64_t)(end - i < MR ? end - i : MR);
 
 				if (npu_cancelled(cancel))
 					return -1;
-				pack_a(A, i, mr, kb, kc, ob, apack, rcorr);
+				pack_a(A, i, mr, kb, kc, shift_a ? 0x80 : 0, db, apack, rcorr);
 				for (int64_t js = 0; js < nc; js += NR)
-					kernel_8x48(kc4, apack, bpack + js * kc4 * 4,
-						     C + i * ci + jb + (uint64_t)js, (int64_t)ci, (int)mr,
-						     (int)(nc - js < NR ? nc - js : NR), rcorr, ccorr + js);
+					(b_u8 ? kernel_b_u8 : kernel_a_u8)(kc4, apack,
+						bpack + js * kc4 * 4, C + i * ci + jb + (uint64_t)js,
+						(int64_t)ci, (int)mr, (int)(nc - js < NR ? nc - js : NR),
+						rcorr, ccorr + js);
 			}
 		}
 	}
@@ -326,7 +345,7 @@ bool npu_gemm_int8_native(void)
 	return false;
 }
 
-static int int8_vnni(const struct bytes *A, const struct bytes *B, int32_t *C, uint64_t ci,
+static int int8_vnni(const struct npu_bytes *A, const struct npu_bytes *B, int32_t *C, uint64_t ci,
 		     uint64_t n, uint64_t k, uint64_t begin, uint64_t end, const uint32_t *cancel)
 {
 	(void)A, (void)B, (void)C, (void)ci, (void)n, (void)k, (void)begin, (void)end;
@@ -336,28 +355,34 @@ static int int8_vnni(const struct bytes *A, const struct bytes *B, int32_t *C, u
 
 #endif
 
+int npu_gemm_bytes(const struct npu_bytes *A, const struct npu_bytes *B, int32_t *C, uint64_t ci,
+		   uint64_t cj, uint64_t n, uint64_t k, uint64_t begin, uint64_t end,
+		   const uint32_t *cancel)
+{
+	int ret = cj == 1 ? int8_vnni(A, B, C, ci, n, k, begin, end, cancel) : 1;
+
+	return ret <= 0 ? ret : int8_portable(A, B, C, ci, cj, n, k, begin, end, cancel);
+}
+
 int npu_gemm_int8_run(const struct npu_op *a, const struct npu_view *in,
 		      const struct npu_view *out, uint64_t begin, uint64_t end,
 		      const uint32_t *cancel)
 {
 	int ta = a->flags & NPU_OP_F_TRANS_A, tb = a->flags & NPU_OP_F_TRANS_B;
-	struct bytes A = {
+	struct npu_bytes A = {
 		in[0].data, ta ? in[0].stride[1] : in[0].stride[0],
 		ta ? in[0].stride[0] : in[0].stride[1], in[0].dtype == NPU_DT_I8,
 	};
-	struct bytes B = {
+	struct npu_bytes B = {
 		in[1].data, tb ? in[1].stride[1] : in[1].stride[0],
 		tb ? in[1].stride[0] : in[1].stride[1], in[1].dtype == NPU_DT_I8,
 	};
 	uint64_t n = out->shape[1], k = ta ? in[0].shape[0] : in[0].shape[1];
 	uint64_t ci = out->stride[0], cj = out->stride[1];
 	int32_t *C = out->data;
-	int ret = 1;
 
 	for (uint64_t i = begin; i < end; i++)
 		for (uint64_t j = 0; j < n && a->beta == 0.0f; j++)
 			C[i * ci + j * cj] = 0;
-	if (cj == 1)
-		ret = int8_vnni(&A, &B, C, ci, n, k, begin, end, cancel);
-	return ret <= 0 ? ret : int8_portable(&A, &B, C, ci, cj, n, k, begin, end, cancel);
+	return npu_gemm_bytes(&A, &B, C, ci, cj, n, k, begin, end, cancel);
 }

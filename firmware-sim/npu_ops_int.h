@@ -144,6 +144,27 @@ int npu_gemm_bf16(const uint16_t *A, uint64_t ai, uint64_t ap, const uint16_t *B
 		  uint64_t bj, float *C, uint64_t ci, uint64_t n, uint64_t k, float alpha,
 		  uint64_t begin, uint64_t end, const uint32_t *cancel);
 
+/* A (i, p) or B (p, j) of bytes, whatever their layout, as a GEMM reads them. */
+struct npu_bytes {
+	const uint8_t *p;
+	uint64_t s0, s1;	/* strides of (row, column) as A[i][p] or B[p][j] */
+	bool sgn;		/* i8, else u8 */
+};
+
+/*
+ * C[i][j] += sum_p A B for rows [begin, end), wrapping in i32: the VNNI
+ * kernel where it runs and C's rows are contiguous, else the portable
+ * loops. 0 done, -1 cancelled.
+ */
+int npu_gemm_bytes(const struct npu_bytes *A, const struct npu_bytes *B, int32_t *C, uint64_t ci,
+		   uint64_t cj, uint64_t n, uint64_t k, uint64_t begin, uint64_t end,
+		   const uint32_t *cancel);
+
+/* An integer convolution (npu_conv_int8.c): output planes [begin, end). */
+int npu_conv_int8_run(const struct npu_op *a, const struct npu_view *in,
+		      const struct npu_view *out, uint64_t begin, uint64_t end,
+		      const uint32_t *cancel);
+
 /*
  * GEMM on i8 or u8 A and B into i32 C (npu_gemm_int8.c): C (+)= A B, beta
  * 0 or 1, over rows [begin, end), sums exact modulo 2^32.

@@ -635,6 +635,8 @@ int npu_window_run(const struct npu_op *a, const struct npu_view *in,
 {
 	if (a->op != NPU_OP_CONV2D)
 		return run_pool(a, in, out, begin, end, cancel);
+	if (out->dtype == NPU_DT_I32)
+		return npu_conv_int8_run(a, in, out, begin, end, cancel);
 	return in[0].ndim == 5 ? run_conv3d(a, in, out, begin, end, cancel) :
 	       run_conv(a, in, out, begin, end, false, cancel);
 }

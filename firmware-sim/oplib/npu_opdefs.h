@@ -382,6 +382,8 @@ static inline const char *npu_window_check(const struct npu_op *a)
 			return "pool window: 1 to 65535";
 	}
 	if (a->op == NPU_OP_CONV2D) {
+		if (y->dtype == NPU_DT_I32 && nsp != 2)
+			return "an integer convolution is 2-D";
 		if (f->ndim != x->ndim || !w->group || x->shape[1] % w->group || o % w->group ||
 		    f->shape[0] != o || f->shape[1] != x->shape[1] / w->group)
 			return "conv2d weights must be [O, C / group, (kd,) kh, kw]";

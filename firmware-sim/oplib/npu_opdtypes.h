@@ -27,7 +27,7 @@ static inline bool npu_dtype_is_float(uint32_t dt)
 	return dt == NPU_DT_F32 || dt == NPU_DT_F16 || dt == NPU_DT_BF16 || dt == NPU_DT_F64;
 }
 
-/* i8 or u8: what an integer GEMM multiplies (firmware 0.9). */
+/* i8 or u8: what an integer GEMM or convolution multiplies (firmware 0.9). */
 static inline bool npu_dtype_is_byte_int(uint32_t dt)
 {
 	return dt == NPU_DT_I8 || dt == NPU_DT_U8;
@@ -400,14 +400,15 @@ static inline const char *npu_op_dtypes(uint32_t op, uint32_t d0, uint32_t d1, u
 		return d0 == dout && (d1 == NPU_DT_I32 || d1 == NPU_DT_I64) ? NULL :
 		       "gather_elements: I32 or I64 indices, out of in0's dtype";
 	default:			/* in f32 (npu_op_widens), or GEMM on bytes */
-		if (op == NPU_OP_GEMM && npu_dtype_is_byte_int(d0) && npu_dtype_is_byte_int(d1))
-			return dout == NPU_DT_I32 ? NULL : "an integer GEMM writes i32";
+		if ((op == NPU_OP_GEMM || op == NPU_OP_CONV2D) && npu_dtype_is_byte_int(d0) &&
+		    npu_dtype_is_byte_int(d1))
+			return dout == NPU_DT_I32 ? NULL : "an integer GEMM or convolution writes i32";
 		if (npu_op_takes_as_f32(op, d0) && npu_op_takes_as_f32(op, dout) &&
 		    (d1 == NPU_DT_COUNT || npu_op_takes_as_f32(op, d1)))
 			return NULL;
 		return op == NPU_OP_MAXPOOL2D ? "maxpool takes f32, f16, bf16, i8 and u8 tensors" :
-		       op == NPU_OP_GEMM ? "GEMM takes f32, f16 and bf16 tensors, or i8 and u8 "
-					   "into i32" :
+		       op == NPU_OP_GEMM || op == NPU_OP_CONV2D ?
+		       "GEMM and conv2d take f32, f16 and bf16 tensors, or i8 and u8 into i32" :
 		       "op takes f32, f16 and bf16 tensors";
 	}
 }
@@ -419,7 +420,7 @@ static inline uint32_t npu_op_out_dtype(uint32_t op, uint32_t d0, uint32_t to)
 		return NPU_DT_BOOL;
 	if (op == NPU_OP_ARGMAX || op == NPU_OP_ARGMIN)
 		return NPU_DT_I64;
-	if (op == NPU_OP_GEMM && npu_dtype_is_byte_int(d0))
+	if ((op == NPU_OP_GEMM || op == NPU_OP_CONV2D) && npu_dtype_is_byte_int(d0))
 		return NPU_DT_I32;
 	return op == NPU_OP_CAST ? to : d0;
 }

@@ -188,6 +188,65 @@ def mlp_int8():
     return b.model("mlp_int8", "x", [4, 784], h, [4, 10], 13), x, ref
 
 
+def quantize_weights(w, axis_len):
+    """int8 weights with a scale and zero point per output channel (axis 0),
+    asymmetric: (values, scales, zero points)."""
+    flat = w.reshape(axis_len, -1)
+    lo, hi = np.minimum(flat.min(1), 0), np.maximum(flat.max(1), 0)
+    ws = ((hi - lo) / 255).astype(np.float32)
+    wz = np.clip(np.round(-128 - lo / ws), -128, 127).astype(np.int8)
+    shape = (axis_len,) + (1,) * (w.ndim - 1)
+    wq = np.clip(np.round(w / ws.reshape(shape)) + wz.reshape(shape), -128, 127)
+    return wq.astype(np.int8), ws, wz
+
+
+def conv_int(xq, xz, wq, wz, stride, pad, group):
+    """ConvInteger exactly: (x - xz) conv (w - wz) in int64, the padding
+    holding xz (so it adds nothing)."""
+    x = np.pad(xq.astype(np.int64) - np.int64(xz), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    w = wq.astype(np.int64) - wz.astype(np.int64).reshape(-1, 1, 1, 1)
+    n, c, hh, ww = x.shape
+    o, cg, kh, kw = w.shape
+    ho, wo = (hh - kh) // stride + 1, (ww - kw) // stride + 1
+    out = np.zeros((n, o, ho, wo), np.int64)
+    og = o // group
+    for g in range(group):
+        for i in range(kh):
+            for j in range(kw):
+                patch = x[:, g * cg:(g + 1) * cg, i:i + stride * ho:stride, j:j + stride * wo:stride]
+                out[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch,
+                                                         w[g * og:(g + 1) * og, :, i, j])
+    return out
+
+
+def cnn_int8():
+    """Two quantized convolutions as quantize_dynamic exports them:
+    DynamicQuantizeLinear, ConvInteger with int8 weights. The first has
+    288 products a sum (past what float32 holds exactly for bytes) and a
+    zero point per output channel; the second is grouped, strided and
+    symmetric. The reference quantizes the same way in float32 and sums
+    exactly."""
+    b = Builder(5)
+    x = b.f32(b.rng.standard_normal((1, 32, 10, 10)))
+    h, ref = "x", x
+    for cin, cout, stride, group, sym in ((32, 16, 1, 1, False), (16, 8, 2, 2, True)):
+        w = b.rng.standard_normal((cout, cin // group, 3, 3)) / np.sqrt(cin * 9 / group)
+        wq, ws, wz = quantize_weights(w, cout)
+        if sym:
+            wq = np.clip(np.round(w / ws.reshape(-1, 1, 1, 1)), -127, 127).astype(np.int8)
+            wz = np.zeros(cout, np.int8)
+        xq, xs, xz = b.node("DynamicQuantizeLinear", [h], n_out=3)
+        p = b.node("ConvInteger", [xq, b.const(wq, "w"), xz, b.const(wz, "wz")],
+                   pads=[1, 1, 1, 1], strides=[stride, stride], group=group)
+        f = b.node("Cast", [p], to=TensorProto.FLOAT)
+        h = b.node("Mul", [f, b.node("Mul", [xs, b.const(ws.reshape(1, -1, 1, 1), "ws")])])
+        h = b.node("Relu", [h])
+        rq, rs, rz = dynamic_quantize(ref)
+        acc = conv_int(rq, rz, wq, wz, stride, 1, group)
+        ref = np.maximum(acc.astype(np.float32) * (rs * ws.reshape(1, -1, 1, 1)), 0)
+    return b.model("cnn_int8", "x", [1, 32, 10, 10], h, [1, 8, 5, 5], 13), x, ref
+
+
 def transformer(opset, dt=TensorProto.FLOAT):
     b = Builder(0, dt)
     s, d, heads, ff = 128, 256, 4, 1024
@@ -1002,6 +1061,7 @@ def main():
                        ("shared_conv", shared_conv), ("video_cnn", video_cnn),
                        ("half_folds", half_folds), ("pad_f16", pad_f16),
                        ("mlp_bf16", lambda: mlp(bf16, 14)), ("mlp_int8", mlp_int8),
+                       ("cnn_int8", cnn_int8),
                        ("transformer17_f16", lambda: transformer(17, half)),
                        ("resnet_mini_f16", lambda: resnet_mini(half))):
         model, x, ref = make()

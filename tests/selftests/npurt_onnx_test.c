@@ -349,6 +349,18 @@ TEST_F(onnx, an_int8_mlp_runs_on_the_integer_gemm)
 	run_model_tol(_metadata, self->dev, "mlp_int8", NPURT_DISPATCH_SINK, 1e-5);
 }
 
+/*
+ * Two quantized convolutions (DynamicQuantizeLinear, ConvInteger with
+ * int8 weights): 288 byte products a sum and a zero point per output
+ * channel, then grouped, strided and symmetric. They run on the device's
+ * integer convolution, padding and zero points accounted for in int32;
+ * the reference sums exactly, so only the float32 scales round.
+ */
+TEST_F(onnx, an_int8_cnn_runs_on_the_integer_convolution)
+{
+	run_model_tol(_metadata, self->dev, "cnn_int8", NPURT_DISPATCH_SINK, 1e-5);
+}
+
 TEST_F(onnx, a_float16_transformer_block_matches_numpy)
 {
 	run_model_tol(_metadata, self->dev, "transformer17_f16", NPURT_DISPATCH_SINK, 5e-3);

@@ -581,6 +581,113 @@ TEST(integer_gemm_sums_bytes_exactly_into_i32)
 	fwsim_isa(0);
 }
 
+/*
+ * y = conv(x, w) on bytes into i32 for x [n, c, h, w] and weights [o, c /
+ * group, kh, kw] with this window, against sums in 64 bits over the taps
+ * inside the image, taken modulo 2^32.
+ */
+static void int_conv_case(struct __test_metadata *_metadata, uint32_t dx, uint32_t dw,
+			  const uint64_t *xd, uint64_t o, uint64_t kh, uint64_t kw,
+			  struct npu_op_window win)
+{
+	struct npu_op a = { .op = NPU_OP_CONV2D, .win = win };
+	uint64_t cpg = xd[1] / win.group, opg = o / win.group, bad = 0;
+	uint64_t ho_n = (xd[2] + win.pad[0] + win.pad[2] - win.dilation[0] * (kh - 1) - 1) /
+			win.stride[0] + 1;
+	uint64_t wo_n = (xd[3] + win.pad[1] + win.pad[3] - win.dilation[1] * (kw - 1) - 1) /
+			win.stride[1] + 1;
+	uint64_t nx = xd[0] * xd[1] * xd[2] * xd[3], nw = o * cpg * kh * kw;
+	uint64_t ny = xd[0] * o * ho_n * wo_n;
+	uint8_t *x = malloc(nx), *f = malloc(nw);
+	int32_t *y = malloc(ny * 4);
+	struct npu_view v[3];
+
+	ASSERT_TRUE(x && f && y);
+	for (uint64_t k = 0; k < nx; k++)
+		x[k] = rbyte();
+	for (uint64_t k = 0; k < nw; k++)
+		f[k] = rbyte();
+	a.in[0] = (struct npu_tensor){ .dtype = dx, .ndim = 4, .shape = { xd[0], xd[1], xd[2], xd[3] },
+				       .stride = { xd[1] * xd[2] * xd[3], xd[2] * xd[3], xd[3], 1 } };
+	a.in[1] = (struct npu_tensor){ .dtype = dw, .ndim = 4, .shape = { o, cpg, kh, kw },
+				       .stride = { cpg * kh * kw, kh * kw, kw, 1 } };
+	a.out = (struct npu_tensor){ .dtype = NPU_DT_I32, .ndim = 4,
+				     .shape = { xd[0], o, ho_n, wo_n },
+				     .stride = { o * ho_n * wo_n, ho_n * wo_n, wo_n, 1 } };
+	for (int t = 0; t < 3; t++) {
+		const struct npu_tensor *tt = t < 2 ? &a.in[t] : &a.out;
+
+		v[t] = (struct npu_view){ .data = t == 0 ? (void *)x : t == 1 ? (void *)f : (void *)y,
+					  .dtype = tt->dtype, .ndim = 4 };
+		memcpy(v[t].shape, tt->shape, sizeof(v[t].shape));
+		memcpy(v[t].stride, tt->stride, sizeof(v[t].stride));
+	}
+	ASSERT_EQ(NULL, npu_op_check(&a));
+	npu_op_run(&a, v, &v[2], 0, npu_op_units(&a));
+	for (uint64_t n = 0; n < xd[0]; n++)
+		for (uint64_t oc = 0; oc < o; oc++)
+			for (uint64_t ho = 0; ho < ho_n; ho++)
+				for (uint64_t wo = 0; wo < wo_n; wo++) {
+					int64_t s = 0;
+					uint64_t g = oc / opg, at = ((n * o + oc) * ho_n + ho) * wo_n + wo;
+
+					for (uint64_t c = 0; c < cpg; c++)
+						for (uint64_t i = 0; i < kh; i++)
+							for (uint64_t j = 0; j < kw; j++) {
+								int64_t hi = (int64_t)(ho * win.stride[0] + i * win.dilation[0]) - win.pad[0];
+								int64_t wi = (int64_t)(wo * win.stride[1] + j * win.dilation[1]) - win.pad[1];
+								uint8_t xb, fb;
+
+								if (hi < 0 || wi < 0 || hi >= (int64_t)xd[2] || wi >= (int64_t)xd[3])
+									continue;
+								xb = x[((n * xd[1] + g * cpg + c) * xd[2] + (uint64_t)hi) * xd[3] + (uint64_t)wi];
+								fb = f[((oc * cpg + c) * kh + i) * kw + j];
+								s += (int64_t)(dx == NPU_DT_I8 ? (int8_t)xb : xb) *
+								     (dw == NPU_DT_I8 ? (int8_t)fb : fb);
+							}
+					if ((int32_t)(uint32_t)s != y[at] && !bad++)
+						TH_LOG("conv %s x %s: y[%llu][%llu][%llu][%llu] %d, want %d",
+						       dx == NPU_DT_I8 ? "i8" : "u8", dw == NPU_DT_I8 ? "i8" : "u8",
+						       (unsigned long long)n, (unsigned long long)oc,
+						       (unsigned long long)ho, (unsigned long long)wo, y[at],
+						       (int32_t)(uint32_t)s);
+				}
+	EXPECT_EQ(0, bad);
+	free(x), free(f), free(y);
+}
+
+/*
+ * Convolution on bytes into i32 (firmware 0.9): every sign, through the
+ * GEMM on unrolled columns (VNNI or the portable loops) and the direct
+ * loop (groups), with padding, strides and dilations.
+ */
+TEST(integer_convolution_sums_bytes_exactly_into_i32)
+{
+	static const uint32_t dts[2] = { NPU_DT_U8, NPU_DT_I8 };
+	const uint64_t x1[4] = { 2, 5, 9, 11 }, x2[4] = { 1, 64, 14, 14 }, x3[4] = { 1, 6, 7, 8 };
+
+	for (unsigned int isa = 0; isa < FWSIM_ISAS; isa++) {
+		fwsim_isa(isa);
+		for (int s = 0; s < 4; s++) {
+			uint32_t dx = dts[s & 1], dw = dts[s >> 1];
+
+			int_conv_case(_metadata, dx, dw, x1, 7, 3, 3, (struct npu_op_window){
+				.stride = { 1, 1 }, .dilation = { 1, 1 }, .pad = { 1, 1, 1, 1 },
+				.group = 1 });
+			int_conv_case(_metadata, dx, dw, x2, 50, 3, 3, (struct npu_op_window){
+				.stride = { 2, 2 }, .dilation = { 1, 1 }, .pad = { 1, 0, 0, 1 },
+				.group = 1 });
+			int_conv_case(_metadata, dx, dw, x1, 3, 2, 3, (struct npu_op_window){
+				.stride = { 1, 2 }, .dilation = { 2, 1 }, .pad = { 0, 2, 1, 0 },
+				.group = 1 });
+			int_conv_case(_metadata, dx, dw, x3, 4, 3, 3, (struct npu_op_window){
+				.stride = { 1, 1 }, .dilation = { 1, 1 }, .pad = { 1, 1, 1, 1 },
+				.group = 2 });
+		}
+	}
+	fwsim_isa(0);
+}
+
 /* An integer GEMM writes i32 and takes no scaling, nor an epilogue. */
 TEST(integer_gemm_rules)
 {
@@ -594,7 +701,7 @@ TEST(integer_gemm_rules)
 	a.out.dtype = NPU_DT_I32;
 	EXPECT_EQ(NULL, npu_op_check(&a));
 	a.out.dtype = NPU_DT_F32;
-	EXPECT_STREQ("an integer GEMM writes i32", npu_op_check(&a));
+	EXPECT_STREQ("an integer GEMM or convolution writes i32", npu_op_check(&a));
 	a.out.dtype = NPU_DT_I32;
 	a.alpha = 2.0f;
 	EXPECT_STREQ("an integer GEMM takes alpha 1 and beta 0 or 1", npu_op_check(&a));

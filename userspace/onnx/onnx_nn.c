@@ -437,7 +437,7 @@ static void set_window_dim(npurt_graph_node *node, uint32_t sp, uint32_t k, uint
  * Conv, MaxPool, AveragePool in 1-D, 2-D or 3-D: one window op, its bias
  * the epilogue. Pads come from the attribute or auto_pad; a pool's
  * ceil_mode adds the last partial window where it starts inside the
- * padded image.
+ * padded image. A Conv of bytes (onnx_quant.c) writes int32.
  */
 npurt_status ox_op_window(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x)
 {
@@ -449,7 +449,7 @@ npurt_status ox_op_window(struct ox_imp *im, const Onnx__NodeProto *n, struct ox
 	int64_t pads[2 * SP_MAX] = { 0 }, v[2 * SP_MAX], dims[2 + SP_MAX];
 	struct ox_val *w = conv ? ox_in(im, n, 1) : NULL, *y;
 	const char *xn = x->name, *wn = w ? w->name : NULL;
-	bool ceil_mode = !conv && ox_attr_i(n, "ceil_mode", 0);
+	bool ceil_mode = !conv && ox_attr_i(n, "ceil_mode", 0), bytes;
 	uint32_t sp = x->ndim - 2;	/* spatial dimensions */
 	char yn[96];
 	npurt_status stt;
@@ -458,9 +458,12 @@ npurt_status ox_op_window(struct ox_imp *im, const Onnx__NodeProto *n, struct ox
 	if (x->ndim < 3 || x->ndim > 2 + SP_MAX || (conv && (!w || w->ndim != x->ndim)))
 		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "%u-D windows; the device has 1-D to 3-D",
 			       x->ndim >= 2 ? x->ndim - 2 : 0);
-	if (!(max && (x->type == OX_INT8 || x->type == OX_UINT8)) && ox_need_real(im, x))
+	bytes = conv && (x->type == OX_INT8 || x->type == OX_UINT8) &&
+		(w->type == OX_INT8 || w->type == OX_UINT8);
+	if (!bytes && !(max && (x->type == OX_INT8 || x->type == OX_UINT8)) &&
+	    ox_need_real(im, x))
 		return npurt_last_status();
-	if (w && ox_need_real(im, w))
+	if (w && !bytes && ox_need_real(im, w))
 		return npurt_last_status();
 	for (uint32_t k = 0; k < sp; k++)
 		ks[k] = conv ? w->dims[2 + k] : 0;
@@ -543,8 +546,8 @@ npurt_status ox_op_window(struct ox_imp *im, const Onnx__NodeProto *n, struct ox
 	if (sp == 1) {		/* computed as [N, O, 1, Wo], seen as [N, O, Wo] */
 		int64_t d4[4] = { dims[0], dims[1], 1, dims[2] }, s3[3];
 
-		y = ox_fresh(im, ox_tmp_name(im, yn, sizeof(yn), n->output[0]), ox_find(im, xn)->type,
-			     4, d4);
+		y = ox_fresh(im, ox_tmp_name(im, yn, sizeof(yn), n->output[0]),
+			     bytes ? OX_INT32 : ox_find(im, xn)->type, 4, d4);
 		if (!y || ox_add(im, &node, y->base))
 			return npurt_last_status();
 		s3[0] = y->stride[0];
@@ -552,8 +555,8 @@ npurt_status ox_op_window(struct ox_imp *im, const Onnx__NodeProto *n, struct ox
 		s3[2] = y->stride[3];
 		return ox_done(ox_view(im, y, n->output[0], 3, dims, y->off, s3));
 	}
-	y = ox_fresh(im, ox_tmp_name(im, yn, sizeof(yn), n->output[0]), ox_find(im, xn)->type,
-		     2 + sp, dims);
+	y = ox_fresh(im, ox_tmp_name(im, yn, sizeof(yn), n->output[0]),
+		     bytes ? OX_INT32 : ox_find(im, xn)->type, 2 + sp, dims);
 	if (!y || ox_add(im, &node, y->base))
 		return npurt_last_status();
 	stt = ox_done(ox_view(im, y, n->output[0], y->ndim, y->dims, y->off, y->stride));

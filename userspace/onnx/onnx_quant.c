@@ -2,16 +2,18 @@
 /*
  * Quantized operators, written as the float operators they mean
  * (ox_emit()): QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
- * MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv. A matrix
- * product of bytes runs on the device's integer GEMM, exactly; a
- * convolution's is computed in float32 on integers, which is exact while
- * no sum passes 2^24: one whose reduction could is refused, until the op
- * library has an integer convolution. Rounding is
+ * MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv. Products of
+ * bytes run on the device's integer GEMM and convolution, exactly, the
+ * zero points taken off in int32; a convolution the integer one does not
+ * take (computed weights, auto_pad SAME, 1-D or 3-D, a weight zero point
+ * on a grouped one) is computed in float32 on integers, exact while no
+ * sum passes 2^24, and refused where one could. Rounding is
  * ONNX's, half to even (Round); saturation is a Clip to the output type's
  * range before the Cast.
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
@@ -309,6 +311,191 @@ static npurt_status int_matmul(struct ox_imp *im, const char *a, const char *az,
 	return st;
 }
 
+/* int64 values v (n of them) as an int32 constant of these dims: its name into out. */
+static npurt_status int32_const(struct ox_imp *im, const int64_t *v, int64_t n,
+				const int64_t *dims, uint32_t nd, ox_name out)
+{
+	ox_name c, t, sh;
+	npurt_status st = ox_int_const(im, v, n, false, c);
+
+	if (!st)
+		st = emit_cast(im, c, OX_INT32, ox_tmp_name(im, t, sizeof(t), "quant"));
+	if (!st)
+		st = ox_int_const(im, dims, nd, false, sh);
+	return st ? st : ox_emit(im, "Reshape", (const char *const[]){ t, sh }, 2,
+				 ox_tmp_name(im, out, sizeof(ox_name), "quant"), NULL);
+}
+
+/* A Conv of the node's attributes on bytes x and w (padding 0): into out. */
+static npurt_status conv_bytes(struct ox_imp *im, const Onnx__NodeProto *n, const char *x,
+			       const char *w, ox_name out)
+{
+	return ox_emit_attrs(im, "Conv", (const char *const[]){ x, w }, 2,
+			     ox_tmp_name(im, out, sizeof(ox_name), "quant"), n->attribute,
+			     n->n_attribute);
+}
+
+/* A weight zero point's values, one per channel (o of them), or false if it is not a constant. */
+static bool zw_values(struct ox_imp *im, const char *name, int64_t o, int64_t *v)
+{
+	struct ox_val *z = name && name[0] ? ox_find(im, name) : NULL;
+
+	if (z && (!z->is_const || !z->i || (ox_count(z) != 1 && ox_count(z) != (uint64_t)o)))
+		return false;
+	for (int64_t k = 0; k < o; k++)
+		v[k] = z ? z->i[ox_count(z) == 1 ? 0 : k] : 0;
+	return true;
+}
+
+/* A 2-D window's geometry, from explicit attributes. */
+struct win2 {
+	int64_t h, w, ho, wo, kh, kw, st[2], dl[2], pad[4];
+};
+
+/* False for auto_pad SAME, another rank, or a window that does not fit. */
+static bool win2_of(struct ox_imp *im, const Onnx__NodeProto *n, const struct ox_val *x,
+		    const struct ox_val *w, struct win2 *g)
+{
+	const Onnx__AttributeProto *ap = ox_attr(n, "auto_pad");
+	npurt_status st;
+	int64_t v[4];
+
+	if (x->ndim != 4 || w->ndim != 4 ||
+	    (ap && ap->has_s && ap->s.len >= 4 && !memcmp(ap->s.data, "SAME", 4)))
+		return false;
+	*g = (struct win2){ .h = x->dims[2], .w = x->dims[3], .kh = w->dims[2], .kw = w->dims[3],
+			    .st = { 1, 1 }, .dl = { 1, 1 } };
+	if (ox_ints(im, n, SIZE_MAX, "strides", v, 4, &st) == 2)
+		g->st[0] = v[0], g->st[1] = v[1];
+	if (ox_ints(im, n, SIZE_MAX, "dilations", v, 4, &st) == 2)
+		g->dl[0] = v[0], g->dl[1] = v[1];
+	if (ox_ints(im, n, SIZE_MAX, "pads", v, 4, &st) == 4 &&
+	    !(ap && ap->has_s && ap->s.len == 5 && !memcmp(ap->s.data, "VALID", 5)))
+		memcpy(g->pad, v, sizeof(g->pad));
+	for (int k = 0; k < 2; k++)
+		if (g->st[k] < 1 || g->dl[k] < 1 || g->pad[k] < 0 || g->pad[k + 2] < 0)
+			return false;
+	g->ho = (g->h + g->pad[0] + g->pad[2] - g->dl[0] * (g->kh - 1) - 1);
+	g->wo = (g->w + g->pad[1] + g->pad[3] - g->dl[1] * (g->kw - 1) - 1);
+	if (g->ho < 0 || g->wo < 0)
+		return false;
+	g->ho = g->ho / g->st[0] + 1;
+	g->wo = g->wo / g->st[1] + 1;
+	return true;
+}
+
+/*
+ * (x - xz) conv (w - wz) on the device's integer convolution (firmware
+ * 0.9), for constant weights and weight zero points and a 2-D window of
+ * explicit pads. Over the taps V(t) of output position t that fall inside
+ * the image (the padding holds xz: it counts for nothing):
+ *
+ *   y = conv(x, w) - xz (S[o][t] - wz[o] cpg |V(t)|) - wz[o] box(x)[t]
+ *
+ * with conv padding with 0, S[o][t] the sum of w[o] over V(t) and box
+ * the sum of x over V(t) and every channel (a convolution with ones).
+ * S and |V| are taken here, so xz may be computed (DynamicQuantizeLinear's);
+ * box only for a weight zero point not all 0, and then ungrouped. Sets
+ * *took to false, doing nothing, where it does not apply.
+ */
+static npurt_status int_conv(struct ox_imp *im, const Onnx__NodeProto *n, const char *x,
+			     const char *xz, const char *w, const char *wz, ox_name out,
+			     bool *took)
+{
+	struct ox_val *xv = ox_find(im, x), *wv = ox_find(im, w);
+	int64_t o_n = wv->dims[0], cpg = wv->ndim > 1 ? wv->dims[1] : 0, *zw = NULL;
+	int64_t *kt = NULL, *ones = NULL, dims[4] = { 1, o_n, 1, 1 }, hn, wn;
+	bool any_zw = false;
+	struct win2 g;
+	ox_name y, c, box, oc, t, r, zx;
+	npurt_status st = NPURT_OK;
+
+	*took = false;
+	if (!wv->is_const || !wv->i || !win2_of(im, n, xv, wv, &g))
+		return NPURT_OK;
+	/* where no padding cuts a window, K is one value per channel */
+	hn = g.pad[0] || g.pad[2] ? g.ho : 1;
+	wn = g.pad[1] || g.pad[3] ? g.wo : 1;
+	zw = calloc((size_t)o_n, sizeof(*zw));
+	kt = calloc((size_t)(o_n * hn * wn), sizeof(*kt));
+	if (!zw || !kt) {
+		st = ox_fail(im, NPURT_ERR_NO_MEMORY, "sums of %lld channels", (long long)o_n);
+		goto out;
+	}
+	if (!zw_values(im, wz, o_n, zw))
+		goto out;
+	for (int64_t o = 0; o < o_n; o++)
+		any_zw |= zw[o] != 0;
+	if (any_zw && ox_attr_i(n, "group", 1) != 1)
+		goto out;
+	*took = true;
+	/* K[o][t] = S[o][t] - wz[o] cpg |V(t)| */
+	for (int64_t o = 0; o < o_n; o++)
+		for (int64_t ho = 0; ho < hn; ho++)
+			for (int64_t wo = 0; wo < wn; wo++) {
+				int64_t sum = 0, valid = 0;
+
+				for (int64_t i = 0; i < g.kh; i++)
+					for (int64_t j = 0; j < g.kw; j++) {
+						int64_t hi = ho * g.st[0] - g.pad[0] + i * g.dl[0];
+						int64_t wi = wo * g.st[1] - g.pad[1] + j * g.dl[1];
+
+						if ((hn > 1 && (hi < 0 || hi >= g.h)) ||
+						    (wn > 1 && (wi < 0 || wi >= g.w)))
+							continue;
+						valid++;
+						for (int64_t ch = 0; ch < cpg; ch++)
+							sum += wv->i[((o * cpg + ch) * g.kh + i) * g.kw + j];
+					}
+				kt[(o * hn + ho) * wn + wo] =
+					(int32_t)(uint32_t)(uint64_t)(sum - zw[o] * cpg * valid);
+			}
+	dims[2] = hn, dims[3] = wn;
+	st = conv_bytes(im, n, x, w, y);
+	if (!st && xz && xz[0]) {
+		st = emit_cast(im, xz, OX_INT32, ox_tmp_name(im, zx, sizeof(zx), "quant"));
+		if (!st)
+			st = int32_const(im, kt, o_n * hn * wn, dims, 4, c);
+		if (!st)
+			st = emit_new(im, "Mul", c, zx, t);
+		if (!st)
+			st = emit_new(im, "Sub", y, t, r);
+		if (!st)
+			snprintf(y, sizeof(y), "%s", r);
+	}
+	if (!st && any_zw) {
+		int64_t kc = cpg * g.kh * g.kw, wd[4] = { 1, cpg, g.kh, g.kw };
+
+		ones = malloc((size_t)kc * sizeof(*ones));
+		if (!ones) {
+			st = ox_fail(im, NPURT_ERR_NO_MEMORY, "a window of %lld", (long long)kc);
+			goto out;
+		}
+		for (int64_t k = 0; k < kc; k++)
+			ones[k] = 1;
+		dims[2] = dims[3] = 1;
+		st = int32_const(im, ones, kc, wd, 4, t);
+		if (!st)
+			st = emit_cast(im, t, OX_UINT8, ox_tmp_name(im, oc, sizeof(oc), "quant"));
+		if (!st)
+			st = conv_bytes(im, n, x, oc, box);
+		if (!st)
+			st = int32_const(im, zw, o_n, dims, 4, c);
+		if (!st)
+			st = emit_new(im, "Mul", box, c, t);
+		if (!st)
+			st = emit_new(im, "Sub", y, t, r);
+		if (!st)
+			snprintf(y, sizeof(y), "%s", r);
+	}
+	snprintf(out, sizeof(ox_name), "%s", y);
+out:
+	free(zw);
+	free(kt);
+	free(ones);
+	return st;
+}
+
 /*
  * (a - a_zero) op (b - b_zero): a MatMul on bytes in int32 (int_matmul()),
  * or in float on integers: a Conv (with the node's attributes), whose
@@ -324,18 +511,22 @@ static npurt_status int_product(struct ox_imp *im, const Onnx__NodeProto *n, boo
 	uint64_t red = 1;
 	ox_name af, bf, zaf, zbf, ad, bd;
 	npurt_status st;
+	bool took;
 
 	if (!av || !bv || av->ndim < 1 || bv->ndim < 2)
 		return ox_fail(im, NPURT_ERR_INVALID, "operands of rank %u and %u",
 			       av ? av->ndim : 0, bv ? bv->ndim : 0);
 	if (!conv)
 		return int_matmul(im, a, az, b, bz, out);
+	st = int_conv(im, n, a, az, b, bz, out, &took);
+	if (st || took)
+		return st;
 	for (uint32_t k = 1; k < bv->ndim; k++)
 		red *= (uint64_t)bv->dims[k];
 	if (red * 255 * 255 > QUANT_EXACT)
 		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "sums over %llu products of 8-bit integers, "
-			       "which float32 does not hold exactly (the device has no integer "
-			       "convolution yet)", (unsigned long long)red);
+			       "which float32 does not hold exactly (and the integer convolution "
+			       "takes constant weights, explicit pads, 2-D)", (unsigned long long)red);
 	/* A per-channel zero point lies along axis 1 of x, 0 of w. */
 	st = emit_cast(im, a, OX_FLOAT, ox_tmp_name(im, af, sizeof(af), "quant"));
 	if (!st)
@@ -381,7 +572,7 @@ static npurt_status op_qlinear(struct ox_imp *im, const Onnx__NodeProto *n, bool
 	if (n->n_input < 8 || !w)
 		return ox_fail(im, NPURT_ERR_INVALID, "%zu inputs, 8 wanted", n->n_input);
 	st = int_product(im, n, conv, input(n, 0), input(n, 2), input(n, 3), input(n, 5), p);
-	if (!st && !conv) {	/* int32: scaled in float, as onnxruntime does */
+	if (!st && ox_find(im, p)->type == OX_INT32) {	/* scaled in float, as onnxruntime does */
 		st = emit_cast(im, p, OX_FLOAT, ox_tmp_name(im, pb, sizeof(pb), "quant"));
 		snprintf(p, sizeof(p), "%s", pb);
 	}

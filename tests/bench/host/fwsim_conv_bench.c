@@ -4,6 +4,8 @@
  * channels, pad 1), against the same convolution as im2col and OpenBLAS
  * sgemm, both on one thread of this host, in the same run. The ratio is
  * the op library's speed as a fraction of the BLAS path's (1 = as fast).
+ * Then the same convolution on bytes (u8 image, i8 weights, i32 sums)
+ * against the op library's fp32 one.
  */
 #include <cblas.h>
 #include <math.h>
@@ -13,6 +15,7 @@
 
 #include "../bench.h"
 #include "npu_ops.h"
+#include "npu_ops_int.h"
 
 #define C	64
 #define H	56
@@ -100,6 +103,45 @@ int main(void)
 	printf("%-34s %10.2f %10.2f %8.2f\n", "im2col + OpenBLAS sgemm (1 thr)", t_blas * 1e3,
 	       flops / t_blas * 1e-9, 1.0);
 	printf("largest difference between the two: %.3g\n", err);
+
+	/* The same convolution on bytes: u8 image, i8 weights, i32 sums. */
+	uint8_t *xb = (uint8_t *)col, *fb = (uint8_t *)col + C * H * W;
+	double t_int8 = 1e30;
+	int bad = 0;
+
+	for (int i = 0; i < C * H * W; i++)
+		xb[i] = (uint8_t)(i * 7919u >> 3);
+	for (int i = 0; i < O * C * K * K; i++)
+		fb[i] = (uint8_t)(i * 104729u >> 5);
+	v[0].data = xb, v[0].dtype = a.in[0].dtype = NPU_DT_U8;
+	v[1].data = fb, v[1].dtype = a.in[1].dtype = NPU_DT_I8;
+	v[2].dtype = a.out.dtype = NPU_DT_I32;
+	for (int r = 0; r < RUNS; r++) {
+		double t = now_s();
+
+		npu_op_run(&a, v, &v[2], 0, npu_op_units(&a));
+		t_int8 = fmin(t_int8, now_s() - t);
+	}
+	/* a few outputs against a direct sum, the borders among them */
+	for (int o = 0; o < O; o += 13)
+		for (int p = 0; p < H * W; p += 211) {
+			int32_t s = 0;
+
+			for (int c = 0; c < C; c++)
+				for (int i = 0; i < K; i++)
+					for (int j = 0; j < K; j++) {
+						int hi = p / W + i - 1, wi = p % W + j - 1;
+
+						if (hi >= 0 && hi < H && wi >= 0 && wi < W)
+							s += xb[(c * H + hi) * W + wi] *
+							     (int8_t)fb[((o * C + c) * K + i) * K + j];
+					}
+			bad |= s != ((int32_t *)y)[o * H * W + p];
+		}
+	printf("%-34s %10.2f %10.2f %8.2f   (%s)\n", "op library, u8 x i8 into i32", t_int8 * 1e3,
+	       flops / t_int8 * 1e-9, t_npu / t_int8,
+	       npu_gemm_int8_native() ? "AVX512_VNNI" : "no AVX512_VNNI: portable");
+	printf("(ratio of the last: the op library's fp32 time over its int8 time, goal >= 2.5)\n");
 	free(x), free(f), free(y), free(y2), free(col);
-	return err > 1e-2;
+	return err > 1e-2 || bad;
 }
