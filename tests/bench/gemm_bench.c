@@ -15,7 +15,9 @@
  * A launch runs on one group (its cores, DRM_NPU_PARAM_CORE_COUNT shared
  * out between DRM_NPU_PARAM_CORE_GROUPS groups, the first group taking
  * the rounded-down share), so a device of two cores in two groups gives a
- * GEMM one core: it is measured against sgemm at one thread.
+ * GEMM one core: it is measured against sgemm at one thread. Then the
+ * same GEMMs on bf16 and on bytes (firmware 0.9) against the device's
+ * fp32 one.
  */
 #include <cblas.h>
 #include <errno.h>
@@ -28,9 +30,9 @@
 #include "npu_selftest.h"
 #include "bench.h"
 
-static struct npu_op_tensor dense2(uint64_t va, uint64_t n)
+static struct npu_op_tensor dense2(uint64_t va, uint64_t n, uint32_t dt)
 {
-	struct npu_op_tensor t = { .va = va, .dtype = NPU_DT_F32, .ndim = 2,
+	struct npu_op_tensor t = { .va = va, .dtype = dt, .ndim = 2,
 				    .shape = { n, n }, .stride = { n, 1 } };
 
 	return t;
@@ -48,7 +50,8 @@ static struct npu_op_tensor dense2(uint64_t va, uint64_t n)
 #define RUNS	5
 #define WARM_S	0.25
 
-static int device_gflops(int fd, uint64_t n, double *wall, double *own)
+static int device_gflops(int fd, uint64_t n, uint32_t da, uint32_t db, uint32_t dc, double *wall,
+			 double *own)
 {
 	uint64_t bytes = n * n * 4, size = 4096 + 3 * bytes;
 	struct drm_npu_bo_create bo;
@@ -72,9 +75,10 @@ static int device_gflops(int fd, uint64_t n, double *wall, double *own)
 	}
 	for (uint64_t i = 0; i < 2 * n * n; i++)
 		((float *)(map + 4096))[i] = (float)(i % 17) * 0.01f;
-	a.in[0] = dense2(bo.device_va + 4096, n);
-	a.in[1] = dense2(bo.device_va + 4096 + bytes, n);
-	a.out = dense2(bo.device_va + 4096 + 2 * bytes, n);
+	/* bf16 and bytes read the same memory as values of their own: any will do */
+	a.in[0] = dense2(bo.device_va + 4096, n, da);
+	a.in[1] = dense2(bo.device_va + 4096 + bytes, n, db);
+	a.out = dense2(bo.device_va + 4096 + 2 * bytes, n, dc);
 	memcpy(map, &a, sizeof(a));
 	t[0].args[0] = bo.device_va + 2048;	/* the two clocks after the block */
 	t[1].args[0] = bo.device_va;
@@ -150,7 +154,7 @@ int main(int argc, char **argv)
 {
 	uint64_t cores = 0, groups = 0;
 	unsigned int per_launch;
-	double host[2], d[2], w[2];
+	double host[2], d[2], w[2], bf[2], i8[2], lw;
 	int fd;
 
 	if (argc > 1 && !strcmp(argv[1], "--blas-only")) {
@@ -196,7 +200,9 @@ int main(int argc, char **argv)
 	 * threads that take the device's cores.
 	 */
 	for (size_t i = 0; i < 2; i++) {
-		if (device_gflops(fd, sizes[i], &w[i], &d[i])) {
+		if (device_gflops(fd, sizes[i], NPU_DT_F32, NPU_DT_F32, NPU_DT_F32, &w[i], &d[i]) ||
+		    device_gflops(fd, sizes[i], NPU_DT_BF16, NPU_DT_BF16, NPU_DT_F32, &lw, &bf[i]) ||
+		    device_gflops(fd, sizes[i], NPU_DT_U8, NPU_DT_I8, NPU_DT_I32, &lw, &i8[i])) {
 			fprintf(stderr, "gemm_bench: device GEMM %lu failed\n", sizes[i]);
 			return 1;
 		}
@@ -212,6 +218,13 @@ int main(int argc, char **argv)
 	}
 	printf("(GFLOP/s: the device on its own clock and from submit to wait; x host:\n"
 	       " the device against sgemm on the host at the launch's thread count)\n");
+	printf("%-10s %9s %9s %7s %9s %7s\n", "low prec.", "fp32", "bf16", "x fp32", "u8 x i8",
+	       "x fp32");
+	for (size_t i = 0; i < 2; i++)
+		printf("%4lux%-5lu %9.2f %9.2f %7.2f %9.2f %7.2f\n", sizes[i], sizes[i], d[i], bf[i],
+		       bf[i] / d[i], i8[i], i8[i] / d[i]);
+	printf("(the device on its own clock: bf16 A and B into f32, u8 x i8 into i32\n"
+	       " (multiply-adds x 2 per ns), against its fp32 GEMM)\n");
 	close(fd);
 	return 0;
 }
