@@ -65,6 +65,14 @@ $(O)/tests/unit-san/npurt_exec_test: tests/unit/npurt_exec_test.c userspace/exec
 	$(CC) $(filter-out $(DEPFLAGS),$(TEST_CFLAGS)) $(US_INC) $(SAN_FLAGS) \
 		$(filter %.c,$^) -lpthread -o $@
 
+# A session's stages (userspace/onnx/onnx_stages.c) through the importer's
+# internal header: the importer's archive goes before libnpurt's.
+$(O)/obj/tests/unit/npurt_stages_test.o: TEST_CFLAGS += $(US_INC) -I$(O)/gen $(PBC_CFLAGS)
+$(O)/obj/tests/unit/npurt_stages_test.o: | $(ONNX_GEN)
+$(O)/tests/unit/npurt_stages_test: $(O)/obj/tests/unit/npurt_stages_test.o $(ONNXA) $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(PBC_LIBS) $(LIB_DEPS) -lm -o $@
+
 # The model file's reader, planner and builder: no device, so all of it.
 MODEL_FILE_SRCS := userspace/model/model_file.c userspace/model/plan.c userspace/model/graph.c \
 	userspace/runtime/error.c userspace/runtime/oplib.c
@@ -115,7 +123,7 @@ $(O)/tests/fuzz/model_fuzz: tests/fuzz/model_fuzz.c userspace/model/model_file.c
 
 # The ONNX importer with what it needs of the library: no device code (so
 # no sessions, which load models).
-ONNX_FUZZ_SRCS := $(filter-out userspace/onnx/onnx_session.c,$(wildcard userspace/onnx/onnx_*.c)) \
+ONNX_FUZZ_SRCS := $(filter-out userspace/onnx/onnx_session.c userspace/onnx/onnx_plans.c,$(wildcard userspace/onnx/onnx_*.c)) \
 	$(MODEL_FILE_SRCS)
 $(O)/tests/fuzz/onnx_fuzz: tests/fuzz/onnx_fuzz.c $(ONNX_FUZZ_SRCS) $(ONNX_GEN) userspace/onnx/onnx.h
 	@mkdir -p $(@D)

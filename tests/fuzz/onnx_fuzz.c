@@ -3,7 +3,9 @@
  * The ONNX importer under libFuzzer (with ASan and UBSan): any bytes are
  * either refused (NPURT_ERR_INVALID or NPURT_ERR_UNSUPPORTED, with a
  * message) or a graph that serializes into a model file the model reader
- * accepts. The corpus (tests/fuzz/onnx-corpus) holds small models of the
+ * accepts. The same bytes cut into a session's stages (onnx_stages.c)
+ * either are refused with a message or give stages whose files parse
+ * again. The corpus (tests/fuzz/onnx-corpus) holds small models of the
  * ops the importer maps, so mutations reach its shape and layout logic.
  *
  *   build/tests/fuzz/onnx_fuzz NEW_DIR tests/fuzz/onnx-corpus
@@ -15,15 +17,54 @@
 
 #include "model_file.h"
 #include "npuonnx.h"
+#include "onnx_stages.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
+
+/* Each stage's file, its cut values declared as f32 vectors, parses as a model. */
+static void stages(const uint8_t *data, size_t len)
+{
+	npurt_value v = { .dtype = NPURT_F32, .ndim = 1, .shape = { 1 } };
+	const npurt_value *in[1024];
+	struct ox_stages *s = NULL;
+	npurt_status st = ox_stages_cut(data, len, &s);
+
+	if (st) {
+		if ((st != NPURT_ERR_INVALID && st != NPURT_ERR_NO_MEMORY &&
+		     st != NPURT_ERR_UNSUPPORTED) || !npurt_last_error()[0]) {
+			fprintf(stderr, "stages: status %d, \"%s\"\n", st, npurt_last_error());
+			abort();
+		}
+		return;
+	}
+	for (uint32_t j = 0; s && j < s->n; j++) {
+		Onnx__ModelProto *m;
+
+		if (s->st[j].n_in > 1024)
+			continue;
+		for (uint32_t k = 0; k < s->st[j].n_in; k++)
+			in[k] = &v;
+		if (ox_stage_file(s, j, in))
+			continue;
+		m = onnx__model_proto__unpack(NULL, s->st[j].size, s->st[j].file);
+		if (!m) {
+			fprintf(stderr, "stage %u of %u: its file does not parse\n", j, s->n);
+			abort();
+		}
+		onnx__model_proto__free_unpacked(m, NULL);
+	}
+	ox_stages_free(s);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
 	npurt_graph *g = NULL;
-	npurt_status st = npurt_onnx_import(data, len, NULL, &g, NULL);
+	npurt_status st;
 	void *file;
 	size_t size;
+
+	stages(data, len);
+	st = npurt_onnx_import(data, len, NULL, &g, NULL);
 
 	if (st) {
 		if ((st != NPURT_ERR_INVALID && st != NPURT_ERR_UNSUPPORTED &&

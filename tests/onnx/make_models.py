@@ -32,6 +32,9 @@ machine.
                  split shaped by Shape/Gather/Concat of the input; inputs and
                  outputs for each (batch, seq) of DYN_SHAPES as
                  transformer_dyn.BxS.in and .out
+  data_dependent x [n], k [1]: 2 x[x > 0] by NonZero and Gather, and its
+                 top min(k, count) by TopK (the session tests' staged model;
+                 they compute what it should give)
 """
 import os
 import sys
@@ -939,6 +942,36 @@ def topk_inf():
     return b.model("topk_inf", "x", [2, 5], out, [2, 4], 13), x, ref
 
 
+def data_dependent():
+    """Shapes that wait for values a run computes, as detection and
+    retrieval post-processing has them: the positive elements of x
+    (NonZero), doubled, and the top min(k, count) of them (a TopK whose k
+    the graph computes). A session runs it in three stages: before
+    NonZero, up to the TopK, the TopK. The constant 2 is a Constant node
+    ahead of the first cut, read after it."""
+    f, i64 = TensorProto.FLOAT, TensorProto.INT64
+    vi = helper.make_tensor_value_info
+    const = lambda name, a: helper.make_node("Constant", [], [name], name=name,
+                                             value=numpy_helper.from_array(a, name + "_v"))
+    g = helper.make_graph(
+        [const("zero", np.array(0, np.float32)), const("two", np.array(2, np.float32)),
+         helper.make_node("Greater", ["x", "zero"], ["pos"], name="positive"),
+         helper.make_node("NonZero", ["pos"], ["where"], name="where"),
+         helper.make_node("Reshape", ["where", "flat"], ["idx"], name="idx"),
+         helper.make_node("Gather", ["x", "idx"], ["sel"], name="select"),
+         helper.make_node("Mul", ["sel", "two"], ["picked"], name="double"),
+         helper.make_node("Shape", ["picked"], ["count"], name="count"),
+         helper.make_node("Min", ["k", "count"], ["kk"], name="clip_k"),
+         helper.make_node("TopK", ["picked", "kk"], ["top", "top_i"], name="top")],
+        "data_dependent", [vi("x", f, ["n"]), vi("k", i64, [1])],
+        [vi("picked", f, ["m"]), vi("top", f, ["kk"]), vi("top_i", i64, ["kk"])],
+        [numpy_helper.from_array(np.array([-1], np.int64), "flat")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
 def if_same_names():
     """An If on a computed condition whose branches both call their output
     "y1": a select imports both, and the second is refused by name."""
@@ -1037,6 +1070,7 @@ def main():
     onnx.save(loop_refused(True), os.path.join(out, "loop_computed.onnx"))
     onnx.save(loop_refused(False), os.path.join(out, "loop_unsupported_body.onnx"))
     onnx.save(loop_forever(), os.path.join(out, "loop_forever.onnx"))
+    onnx.save(data_dependent(), os.path.join(out, "data_dependent.onnx"))
     model, runs = transformer_dyn()
     onnx.save(model, os.path.join(out, "transformer_dyn.onnx"))
     for (n, s), x, ref in runs:
@@ -1092,6 +1126,8 @@ def corpus(out):
         onnx.checker.check_model(m, full_check=True)
         onnx.save(m, os.path.join(out, name + ".onnx"))
 
+    # A session's stages (onnx_stages.c) cut at NonZero and a computed TopK k.
+    onnx.save(data_dependent(), os.path.join(out, "data_dependent.onnx"))
     w = lambda *s: rng.standard_normal(s).astype(np.float32)
     n = helper.make_node
     one("add_bcast", [n("Add", ["a", "b"], ["y"])], [("a", [2, 3, 4]), ("b", [4])], [("y", [2, 3, 4])])

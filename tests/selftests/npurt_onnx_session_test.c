@@ -7,9 +7,12 @@
  * shape seen before, keeps plans by last use within its count and byte
  * limit, and counts what it did; bad inputs are refused naming the input,
  * with nothing lowered; a model the device cannot run fails at its first
- * run naming the node; nothing is left in device memory.
+ * run naming the node; a model whose shapes wait for values it computes
+ * (NonZero, a computed TopK k) runs in stages, each cached by its shapes
+ * and values; nothing is left in device memory.
  */
 #include <math.h>
+#include <stddef.h>
 
 #include "kselftest_harness.h"
 #include "npu_onnx_files.h"
@@ -290,6 +293,173 @@ TEST_F(session, bad_files_and_options_are_refused_at_create)
 							   &s));
 	EXPECT_EQ(NULL, s);
 	npurt_onnx_session_destroy(NULL);
+}
+
+/* data_dependent's inputs and what it gives: y = 2 x[x > 0], its top min(k, |y|). */
+struct dd_run {
+	uint32_t n;
+	float x[12];
+	int64_t k;
+};
+
+static void dd_check(struct __test_metadata *_metadata, npurt_onnx_session *s,
+		     const struct dd_run *r)
+{
+	npurt_value in[2] = {
+		{ .dtype = NPURT_F32, .ndim = 1, .shape = { r->n }, .data = (void *)r->x,
+		  .bytes = r->n * 4 },
+		{ .dtype = NPURT_I64, .ndim = 1, .shape = { 1 }, .data = (void *)&r->k, .bytes = 8 },
+	}, out[3];
+	float want[12];
+	uint32_t m = 0, kk;
+	bool taken[12] = { false };
+
+	for (uint32_t i = 0; i < r->n; i++)
+		if (r->x[i] > 0)
+			want[m++] = 2 * r->x[i];
+	kk = r->k < m ? (uint32_t)r->k : m;
+	ASSERT_EQ(NPURT_OK, npurt_onnx_session_run(s, in, 2, out, 3))
+		TH_LOG("n %u, k %lld: %s", r->n, (long long)r->k, npurt_last_error());
+	ASSERT_EQ(1, out[0].ndim);
+	ASSERT_EQ(m, out[0].shape[0]);
+	for (uint32_t i = 0; i < m; i++) {
+		EXPECT_EQ(want[i], ((const float *)out[0].data)[i]) TH_LOG("picked[%u]", i);
+	}
+	ASSERT_EQ(NPURT_F32, out[1].dtype);
+	ASSERT_EQ(kk, out[1].shape[0]);
+	ASSERT_EQ(NPURT_I64, out[2].dtype);
+	ASSERT_EQ(kk, out[2].shape[0]);
+	/* The largest first, each index naming its value. */
+	for (uint32_t j = 0; j < kk; j++) {
+		int64_t at = ((const int64_t *)out[2].data)[j];
+		float v = ((const float *)out[1].data)[j];
+		uint32_t best = UINT32_MAX;
+
+		for (uint32_t i = 0; i < m; i++)
+			if (!taken[i] && (best == UINT32_MAX || want[i] > want[best]))
+				best = i;
+		taken[best] = true;
+		EXPECT_EQ(want[best], v) TH_LOG("top[%u] of n %u, k %lld", j, r->n, (long long)r->k);
+		EXPECT_EQ((int64_t)best, at) TH_LOG("top_i[%u]", j);
+	}
+}
+
+TEST_F(session, a_model_whose_shapes_wait_for_its_values_runs_in_stages)
+{
+	static const struct dd_run runs[] = {
+		/* 5 positives of 10, k 3 */
+		{ 10, { 0.5f, -1, 3, -0.f, 2.25f, -7, 9, 1.5f, -2, 0 }, 3 },
+		/* the same shapes, 3 positives: the middle stage gets a new plan */
+		{ 10, { -0.5f, 1, -3, 4, -2.25f, -7, -9, 6.5f, -2, 0 }, 3 },
+		/* 5 positives again, k 2: the TopK stage is keyed by k */
+		{ 10, { 4, 8, -1, -1, 16, -1, 2, -1, 1, -1 }, 2 },
+		/* k over the count: min() clips it */
+		{ 12, { 1, -1, 2, -2, 3, -3, 0, 0, 0, 0, 0, 0 }, 9 },
+		/* the first again: every stage hits */
+		{ 10, { 0.5f, -1, 3, -0.f, 2.25f, -7, 9, 1.5f, -2, 0 }, 3 },
+	};
+	npurt_onnx_session *s;
+	npurt_onnx_session_stats st;
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/data_dependent.onnx", models_dir());
+	ASSERT_EQ(NPURT_OK, npurt_onnx_session_create_file(self->dev, p, NULL, &s))
+		TH_LOG("%s", npurt_last_error());
+	for (int i = 0; i < 5; i++)
+		dd_check(_metadata, s, &runs[i]);
+	st = stats_of(_metadata, s);
+	EXPECT_EQ(5, st.runs);
+	/* Two waits a run: after the first stage (NonZero) and after the second (k). */
+	EXPECT_EQ(10, st.syncs);
+	/*
+	 * Plans: stage 1 at n 10 and n 12; stage 2 at (10, 5 positives),
+	 * (10, 3), (12, 3); stage 3 at (5, k 3), (3, k 3), (5, k 2), and
+	 * the fourth run's k 9 clipped to 3 finds (3, k 3): 8 misses, the
+	 * rest hits. Eight plans hold more hardware queues than the device
+	 * has, so loads evict plans too: a plan evicted and needed again is
+	 * a miss more.
+	 */
+	EXPECT_LE(8, st.misses);
+	EXPECT_GE(st.evictions, st.misses - 8);
+	EXPECT_EQ(15, st.hits + st.misses);
+	/* A caller built before `syncs` existed gets the fields it knows, no more. */
+	st = (npurt_onnx_session_stats){ .size = offsetof(npurt_onnx_session_stats, syncs),
+					 .syncs = 77 };
+	EXPECT_EQ(NPURT_OK, npurt_onnx_session_stats_get(s, &st));
+	EXPECT_EQ(5, st.runs);
+	EXPECT_EQ(77, st.syncs);
+	st.size--;
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_onnx_session_stats_get(s, &st));
+	npurt_onnx_session_destroy(s);
+}
+
+TEST_F(session, a_stage_that_would_get_an_empty_tensor_fails_naming_the_node)
+{
+	static const struct dd_run none = { 4, { -1, -2, 0, -3 }, 2 }, some = { 4, { -1, 2, 0, 3 }, 1 };
+	npurt_value in[2] = {
+		{ .dtype = NPURT_F32, .ndim = 1, .shape = { 4 }, .data = (void *)none.x, .bytes = 16 },
+		{ .dtype = NPURT_I64, .ndim = 1, .shape = { 1 }, .data = (void *)&none.k, .bytes = 8 },
+	}, out[3];
+	npurt_onnx_session *s;
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/data_dependent.onnx", models_dir());
+	ASSERT_EQ(NPURT_OK, npurt_onnx_session_create_file(self->dev, p, NULL, &s))
+		TH_LOG("%s", npurt_last_error());
+	EXPECT_EQ(NPURT_ERR_UNSUPPORTED, npurt_onnx_session_run(s, in, 2, out, 3));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "\"where\" (NonZero)"))
+		TH_LOG("%s", npurt_last_error());
+	EXPECT_EQ(0, stats_of(_metadata, s).runs);
+	/* And the session runs after. */
+	dd_check(_metadata, s, &some);
+	npurt_onnx_session_destroy(s);
+}
+
+/* Device memory the runtime has handed out (plans take theirs from its cache). */
+static uint64_t in_use(struct __test_metadata *_metadata, npurt_device *dev)
+{
+	npurt_mem_usage u = { .size = sizeof(u) };
+
+	EXPECT_EQ(NPURT_OK, npurt_mem_get_usage(dev, &u));
+	return u.cache_in_use;
+}
+
+TEST_F(session, a_run_keeps_each_stage_plan_it_uses_past_the_cache_limit)
+{
+	static const struct dd_run a = { 6, { 1, -2, 3, -4, 5, -6 }, 2 },
+				   b = { 6, { -1, 2, -3, 4, 0, -6 }, 1 };
+	npurt_onnx_session_desc d = { .size = sizeof(d), .max_plans = 1 };
+	npurt_onnx_session *s;
+	npurt_onnx_session_stats st;
+	uint64_t before;
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/data_dependent.onnx", models_dir());
+	ASSERT_EQ(NPURT_OK, npurt_onnx_session_create_file(self->dev, p, &d, &s))
+		TH_LOG("%s", npurt_last_error());
+	/*
+	 * A later stage reads what an earlier one left in its plan's memory:
+	 * a run keeps every plan it used. The second run hits the first
+	 * stage's plan, and its two new plans drop only the first run's
+	 * other two.
+	 */
+	dd_check(_metadata, s, &a);
+	st = stats_of(_metadata, s);
+	EXPECT_EQ(3, st.plans);
+	EXPECT_EQ(0, st.evictions);
+	dd_check(_metadata, s, &b);
+	st = stats_of(_metadata, s);
+	EXPECT_EQ(3, st.plans);
+	EXPECT_EQ(2, st.evictions);
+	EXPECT_EQ(1, st.hits);
+	npurt_onnx_session_destroy(s);
+	/* A destroy unloads every plan: their device memory is back before the device closes. */
+	before = in_use(_metadata, self->dev);
+	ASSERT_EQ(NPURT_OK, npurt_onnx_session_create_file(self->dev, p, &d, &s));
+	dd_check(_metadata, s, &a);
+	EXPECT_LT(before, in_use(_metadata, self->dev));
+	npurt_onnx_session_destroy(s);
+	EXPECT_EQ(before, in_use(_metadata, self->dev));
 }
 
 TEST_HARNESS_MAIN

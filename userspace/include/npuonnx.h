@@ -87,7 +87,11 @@ NPURT_API npurt_status npurt_onnx_import_file(const char *path, const npurt_onnx
  * so a run at a shape seen before costs what the static model's run
  * costs. The cache keeps plans by last use within a count and a device
  * byte limit (each plan holds its own weights and feature maps), and
- * counts its hits, misses and evictions.
+ * counts its hits, misses and evictions. A model whose shapes wait for
+ * values it computes (NonZero, a TopK of a computed k) runs in stages,
+ * cut there: each stage is planned and cached alike, a NonZero runs on
+ * the host between two, and a run waits for each stage before the next
+ * (npurt_onnx_session_stats.syncs).
  *
  * desc->opts pins what applies to every run (dim_params, values; its
  * shapes are the runs' business and are refused); desc may be NULL.
@@ -120,6 +124,13 @@ typedef struct npurt_onnx_session_stats {
 	uint64_t bytes;			/* device memory they hold */
 	uint64_t runs, hits, misses, evictions;
 	uint64_t lower_ns;		/* spent lowering, all misses together */
+	/*
+	 * Times a run waited for values a stage computed before the next
+	 * stage could be planned (a model cut at NonZero or a computed
+	 * TopK k; executor.rst). Added after the first 0.8 headers: a
+	 * `size` that ends before it gets the fields before it.
+	 */
+	uint64_t syncs;
 } npurt_onnx_session_stats;
 
 /*

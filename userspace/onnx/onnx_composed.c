@@ -643,7 +643,8 @@ static npurt_status op_topk(struct ox_imp *im, const Onnx__NodeProto *n, struct 
 
 	if (!kv || !kv->is_const || ox_count(kv) != 1)
 		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "k computed: the output's shape would be "
-			       "data dependent");
+			       "data dependent; a session (npurt_onnx_session_*) cuts the "
+			       "model here");
 	k = ox_geti(kv, 0);
 	if (axis < 0 || k < 1 || k > x->dims[axis])
 		return ox_fail(im, NPURT_ERR_INVALID, "k %lld along axis %lld", (long long)k,

@@ -135,6 +135,35 @@ static npurt_status fold_range(struct ox_imp *im, const Onnx__NodeProto *n)
 	return v ? NPURT_OK : npurt_last_status();
 }
 
+/* NonZero of a constant: int64 [rank, count], positions in row-major order. */
+static npurt_status fold_nonzero(struct ox_imp *im, const Onnx__NodeProto *n)
+{
+	struct ox_val *x = ox_in(im, n, 0), *v;
+	uint64_t count = ox_count(x), nz = 0, c = 0;
+	int64_t dims[2];
+
+	for (uint64_t k = 0; k < count; k++)
+		nz += ox_getf(x, k) != 0;
+	if (!x->ndim || !nz)
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "%s: the device has no empty or "
+			       "dimensionless tensor", x->ndim ? "no nonzero element" : "a scalar");
+	dims[0] = x->ndim;
+	dims[1] = (int64_t)nz;
+	v = ox_new_const(im, n->output[0], OX_INT64, 2, dims);
+	for (uint64_t k = 0; v && k < count; k++) {
+		uint64_t rest = k;
+
+		if (ox_getf(x, k) == 0)
+			continue;
+		for (uint32_t d = x->ndim; d-- > 0;) {
+			ox_set(v, d * nz + c, (double)(rest % (uint64_t)x->dims[d]));
+			rest /= (uint64_t)x->dims[d];
+		}
+		c++;
+	}
+	return v ? NPURT_OK : npurt_last_status();
+}
+
 enum fop { F_ADD, F_SUB, F_MUL, F_DIV, F_POW, F_MAX, F_MIN, F_EQ, F_LT, F_GT, F_LE, F_GE,
 	   F_AND, F_OR, F_XOR, F_WHERE, F_MOD };
 
@@ -368,6 +397,10 @@ bool ox_fold(struct ox_imp *im, const Onnx__NodeProto *n, npurt_status *st)
 	}
 	if (!strcmp(t, "Range")) {
 		*st = fold_range(im, n);
+		return true;
+	}
+	if (!strcmp(t, "NonZero")) {
+		*st = fold_nonzero(im, n);
 		return true;
 	}
 	for (size_t k = 0; k < sizeof(folds) / sizeof(folds[0]); k++)

@@ -801,5 +801,9 @@ npurt_status ox_node(struct ox_imp *im, const Onnx__NodeProto *n)
 		st = ox_quant_node(im, n, x, &handled);
 	if (handled)
 		return st;
+	if (!strcmp(t, "NonZero"))
+		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "its output's shape is its input's count "
+			       "of nonzero elements, known only once run: a session "
+			       "(npurt_onnx_session_*) cuts the model here");
 	return ox_fail(im, NPURT_ERR_UNSUPPORTED, "no mapping to the device's op library");
 }

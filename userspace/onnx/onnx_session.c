@@ -5,66 +5,27 @@
  * first run at a key lowers the model for it -- the importer with the
  * shapes pinned, then a load, so the plan is a sunk model like any other
  * and its runs cost what a static model's do -- and later runs at that
- * key find the plan in a small cache, kept by last use within a plan
- * count and a device byte limit. Nothing of an op is defined here: what
- * the importer makes of a node at given shapes is all a plan is.
+ * key find the plan in a small cache (onnx_plans.c), kept by last use
+ * within a plan count and a device byte limit. Nothing of an op is defined here: what
+ * the importer makes of a node at given shapes is all a plan is. A model
+ * whose shapes wait for values a run computes runs as stages
+ * (onnx_stages.c), each planned and cached the same way, values passing
+ * from one to the next by name through the run's pool.
  *
  * Locking: session->lock is held across a run, the stats and the cache.
  */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "error.h"
 #include "npuonnx.h"
 #include "onnx.h"
 #include "onnx.pb-c.h"
-
-#define SESSION_MAX_IO		64
-#define SESSION_PLANS		8
-#define SESSION_BYTES		(512ull << 20)
-/* Past a name: "=", dimensions up to 2^40 joined by x, the NUL. */
-#define SESSION_PIN_LEN		(NPURT_MAX_DIMS * 15 + 2)
-
-struct session_io {
-	char *name;
-	npurt_dtype dtype;
-	uint32_t ndim;
-	uint64_t dims[NPURT_MAX_DIMS];	/* 0: symbolic */
-	bool shaped;			/* the file declares a shape */
-};
-
-/* One lowering: the model at one set of input shapes. */
-struct plan {
-	uint64_t key[1 + SESSION_MAX_IO * (NPURT_MAX_DIMS + 1)];
-	uint32_t key_len;
-	uint64_t hash;
-	npurt_model *model;
-	uint64_t bytes;			/* the model's device memory */
-	uint64_t last_use;
-	uint32_t in_index[SESSION_MAX_IO];	/* the model's io index of each input */
-	npurt_value out[SESSION_MAX_IO];	/* shapes, and host memory bound */
-};
-
-struct npurt_onnx_session {
-	pthread_mutex_t lock;
-	npurt_device *dev;
-	void *data;
-	size_t size;
-	npurt_onnx_options opts;	/* the caller's pins, no shapes */
-	char **dim_params, **values;
-	struct session_io in[SESSION_MAX_IO], out[SESSION_MAX_IO];
-	uint32_t n_in, n_out;
-	uint32_t max_plans;
-	uint64_t max_bytes;
-	int32_t timeout_ms;
-	struct plan **plans;
-	uint32_t nplans;
-	uint64_t clock;
-	npurt_onnx_session_stats stats;
-};
+#include "onnx_session.h"
+#include "onnx_stages.h"
 
 static char **copy_specs(const char *const *specs, uint32_t n, bool *ok)
 {
@@ -94,14 +55,6 @@ static bool pinned_by_value(const npurt_onnx_session *s, const char *name)
 		    !strncmp(s->values[i], name, strlen(name)))
 			return true;
 	}
-	return false;
-}
-
-static bool is_initializer(const Onnx__GraphProto *g, const char *name)
-{
-	for (size_t k = 0; k < g->n_initializer; k++)
-		if (g->initializer[k]->name && !strcmp(g->initializer[k]->name, name))
-			return true;
 	return false;
 }
 
@@ -155,7 +108,7 @@ static npurt_status read_graph(npurt_onnx_session *s)
 	for (size_t i = 0; !st && i < g->n_input; i++) {
 		const char *name = g->input[i]->name;
 
-		if (!name || is_initializer(g, name) || pinned_by_value(s, name))
+		if (!name || ox_graph_initializer(g, name) || pinned_by_value(s, name))
 			continue;
 		if (s->n_in == SESSION_MAX_IO) {
 			st = npurt_set_error(NPURT_ERR_UNSUPPORTED, "npurt_onnx_session_create: over "
@@ -175,6 +128,54 @@ static npurt_status read_graph(npurt_onnx_session *s)
 out:
 	onnx__model_proto__free_unpacked(m, NULL);
 	return st;
+}
+
+/*
+ * The stages a run goes through (one, the file, unless the model is cut),
+ * and room for the values a run passes between them.
+ */
+static npurt_status setup_stages(npurt_onnx_session *s)
+{
+	static const char who[] = "npurt_onnx_session_create";
+	struct ox_stage *w = &s->whole;
+	uint32_t n = 1;
+	npurt_status st = ox_stages_cut(s->data, s->size, &s->stages);
+
+	if (st)
+		return st;
+	w->in = calloc(s->n_in + 1, sizeof(*w->in));
+	w->by_value = calloc(s->n_in + 1, sizeof(*w->by_value));
+	w->out = calloc(s->n_out + 1, sizeof(*w->out));
+	if (!w->in || !w->by_value || !w->out)
+		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
+	for (uint32_t i = 0; i < s->n_in; i++)
+		w->in[w->n_in++] = s->in[i].name;
+	for (uint32_t i = 0; i < s->n_out; i++)
+		w->out[w->n_out++] = s->out[i].name;
+	w->n_nodes = 1;		/* never 0: the device part runs */
+	w->file = s->data;
+	w->size = s->size;
+	s->pool_cap = s->n_in + (s->stages ? 0 : s->n_out);
+	if (s->stages) {
+		n = s->stages->n;
+		for (uint32_t j = 0; j < n; j++) {
+			const struct ox_stage *t = &s->stages->st[j];
+
+			if (t->n_in > SESSION_MAX_IO || t->n_out > SESSION_MAX_IO)
+				return npurt_set_error(NPURT_ERR_UNSUPPORTED, "%s: %u values go into "
+						       "stage %u and %u come out (cut at the nodes "
+						       "whose shapes wait for values); at most %d",
+						       who, t->n_in, j, t->n_out, SESSION_MAX_IO);
+			s->pool_cap += t->n_out + (t->host ? 1 : 0);
+		}
+	}
+	s->host = calloc(n, sizeof(*s->host));
+	s->pool = calloc(s->pool_cap + 1, sizeof(*s->pool));
+	/* A run keeps each stage's plan while it runs, whatever max_plans says. */
+	s->plans = calloc(s->max_plans + n, sizeof(*s->plans));
+	if (!s->host || !s->pool || !s->plans)
+		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
+	return NPURT_OK;
 }
 
 npurt_status npurt_onnx_session_create(npurt_device *dev, const void *data, size_t size,
@@ -210,7 +211,6 @@ npurt_status npurt_onnx_session_create(npurt_device *dev, const void *data, size
 	s->timeout_ms = desc && desc->timeout_ms > 0 ? desc->timeout_ms : -1;
 	s->stats.size = sizeof(s->stats);
 	s->data = malloc(size ? size : 1);
-	s->plans = calloc(s->max_plans, sizeof(*s->plans));
 	s->opts.size = sizeof(s->opts);
 	if (o) {
 		s->opts.n_dim_params = o->n_dim_params;
@@ -221,8 +221,8 @@ npurt_status npurt_onnx_session_create(npurt_device *dev, const void *data, size
 	s->opts.dim_params = (const char *const *)s->dim_params;
 	s->opts.values = (const char *const *)s->values;
 	pthread_mutex_init(&s->lock, NULL);
-	if (!s->data || !s->plans || !ok1 || !ok2) {
-		st = (s->data && s->plans && s->dim_params && s->values) ?
+	if (!s->data || !ok1 || !ok2) {
+		st = (s->data && s->dim_params && s->values) ?
 			npurt_set_error(NPURT_ERR_INVALID, "%s: a NULL pin in opts", who) :
 			npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
 		npurt_onnx_session_destroy(s);
@@ -231,6 +231,8 @@ npurt_status npurt_onnx_session_create(npurt_device *dev, const void *data, size
 	memcpy(s->data, data, size);
 	s->size = size;
 	st = read_graph(s);
+	if (!st)
+		st = setup_stages(s);
 	/* Each run pins every input's shape beside the caller's pins. */
 	if (!st && s->n_in + s->opts.n_dim_params + s->opts.n_values > OX_MAX_PINS)
 		st = npurt_set_error(NPURT_ERR_UNSUPPORTED, "%s: %u inputs and %u pins; a lowering "
@@ -263,22 +265,20 @@ npurt_status npurt_onnx_session_create_file(npurt_device *dev, const char *path,
 	return st;
 }
 
-static void plan_free(struct plan *p, uint32_t n_out)
-{
-	if (!p)
-		return;
-	npurt_model_unload(p->model);
-	for (uint32_t i = 0; i < n_out; i++)
-		free(p->out[i].data);
-	free(p);
-}
-
 void npurt_onnx_session_destroy(npurt_onnx_session *s)
 {
 	if (!s)
 		return;
-	for (uint32_t i = 0; i < s->nplans; i++)
-		plan_free(s->plans[i], s->n_out);
+	for (uint32_t i = 0; s->plans && i < s->nplans; i++)
+		ox_plan_free(s->plans[i]);
+	for (uint32_t j = 0; s->host && j < (s->stages ? s->stages->n : 1); j++)
+		free(s->host[j].data);
+	free(s->host);
+	free(s->pool);
+	ox_stages_free(s->stages);
+	free(s->whole.in);
+	free(s->whole.by_value);
+	free(s->whole.out);
 	for (uint32_t i = 0; i < s->n_in; i++)
 		free(s->in[i].name);
 	for (uint32_t i = 0; i < s->n_out; i++)
@@ -323,24 +323,27 @@ npurt_status npurt_onnx_session_io(npurt_onnx_session *s, uint32_t index, npurt_
 
 npurt_status npurt_onnx_session_stats_get(npurt_onnx_session *s, npurt_onnx_session_stats *out)
 {
-	if (!s || !out || out->size < sizeof(*out))
+	/* Callers built before `syncs` was added pass the size up to it. */
+	size_t old = offsetof(npurt_onnx_session_stats, syncs), size;
+
+	if (!s || !out || out->size < old)
 		return npurt_set_error(NPURT_ERR_INVALID, "npurt_onnx_session_stats_get: %s",
 				       !s ? "session is NULL" : !out ? "stats is NULL" :
 				       "stats->size too small");
+	size = out->size < sizeof(*out) ? out->size : sizeof(*out);
 	pthread_mutex_lock(&s->lock);
-	*out = s->stats;
+	memcpy((char *)out + sizeof(out->size), (const char *)&s->stats + sizeof(out->size),
+	       size - sizeof(out->size));
 	pthread_mutex_unlock(&s->lock);
 	return NPURT_OK;
 }
 
 /* ---- runs ---------------------------------------------------------- */
 
-/* Check the inputs against what the file declares, and make their key. */
-static npurt_status check_inputs(const npurt_onnx_session *s, const npurt_value *in,
-				 struct plan *key)
+/* Check the inputs against what the file declares. */
+static npurt_status check_inputs(const npurt_onnx_session *s, const npurt_value *in)
 {
 	static const char who[] = "npurt_onnx_session_run";
-	uint64_t *k = key->key, h = 1469598103934665603ull;
 
 	for (uint32_t i = 0; i < s->n_in; i++) {
 		const struct session_io *io = &s->in[i];
@@ -352,7 +355,6 @@ static npurt_status check_inputs(const npurt_onnx_session *s, const npurt_value 
 					       "dimensions; the model takes %s of %u", who, i,
 					       io->name, ox_type_name(ox_type(in[i].dtype)), in[i].ndim,
 					       ox_type_name(ox_type(io->dtype)), io->ndim);
-		*k++ = in[i].ndim;
 		for (uint32_t d = 0; d < in[i].ndim; d++) {
 			uint64_t n = in[i].shape[d];
 
@@ -362,172 +364,93 @@ static npurt_status check_inputs(const npurt_onnx_session *s, const npurt_value 
 						       who, i, io->name, d, (unsigned long long)n,
 						       (unsigned long long)io->dims[d]);
 			count *= n;
-			*k++ = n;
 		}
 		if (!in[i].data || in[i].bytes != count * npurt_dtype_size(in[i].dtype))
 			return npurt_set_error(NPURT_ERR_INVALID, "%s: input %u \"%.64s\": %s", who, i,
 					       io->name, !in[i].data ? "data is NULL" :
 					       "bytes do not match its shape");
 	}
-	key->key_len = (uint32_t)(k - key->key);
-	for (uint32_t j = 0; j < key->key_len; j++)
-		h = (h ^ key->key[j]) * 1099511628211ull;
-	key->hash = h;
 	return NPURT_OK;
 }
 
-static struct plan *find_plan(npurt_onnx_session *s, const struct plan *key)
+static const npurt_value *pool_find(const npurt_onnx_session *s, const char *name)
 {
-	for (uint32_t i = 0; i < s->nplans; i++) {
-		struct plan *p = s->plans[i];
-
-		if (p->hash == key->hash && p->key_len == key->key_len &&
-		    !memcmp(p->key, key->key, key->key_len * sizeof(key->key[0])))
-			return p;
-	}
+	for (uint32_t k = s->npool; k-- > 0;)
+		if (!strcmp(s->pool[k].name, name))
+			return &s->pool[k].v;
 	return NULL;
 }
 
-/* Drop the least recently used plan but `keep`; false: none to drop. */
-static bool evict_one(npurt_onnx_session *s, const struct plan *keep)
+static void pool_add(npurt_onnx_session *s, const char *name, const npurt_value *v)
 {
-	uint32_t lru = UINT32_MAX;
-
-	for (uint32_t i = 0; i < s->nplans; i++)
-		if (s->plans[i] != keep &&
-		    (lru == UINT32_MAX || s->plans[i]->last_use < s->plans[lru]->last_use))
-			lru = i;
-	if (lru == UINT32_MAX)
-		return false;
-	s->stats.bytes -= s->plans[lru]->bytes;
-	plan_free(s->plans[lru], s->n_out);
-	s->plans[lru] = s->plans[--s->nplans];
-	s->stats.evictions++;
-	return true;
+	if (s->npool < s->pool_cap)	/* setup_stages counted every value */
+		s->pool[s->npool++] = (struct pooled){ name, *v };
 }
 
-/* The model imported with the inputs' shapes pinned, serialized. */
-static npurt_status lower_file(npurt_onnx_session *s, const npurt_value *in, void **file,
-			       size_t *len)
+/* Whether a stage after j reads `name` (a host node's output: may it be empty?). */
+static bool read_after(npurt_onnx_session *s, uint32_t j, const char *name)
 {
-	char **text = calloc(s->n_in ? s->n_in : 1, sizeof(*text));
-	const char **shapes = calloc(s->n_in ? s->n_in : 1, sizeof(*shapes));
-	npurt_onnx_options o = s->opts;
-	npurt_graph *g = NULL;
-	npurt_status st = NPURT_OK;
-
-	for (uint32_t i = 0; text && shapes && i < s->n_in; i++) {
-		/* "NAME=" and the dimensions, each at most 13 digits and an x. */
-		size_t cap = strlen(s->in[i].name) + SESSION_PIN_LEN;
-		int n;
-
-		text[i] = malloc(cap);
-		if (!text[i])
-			break;
-		n = snprintf(text[i], cap, "%s=", s->in[i].name);
-		for (uint32_t d = 0; d < in[i].ndim; d++)
-			n += snprintf(text[i] + n, cap - (size_t)n, "%s%llu", d ? "x" : "",
-				      (unsigned long long)in[i].shape[d]);
-		shapes[i] = text[i];
-	}
-	if (!text || !shapes || (s->n_in && !shapes[s->n_in - 1])) {
-		st = npurt_set_error(NPURT_ERR_NO_MEMORY, "npurt_onnx_session_run: out of memory");
-		goto out;
-	}
-	o.shapes = shapes;
-	o.n_shapes = s->n_in;
-	st = npurt_onnx_import(s->data, s->size, &o, &g, NULL);
-	if (!st)
-		st = npurt_graph_serialize(g, file, len, NULL);
-	npurt_graph_destroy(g);
-out:
-	for (uint32_t i = 0; text && i < s->n_in; i++)
-		free(text[i]);
-	free(text);
-	free(shapes);
-	return st;
+	for (uint32_t k = j + 1; k < n_stages(s); k++)
+		for (uint32_t i = 0; i < stage_at(s, k)->n_in; i++)
+			if (!strcmp(stage_at(s, k)->in[i], name))
+				return true;
+	return false;
 }
 
-/* Wire a loaded model's inputs and outputs to the session's. */
-static npurt_status plan_bind(npurt_onnx_session *s, struct plan *p)
+/* NonZero after stage j, on the host: its output joins the pool. */
+static npurt_status run_host(npurt_onnx_session *s, uint32_t j, const Onnx__NodeProto *n)
 {
-	for (uint32_t i = 0; i < s->n_in; i++) {
-		npurt_status st = npurt_model_io_find(p->model, s->in[i].name, &p->in_index[i]);
-
-		if (st)
-			return st;
-	}
-	for (uint32_t i = 0; i < s->n_out; i++) {
-		npurt_io_info io = { .size = sizeof(io) };
-		uint32_t idx;
-		npurt_status st = npurt_model_io_find(p->model, s->out[i].name, &idx);
-
-		if (!st)
-			st = npurt_model_io(p->model, idx, &io);
-		if (st)
-			return st;
-		p->out[i] = (npurt_value){ .dtype = io.dtype, .ndim = io.ndim, .bytes = io.bytes };
-		memcpy(p->out[i].shape, io.shape, sizeof(io.shape));
-		p->out[i].data = aligned_alloc(64, (io.bytes + 63) & ~63ull);
-		if (!p->out[i].data)
-			return npurt_set_error(NPURT_ERR_NO_MEMORY, "npurt_onnx_session_run: out of "
-					       "host memory for output \"%.64s\"", s->out[i].name);
-		st = npurt_model_bind(p->model, idx, p->out[i].data, io.bytes);
-		if (st)
-			return st;
-	}
-	return NPURT_OK;
-}
-
-/* A miss: lower for these shapes, load (making room), cache. */
-static npurt_status new_plan(npurt_onnx_session *s, const npurt_value *in, const struct plan *key,
-			     struct plan **out)
-{
-	struct timespec t0, t1;
-	npurt_model_info mi = { .size = sizeof(mi) };
-	struct plan *p = calloc(1, sizeof(*p));
+	const npurt_value *x = n->n_input ? pool_find(s, n->input[0]) : NULL;
+	npurt_value y;
 	npurt_status st;
-	void *file = NULL;
-	size_t len = 0;
 
-	if (!p)
-		return npurt_set_error(NPURT_ERR_NO_MEMORY, "npurt_onnx_session_run: out of memory");
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	memcpy(p->key, key->key, key->key_len * sizeof(key->key[0]));
-	p->key_len = key->key_len;
-	p->hash = key->hash;
-	st = lower_file(s, in, &file, &len);
-	/* Device memory short: older plans make room, least recently used first. */
-	while (!st && (st = npurt_model_load_buffer(s->dev, file, len, NULL, &p->model)) ==
-	       NPURT_ERR_NO_MEMORY && evict_one(s, NULL))
-		;
-	free(file);
-	if (!st)
-		st = npurt_model_info_get(p->model, &mi);
-	if (!st)
-		st = plan_bind(s, p);
-	if (st) {
-		plan_free(p, s->n_out);
+	if (!x || n->n_output != 1)
+		return npurt_set_error(NPURT_ERR_INVALID, "npurt_onnx_session_run: node \"%.64s\" "
+				       "(NonZero): %s", n->name ? n->name : "",
+				       x ? "not one output" : "no input");
+	st = ox_host_nonzero(x, &y, &s->host[j].data, &s->host[j].cap);
+	if (st)
 		return st;
-	}
-	p->bytes = mi.weights_bytes + mi.work_bytes;
-	while (s->nplans && (s->nplans >= s->max_plans || s->stats.bytes + p->bytes > s->max_bytes))
-		evict_one(s, NULL);
-	s->plans[s->nplans++] = p;
-	s->stats.bytes += p->bytes;
-	s->stats.misses++;
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	s->stats.lower_ns += (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000ull +
-			     (uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec;
-	*out = p;
+	if (!y.shape[1] && read_after(s, j, n->output[0]))
+		return npurt_set_error(NPURT_ERR_UNSUPPORTED, "npurt_onnx_session_run: node "
+				       "\"%.64s\" (NonZero) found no nonzero element, and the "
+				       "device runs no empty tensor", n->name ? n->name : "");
+	pool_add(s, n->output[0], &y);
 	return NPURT_OK;
+}
+
+/* Stage j's device part: its plan for the shapes in the pool, run; its outputs join the pool. */
+static npurt_status run_stage(npurt_onnx_session *s, uint32_t j, struct plan *key)
+{
+	struct ox_stage *st = stage_at(s, j);
+	const npurt_value *in[SESSION_MAX_IO];
+	struct plan *p;
+	npurt_status ret;
+
+	for (uint32_t k = 0; k < st->n_in; k++) {
+		in[k] = pool_find(s, st->in[k]);
+		if (!in[k] && !pinned_by_value(s, st->in[k]))
+			return npurt_set_error(NPURT_ERR_INTERNAL, "npurt_onnx_session_run: no value "
+					       "for \"%.64s\", an input of stage %u", st->in[k], j);
+	}
+	ret = ox_plan_get(s, j, in, key, &p);
+	if (ret)
+		return ret;
+	for (uint32_t k = 0; !ret && k < st->n_in; k++)
+		if (p->in_index[k] != UINT32_MAX)
+			ret = npurt_model_bind(p->model, p->in_index[k], in[k]->data, in[k]->bytes);
+	if (!ret)
+		ret = npurt_model_execute(p->model, s->timeout_ms);
+	for (uint32_t k = 0; !ret && k < st->n_out; k++)
+		pool_add(s, st->out[k], &p->out[k]);
+	return ret;
 }
 
 npurt_status npurt_onnx_session_run(npurt_onnx_session *s, const npurt_value *in,
 				    uint32_t n_in, npurt_value *out, uint32_t n_out)
 {
 	static const char who[] = "npurt_onnx_session_run";
-	struct plan *key, *p;
+	struct plan *key;
 	npurt_status st;
 
 	if (!s || (!in && n_in) || (!out && n_out))
@@ -539,24 +462,33 @@ npurt_status npurt_onnx_session_run(npurt_onnx_session *s, const npurt_value *in
 	if (!key)
 		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
 	pthread_mutex_lock(&s->lock);
-	st = check_inputs(s, in, key);
-	if (st)
-		goto out;
-	p = find_plan(s, key);
-	if (p)
-		s->stats.hits++;
-	else if ((st = new_plan(s, in, key, &p)))
-		goto out;
-	p->last_use = ++s->clock;
+	st = check_inputs(s, in);
+	s->npool = 0;
+	s->run_start = s->clock + 1;
 	for (uint32_t i = 0; !st && i < s->n_in; i++)
-		st = npurt_model_bind(p->model, p->in_index[i], in[i].data, in[i].bytes);
-	if (!st)
-		st = npurt_model_execute(p->model, s->timeout_ms);
-	if (!st) {
-		memcpy(out, p->out, n_out * sizeof(*out));
-		s->stats.runs++;
+		pool_add(s, s->in[i].name, &in[i]);
+	for (uint32_t j = 0; !st && j < n_stages(s); j++) {
+		const struct ox_stage *t = stage_at(s, j);
+
+		if (t->n_nodes)
+			st = run_stage(s, j, key);
+		if (!st && t->host)
+			st = run_host(s, j, t->host);
+		/* What the next stage is planned for waited for this one. */
+		if (!st && j + 1 < n_stages(s))
+			s->stats.syncs++;
 	}
-out:
+	for (uint32_t i = 0; !st && i < n_out; i++) {
+		const npurt_value *v = pool_find(s, s->out[i].name);
+
+		if (!v)
+			st = npurt_set_error(NPURT_ERR_INTERNAL, "%s: no value for output \"%.64s\"",
+					     who, s->out[i].name);
+		else
+			out[i] = *v;
+	}
+	if (!st)
+		s->stats.runs++;
 	s->stats.plans = s->nplans;
 	pthread_mutex_unlock(&s->lock);
 	free(key);
