@@ -5,7 +5,7 @@
 # main program and its QEMU transport, so unit tests and host benchmarks
 # link the same core.
 
-FWSIM_CORE := $(addprefix firmware-sim/,npu_dev.c npu_engine.c npu_dma.c npu_mmu.c npu_ops.c \
+FWSIM_CORE := $(addprefix firmware-sim/,npu_dev.c npu_engine.c npu_dma.c npu_mmu.c npu_ops.c npu_elementwise.c \
 	npu_matmul.c npu_window.c npu_gemm.c npu_gemm_bf16.c npu_gemm_int8.c npu_conv_int8.c npu_cores.c npu_list.c npu_inplace.c npu_tlb.c \
 	npu_vmath.c npu_widen.c ivshmem_server.c)
 FWSIM_SRCS := $(FWSIM_CORE) firmware-sim/fwsim.c firmware-sim/main.c
@@ -19,6 +19,7 @@ OPLIB_INC  := -Ifirmware-sim/oplib
 # CFLAGS say (-O3 keeps IEEE semantics; -std=c11 keeps FP contraction off,
 # so results do not depend on it).
 FWSIM_OPT_npu_ops := -O3
+FWSIM_OPT_npu_elementwise := -O3
 FWSIM_OPT_npu_gemm := -O3
 FWSIM_OPT_npu_gemm_bf16 := -O3
 FWSIM_OPT_npu_gemm_int8 := -O3

@@ -130,6 +130,8 @@ static const char *check_op(const struct npu_op *a)
 
 	switch (c) {
 	case NPU_OPK_BINARY:
+		if (a->op == NPU_OP_REQUANT && (!isfinite(a->alpha) || isnan(a->beta)))
+			return "requant: a finite zero point (alpha), a bound (beta) not nan";
 		return same_shape(&a->in[0], &a->out) && same_shape(&a->in[1], &a->out) ?
 		       NULL : "input and output shapes differ";
 	case NPU_OPK_UNARY:
@@ -321,281 +323,7 @@ uint64_t npu_op_cost(const struct npu_op *a)
 	}
 }
 
-/* ---- element access ------------------------------------------------ */
-
-static void unravel(uint64_t idx, const struct npu_view *v, uint32_t ndim, uint64_t *ix)
-{
-	for (int k = (int)ndim - 1; k >= 0; k--) {
-		ix[k] = idx % v->shape[k];
-		idx /= v->shape[k];
-	}
-}
-
-static uint64_t offset(const struct npu_view *v, const uint64_t *ix, uint32_t ndim)
-{
-	uint64_t off = 0;
-
-	for (uint32_t k = 0; k < ndim; k++)
-		off += ix[k] * v->stride[k];
-	return off;
-}
-
 /* ---- ops ------------------------------------------------------------ */
-
-/*
- * fp32 binary and unary ops, by runs along the last dimension: the index
- * is unravelled once a run, and the inner loop (one per op: the op is the
- * loop's constant, so the compiler unswitches it and vectorizes what it
- * can) strides through plain arrays. Same results as the general loop.
- */
-#define ROW_LOOP_AT(SX, SY, SO, expr)						\
-	for (uint64_t j = 0; j < len; j++) {					\
-		float x0 = x[j * (SX)], x1 = y ? y[j * (SY)] : 0.0f;		\
-									\
-		(void)x1;							\
-		o[j * (SO)] = (expr);						\
-	}
-
-/*
- * The strides as constants where rows are dense, or one input repeats a
- * value along them (a per-channel scale), so those loops vectorize; any
- * other strides take the general loop.
- */
-#define ROW_LOOP(expr)								\
-	if (sx == 1 && so == 1 && (!y || sy == 1))				\
-		ROW_LOOP_AT(1, 1, 1, expr)					\
-	else if (sx == 1 && so == 1 && sy == 0)					\
-		ROW_LOOP_AT(1, 0, 1, expr)					\
-	else if (sx == 0 && so == 1 && sy == 1)					\
-		ROW_LOOP_AT(0, 1, 1, expr)					\
-	else									\
-		ROW_LOOP_AT(sx, sy, so, expr)
-
-/*
- * An op of its own loop: npu_unary()'s switch folds away on the constant,
- * leaving the op's arithmetic (vectorized where it can be), where the
- * default case calls through the switch once an element. The ops real
- * models run most (activations, clips) each get one.
- */
-#define ROW_CASE(op, expr)	case op: ROW_LOOP(expr) break;
-#define UNARY_CASE(op)		ROW_CASE(op, npu_unary(op, x0, al, be))
-
-/* Clones as npu_epilogue_from()'s, for the same reason. */
-__attribute__((target_clones("avx512f", "avx2", "default")))
-static void elementwise_row(const struct npu_op *a, enum npu_op_kind c, const float *x,
-			    uint64_t sx, const float *y, uint64_t sy, float *o, uint64_t so,
-			    uint64_t len)
-{
-	float al = a->alpha, be = a->beta;
-
-	if (c == NPU_OPK_BINARY) {
-		switch (a->op) {
-		case NPU_OP_ADD: ROW_LOOP(x0 + x1) break;
-		case NPU_OP_SUB: ROW_LOOP(x0 - x1) break;
-		case NPU_OP_MUL: ROW_LOOP(x0 * x1) break;
-		case NPU_OP_DIV: ROW_LOOP(x0 / x1) break;
-		ROW_CASE(NPU_OP_MAX, npu_binary(NPU_OP_MAX, x0, x1))
-		ROW_CASE(NPU_OP_MIN, npu_binary(NPU_OP_MIN, x0, x1))
-		default: ROW_LOOP(npu_binary(a->op, x0, x1)) break;
-		}
-		return;
-	}
-	if (sx == 1 && so == 1 && a->op == NPU_OP_GELU_ERF) {
-		npu_vgelu_erf(o, x, len);
-		return;
-	}
-	if (sx == 1 && so == 1 && a->op == NPU_OP_EXP) {
-		npu_vexp(o, x, len);
-		return;
-	}
-	switch (a->op) {
-	case NPU_OP_RELU: ROW_LOOP(x0 > 0 ? x0 : 0) break;
-	UNARY_CASE(NPU_OP_HARD_SWISH)
-	UNARY_CASE(NPU_OP_HARD_SIGMOID)
-	UNARY_CASE(NPU_OP_CLIP)
-	UNARY_CASE(NPU_OP_LEAKY_RELU)
-	UNARY_CASE(NPU_OP_SIGMOID)
-	UNARY_CASE(NPU_OP_TANH)
-	UNARY_CASE(NPU_OP_NEG)
-	UNARY_CASE(NPU_OP_ABS)
-	UNARY_CASE(NPU_OP_SQRT)
-	UNARY_CASE(NPU_OP_RECIPROCAL)
-	default: ROW_LOOP(npu_unary(a->op, x0, al, be)) break;
-	}
-}
-
-#undef UNARY_CASE
-#undef ROW_CASE
-
-/*
- * v[0..n), views walked together by the shape of v[0], with the
- * dimensions every one of them walks as one merged (stride[k - 1] ==
- * stride[k] * shape[k], broadcast ones too: 0 == 0 * n) and those of one
- * element dropped. The elements keep their row-major order, so a range
- * [begin, end) of them is the same range; a dense [1, C, H, W] op then
- * goes in one row of C*H*W, a per-channel scale in rows of H*W, not in
- * rows of W with an index unravelled for each.
- */
-static void coalesce(struct npu_view *v, unsigned int n)
-{
-	uint64_t shape[NPU_OP_MAX_DIMS];
-	uint32_t m = 0;
-
-	for (uint32_t k = 0; k < v[0].ndim; k++) {
-		uint64_t d = v[0].shape[k];
-		bool merge = m > 0;
-
-		if (d == 1)
-			continue;
-		for (unsigned int i = 0; merge && i < n; i++)
-			merge = v[i].stride[m - 1] == v[i].stride[k] * d;
-		if (merge)
-			shape[m - 1] *= d;
-		else
-			shape[m++] = d;
-		for (unsigned int i = 0; i < n; i++)
-			v[i].stride[m - 1] = v[i].stride[k];
-	}
-	if (!m) {
-		shape[m++] = 1;
-		for (unsigned int i = 0; i < n; i++)
-			v[i].stride[0] = 0;
-	}
-	for (unsigned int i = 0; i < n; i++) {
-		v[i].ndim = m;
-		memcpy(v[i].shape, shape, m * sizeof(shape[0]));
-	}
-}
-
-static int elementwise_rows(const struct npu_op *a, enum npu_op_kind c,
-			    const struct npu_view *in_, const struct npu_view *out_,
-			    uint64_t begin, uint64_t end, const uint32_t *cancel)
-{
-	/* out first: its shape is the walk's */
-	struct npu_view v[3] = { *out_, in_[0], c == NPU_OPK_BINARY ? in_[1] : in_[0] };
-	const struct npu_view *out = &v[0], *in = &v[1];
-	uint32_t nd, last;
-	uint64_t len, ix[NPU_OP_MAX_DIMS];
-
-	coalesce(v, 3);
-	nd = out->ndim;
-	last = nd - 1;
-	len = out->shape[last];
-
-	for (uint64_t e = begin; e < end;) {
-		uint64_t col = e % len, n = len - col < end - e ? len - col : end - e;
-		const float *y = NULL;
-
-		if (npu_cancelled(cancel))
-			return -1;
-		unravel(e, out, nd, ix);
-		if (c == NPU_OPK_BINARY)
-			y = (const float *)in[1].data + offset(&in[1], ix, nd);
-		elementwise_row(a, c, (const float *)in[0].data + offset(&in[0], ix, nd),
-				in[0].stride[last], y, c == NPU_OPK_BINARY ? in[1].stride[last] : 0,
-				(float *)out->data + offset(out, ix, nd), out->stride[last], n);
-		if (a->epi.act)
-			npu_epilogue(&a->epi, NULL, 0, (float *)out->data + offset(out, ix, nd),
-				     out->stride[last], n);
-		e += n;
-	}
-	return 0;
-}
-
-static bool all_f32(const struct npu_view *in, unsigned int n, const struct npu_view *out)
-{
-	for (unsigned int i = 0; i < n; i++)
-		if (in[i].dtype != NPU_DT_F32)
-			return false;
-	return out->dtype == NPU_DT_F32;
-}
-
-/* Any dtypes, an element at a time (npu_opdtypes.h says what each does). */
-#define RUN_COPY(type)								\
-	for (uint64_t j = 0; j < len; j++)					\
-		((type *)d)[j * so] = ((const type *)s)[j * si];
-
-/*
- * Elements [begin, end) of a transpose, by runs along the output's last
- * dimension: one index unravelled a run, then a strided copy of the
- * element's size (the op moves bits, whatever the dtype).
- */
-static int transpose_runs(const struct npu_op *a, const struct npu_view *in,
-			  const struct npu_view *out, uint64_t begin, uint64_t end,
-			  const uint32_t *cancel)
-{
-	uint32_t nd = out->ndim, last = nd - 1;
-	uint64_t ix[NPU_OP_MAX_DIMS], jx[NPU_OP_MAX_DIMS], len;
-	uint64_t si = in[0].stride[a->perm[last]], so = out->stride[last];
-	size_t es = npu_dtype_size(out->dtype);
-
-	for (uint64_t e = begin; e < end; e += len) {
-		const char *s;
-		char *d;
-
-		if (npu_cancelled(cancel))
-			return -1;
-		unravel(e, out, nd, ix);
-		len = out->shape[last] - ix[last];
-		len = len < end - e ? len : end - e;
-		for (uint32_t k = 0; k < nd; k++)
-			jx[a->perm[k]] = ix[k];
-		s = (const char *)in[0].data + offset(&in[0], jx, nd) * es;
-		d = (char *)out->data + offset(out, ix, nd) * es;
-		switch (es) {
-		case 1: RUN_COPY(uint8_t) break;
-		case 2: RUN_COPY(uint16_t) break;
-		case 4: RUN_COPY(uint32_t) break;
-		case 8: RUN_COPY(uint64_t) break;
-		default:
-			for (uint64_t j = 0; j < len; j++)
-				memcpy(d + j * so * es, s + j * si * es, es);
-		}
-	}
-	return 0;
-}
-
-#undef RUN_COPY
-
-static int run_elementwise(const struct npu_op *a, const struct npu_view *in,
-			   const struct npu_view *out, uint64_t begin, uint64_t end,
-			   const uint32_t *cancel)
-{
-	enum npu_op_kind c = npu_op_kind(a->op);
-	uint64_t ix[NPU_OP_MAX_DIMS];
-	uint32_t nd = out->ndim, d0 = in[0].dtype;
-	size_t es = npu_dtype_size(out->dtype);
-
-	if ((c == NPU_OPK_BINARY || c == NPU_OPK_UNARY) && npu_op_is_f32_classic(a->op) &&
-	    all_f32(in, c == NPU_OPK_BINARY ? 2 : 1, out))
-		return elementwise_rows(a, c, in, out, begin, end, cancel);
-
-	if (c == NPU_OPK_TRANSPOSE)
-		return transpose_runs(a, in, out, begin, end, cancel);
-	for (uint64_t e = begin; e < end; e++) {
-		enum npu_dom dom = npu_dtype_dom(d0);
-		union npu_num x;
-
-		if (!((e - begin) & (CHECK_EVERY - 1)) && npu_cancelled(cancel))
-			return -1;
-		unravel(e, out, nd, ix);
-		if (a->op == NPU_OP_SELECT) {
-			if (*((const uint8_t *)in[0].data + offset(&in[0], ix, nd)))
-				memcpy((char *)out->data + offset(out, ix, nd) * es,
-				       (const char *)in[1].data + offset(&in[1], ix, nd) * es, es);
-			continue;
-		}
-		x = npu_load(in[0].data, offset(&in[0], ix, nd), d0);
-		if (c == NPU_OPK_BINARY)
-			x = npu_eval_binary(a->op, d0, in[1].dtype, x,
-					    npu_load(in[1].data, offset(&in[1], ix, nd), in[1].dtype),
-					    &dom);
-		else if (c == NPU_OPK_UNARY)
-			x = npu_eval_unary(a->op, d0, x, a->alpha, a->beta, &dom);
-		npu_store(out->data, offset(out, ix, nd), out->dtype, x, dom);
-	}
-	return 0;
-}
 
 /*
  * A row can be long (up to 2^30 elements): its passes go by blocks and
@@ -705,9 +433,9 @@ static int run_rows(const struct npu_op *a, const struct npu_view *in,
 		float *y;
 		int ret;
 
-		unravel(r, out, last, ix);	/* all dimensions but the last */
-		x = (const float *)in[0].data + offset(&in[0], ix, last);
-		y = (float *)out->data + offset(out, ix, last);
+		npu_unravel(r, out, last, ix);	/* all dimensions but the last */
+		x = (const float *)in[0].data + npu_offset(&in[0], ix, last);
+		y = (float *)out->data + npu_offset(out, ix, last);
 		if (a->op == NPU_OP_SOFTMAX)
 			ret = softmax_row(x, si, y, so, n, cancel);
 		else
@@ -735,9 +463,9 @@ static int run_scan(const struct npu_op *a, const struct npu_view *in,
 
 		if (npu_cancelled(cancel))
 			return -1;
-		unravel(u, &lines, nd, ix);
-		si = offset(&in[0], ix, nd);
-		so = offset(out, ix, nd);
+		npu_unravel(u, &lines, nd, ix);
+		si = npu_offset(&in[0], ix, nd);
+		so = npu_offset(out, ix, nd);
 		for (uint64_t j = 0; j < n; j++) {
 			uint64_t at = rev ? n - 1 - j : j;
 			union npu_num x = npu_load(in[0].data, si + at * in[0].stride[ax], in[0].dtype);
@@ -789,14 +517,14 @@ static int run_gather(const struct npu_op *a, const struct npu_view *in,
 
 		if (npu_cancelled(cancel))
 			return -1;
-		unravel(e, out, nd, ix);
+		npu_unravel(e, out, nd, ix);
 		cnt = len - ix[last] < end - e ? len - ix[last] : end - e;
 		cnt = cnt < CHECK_EVERY ? cnt : CHECK_EVERY;
-		io = offset(&in[1], ix, nd);
+		io = npu_offset(&in[1], ix, nd);
 		pos = (const int64_t *)in[1].data + io;
-		dst = (char *)out->data + offset(out, ix, nd) * es;
+		dst = (char *)out->data + npu_offset(out, ix, nd) * es;
 		ix[ax] = 0;
-		src = (const char *)in[0].data + offset(&in[0], ix, nd) * es;
+		src = (const char *)in[0].data + npu_offset(&in[0], ix, nd) * es;
 		if (!si && sx == 1 && so == 1) {
 			/* one position for the run (a Resize's pass along H): a row copy */
 			int64_t i = npu_load(in[1].data, io, in[1].dtype).i;
@@ -868,8 +596,8 @@ static int run_reduce(const struct npu_op *a, const struct npu_view *in,
 		union npu_num r, best;
 		double acc = a->op == NPU_OP_REDUCE_PROD ? 1 : 0, m;
 
-		unravel(e, out, nd, ix);
-		base = offset(&in[0], ix, nd);
+		npu_unravel(e, out, nd, ix);
+		base = npu_offset(&in[0], ix, nd);
 		best = npu_load(in[0].data, base, dt);
 		m = best.f;
 		if (dt == NPU_DT_F32 && (a->op == NPU_OP_REDUCE_SUM || a->op == NPU_OP_REDUCE_MEAN)) {
@@ -885,7 +613,7 @@ static int run_reduce(const struct npu_op *a, const struct npu_view *in,
 					acc += x[j * st];
 			}
 			r.f = (float)(a->op == NPU_OP_REDUCE_MEAN ? acc / (double)n : acc);
-			npu_store(out->data, offset(out, ix, nd), out->dtype, r, NPU_DOM_FLOAT);
+			npu_store(out->data, npu_offset(out, ix, nd), out->dtype, r, NPU_DOM_FLOAT);
 			continue;
 		}
 		for (uint64_t j = 0; j < n; j++) {
@@ -913,14 +641,14 @@ static int run_reduce(const struct npu_op *a, const struct npu_view *in,
 		}
 		if (arg) {
 			r.i = (int64_t)at;
-			npu_store(out->data, offset(out, ix, nd), out->dtype, r, NPU_DOM_INT);
+			npu_store(out->data, npu_offset(out, ix, nd), out->dtype, r, NPU_DOM_INT);
 			continue;
 		}
 		r.f = a->op == NPU_OP_REDUCE_MAX || a->op == NPU_OP_REDUCE_MIN ? m :
 		      a->op == NPU_OP_REDUCE_MEAN ? acc / (double)n : acc;
 		if (dt != NPU_DT_F64)
 			r.f = (float)r.f;	/* as fp32 ops round their result */
-		npu_store(out->data, offset(out, ix, nd), out->dtype, r, NPU_DOM_FLOAT);
+		npu_store(out->data, npu_offset(out, ix, nd), out->dtype, r, NPU_DOM_FLOAT);
 	}
 	return 0;
 }
@@ -945,7 +673,7 @@ int npu_op_run_cancellable(const struct npu_op *a, const struct npu_view *in,
 	case NPU_OPK_NONE:
 		return 0;
 	default:
-		return run_elementwise(a, in, out, begin, end, cancel);
+		return npu_elementwise_run(a, in, out, begin, end, cancel);
 	}
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Internal to the op library (npu_ops.c, npu_window.c): cancellation
- * points, and the window ops' entry.
+ * Internal to the op library (npu_ops.c, npu_window.c, ...): cancellation
+ * points, element access, and the entries of the op families.
  *
  * Elementwise loops look every CHECK_EVERY elements and long inner loops
  * every CHECK_EVERY_INNER iterations, so the flag's load (a cache hit
@@ -18,6 +18,34 @@
 
 #define CHECK_EVERY		4096
 #define CHECK_EVERY_INNER	65536
+
+/* An element's index into its coordinates along v's shape. */
+static inline void npu_unravel(uint64_t idx, const struct npu_view *v, uint32_t ndim,
+			       uint64_t *ix)
+{
+	for (int k = (int)ndim - 1; k >= 0; k--) {
+		ix[k] = idx % v->shape[k];
+		idx /= v->shape[k];
+	}
+}
+
+/* The element of v at coordinates ix, in elements from v->data. */
+static inline uint64_t npu_offset(const struct npu_view *v, const uint64_t *ix, uint32_t ndim)
+{
+	uint64_t off = 0;
+
+	for (uint32_t k = 0; k < ndim; k++)
+		off += ix[k] * v->stride[k];
+	return off;
+}
+
+/*
+ * Elementwise ops (npu_elementwise.c): binary, unary, casts, selects and
+ * transposes, elements [begin, end) of out.
+ */
+int npu_elementwise_run(const struct npu_op *a, const struct npu_view *in,
+			const struct npu_view *out, uint64_t begin, uint64_t end,
+			const uint32_t *cancel);
 
 static inline int npu_cancelled(const uint32_t *cancel)
 {

@@ -183,7 +183,7 @@ bench: setup
 	@for b in $(HOST_BENCH); do echo "== $$(basename $$b) (host)"; $(BENCH_ENV) $$b || exit 1; done
 	$(BENCH_ENV) $(O)/tests/bench/gemm_bench --blas-only 1 2 >$(O)/vm/host-blas.txt
 	@: >$(O)/vm/host-ort.txt; if tests/setup ort $(O)/ort; then \
-		for m in mlp resnet_mini transformer17; do \
+		for m in mlp resnet_mini resnet_mini_qdq transformer17; do \
 			NODE_PATH=$(CURDIR)/$(O)/ort/node_modules node tests/bench/onnx/ort_bench.js \
 				$(O)/onnx-models/$$m.onnx $(O)/onnx-models/$$m.in 100 \
 				>>$(O)/vm/host-ort.txt || exit 1; \

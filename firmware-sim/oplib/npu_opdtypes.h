@@ -359,6 +359,10 @@ static inline const char *npu_op_dtypes(uint32_t op, uint32_t d0, uint32_t d1, u
 		if (op == NPU_OP_SELECT)
 			return d0 == NPU_DT_BOOL && d1 == dout ? NULL :
 			       "select: a bool condition, in1 of out's dtype";
+		if (op == NPU_OP_REQUANT)
+			return (d0 == NPU_DT_I32 || d0 == NPU_DT_F32) && d1 == NPU_DT_F32 &&
+			       (dout == NPU_DT_U8 || dout == NPU_DT_I8) ? NULL :
+			       "requant: i32 or f32 values, an f32 scale, into u8 or i8";
 		if (d0 != d1)
 			return "binary ops take two inputs of one dtype";
 		if (npu_is_compare(op))
@@ -413,7 +417,23 @@ static inline const char *npu_op_dtypes(uint32_t op, uint32_t d0, uint32_t d1, u
 	}
 }
 
-/* The dtype of an op's output (CAST: `to`), as the graph builder infers it. */
+/*
+ * REQUANT of one element: x (an i32 or f32 value) times the scale s in
+ * f32, rounded half to even, the zero point zp added, clamped to [max(lo,
+ * least), largest] of dout (U8 or I8); a nan product gives zp.
+ */
+static inline int64_t npu_requant(double x, float s, float zp, float lo, uint32_t dout)
+{
+	float v = (float)x * s, least = dout == NPU_DT_I8 ? -128.0f : 0.0f;
+	float most = dout == NPU_DT_I8 ? 127.0f : 255.0f;
+
+	v = isnan(v) ? zp : nearbyintf(v) + zp;
+	least = lo > least ? lo : least;
+	v = !(v >= least) ? least : v > most ? most : v;	/* a nan zp: the least */
+	return (int64_t)v;
+}
+
+/* The dtype of an op's output (CAST, REQUANT: `to`), as the graph builder infers it. */
 static inline uint32_t npu_op_out_dtype(uint32_t op, uint32_t d0, uint32_t to)
 {
 	if (npu_is_compare(op) || op == NPU_OP_ISNAN || op == NPU_OP_ISINF)
@@ -422,7 +442,7 @@ static inline uint32_t npu_op_out_dtype(uint32_t op, uint32_t d0, uint32_t to)
 		return NPU_DT_I64;
 	if ((op == NPU_OP_GEMM || op == NPU_OP_CONV2D) && npu_dtype_is_byte_int(d0))
 		return NPU_DT_I32;
-	return op == NPU_OP_CAST ? to : d0;
+	return op == NPU_OP_CAST || op == NPU_OP_REQUANT ? to : d0;
 }
 
 #endif /* NPU_OPDTYPES_H */

@@ -83,7 +83,17 @@ enum npu_op_id {
 	 * its output (ONNX's Where is a copy of the "else" tensor, then this).
 	 */
 	NPU_OP_SELECT,
-	NPU_OP_LAST_BINARY2 = NPU_OP_SELECT,
+	/*
+	 * Since firmware 0.10: out = in0 * in1 requantized, the epilogue of a
+	 * quantized product. in0 i32 (an integer GEMM's or convolution's
+	 * sums) or f32, in1 f32 (the scale, usually per channel through a
+	 * 0-stride view), out u8 or i8: the product in f32, rounded half to
+	 * even, alpha (the zero point) added, clamped to [max(beta, out's
+	 * least), out's largest]; nan gives alpha. beta at the zero point is
+	 * a Relu before the quantization. npu_requant() defines it.
+	 */
+	NPU_OP_REQUANT,
+	NPU_OP_LAST_BINARY2 = NPU_OP_REQUANT,
 	/*
 	 * More unary ops, since firmware 0.4: NOT of BOOL; ISNAN and ISINF
 	 * of a float into BOOL (ISINF: +inf counts unless alpha is 0, -inf

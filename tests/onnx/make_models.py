@@ -250,6 +250,90 @@ def cnn_int8():
     return b.model("cnn_int8", "x", [1, 32, 10, 10], h, [1, 8, 5, 5], 13), x, ref
 
 
+def cnn_qdq():
+    """A small CNN as static quantization (onnxruntime's QDQ format) exports
+    it: x quantized once (uint8), then each Conv and the final MatMul
+    between DequantizeLinear and QuantizeLinear nodes -- int8 weights per
+    output channel (symmetric, zero point 0) or per tensor, int32 biases at
+    scale xs ws -- the first Conv's Relu before its QuantizeLinear, and a
+    Reshape between QuantizeLinear/DequantizeLinear pairs; the Relu's
+    output zero point is 16, so saturation alone would not do its work; the
+    second Conv's DequantizeLinear is read by a ReduceMax too, added to
+    the output, so it must stay. The importer
+    fuses the three groups into integer ops; the reference computes them
+    as such in float64: each sum exact, scaled by xs ws / ys, rounded
+    half to even."""
+    b = Builder(11)
+    u8, i8, i32 = TensorProto.UINT8, TensorProto.INT8, TensorProto.INT32
+    x = b.f32(b.rng.standard_normal((1, 8, 12, 12)))
+    scale = lambda v: b.const(np.array(v, np.float32), "s")
+    zero = lambda v, t: b.const(np.array(v, {u8: np.uint8, i8: np.int8}[t]), "z")
+
+    def q(name, s, z):
+        return b.node("QuantizeLinear", [name, scale(s), zero(z, u8)])
+
+    def dq(name, s, z, t=u8, axis=None):
+        attrs = {} if axis is None else {"axis": axis}
+        zc = zero(z, t) if t != i32 else b.const(np.asarray(z, np.int32), "z")
+        return b.node("DequantizeLinear", [name, scale(s) if np.ndim(s) == 0 else
+                                           b.const(np.asarray(s, np.float32), "s"), zc], **attrs)
+
+    def requant(acc, k, zy, relu=False):
+        y = acc.astype(np.float64) * k
+        y = np.maximum(y, 0) if relu else y
+        return np.clip(np.round(y) + zy, 0, 255)     # numpy rounds half to even
+
+    s0, z0 = np.float32(0.025), 128
+    xq_ref = np.clip(np.round(x.astype(np.float32) / s0) + z0, 0, 255)
+    h = q("x", s0, z0)
+    hq, hs, hz = xq_ref, s0, z0
+    layers = ((8, 16, 1, True, True), (16, 16, 2, False, False))
+    side = None
+    for cin, cout, stride, per_channel, relu in layers:
+        w = b.rng.standard_normal((cout, cin, 3, 3)) / np.sqrt(cin * 9)
+        if per_channel:
+            ws = (np.abs(w).reshape(cout, -1).max(1) / 127).astype(np.float32)
+        else:
+            ws = np.float32(np.abs(w).max() / 127)
+        wq = np.clip(np.round(w / np.reshape(ws, (-1, 1, 1, 1))), -127, 127).astype(np.int8)
+        bias = b.rng.standard_normal(cout) * 0.1
+        bs = (np.float32(hs) * np.broadcast_to(ws, (cout,))).astype(np.float32)
+        bq = np.round(bias / bs).astype(np.int32)
+        wdq = dq(b.const(wq, "w"), ws, np.zeros(cout if per_channel else (), np.int8), i8,
+                 0 if per_channel else None)
+        bdq = dq(b.const(bq, "b"), bs, np.zeros(cout, np.int32), i32, 0)
+        d = dq(h, hs, hz)
+        if stride == 2:     # this DequantizeLinear is read by a ReduceMax too: it stays
+            side = b.node("ReduceMax", [d], keepdims=0)
+            side_ref = ((hq - hz) * np.float64(hs)).max()
+        c = b.node("Conv", [d, wdq, bdq], pads=[1, 1, 1, 1], strides=[stride, stride])
+        if relu:
+            c = b.node("Relu", [c])
+        # the Relu's zero point above 0: it is the Relu that keeps y >= 0 there
+        ys, yz = np.float32(0.05 if relu else 0.04), 16 if relu else 128
+        h = q(c, ys, yz)
+        acc = conv_int(hq.astype(np.int64), hz, wq, np.zeros(cout, np.int64), stride, 1, 1)
+        acc = acc + bq.reshape(1, -1, 1, 1)
+        k = (np.float32(hs) * np.reshape(ws, (1, -1, 1, 1)).astype(np.float32)) / ys
+        hq, hs, hz = requant(acc, k.astype(np.float64), yz, relu), ys, yz
+    # flatten between a DQ and a Q, then a MatMul with weights per column
+    n_in, n_out = 16 * 6 * 6, 10
+    flat = q(b.node("Reshape", [dq(h, hs, hz), b.const(np.array([1, n_in], np.int64), "shape")]),
+             hs, hz)
+    w = b.rng.standard_normal((n_in, n_out)) / np.sqrt(n_in)
+    ws = (np.abs(w).max(0) / 127).astype(np.float32)
+    wq = np.clip(np.round(w / ws), -127, 127).astype(np.int8)
+    m = b.node("MatMul", [dq(flat, hs, hz), dq(b.const(wq, "w"), ws, np.zeros(n_out, np.int8),
+                                                i8, 1)])
+    ys, yz = np.float32(0.1), 128
+    out = b.node("Add", [b.node("DequantizeLinear", [q(m, ys, yz), scale(ys), zero(yz, u8)]),
+                         side])
+    acc = (hq.reshape(1, -1).astype(np.int64) - hz) @ wq.astype(np.int64)
+    yq = requant(acc, (np.float32(hs) * ws / ys).astype(np.float64), yz)
+    ref = (yq - yz) * np.float64(ys) + side_ref
+    return b.model("cnn_qdq", "x", [1, 8, 12, 12], out, [1, n_out], 13), x, ref
+
+
 def transformer(opset, dt=TensorProto.FLOAT):
     b = Builder(0, dt)
     s, d, heads, ff = 128, 256, 4, 1024
@@ -359,6 +443,92 @@ def resnet_mini(dt=TensorProto.FLOAT):
     bias = b.f32(0.1 * b.rng.standard_normal(10))
     y = b.node("Gemm", [g, b.const(w, "w"), b.const(bias, "b")], transB=1)
     return b.model("resnet_mini", "x", [1, 3, 64, 64], y, [1, 10], 13), x, gr @ w.T + bias
+
+
+def resnet_mini_qdq():
+    """resnet_mini as static quantization (QDQ) exports it, the batch norms
+    folded into the convolutions: x quantized to uint8; every Conv between
+    DequantizeLinear and QuantizeLinear, its weights int8 per output
+    channel (symmetric), its bias int32 at scale xs ws, its Relu before the
+    QuantizeLinear; the residual Adds, the pooling and the last Gemm in
+    float between DequantizeLinear and QuantizeLinear. Scales come from the
+    float model's own activations on this input (max |value| over 127, or
+    255 after a Relu). The reference runs the same integer pipeline: each
+    convolution's sum exact, cast to float32, its bias added, scaled by
+    float32 xs ws / ys, rounded half to even; the float parts in float32."""
+    b = Builder(0)
+    f32 = np.float32
+    x = b.f32(b.rng.standard_normal((1, 3, 64, 64)))
+    scale = lambda v: b.const(np.array(v, f32), "s")
+    zero = lambda v: b.const(np.array(v, np.uint8), "z")
+
+    def qparams(v, relu):
+        return (f32(np.abs(v).max() / 255), 0) if relu else (f32(np.abs(v).max() / 127), 128)
+
+    def quant(v, s, z):         # QuantizeLinear in float32: x / s, half to even
+        return np.clip(np.round(v.astype(f32) / f32(s)) + z, 0, 255)
+
+    def deq(q, s, z):
+        return ((q - z).astype(f32) * f32(s)).astype(f32)
+
+    def q_node(name, s, z):
+        return b.node("QuantizeLinear", [name, scale(s), zero(z)])
+
+    def dq_node(name, s, z):
+        return b.node("DequantizeLinear", [name, scale(s), zero(z)])
+
+    def conv(inp, cin, cout, k, stride, relu):
+        """inp = (name of its uint8 tensor, values, scale, zero point); the
+        float model's folded weights give both the scales and the codes."""
+        name, q, s, z = inp
+        w = b.weight(cout, cin, k, k, scale=np.sqrt(2.0 / (cin * k * k)))
+        a = b.f32(1 + 0.1 * b.rng.standard_normal(cout)) / np.sqrt(
+            b.f32(1 + 0.1 * np.abs(b.rng.standard_normal(cout))) + 1e-5)
+        shift = b.f32(0.1 * b.rng.standard_normal(cout))
+        wf, bias = w * a.reshape(-1, 1, 1, 1), shift
+        ws = (np.abs(wf).reshape(cout, -1).max(1) / 127).astype(f32)
+        wq = np.clip(np.round(wf / ws.reshape(-1, 1, 1, 1)), -127, 127).astype(np.int8)
+        bs = (f32(s) * ws).astype(f32)
+        bq = np.round(bias / bs).astype(np.int32)
+        pad = k // 2
+        acc = conv_int(q.astype(np.int64), z, wq, np.zeros(cout, np.int64), stride, pad, 1)
+        pf = acc.astype(f32) + bq.astype(f32).reshape(1, -1, 1, 1)
+        yf = pf.astype(np.float64) * bs.astype(np.float64).reshape(1, -1, 1, 1)
+        ys, yz = qparams(np.maximum(yf, 0) if relu else yf, relu)
+        k_ = ((f32(s) * ws).astype(f32) / f32(ys)).astype(f32).reshape(1, -1, 1, 1)
+        y = (pf * k_).astype(f32)
+        y = np.maximum(y, 0) if relu else y
+        yq = np.clip(np.round(y) + yz, 0, 255)
+        wn = b.node("DequantizeLinear", [b.const(wq, "w"), b.const(ws, "ws"),
+                                         b.const(np.zeros(cout, np.int8), "wz")], axis=0)
+        bn = b.node("DequantizeLinear", [b.const(bq, "b"), b.const(bs, "bs"),
+                                         b.const(np.zeros(cout, np.int32), "bz")], axis=0)
+        c = b.node("Conv", [dq_node(name, s, z), wn, bn], kernel_shape=[k, k],
+                   strides=[stride, stride], pads=[pad] * 4)
+        if relu:
+            c = b.node("Relu", [c])
+        return q_node(c, ys, yz), yq, ys, yz
+
+    def add_relu(p, r):
+        v = np.maximum(deq(p[1], p[2], p[3]) + deq(r[1], r[2], r[3]), 0)
+        s, z = qparams(v, True)
+        n = b.node("Relu", [b.node("Add", [dq_node(p[0], p[2], p[3]), dq_node(r[0], r[2], r[3])])])
+        return q_node(n, s, z), quant(v, s, z), s, z
+
+    s0, z0 = qparams(x, False)
+    h = (q_node("x", s0, z0), quant(x, s0, z0), s0, z0)
+    h = conv(h, 3, 32, 3, 1, True)
+    for _ in range(3):
+        a = conv(conv(h, 32, 32, 3, 1, True), 32, 32, 3, 1, False)
+        h = add_relu(a, h)
+    a = conv(conv(h, 32, 64, 3, 2, True), 64, 64, 3, 1, False)
+    h = add_relu(a, conv(h, 32, 64, 1, 2, False))
+    g = b.node("Flatten", [b.node("GlobalAveragePool", [dq_node(h[0], h[2], h[3])])])
+    gr = deq(h[1], h[2], h[3]).astype(np.float64).mean(axis=(2, 3))
+    w = b.weight(10, 64)
+    bias = b.f32(0.1 * b.rng.standard_normal(10))
+    y = b.node("Gemm", [g, b.const(w, "w"), b.const(bias, "b")], transB=1)
+    return b.model("resnet_mini_qdq", "x", [1, 3, 64, 64], y, [1, 10], 13), x, gr @ w.T + bias
 
 
 def dynamic():
@@ -738,6 +908,106 @@ def gru():
     return b.model("gru", "x", [S, B, I], out, [(S + 1) * B, H], 14), x, ref
 
 
+def rnn_acts():
+    """Recurrent ops with every activation function ONNX names for them
+    (alpha and beta taken in order by the functions that read one), clip
+    and LSTM's input_forget: an LSTM (HardSigmoid, LeakyRelu, Softsign;
+    clip 1.5, f = 1 - i), a reverse GRU (HardSigmoid, Elu), a
+    bidirectional RNN (ScaledTanh, Softplus) and one (ThresholdedRelu,
+    Affine) after it, then Relu; their sequences and last states, as one."""
+    b = Builder(3)
+    S, B, I, H = 3, 2, 4, 5
+    x = b.rng.standard_normal((S, B, I)).astype(np.float32)
+    sig = lambda v: 1 / (1 + np.exp(-v))
+    fn = {
+        "HardSigmoid": lambda v, a, c: np.clip(a * v + c, 0, 1),
+        "LeakyRelu": lambda v, a, c: np.where(v >= 0, v, a * v),
+        "Softsign": lambda v, a, c: v / (1 + np.abs(v)),
+        "Elu": lambda v, a, c: np.where(v >= 0, v, a * (np.exp(v) - 1)),
+        "ScaledTanh": lambda v, a, c: a * np.tanh(c * v),
+        "Softplus": lambda v, a, c: np.log1p(np.exp(v)),
+        "ThresholdedRelu": lambda v, a, c: np.where(v > a, v, 0),
+        "Affine": lambda v, a, c: a * v + c,
+        "Relu": lambda v, a, c: np.maximum(v, 0),
+    }
+    f64 = lambda a: a.astype(np.float64)
+    flat = lambda t, n: b.node("Reshape", [t, b.const(np.array([n, H], np.int64), "s")])
+
+    def weights(dirs, gates, inp, scale):
+        w, r = b.weight(dirs, gates * H, inp, scale=scale), b.weight(dirs, gates * H, H, scale=scale)
+        return w, r, b.f32(0.1 * b.rng.standard_normal((dirs, 2 * gates * H)))
+
+    # LSTM: gates i, o, f, c; clip on every gate's input; f = 1 - i
+    acts, alphas, betas, clip = ["HardSigmoid", "LeakyRelu", "Softsign"], [0.3, 0.05], [0.4], 1.5
+    w, r, bias = weights(1, 4, I, 1.2)
+    y1, h1, c1 = b.node("LSTM", ["x", b.const(w, "W"), b.const(r, "R"), b.const(bias, "B")],
+                        n_out=3, hidden_size=H, activations=acts, activation_alpha=alphas,
+                        activation_beta=betas, clip=clip, input_forget=1)
+    f = lambda v: fn["HardSigmoid"](np.clip(v, -clip, clip), 0.3, 0.4)
+    g = lambda v: fn["LeakyRelu"](np.clip(v, -clip, clip), 0.05, 0)
+    hh = lambda v: fn["Softsign"](v, 0, 0)
+    h, c, ys = np.zeros((B, H)), np.zeros((B, H)), []
+    for t in range(S):
+        z = f64(x[t]) @ f64(w[0]).T + h @ f64(r[0]).T + f64(bias[0, :4 * H]) + f64(bias[0, 4 * H:])
+        i, o, cc = f(z[:, :H]), f(z[:, H:2 * H]), g(z[:, 3 * H:])
+        c = (1 - i) * c + i * cc
+        h = o * hh(c)
+        ys.append(h)
+    parts = [np.concatenate(ys), h, c]
+    outs = [flat(y1, S * B), flat(h1, B), flat(c1, B)]
+
+    # GRU, reverse, linear_before_reset 0: z, r, h~
+    w, r, bias = weights(1, 3, I, 1.0)
+    y2, h2 = b.node("GRU", ["x", b.const(w, "W"), b.const(r, "R"), b.const(bias, "B")], n_out=2,
+                    hidden_size=H, direction="reverse", activations=["HardSigmoid", "Elu"],
+                    activation_alpha=[0.25, 0.9], activation_beta=[0.45])
+    w64, r64, b64 = f64(w[0]), f64(r[0]), f64(bias[0])
+    h, ys = np.zeros((B, H)), [None] * S
+    for t in reversed(range(S)):
+        gx = f64(x[t]) @ w64.T + b64[:3 * H]
+        z = fn["HardSigmoid"](gx[:, :H] + h @ r64[:H].T + b64[3 * H:4 * H], 0.25, 0.45)
+        rr = fn["HardSigmoid"](gx[:, H:2 * H] + h @ r64[H:2 * H].T + b64[4 * H:5 * H], 0.25, 0.45)
+        cand = fn["Elu"](gx[:, 2 * H:] + (rr * h) @ r64[2 * H:].T + b64[5 * H:], 0.9, 0)
+        h = (1 - z) * cand + z * h
+        ys[t] = h
+    parts += [np.concatenate(ys), h]
+    outs += [flat(y2, S * B), flat(h2, B)]
+
+    # RNNs, bidirectional: forward with the first function, reverse with the second
+    def rnn(acts, alphas, betas, pairs, inp, xin, x64):
+        w, r, bias = weights(2, 1, inp, 1.0)
+        y, yh = b.node("RNN", [xin, b.const(w, "W"), b.const(r, "R"), b.const(bias, "B")], n_out=2,
+                       hidden_size=H, direction="bidirectional", activations=acts,
+                       activation_alpha=alphas, activation_beta=betas)
+        ys = np.zeros((S, 2, B, H))
+        last = []
+        for d in range(2):
+            h = np.zeros((B, H))
+            for t in (range(S) if d == 0 else reversed(range(S))):
+                v = x64[t] @ f64(w[d]).T + h @ f64(r[d]).T + f64(bias[d, :H]) + f64(bias[d, H:])
+                h = fn[acts[d]](v, *pairs[d])
+                ys[t, d] = h
+            last.append(h)
+        return y, yh, ys, np.stack(last)
+
+    y3, h3, ys3, last3 = rnn(["ScaledTanh", "Softplus"], [0.8], [0.6], [(0.8, 0.6), (0, 0)], I,
+                             "x", f64(x))
+    # the second reads the first's forward sequence: Y [S, 2, B, H] -> [S, B, H]
+    fwd = b.node("Squeeze", [b.node("Slice", [y3, b.const(np.array([0], np.int64), "st"),
+                                              b.const(np.array([1], np.int64), "en"),
+                                              b.const(np.array([1], np.int64), "ax")]),
+                             b.const(np.array([1], np.int64), "ax")])
+    y4, h4, ys4, last4 = rnn(["ThresholdedRelu", "Affine"], [0.1, 0.5], [0.2], [(0.1, 0), (0.5, 0.2)],
+                             H, fwd, ys3[:, 0])
+    y5 = b.node("Relu", [y4])
+    parts += [ys3.reshape(-1, H), last3.reshape(-1, H), np.maximum(ys4, 0).reshape(-1, H),
+              last4.reshape(-1, H)]
+    outs += [flat(y3, S * 2 * B), flat(h3, 2 * B), flat(y5, S * 2 * B), flat(h4, 2 * B)]
+    out = b.node("Concat", outs, axis=0)
+    ref = np.concatenate(parts)
+    return b.model("rnn_acts", "x", [S, B, I], out, list(ref.shape), 14), x, ref
+
+
 def trilu():
     """Lower and upper triangles of a batch of float matrices (Trilu, opset 14)."""
     b = Builder(0)
@@ -1085,7 +1355,7 @@ def main():
                        ("legacy_ops", legacy_ops), ("int_shapes", int_shapes),
                        ("shape_if", shape_if), ("pinned", pinned),
                        ("pinned_value", pinned_value), ("reflect_wide", reflect_wide),
-                       ("lstm", lstm), ("gru", gru),
+                       ("lstm", lstm), ("gru", gru), ("rnn_acts", rnn_acts),
                        ("einsum_chain", einsum_chain), ("maxpool_indices", maxpool_indices),
                        ("topk_inf", topk_inf),
                        ("if_select", lambda: if_select(True)),
@@ -1095,7 +1365,8 @@ def main():
                        ("shared_conv", shared_conv), ("video_cnn", video_cnn),
                        ("half_folds", half_folds), ("pad_f16", pad_f16),
                        ("mlp_bf16", lambda: mlp(bf16, 14)), ("mlp_int8", mlp_int8),
-                       ("cnn_int8", cnn_int8),
+                       ("cnn_int8", cnn_int8), ("cnn_qdq", cnn_qdq),
+                       ("resnet_mini_qdq", resnet_mini_qdq),
                        ("transformer17_f16", lambda: transformer(17, half)),
                        ("resnet_mini_f16", lambda: resnet_mini(half))):
         model, x, ref = make()

@@ -12,6 +12,7 @@
  */
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -248,6 +249,16 @@ TEST_F(onnx, a_gru_unrolled_matches_numpy)
 	run_model(_metadata, self->dev, "gru", NPURT_DISPATCH_SINK);
 }
 
+/*
+ * Recurrent ops with every activation function ONNX names for them (their
+ * alphas and betas taken in order), clip and input_forget, unrolled: an
+ * LSTM, a reverse GRU and two bidirectional RNNs against numpy.
+ */
+TEST_F(onnx, recurrent_ops_take_every_activation_clip_and_input_forget)
+{
+	run_model(_metadata, self->dev, "rnn_acts", NPURT_DISPATCH_SINK);
+}
+
 /* A reflect Pad of 82 positions: a gather per padded dimension. */
 TEST_F(onnx, a_wide_reflect_pad_matches_numpy)
 {
@@ -359,6 +370,52 @@ TEST_F(onnx, an_int8_mlp_runs_on_the_integer_gemm)
 TEST_F(onnx, an_int8_cnn_runs_on_the_integer_convolution)
 {
 	run_model_tol(_metadata, self->dev, "cnn_int8", NPURT_DISPATCH_SINK, 1e-5);
+}
+
+/* Import model `name` with an info of `size` bytes (qdq preset to 77): the info. */
+static npurt_onnx_info import_info(struct __test_metadata *_metadata, const char *name,
+				   uint32_t size)
+{
+	npurt_onnx_info oi = { .size = size, .qdq = 77 };
+	npurt_graph *g = NULL;
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/%s.onnx", models_dir(), name);
+	EXPECT_EQ(NPURT_OK, npurt_onnx_import_file(p, NULL, &g, &oi)) TH_LOG("%s", npurt_last_error());
+	npurt_graph_destroy(g);
+	return oi;
+}
+
+/*
+ * A CNN as static quantization exports it (QDQ): its two Conv groups and
+ * its MatMul group import as integer ops, and the output matches the
+ * integer reference (onnxruntime's to the last bit) within one step of
+ * its scale, 0.1: the device scales each sum in float32.
+ */
+TEST_F(onnx, a_qdq_cnn_runs_its_groups_as_integer_ops)
+{
+	npurt_onnx_info oi = import_info(_metadata, "cnn_qdq", sizeof(oi));
+
+	EXPECT_EQ(3, oi.qdq);
+	/* A caller built before `qdq` existed gets what it knows. */
+	oi = import_info(_metadata, "cnn_qdq", offsetof(npurt_onnx_info, qdq));
+	EXPECT_EQ(77, oi.qdq);
+	EXPECT_EQ(13, oi.opset);
+	/* tolerances are of the largest output, 5.3 */
+	run_model_tol(_metadata, self->dev, "cnn_qdq", NPURT_DISPATCH_SINK, 0.1001 / 5.3);
+}
+
+/*
+ * resnet_mini as static quantization exports it: its ten convolutions run
+ * as integer ones; the residual Adds, pooling and Gemm in float. Against
+ * the same integer pipeline in numpy (onnxruntime's within 1e-4 of the
+ * largest output): 1e-2 leaves room for a sum the device scales to the
+ * other side of a rounding boundary.
+ */
+TEST_F(onnx, a_qdq_resnet_runs_its_convolutions_as_integer_ones)
+{
+	EXPECT_EQ(10, import_info(_metadata, "resnet_mini_qdq", sizeof(npurt_onnx_info)).qdq);
+	run_model_tol(_metadata, self->dev, "resnet_mini_qdq", NPURT_DISPATCH_SINK, 1e-2);
 }
 
 TEST_F(onnx, a_float16_transformer_block_matches_numpy)

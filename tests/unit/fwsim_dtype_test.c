@@ -183,6 +183,125 @@ TEST(casts_truncate_saturate_and_round)
 	EXPECT_EQ(0x3c01, h[2]);		/* just past a tie: up, not to even via float */
 }
 
+/*
+ * op over [2, 3] with alpha and beta: in0 (dtype d0) read through strides
+ * s0, in1 (dtype d1; y NULL: none) through s1, out dense: the row loops
+ * (a typed one where it applies) in two parts.
+ */
+static const char *run23p(uint32_t op, uint32_t d0, const void *x, const uint64_t *s0,
+			  uint32_t d1, const void *y, const uint64_t *s1, uint32_t dout, void *out,
+			  float alpha, float beta)
+{
+	struct npu_op a = { .op = op, .alpha = alpha, .beta = beta };
+	struct npu_view in[2], o;
+	const char *err;
+
+	a.in[0] = (struct npu_tensor){ .dtype = d0, .ndim = 2, .shape = { 2, 3 },
+				       .stride = { s0[0], s0[1] } };
+	a.in[1] = a.in[0];
+	if (y)
+		a.in[1] = (struct npu_tensor){ .dtype = d1, .ndim = 2, .shape = { 2, 3 },
+					       .stride = { s1[0], s1[1] } };
+	a.out = (struct npu_tensor){ .dtype = dout, .ndim = 2, .shape = { 2, 3 }, .stride = { 3, 1 } };
+	for (int k = 0; k < 2; k++) {
+		in[k] = (struct npu_view){ .data = (void *)(k ? y : x), .dtype = a.in[k].dtype,
+					   .ndim = 2, .shape = { 2, 3 } };
+		memcpy(in[k].stride, a.in[k].stride, sizeof(in[k].stride));
+	}
+	o = (struct npu_view){ .data = out, .dtype = dout, .ndim = 2, .shape = { 2, 3 },
+			       .stride = { 3, 1 } };
+	err = npu_op_check(&a);
+	if (!err) {
+		npu_op_run(&a, in, &o, 0, 4);
+		npu_op_run(&a, in, &o, 4, 6);
+	}
+	return err;
+}
+
+/* run23p() of in1 of in0's dtype, no parameters. */
+static const char *run23(uint32_t op, uint32_t d0, const void *x, const uint64_t *s0,
+			 const void *y, const uint64_t *s1, uint32_t dout, void *out)
+{
+	return run23p(op, d0, x, s0, d0, y, s1, dout, out, 0, 0);
+}
+
+TEST(quantized_casts_and_int32_arithmetic_by_rows)
+{
+	/* read transposed: element (i, j) is x[i + 2 j] */
+	static const uint64_t tr[2] = { 1, 2 }, dense[2] = { 3, 1 }, row[2] = { 0, 1 };
+	float f[6] = { 2.9f, -2.9f, NAN, 300.7f, -1.5f, 200.2f };
+	float g[6] = { 3e9f, -2.9f, NAN, 1e30f, -1e30f, 7.5f };
+	uint8_t u8[6] = { 0, 255, 128, 1, 2, 3 }, ou8[6];
+	int8_t i8[6] = { -128, 127, -1, 0, 5, -5 }, oi8[6];
+	int32_t i32[6] = { 16777217, -5, INT32_MAX, INT32_MIN, 65536, -3 }, oi32[6];
+	int32_t ones[3] = { 1, 1, 65536 };
+	float of[6];
+
+	/* f32 -> u8, i8, i32: truncated toward zero, saturating in 64 bits, nan 0; low bits */
+	ASSERT_EQ(NULL, run23(NPU_OP_CAST, NPU_DT_F32, f, tr, NULL, NULL, NPU_DT_U8, ou8));
+	EXPECT_EQ(0, memcmp(ou8, (uint8_t[]){ 2, 0, 255, 254, 44, 200 }, 6));
+	ASSERT_EQ(NULL, run23(NPU_OP_CAST, NPU_DT_F32, f, dense, NULL, NULL, NPU_DT_I8, oi8));
+	EXPECT_EQ(0, memcmp(oi8, (int8_t[]){ 2, -2, 0, 44, -1, -56 }, 6));
+	ASSERT_EQ(NULL, run23(NPU_OP_CAST, NPU_DT_F32, g, dense, NULL, NULL, NPU_DT_I32, oi32));
+	EXPECT_EQ(0, memcmp(oi32, (int32_t[]){ -1294967296, -2, 0, -1, 0, 7 }, 24));
+	/* bytes and int32 -> f32 (2^24 + 1 rounds to even) */
+	ASSERT_EQ(NULL, run23(NPU_OP_CAST, NPU_DT_U8, u8, tr, NULL, NULL, NPU_DT_F32, of));
+	EXPECT_EQ(0, memcmp(of, (float[]){ 0, 128, 2, 255, 1, 3 }, 24));
+	ASSERT_EQ(NULL, run23(NPU_OP_CAST, NPU_DT_I8, i8, dense, NULL, NULL, NPU_DT_F32, of));
+	EXPECT_EQ(0, memcmp(of, (float[]){ -128, 127, -1, 0, 5, -5 }, 24));
+	ASSERT_EQ(NULL, run23(NPU_OP_CAST, NPU_DT_I32, i32, dense, NULL, NULL, NPU_DT_F32, of));
+	EXPECT_EQ(0, memcmp(of, (float[]){ 16777216.0f, -5, 2147483648.0f, -2147483648.0f,
+					   65536, -3 }, 24));
+	ASSERT_EQ(NULL, run23(NPU_OP_CAST, NPU_DT_I8, i8, tr, NULL, NULL, NPU_DT_I32, oi32));
+	EXPECT_EQ(0, memcmp(oi32, (int32_t[]){ -128, -1, 5, 127, 0, -5 }, 24));
+	/* int32 wraps at 32 bits: a row broadcast down */
+	ASSERT_EQ(NULL, run23(NPU_OP_ADD, NPU_DT_I32, i32, dense, ones, row, NPU_DT_I32, oi32));
+	EXPECT_EQ(0, memcmp(oi32, (int32_t[]){ 16777218, -4, INT32_MAX + 65536u, INT32_MIN + 1,
+					       65537, 65533 }, 24));
+	ASSERT_EQ(NULL, run23(NPU_OP_SUB, NPU_DT_I32, i32, dense, ones, row, NPU_DT_I32, oi32));
+	EXPECT_EQ(INT32_MAX, oi32[3]);		/* INT32_MIN - 1 */
+	ASSERT_EQ(NULL, run23(NPU_OP_MUL, NPU_DT_I32, i32, dense, ones, row, NPU_DT_I32, oi32));
+	EXPECT_EQ(0, memcmp(oi32, (int32_t[]){ 16777217, -5, -65536, INT32_MIN, 65536, -196608 },
+			    24));
+}
+
+TEST(requant_scales_rounds_to_even_adds_the_zero_point_and_saturates)
+{
+	static const uint64_t dense[2] = { 3, 1 }, row[2] = { 0, 1 };
+	/* [2, 3] sums, a scale per column */
+	int32_t acc[6] = { 5, -5, 7, 1000000, -3, 3 };
+	float s[3] = { 0.5f, 0.5f, 1.5f }, f[6] = { 2.5f, -2.5f, NAN, 300, -300, 0.49f };
+	uint8_t u8[6];
+	int8_t i8[6];
+	struct npu_op a = { .op = NPU_OP_REQUANT, .alpha = NAN };
+
+	/* 2.5 -> 2, -2.5 -> -2, 10.5 -> 10, -1.5 -> -2, 4.5 -> 4 (to even); + 10, into [0, 255] */
+	ASSERT_EQ(NULL, run23p(NPU_OP_REQUANT, NPU_DT_I32, acc, dense, NPU_DT_F32, s, row, NPU_DT_U8, u8, 10,
+			       -INFINITY));
+	EXPECT_EQ(0, memcmp(u8, (uint8_t[]){ 12, 8, 20, 255, 8, 14 }, 6));
+	/* a Relu before it: nothing under the zero point */
+	ASSERT_EQ(NULL, run23p(NPU_OP_REQUANT, NPU_DT_I32, acc, dense, NPU_DT_F32, s, row, NPU_DT_U8, u8, 10, 10));
+	EXPECT_EQ(0, memcmp(u8, (uint8_t[]){ 12, 10, 20, 255, 10, 14 }, 6));
+	/* from f32 into i8: nan gives the zero point; -128 .. 127 */
+	ASSERT_EQ(NULL, run23p(NPU_OP_REQUANT, NPU_DT_F32, f, dense, NPU_DT_F32, s, row, NPU_DT_I8, i8, -3,
+			       -INFINITY));
+	EXPECT_EQ(0, memcmp(i8, (int8_t[]){ -2, -4, -3, 127, -128, -2 }, 6));
+	/* what it takes */
+	a.in[0] = (struct npu_tensor){ .dtype = NPU_DT_I32, .ndim = 1, .shape = { 6 }, .stride = { 1 } };
+	a.in[1] = a.in[0];
+	a.in[1].dtype = NPU_DT_F32;
+	a.out = a.in[0];
+	a.out.dtype = NPU_DT_U8;
+	EXPECT_NE(NULL, npu_op_check(&a));	/* a nan zero point */
+	a.alpha = 0;
+	EXPECT_EQ(NULL, npu_op_check(&a));
+	a.out.dtype = NPU_DT_I32;
+	EXPECT_NE(NULL, npu_op_check(&a));	/* u8 or i8 only */
+	a.out.dtype = NPU_DT_U8;
+	a.in[1].dtype = NPU_DT_I32;
+	EXPECT_NE(NULL, npu_op_check(&a));	/* an f32 scale */
+}
+
 TEST(integer_unary_ops)
 {
 	int16_t x[4] = { -5, 3, 0, -32768 }, z[4];

@@ -67,7 +67,14 @@ typedef struct npurt_onnx_info {
 	uint32_t folded;		/* nodes evaluated on the host */
 	uint32_t views;			/* nodes that became views of their input */
 	uint32_t device_ops;		/* ops of the graph made */
-	uint32_t fused;			/* node pairs made one (Conv + BatchNormalization) */
+	uint32_t fused;			/* node groups made one op (Conv + BatchNormalization,
+					 * GELU's nodes, a QDQ group, activations into ops) */
+	/*
+	 * QDQ groups (DequantizeLinear -> Conv or MatMul -> QuantizeLinear)
+	 * imported as one integer op. Added after the first 0.8 headers: a
+	 * `size` that ends before it gets the fields before it.
+	 */
+	uint32_t qdq;
 } npurt_onnx_info;
 
 NPURT_API npurt_status npurt_onnx_import(const void *data, size_t size,

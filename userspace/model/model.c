@@ -313,7 +313,7 @@ static npurt_status take_notifies(npurt_model *m, const char *who)
  * for an epilogue (older firmware would ignore it), 0.6 for a tensor of
  * more than 4 dimensions or a 3-D window, 0.7 for an op that computes
  * in f32 on a tensor of f16, bf16 (or MaxPool's i8, u8), 0.9 for a GEMM
- * or convolution on i8 or u8 (older firmware refuses the launch: better to say so at
+ * or convolution on i8 or u8, 0.10 for REQUANT (older firmware refuses the launch: better to say so at
  * load than at the first run).
  */
 static uint32_t op_needs(const npurt_model *m, const struct npum_op *op, const char **why)
@@ -321,6 +321,10 @@ static uint32_t op_needs(const npurt_model *m, const struct npum_op *op, const c
 	if (op->type == NPUM_OP_KERNEL) {
 		uint32_t need = 0;
 
+		if (op->kernel == NPU_OP_REQUANT) {
+			*why = "requant";
+			return 0x000a00;
+		}
 		if ((op->kernel == NPU_OP_GEMM || op->kernel == NPU_OP_CONV2D) &&
 		    npum_op_read(op, 0) != NPUM_NONE &&
 		    npu_dtype_is_byte_int(m->m.tensors[npum_op_read(op, 0)].dtype)) {

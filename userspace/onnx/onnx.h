@@ -79,6 +79,8 @@ struct ox_imp {
 	struct ox_pin *pins;		/* the caller's pinned dimensions */
 	size_t npins;
 	uint32_t scratch;		/* names of intermediate values */
+	const Onnx__GraphProto *model_graph;	/* the file's own graph */
+	uint8_t *qdq_skip;		/* its nodes a QDQ fusion took (onnx_qdq.c) */
 	npurt_onnx_info info;
 };
 
@@ -219,6 +221,16 @@ npurt_status ox_composed_node(struct ox_imp *im, const Onnx__NodeProto *n, struc
 /* Quantized operators as the float ones they mean (onnx_quant.c); as ox_composed_node(). */
 npurt_status ox_quant_node(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x,
 			   bool *handled);
+/* QLinearConv (conv) or QLinearMatMul node n, a Relu before the requantization if relu. */
+npurt_status ox_quant_qlinear(struct ox_imp *im, const Onnx__NodeProto *n, bool conv, bool relu);
+/* Whether QLinearConv of x and w (zero point wz) runs on the integer convolution. */
+bool ox_quant_conv_is_int(struct ox_imp *im, const Onnx__NodeProto *conv, const char *x,
+			  const char *w, const char *wz);
+/*
+ * QDQ fusion (onnx_qdq.c) at node k of graph g: true if the node is one a
+ * fusion takes (imported as part of a QLinear op, or left out), *st its status.
+ */
+bool ox_qdq_fuse(struct ox_imp *im, const Onnx__GraphProto *g, size_t k, npurt_status *st);
 npurt_status ox_op_onehot(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
 npurt_status ox_op_einsum(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x);
 npurt_status ox_op_batchnorm_training(struct ox_imp *im, const Onnx__NodeProto *n,

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -507,6 +508,12 @@ npurt_status ox_import_nodes(struct ox_imp *im, const Onnx__GraphProto *g)
 			return ox_fail(im, NPURT_ERR_INVALID, "a node without an op type");
 		if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx"))
 			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "domain \"%.32s\"", n->domain);
+		/* A QDQ group as one integer op (its nodes checked by the match) */
+		if (ox_qdq_fuse(im, g, k, &st)) {
+			if (st)
+				return st;
+			continue;
+		}
 		for (size_t i = 0; i < n->n_input; i++)
 			if (n->input[i][0] && !ox_find(im, n->input[i]))
 				return ox_fail(im, NPURT_ERR_INVALID, "input \"%.64s\" is defined "
@@ -562,6 +569,7 @@ static npurt_status import_model(struct ox_imp *im, const Onnx__ModelProto *m)
 	if (!g)
 		return ox_fail(im, NPURT_ERR_INVALID, "the model has no graph");
 	im->graph = g;
+	im->model_graph = g;
 	im->info.opset = (uint32_t)im->opset;
 	im->info.nodes = (uint32_t)g->n_node;
 	if (g->n_sparse_initializer)
@@ -727,7 +735,7 @@ npurt_status npurt_onnx_import(const void *data, size_t size, const npurt_onnx_o
 
 	if (!data || !graph)
 		return npurt_set_error(NPURT_ERR_INVALID, "npurt_onnx_import: NULL argument");
-	if (info && info->size < sizeof(*info))
+	if (info && info->size < offsetof(npurt_onnx_info, qdq))
 		return npurt_set_error(NPURT_ERR_INVALID, "npurt_onnx_import: info->size %u, "
 				       "want %zu", info->size, sizeof(*info));
 	if (!pb_nesting_ok(data, size))
@@ -749,13 +757,15 @@ npurt_status npurt_onnx_import(const void *data, size_t size, const npurt_onnx_o
 		st = import_model(&im, m);
 	free_vals(&im);
 	free(im.pins);
+	free(im.qdq_skip);
 	onnx__model_proto__free_unpacked(m, NULL);
 	if (st) {
 		npurt_graph_destroy(im.g);
 		return st;
 	}
-	if (info)
-		*info = im.info;
+	if (info)	/* as much as the caller's struct holds */
+		memcpy((char *)info + sizeof(info->size), (const char *)&im.info + sizeof(info->size),
+		       (info->size < sizeof(*info) ? info->size : sizeof(*info)) - sizeof(info->size));
 	*graph = im.g;
 	return NPURT_OK;
 }

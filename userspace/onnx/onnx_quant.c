@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "npu_opdefs.h"
 #include "onnx.h"
 
 /* Largest sum of products of 8-bit integers float32 holds exactly. */
@@ -558,27 +559,56 @@ static npurt_status op_integer(struct ox_imp *im, const Onnx__NodeProto *n, bool
 }
 
 /*
- * QLinearMatMul(a, as, az, b, bs, bz, ys, yz) and QLinearConv(x, xs, xz,
- * w, ws, wz, ys, yz[, bias]): the integer product (and the int32 bias),
- * scaled by as bs / ys, requantized to y's zero point's type.
+ * out = the device's REQUANT of p by k (firmware 0.10): p * k in f32,
+ * rounded, the constant zero point zp added, saturated to `type`; a Relu
+ * before it is the zero point as the least value.
  */
-static npurt_status op_qlinear(struct ox_imp *im, const Onnx__NodeProto *n, bool conv)
+static npurt_status requant_op(struct ox_imp *im, const char *p, const char *k, double zp,
+			       bool relu, int32_t type, const char *out)
+{
+	npurt_graph_node node = { .size = sizeof(node), .op = NPU_OP_REQUANT, .alpha = (float)zp,
+				  .beta = relu ? (float)zp : -INFINITY,
+				  .out_dtype = ox_dtype(type) };
+	struct ox_val *pv = ox_find(im, p), *kv = ox_find(im, k), *v;
+	int64_t dims[OX_MAX_DIMS];
+	uint32_t nd;
+
+	if (!ox_broadcast(pv->dims, pv->ndim, kv->dims, kv->ndim, dims, &nd))
+		return ox_fail(im, NPURT_ERR_INVALID, "scales of %u dimensions against a product "
+			       "of %u", kv->ndim, pv->ndim);
+	if (ox_bcast_tensor(im, p, nd, dims, &node.in[0]) ||
+	    ox_bcast_tensor(im, k, nd, dims, &node.in[1]))
+		return npurt_last_status();
+	v = ox_fresh(im, out, type, nd, dims);
+	if (!v || ox_add(im, &node, v->base))
+		return npurt_last_status();
+	return NPURT_OK;
+}
+
+/*
+ * QLinearMatMul(a, as, az, b, bs, bz, ys, yz) and QLinearConv(x, xs, xz,
+ * w, ws, wz, ys, yz[, bias]): the integer product (and the int32 bias,
+ * added in int32), scaled by as bs / ys and requantized to y's zero
+ * point's type: by the device's REQUANT when that zero point is a
+ * constant (one op), else by the float ops it means.
+ */
+static npurt_status op_qlinear(struct ox_imp *im, const Onnx__NodeProto *n, bool conv, bool relu)
 {
 	ox_name p, pb, sa, sb, sy, zy, m, k, q, bf;
-	struct ox_val *w = input(n, 3) ? ox_find(im, input(n, 3)) : NULL;
+	struct ox_val *w = input(n, 3) ? ox_find(im, input(n, 3)) : NULL, *zv;
 	uint32_t r = w ? w->ndim : 2;
+	int32_t yt = zp_type(im, n, 7);
+	bool has_bias = conv && input(n, 8) && input(n, 8)[0], as_int;
 	npurt_status st;
 
 	if (n->n_input < 8 || !w)
 		return ox_fail(im, NPURT_ERR_INVALID, "%zu inputs, 8 wanted", n->n_input);
+	zv = input(n, 7) && input(n, 7)[0] ? ox_find(im, input(n, 7)) : NULL;
 	st = int_product(im, n, conv, input(n, 0), input(n, 2), input(n, 3), input(n, 5), p);
-	if (!st && ox_find(im, p)->type == OX_INT32) {	/* scaled in float, as onnxruntime does */
-		st = emit_cast(im, p, OX_FLOAT, ox_tmp_name(im, pb, sizeof(pb), "quant"));
-		snprintf(p, sizeof(p), "%s", pb);
-	}
-	if (!st && conv && input(n, 8) && input(n, 8)[0]) {
+	as_int = !st && ox_find(im, p)->type == OX_INT32;
+	if (!st && has_bias) {
 		/* The int32 bias, per output channel: axis 1 of the output. */
-		st = param(im, input(n, 8), r, 1, bf);
+		st = param_as(im, input(n, 8), r, 1, as_int ? OX_INT32 : OX_FLOAT, bf);
 		if (!st)
 			st = emit_new(im, "Add", p, bf, pb);
 		if (!st)
@@ -592,14 +622,51 @@ static npurt_status op_qlinear(struct ox_imp *im, const Onnx__NodeProto *n, bool
 	if (!st)
 		st = param(im, input(n, 6), 1, 0, sy);
 	if (!st)
-		st = param(im, input(n, 7), 1, 0, zy);
-	if (!st)
 		st = emit_new(im, "Mul", sa, sb, m);
 	if (!st)
 		st = emit_new(im, "Div", m, sy, k);
+	if (st)
+		return st;
+	if ((!zv || (zv->is_const && ox_count(zv) == 1)) && ox_find(im, k)->type == OX_FLOAT &&
+	    (yt == OX_UINT8 || yt == OX_INT8))
+		return requant_op(im, p, k, zv ? ox_getf(zv, 0) : 0, relu, yt, n->output[0]);
+	if (as_int) {	/* scaled in float, as onnxruntime does */
+		st = emit_cast(im, p, OX_FLOAT, ox_tmp_name(im, pb, sizeof(pb), "quant"));
+		snprintf(p, sizeof(p), "%s", pb);
+	}
+	if (!st)
+		st = param(im, input(n, 7), 1, 0, zy);
 	if (!st)
 		st = emit_new(im, "Mul", p, k, q);
-	return st ? st : requantize(im, q, zy, zp_type(im, n, 7), n->output[0]);
+	if (!st && relu) {	/* a Relu between the product and its QuantizeLinear (QDQ) */
+		st = emit_new(im, "Relu", q, NULL, m);
+		if (!st)
+			snprintf(q, sizeof(q), "%s", m);
+	}
+	return st ? st : requantize(im, q, zy, yt, n->output[0]);
+}
+
+npurt_status ox_quant_qlinear(struct ox_imp *im, const Onnx__NodeProto *n, bool conv, bool relu)
+{
+	return op_qlinear(im, n, conv, relu);
+}
+
+bool ox_quant_conv_is_int(struct ox_imp *im, const Onnx__NodeProto *conv, const char *x,
+			  const char *w, const char *wz)
+{
+	struct ox_val *xv = ox_find(im, x), *wv = ox_find(im, w);
+	int64_t *zw;
+	bool any = false, ok;
+	struct win2 g;
+
+	if (!xv || !wv || !wv->is_const || !wv->i || wv->ndim != 4 || !win2_of(im, conv, xv, wv, &g))
+		return false;
+	zw = calloc((size_t)wv->dims[0], sizeof(*zw));
+	ok = zw && zw_values(im, wz, wv->dims[0], zw);
+	for (int64_t o = 0; ok && o < wv->dims[0]; o++)
+		any |= zw[o] != 0;
+	free(zw);
+	return ok && (!any || ox_attr_i(conv, "group", 1) == 1);
 }
 
 npurt_status ox_quant_node(struct ox_imp *im, const Onnx__NodeProto *n, struct ox_val *x,
@@ -615,7 +682,7 @@ npurt_status ox_quant_node(struct ox_imp *im, const Onnx__NodeProto *n, struct o
 	if (!strcmp(t, "MatMulInteger") || !strcmp(t, "ConvInteger"))
 		return op_integer(im, n, t[0] == 'C');
 	if (!strcmp(t, "QLinearMatMul") || !strcmp(t, "QLinearConv"))
-		return op_qlinear(im, n, t[7] == 'C');
+		return op_qlinear(im, n, t[7] == 'C', false);
 	*handled = false;
 	return NPURT_OK;
 }

@@ -5,13 +5,16 @@
  * at once (one MatMul and the biases), then per step the recurrent
  * MatMul, the gates (views of one Split), their activations and the cell
  * and hidden state updates. Forward, reverse and bidirectional, with
- * peepholes, and batch first (layout 1) as transposes around it; the
- * default activations (Sigmoid, Tanh, Tanh) without clip or input_forget,
- * which exporters rarely write, are what maps.
+ * peepholes, and batch first (layout 1) as transposes around it. GRU and
+ * RNN alike. Every activation function ONNX names for them, with its
+ * alpha and beta (Affine and ScaledTanh, which are no operators, as the
+ * products they are), clip on the gates' inputs and LSTM's
+ * input_forget (f = 1 - i).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "error.h"
 #include "onnx.h"
@@ -88,10 +91,19 @@ static npurt_status unsqueeze(struct ox_imp *im, const char *x, const int64_t *a
 
 enum rnn_kind { RNN_LSTM, RNN_GRU, RNN_RNN };
 
+/* An activation function of a recurrent op, by ONNX's name, with its parameters. */
+struct rnn_act {
+	const char *name;
+	float alpha, beta;
+};
+
 struct lstm {
 	const Onnx__NodeProto *n;
 	enum rnn_kind kind;
 	int gates;			/* 4, 3, 1 */
+	struct rnn_act act[2][3];	/* per direction: f, g, h (LSTM), f, g (GRU), f (RNN) */
+	float clip;			/* of the gates' inputs; 0: none */
+	bool input_forget;		/* LSTM: f = 1 - i */
 	int64_t steps, hidden, batch;
 	bool batch_first;		/* layout 1 */
 	ox_name x;			/* [steps, batch, input] */
@@ -154,6 +166,69 @@ static npurt_status peek(struct ox_imp *im, ox_name gate, const char *p, const c
 	return st;
 }
 
+/* A float attribute for ox_emit_attrs(). */
+static void attr_f(Onnx__AttributeProto *a, const char *name, float v)
+{
+	*a = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
+	a->name = (char *)name;
+	a->has_type = 1;
+	a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+	a->has_f = 1;
+	a->f = v;
+}
+
+/* x times a constant v, of x's type. */
+static npurt_status scale(struct ox_imp *im, const char *op, const char *x, double v, ox_name out)
+{
+	ox_name c;
+
+	if (!ox_scalar_named(im, ox_find(im, x)->type, v, c))
+		return npurt_last_status();
+	return emit2(im, op, x, c, ox_tmp_name(im, out, sizeof(ox_name), "rnn"));
+}
+
+/* out = act(x), x first clipped to [-clip, clip] when clip is set. */
+static npurt_status activate(struct ox_imp *im, const struct rnn_act *a, float clip,
+			     const char *x, ox_name out)
+{
+	Onnx__AttributeProto at[2], *ats[2] = { &at[0], &at[1] };
+	const char *op = a->name;
+	ox_name lo, hi, cx, t;
+	npurt_status st = NPURT_OK;
+	int natt = 0;
+
+	if (clip > 0) {
+		int32_t type = ox_find(im, x)->type;
+
+		if (!ox_scalar_named(im, type, -clip, lo) || !ox_scalar_named(im, type, clip, hi))
+			return npurt_last_status();
+		st = ox_emit(im, "Clip", (const char *const[]){ x, lo, hi }, 3,
+			     ox_tmp_name(im, cx, sizeof(cx), "rnn"), NULL);
+		x = cx;
+	}
+	if (st)
+		return st;
+	if (!strcmp(op, "Affine")) {		/* alpha x + beta */
+		st = scale(im, "Mul", x, a->alpha, t);
+		return st ? st : scale(im, "Add", t, a->beta, out);
+	}
+	if (!strcmp(op, "ScaledTanh")) {	/* alpha tanh(beta x) */
+		ox_name u;
+
+		st = scale(im, "Mul", x, a->beta, t);
+		if (!st)
+			st = emit1(im, "Tanh", t, ox_tmp_name(im, u, sizeof(u), "rnn"));
+		return st ? st : scale(im, "Mul", u, a->alpha, out);
+	}
+	if (!strcmp(op, "LeakyRelu") || !strcmp(op, "ThresholdedRelu") || !strcmp(op, "Elu") ||
+	    !strcmp(op, "HardSigmoid"))
+		attr_f(&at[natt++], "alpha", a->alpha);
+	if (!strcmp(op, "HardSigmoid"))
+		attr_f(&at[natt++], "beta", a->beta);
+	return ox_emit_attrs(im, op, &x, 1, ox_tmp_name(im, out, sizeof(ox_name), "rnn"), ats,
+			     (size_t)natt);
+}
+
 /*
  * One direction d (reverse or not): Y's steps into y[t] (each
  * [1, 1, batch, hidden]), the last hidden and cell states into h, c.
@@ -162,6 +237,7 @@ static npurt_status lstm_direction(struct ox_imp *im, const struct lstm *l, int6
 				   bool reverse, ox_name *y, ox_name h, ox_name c)
 {
 	const Onnx__NodeProto *n = l->n;
+	const struct rnn_act *act = l->act[d];
 	ox_name rt, xw, bw, br, bsum, sp, t1, t2, gates[4], peep[3];
 	int64_t four[4], yaxes[2] = { 0, 1 };
 	bool have_h = false, have_c = false, have_p = false;
@@ -226,11 +302,18 @@ static npurt_status lstm_direction(struct ox_imp *im, const struct lstm *l, int6
 		if (!st && have_p && have_c)
 			st = peek(im, gates[2], peep[2], c);
 		if (!st)
-			st = emit1(im, "Sigmoid", gates[0], ox_tmp_name(im, i, sizeof(i), "lstm"));
+			st = activate(im, &act[0], l->clip, gates[0], i);
+		if (!st && l->input_forget) {	/* coupled: f = 1 - i */
+			ox_name one;
+
+			st = ox_scalar_named(im, ox_find(im, i)->type, 1.0, one) ?
+			     emit2(im, "Sub", one, i, ox_tmp_name(im, f, sizeof(f), "lstm")) :
+			     npurt_last_status();
+		} else if (!st) {
+			st = activate(im, &act[0], l->clip, gates[2], f);
+		}
 		if (!st)
-			st = emit1(im, "Sigmoid", gates[2], ox_tmp_name(im, f, sizeof(f), "lstm"));
-		if (!st)
-			st = emit1(im, "Tanh", gates[3], ox_tmp_name(im, cc, sizeof(cc), "lstm"));
+			st = activate(im, &act[1], l->clip, gates[3], cc);
 		/* C = f C + i c~; H = o tanh(C) */
 		if (!st)
 			st = emit2(im, "Mul", i, cc, ox_tmp_name(im, cn, sizeof(cn), "lstm"));
@@ -244,9 +327,9 @@ static npurt_status lstm_direction(struct ox_imp *im, const struct lstm *l, int6
 		if (!st && have_p)		/* and o the new one */
 			st = peek(im, gates[1], peep[1], cn);
 		if (!st)
-			st = emit1(im, "Sigmoid", gates[1], ox_tmp_name(im, o, sizeof(o), "lstm"));
+			st = activate(im, &act[0], l->clip, gates[1], o);
 		if (!st)
-			st = emit1(im, "Tanh", cn, ox_tmp_name(im, t1, sizeof(t1), "lstm"));
+			st = activate(im, &act[2], 0, cn, t1);
 		if (!st)
 			st = emit2(im, "Mul", o, t1, ox_tmp_name(im, hn, sizeof(hn), "lstm"));
 		if (!st)
@@ -273,13 +356,13 @@ static npurt_status recur(struct ox_imp *im, const char *x, const char *rt, cons
 }
 
 /* out = act(x + h): a gate from its input's and its state's products. */
-static npurt_status gate(struct ox_imp *im, const char *act, const char *x, const char *h,
-			 ox_name out)
+static npurt_status gate(struct ox_imp *im, const struct lstm *l, const struct rnn_act *act,
+			 const char *x, const char *h, ox_name out)
 {
 	ox_name sum;
 	npurt_status st = emit2(im, "Add", x, h, ox_tmp_name(im, sum, sizeof(sum), "rnn"));
 
-	return st ? st : emit1(im, act, sum, ox_tmp_name(im, out, sizeof(ox_name), "rnn"));
+	return st ? st : activate(im, act, l->clip, sum, out);
 }
 
 /*
@@ -337,7 +420,7 @@ static npurt_status gru_direction(struct ox_imp *im, const struct lstm *l, int64
 		if (!st && l->kind == RNN_RNN) {
 			st = recur(im, h, rt, have_b ? br : NULL, hh);
 			if (!st)
-				st = gate(im, "Tanh", xt, hh, hn);
+				st = gate(im, l, &l->act[d][0], xt, hh, hn);
 		} else if (!st) {
 			for (int k = 0; k < 3; k++)
 				ox_tmp_name(im, xs[k], sizeof(xs[k]), "rnn");
@@ -347,9 +430,9 @@ static npurt_status gru_direction(struct ox_imp *im, const struct lstm *l, int64
 			if (!st)
 				st = recur(im, h, rts[1], have_b ? rbs[1] : NULL, hr);
 			if (!st)
-				st = gate(im, "Sigmoid", xs[0], hz, z);
+				st = gate(im, l, &l->act[d][0], xs[0], hz, z);
 			if (!st)
-				st = gate(im, "Sigmoid", xs[1], hr, rg);
+				st = gate(im, l, &l->act[d][0], xs[1], hr, rg);
 			if (!st && lbr) {	/* r (H Rh^T + Rbh) */
 				st = recur(im, h, rts[2], have_b ? rbs[2] : NULL, hh);
 				if (!st)
@@ -360,7 +443,7 @@ static npurt_status gru_direction(struct ox_imp *im, const struct lstm *l, int64
 					st = recur(im, hh, rts[2], have_b ? rbs[2] : NULL, t1);
 			}
 			if (!st)
-				st = gate(im, "Tanh", xs[2], t1, cand);
+				st = gate(im, l, &l->act[d][1], xs[2], t1, cand);
 			if (!st)
 				st = emit2(im, "Sub", h, cand, ox_tmp_name(im, dd, sizeof(dd), "rnn"));
 			if (!st)
@@ -375,16 +458,79 @@ static npurt_status gru_direction(struct ox_imp *im, const struct lstm *l, int64
 	return st;
 }
 
-/* What of an LSTM, GRU or RNN maps: refused, with the reason, otherwise. */
-static npurt_status lstm_check(struct ox_imp *im, const Onnx__NodeProto *n, struct lstm *l,
-			       int *dirs)
+/*
+ * The activation functions ONNX's recurrent ops take: whether each reads
+ * an alpha and a beta, and their defaults (those of the operators of the
+ * same name; Affine and ScaledTanh as onnxruntime has them).
+ */
+static const struct {
+	const char *name;
+	bool alpha, beta;
+	float dalpha, dbeta;
+} rnn_funcs[] = {
+	{ "Relu", false, false, 0, 0 }, { "Tanh", false, false, 0, 0 },
+	{ "Sigmoid", false, false, 0, 0 }, { "Softsign", false, false, 0, 0 },
+	{ "Softplus", false, false, 0, 0 },
+	{ "Affine", true, true, 1.0f, 0.0f }, { "LeakyRelu", true, false, 0.01f, 0 },
+	{ "ThresholdedRelu", true, false, 1.0f, 0 }, { "ScaledTanh", true, true, 1.0f, 1.0f },
+	{ "HardSigmoid", true, true, 0.2f, 0.5f }, { "Elu", true, false, 1.0f, 0 },
+};
+
+/*
+ * The node's activations, each direction's f, g, h: its own, or the
+ * defaults. activation_alpha and activation_beta are taken in order by
+ * the functions that read one.
+ */
+static npurt_status rnn_acts(struct ox_imp *im, const Onnx__NodeProto *n, struct lstm *l,
+			     int dirs)
 {
-	static const char *const acts[][3] = {
+	static const char *const defaults[][3] = {
 		[RNN_LSTM] = { "Sigmoid", "Tanh", "Tanh" }, [RNN_GRU] = { "Sigmoid", "Tanh" },
 		[RNN_RNN] = { "Tanh" },
 	};
 	const Onnx__AttributeProto *a = ox_attr(n, "activations");
-	const char *const *act;
+	const Onnx__AttributeProto *al = ox_attr(n, "activation_alpha");
+	const Onnx__AttributeProto *be = ox_attr(n, "activation_beta");
+	size_t per = l->kind == RNN_LSTM ? 3 : l->kind == RNN_GRU ? 2 : 1, na = 0, nb = 0;
+
+	if (a && a->n_strings != per * (size_t)dirs)
+		return ox_fail(im, NPURT_ERR_INVALID, "%zu activations, want %zu", a->n_strings,
+			       per * (size_t)dirs);
+	for (size_t k = 0; k < per * (size_t)dirs; k++) {
+		struct rnn_act *act = &l->act[k / per][k % per];
+		size_t f;
+
+		for (f = 0; f < sizeof(rnn_funcs) / sizeof(rnn_funcs[0]); f++)
+			if (a ? a->strings[k].len == strlen(rnn_funcs[f].name) &&
+				!strncasecmp((const char *)a->strings[k].data, rnn_funcs[f].name,
+					     a->strings[k].len) :
+			    !strcmp(rnn_funcs[f].name, defaults[l->kind][k % per]))
+				break;
+		if (f == sizeof(rnn_funcs) / sizeof(rnn_funcs[0]))
+			return ox_fail(im, NPURT_ERR_UNSUPPORTED, "activation %zu (\"%.*s\") is none "
+				       "ONNX defines for recurrent ops", k,
+				       (int)(a->strings[k].len > 32 ? 32 : a->strings[k].len),
+				       (const char *)a->strings[k].data);
+		act->name = rnn_funcs[f].name;
+		act->alpha = rnn_funcs[f].dalpha;
+		act->beta = rnn_funcs[f].dbeta;
+		if (rnn_funcs[f].alpha && al && na < al->n_floats)
+			act->alpha = al->floats[na++];
+		if (rnn_funcs[f].beta && be && nb < be->n_floats)
+			act->beta = be->floats[nb++];
+	}
+	l->clip = ox_attr_f(n, "clip", 0);
+	if (ox_attr(n, "clip") && !(l->clip > 0))
+		return ox_fail(im, NPURT_ERR_INVALID, "clip %g: a positive threshold", l->clip);
+	l->input_forget = ox_attr_i(n, "input_forget", 0) != 0;
+	return NPURT_OK;
+}
+
+/* What of an LSTM, GRU or RNN maps: refused, with the reason, otherwise. */
+static npurt_status lstm_check(struct ox_imp *im, const Onnx__NodeProto *n, struct lstm *l,
+			       int *dirs)
+{
+	npurt_status st;
 	struct ox_val *x = ox_in(im, n, 0), *w = ox_in(im, n, 1), *r = ox_in(im, n, 2);
 	struct ox_val *sl = n->n_input > 4 ? ox_in(im, n, 4) : NULL;
 	char buf[32];
@@ -393,23 +539,12 @@ static npurt_status lstm_check(struct ox_imp *im, const Onnx__NodeProto *n, stru
 	l->kind = !strcmp(n->op_type, "GRU") ? RNN_GRU : !strcmp(n->op_type, "RNN") ? RNN_RNN :
 		  RNN_LSTM;
 	l->gates = l->kind == RNN_LSTM ? 4 : l->kind == RNN_GRU ? 3 : 1;
-	act = acts[l->kind];
 	*dirs = !strcmp(dir, "bidirectional") ? 2 : 1;
 	if (strcmp(dir, "forward") && strcmp(dir, "reverse") && *dirs != 2)
 		return ox_fail(im, NPURT_ERR_INVALID, "direction \"%s\"", dir);
-	if (a) {
-		size_t per = l->kind == RNN_LSTM ? 3 : l->kind == RNN_GRU ? 2 : 1;
-
-		if (a->n_strings != per * (size_t)*dirs)
-			return ox_fail(im, NPURT_ERR_INVALID, "%zu activations", a->n_strings);
-		for (size_t k = 0; k < a->n_strings; k++)
-			if (a->strings[k].len != strlen(act[k % per]) ||
-			    memcmp(a->strings[k].data, act[k % per], a->strings[k].len))
-				return ox_fail(im, NPURT_ERR_UNSUPPORTED, "activation %zu is not %s: "
-					       "the default ones only", k, act[k % per]);
-	}
-	if (ox_attr(n, "clip") || ox_attr_i(n, "input_forget", 0))
-		return ox_fail(im, NPURT_ERR_UNSUPPORTED, "clip or input_forget");
+	st = rnn_acts(im, n, l, *dirs);
+	if (st)
+		return st;
 	if (!x || !w || !r || x->ndim != 3 || w->ndim != 3 || r->ndim != 3)
 		return ox_fail(im, NPURT_ERR_INVALID, "X, W and R of rank 3 wanted");
 	l->n = n;

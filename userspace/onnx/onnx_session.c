@@ -475,7 +475,7 @@ npurt_status npurt_onnx_session_run(npurt_onnx_session *s, const npurt_value *in
 		if (!st && t->host)
 			st = run_host(s, j, t->host);
 		/* What the next stage is planned for waited for this one. */
-		if (!st && j + 1 < n_stages(s))
+		if (!st && (t->n_nodes || t->host) && j + 1 < n_stages(s))
 			s->stats.syncs++;
 	}
 	for (uint32_t i = 0; !st && i < n_out; i++) {

@@ -301,8 +301,12 @@ npurt_status ox_stages_cut(const void *data, size_t size, struct ox_stages **out
 		st = npurt_set_error(NPURT_ERR_NO_MEMORY, "npurt_onnx_session_create: out of memory");
 		goto out;
 	}
-	for (uint32_t j = 0; !st && j < s->n; j++)
+	for (uint32_t j = 0; !st && j < s->n; j++) {
 		st = fill(s->m->graph, sp, s->n, j, &s->st[j]);
+		/* Nothing it makes is read (Constants the next stages copy): no device part. */
+		if (!st && !s->st[j].n_out)
+			s->st[j].n_nodes = 0;
+	}
 	if (!st) {
 		*out = s;
 		s = NULL;

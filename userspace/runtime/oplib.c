@@ -50,6 +50,7 @@ static const struct {
 	{ "and", NPU_OP_AND, 2 }, { "or", NPU_OP_OR, 2 }, { "xor", NPU_OP_XOR, 2 },
 	{ "shl", NPU_OP_SHL, 2 }, { "shr", NPU_OP_SHR, 2 },
 	{ "select", NPU_OP_SELECT, 2 }, { "gather_elements", NPU_OP_GATHER_ELEMENTS, 2 },
+	{ "requant", NPU_OP_REQUANT, 2 },
 	{ "not", NPU_OP_NOT, 1 }, { "isnan", NPU_OP_ISNAN, 1 }, { "isinf", NPU_OP_ISINF, 1 },
 };
 

@@ -103,9 +103,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "npu-onnx: %s\n", npurt_last_error());
 		rc = 1;
 	} else if (!quiet) {
-		printf("%s: opset %u, %u nodes: %u folded on the host, %u views, %u fused, "
-		       "%u device ops\n", argv[optind], oi.opset, oi.nodes, oi.folded, oi.views,
-		       oi.fused, oi.device_ops);
+		printf("%s: opset %u, %u nodes: %u folded on the host, %u views, %u fused "
+		       "(%u QDQ groups as integer ops), %u device ops\n", argv[optind], oi.opset,
+		       oi.nodes, oi.folded, oi.views, oi.fused, oi.qdq, oi.device_ops);
 		printf("%s: %u inputs, %u outputs, weights %llu bytes, feature maps %llu bytes "
 		       "(sum %llu, peak live %llu)\n", out, pi.inputs, pi.outputs,
 		       (unsigned long long)pi.weights_bytes, (unsigned long long)pi.fmap_bytes,

@@ -375,6 +375,14 @@ static void elementwise_any(const struct ref *r, const struct npum_op *op, uint6
 				memcpy(at(r, op->out, i), at(r, op->in[1], i), mf_dtype_size(d1));
 			continue;
 		}
+		if (op->kernel == NPU_OP_REQUANT) {
+			uint32_t dout = r->m->tensors[op->out].dtype;
+
+			x.i = npu_requant(d0 == NPU_DT_I32 ? (double)x.i : x.f,
+					  (float)load(r, op->in[1], i).f, op->alpha, op->beta, dout);
+			store(r, op->out, i, x, NPU_DOM_INT);
+			continue;
+		}
 		if (op->kernel == NPU_OP_CAST)
 			;
 		else if (two)
