@@ -252,6 +252,7 @@ static inline int64_t trunc_sat(float f)
 	}
 
 /* A row of a cast between f32, u8, i8 and i32: false for other dtypes. */
+__attribute__((target_clones("avx512f", "avx2", "default")))
 static bool cast_row(uint32_t din, uint32_t dout, const void *x, uint64_t sx, void *o,
 		     uint64_t so, uint64_t len)
 {
@@ -297,12 +298,26 @@ static bool i32_row(uint32_t op, const int32_t *x, uint64_t sx, const int32_t *y
 
 #undef I32_LOOP
 
-#define REQUANT_LOOP(ST, DT)							\
+#define REQUANT_AT(ST, DT, SX, SS, SO)						\
 	for (uint64_t j = 0; j < len; j++)					\
-		((DT *)o)[j * so] = (DT)npu_requant(((const ST *)x)[j * sx], s[j * ss],	\
-						     a->alpha, a->beta, dout);
+		((DT *)o)[j * (SO)] = (DT)npu_requant((float)((const ST *)x)[j * (SX)],	\
+						       s[j * (SS)], a->alpha, a->beta, dout);
 
-/* A row of REQUANT: npu_requant() inlined, its dtypes the loop's constants. */
+/* Dense rows of one scale (a channel's) or a scale each: constant strides, which vectorize. */
+#define REQUANT_LOOP(ST, DT)							\
+	if (sx == 1 && so == 1 && ss == 0)					\
+		REQUANT_AT(ST, DT, 1, 0, 1)					\
+	else if (sx == 1 && so == 1 && ss == 1)					\
+		REQUANT_AT(ST, DT, 1, 1, 1)					\
+	else									\
+		REQUANT_AT(ST, DT, sx, ss, so)
+
+/*
+ * A row of REQUANT: npu_requant() inlined, its dtypes the loop's
+ * constants; cloned per ISA as elementwise_row() is, so the rounding is
+ * an instruction (SSE4.1 on) and the loop vectorizes.
+ */
+__attribute__((target_clones("avx512f", "avx2", "default")))
 static void requant_row(const struct npu_op *a, uint32_t d0, const void *x, uint64_t sx,
 			const float *s, uint64_t ss, uint32_t dout, void *o, uint64_t so,
 			uint64_t len)
@@ -318,6 +333,7 @@ static void requant_row(const struct npu_op *a, uint32_t d0, const void *x, uint
 }
 
 #undef REQUANT_LOOP
+#undef REQUANT_AT
 
 /* One element by the definitions (npu_opdtypes.h): any dtypes. */
 static void element(const struct npu_op *a, enum npu_op_kind c, const struct npu_view *in,
@@ -331,7 +347,7 @@ static void element(const struct npu_op *a, enum npu_op_kind c, const struct npu
 	if (a->op == NPU_OP_REQUANT) {
 		union npu_num v = npu_load(in[0].data, o0, d0), r;
 
-		r.i = npu_requant(d0 == NPU_DT_I32 ? (double)v.i : v.f,
+		r.i = npu_requant(d0 == NPU_DT_I32 ? (float)v.i : (float)v.f,
 				  (float)npu_load(in[1].data, o1, NPU_DT_F32).f, a->alpha, a->beta,
 				  out->dtype);
 		npu_store(out->data, oo, out->dtype, r, NPU_DOM_INT);

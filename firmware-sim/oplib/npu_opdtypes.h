@@ -418,19 +418,21 @@ static inline const char *npu_op_dtypes(uint32_t op, uint32_t d0, uint32_t d1, u
 }
 
 /*
- * REQUANT of one element: x (an i32 or f32 value) times the scale s in
- * f32, rounded half to even, the zero point zp added, clamped to [max(lo,
- * least), largest] of dout (U8 or I8); a nan product gives zp.
+ * REQUANT of one element: x (an i32 value converted to f32, or an f32)
+ * times the scale s in f32, rounded half to even, the zero point zp
+ * added, clamped to [max(lo, least), largest] of dout (U8 or I8); a nan
+ * gives the least value. Written as the compares a vector max and min
+ * are, so its loops vectorize.
  */
-static inline int64_t npu_requant(double x, float s, float zp, float lo, uint32_t dout)
+static inline int32_t npu_requant(float x, float s, float zp, float lo, uint32_t dout)
 {
-	float v = (float)x * s, least = dout == NPU_DT_I8 ? -128.0f : 0.0f;
-	float most = dout == NPU_DT_I8 ? 127.0f : 255.0f;
+	float least = dout == NPU_DT_I8 ? -128.0f : 0.0f, most = dout == NPU_DT_I8 ? 127.0f : 255.0f;
+	float v = nearbyintf(x * s) + zp;
 
-	v = isnan(v) ? zp : nearbyintf(v) + zp;
 	least = lo > least ? lo : least;
-	v = !(v >= least) ? least : v > most ? most : v;	/* a nan zp: the least */
-	return (int64_t)v;
+	v = v > least ? v : least;	/* nan: the least */
+	v = v < most ? v : most;
+	return (int32_t)v;		/* in [-128, 255]: exact */
 }
 
 /* The dtype of an op's output (CAST, REQUANT: `to`), as the graph builder infers it. */

@@ -89,8 +89,8 @@ enum npu_op_id {
 	 * sums) or f32, in1 f32 (the scale, usually per channel through a
 	 * 0-stride view), out u8 or i8: the product in f32, rounded half to
 	 * even, alpha (the zero point) added, clamped to [max(beta, out's
-	 * least), out's largest]; nan gives alpha. beta at the zero point is
-	 * a Relu before the quantization. npu_requant() defines it.
+	 * least), out's largest]; nan gives that least. beta at the zero
+	 * point is a Relu before the quantization. npu_requant() defines it.
 	 */
 	NPU_OP_REQUANT,
 	NPU_OP_LAST_BINARY2 = NPU_OP_REQUANT,

@@ -378,7 +378,7 @@ static void elementwise_any(const struct ref *r, const struct npum_op *op, uint6
 		if (op->kernel == NPU_OP_REQUANT) {
 			uint32_t dout = r->m->tensors[op->out].dtype;
 
-			x.i = npu_requant(d0 == NPU_DT_I32 ? (double)x.i : x.f,
+			x.i = npu_requant(d0 == NPU_DT_I32 ? (float)x.i : (float)x.f,
 					  (float)load(r, op->in[1], i).f, op->alpha, op->beta, dout);
 			store(r, op->out, i, x, NPU_DOM_INT);
 			continue;
