@@ -285,6 +285,7 @@ static bool cast_row(uint32_t din, uint32_t dout, const void *x, uint64_t sx, vo
 	for (uint64_t j = 0; j < len; j++)					\
 		o[j * so] = (int32_t)((uint32_t)x[j * sx] op (uint32_t)y[j * sy]);
 
+__attribute__((target_clones("avx512f", "avx2", "default")))
 static bool i32_row(uint32_t op, const int32_t *x, uint64_t sx, const int32_t *y, uint64_t sy,
 		    int32_t *o, uint64_t so, uint64_t len)
 {
