@@ -9,7 +9,8 @@
  * models run around their integer products) have typed loops; any other
  * dtype goes
  * element by element through npu_opdtypes.h's definitions, by rows too.
- * Every path gives what the element-at-a-time definition gives.
+ * Every path gives what the element-at-a-time definition gives
+ * (fwsim_dtype_test holds the typed loops to written-out values).
  */
 #include <math.h>
 #include <stdbool.h>
@@ -244,6 +245,12 @@ static inline int64_t trunc_sat(float f)
 	return isnan(f) ? 0 : f >= 0x1p63f ? INT64_MAX : f <= -0x1p63f ? INT64_MIN : (int64_t)f;
 }
 
+/* The same into an unsigned dtype: from 2^63 on the value is unsigned, saturating at 2^64. */
+static inline uint64_t trunc_sat_u(float f)
+{
+	return f >= 0x1p64f ? UINT64_MAX : f >= 0x1p63f ? (uint64_t)f : (uint64_t)trunc_sat(f);
+}
+
 #define CAST_LOOP(ST, DT, expr)							\
 	for (uint64_t j = 0; j < len; j++) {					\
 		ST v = ((const ST *)x)[j * sx];					\
@@ -258,7 +265,7 @@ static bool cast_row(uint32_t din, uint32_t dout, const void *x, uint64_t sx, vo
 {
 	switch (din * NPU_DT_COUNT + dout) {
 	case NPU_DT_F32 * NPU_DT_COUNT + NPU_DT_U8:
-		CAST_LOOP(float, uint8_t, (uint8_t)trunc_sat(v)) return true;
+		CAST_LOOP(float, uint8_t, (uint8_t)trunc_sat_u(v)) return true;
 	case NPU_DT_F32 * NPU_DT_COUNT + NPU_DT_I8:
 		CAST_LOOP(float, int8_t, (int8_t)(uint8_t)trunc_sat(v)) return true;
 	case NPU_DT_F32 * NPU_DT_COUNT + NPU_DT_I32:

@@ -27,7 +27,7 @@ static void stages(const uint8_t *data, size_t len)
 	npurt_value v = { .dtype = NPURT_F32, .ndim = 1, .shape = { 1 } };
 	const npurt_value *in[1024];
 	struct ox_stages *s = NULL;
-	npurt_status st = ox_stages_cut(data, len, &s);
+	npurt_status st = ox_stages_cut(data, len, NULL, 0, &s);
 
 	if (st) {
 		if ((st != NPURT_ERR_INVALID && st != NPURT_ERR_NO_MEMORY &&

@@ -1242,6 +1242,37 @@ def data_dependent():
     return m
 
 
+def nonzero_kinds():
+    """Two NonZero a session handles apart: nonzero_const's is of a constant
+    mask (folded at import: no stage, the positions it picks of x doubled);
+    nonzero_any_rank's x has no declared shape, so runs bring it at any
+    rank, and the stage before the NonZero is made for each rank."""
+    f, i64 = TensorProto.FLOAT, TensorProto.INT64
+    vi = helper.make_tensor_value_info
+    mask = numpy_helper.from_array(np.array([0, 1, 1, 0, 1], np.int64), "mask")
+    shape = numpy_helper.from_array(np.array([-1], np.int64), "flat")
+    g1 = helper.make_graph(
+        [helper.make_node("NonZero", ["mask"], ["where"], name="where"),
+         helper.make_node("Reshape", ["where", "flat"], ["idx"], name="idx"),
+         helper.make_node("Gather", ["x", "idx"], ["sel"], name="select"),
+         helper.make_node("Add", ["sel", "sel"], ["y"], name="double")],
+        "nonzero_const", [vi("x", f, ["n"])], [vi("y", f, [3])], [mask, shape])
+    zero = numpy_helper.from_array(np.array(0, np.float32), "zero")
+    g2 = helper.make_graph(
+        [helper.make_node("Greater", ["x", "zero"], ["pos"], name="positive"),
+         helper.make_node("NonZero", ["pos"], ["where"], name="where"),
+         helper.make_node("Cast", ["where"], ["y"], name="as_float", to=f)],
+        "nonzero_any_rank", [vi("x", f, None)], [vi("y", f, ["r", "m"])], [zero])
+    out = []
+    for g in (g1, g2):
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 8
+        if g is g1:     # onnx 1.12's checker wants an input's shape, which ONNX leaves optional
+            onnx.checker.check_model(m, full_check=True)
+        out.append(m)
+    return out
+
+
 def if_same_names():
     """An If on a computed condition whose branches both call their output
     "y1": a select imports both, and the second is refused by name."""
@@ -1341,6 +1372,8 @@ def main():
     onnx.save(loop_refused(False), os.path.join(out, "loop_unsupported_body.onnx"))
     onnx.save(loop_forever(), os.path.join(out, "loop_forever.onnx"))
     onnx.save(data_dependent(), os.path.join(out, "data_dependent.onnx"))
+    for name, model in zip(("nonzero_const", "nonzero_any_rank"), nonzero_kinds()):
+        onnx.save(model, os.path.join(out, name + ".onnx"))
     model, runs = transformer_dyn()
     onnx.save(model, os.path.join(out, "transformer_dyn.onnx"))
     for (n, s), x, ref in runs:

@@ -462,4 +462,58 @@ TEST_F(session, a_run_keeps_each_stage_plan_it_uses_past_the_cache_limit)
 	EXPECT_EQ(before, in_use(_metadata, self->dev));
 }
 
+/* NonZero of a constant folds at import: no stage, no wait (it failed: "no input"). */
+TEST_F(session, a_nonzero_of_a_constant_is_folded_not_cut)
+{
+	float x[5] = { 1, 2, 3, 4, 5 }, want[3] = { 4, 6, 10 };
+	npurt_value in = { .dtype = NPURT_F32, .ndim = 1, .shape = { 5 }, .data = x,
+			   .bytes = sizeof(x) }, out;
+	npurt_onnx_session *s;
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/nonzero_const.onnx", models_dir());
+	ASSERT_EQ(NPURT_OK, npurt_onnx_session_create_file(self->dev, p, NULL, &s))
+		TH_LOG("%s", npurt_last_error());
+	ASSERT_EQ(NPURT_OK, npurt_onnx_session_run(s, &in, 1, &out, 1))
+		TH_LOG("%s", npurt_last_error());
+	ASSERT_EQ(3, out.shape[0]);
+	EXPECT_EQ(0, memcmp(want, out.data, sizeof(want)));
+	EXPECT_EQ(0, stats_of(_metadata, s).syncs);
+	npurt_onnx_session_destroy(s);
+}
+
+/*
+ * An input of no declared shape comes at any rank: the stage before the
+ * NonZero is made again for a new rank (it kept the first run's and was
+ * refused).
+ */
+TEST_F(session, a_stage_input_of_any_rank_is_declared_per_rank)
+{
+	float x1[5] = { -1, 2, 0, 3, -4 }, x2[6] = { 1, -1, 0, 0, 5, 6 };
+	static const float want1[2] = { 1, 3 };			/* [1, 2] */
+	static const float want2[6] = { 0, 1, 1, 0, 1, 2 };	/* [2, 3]: rows, then columns */
+	npurt_value in1 = { .dtype = NPURT_F32, .ndim = 1, .shape = { 5 }, .data = x1,
+			    .bytes = sizeof(x1) };
+	npurt_value in2 = { .dtype = NPURT_F32, .ndim = 2, .shape = { 2, 3 }, .data = x2,
+			    .bytes = sizeof(x2) }, out;
+	npurt_onnx_session *s;
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/nonzero_any_rank.onnx", models_dir());
+	ASSERT_EQ(NPURT_OK, npurt_onnx_session_create_file(self->dev, p, NULL, &s))
+		TH_LOG("%s", npurt_last_error());
+	for (int r = 0; r < 3; r++) {	/* rank 1, 2, then 1 again */
+		npurt_value *in = r == 1 ? &in2 : &in1;
+		const float *want = r == 1 ? want2 : want1;
+
+		ASSERT_EQ(NPURT_OK, npurt_onnx_session_run(s, in, 1, &out, 1))
+			TH_LOG("rank %u: %s", in->ndim, npurt_last_error());
+		ASSERT_EQ(in->ndim, out.shape[0]);
+		ASSERT_EQ(r == 1 ? 3u : 2u, out.shape[1]);
+		EXPECT_EQ(0, memcmp(want, out.data, out.bytes));
+	}
+	EXPECT_EQ(3, stats_of(_metadata, s).syncs);
+	npurt_onnx_session_destroy(s);
+}
+
 TEST_HARNESS_MAIN

@@ -231,6 +231,7 @@ TEST(quantized_casts_and_int32_arithmetic_by_rows)
 	static const uint64_t tr[2] = { 1, 2 }, dense[2] = { 3, 1 }, row[2] = { 0, 1 };
 	float f[6] = { 2.9f, -2.9f, NAN, 300.7f, -1.5f, 200.2f };
 	float g[6] = { 3e9f, -2.9f, NAN, 1e30f, -1e30f, 7.5f };
+	float huge[6] = { 1e19f, 1e30f, 9.3e18f, 0, -0.0f, 0.25f };
 	uint8_t u8[6] = { 0, 255, 128, 1, 2, 3 }, ou8[6];
 	int8_t i8[6] = { -128, 127, -1, 0, 5, -5 }, oi8[6];
 	int32_t i32[6] = { 16777217, -5, INT32_MAX, INT32_MIN, 65536, -3 }, oi32[6];
@@ -240,6 +241,9 @@ TEST(quantized_casts_and_int32_arithmetic_by_rows)
 	/* f32 -> u8, i8, i32: truncated toward zero, saturating in 64 bits, nan 0; low bits */
 	ASSERT_EQ(NULL, run23(NPU_OP_CAST, NPU_DT_F32, f, tr, NULL, NULL, NPU_DT_U8, ou8));
 	EXPECT_EQ(0, memcmp(ou8, (uint8_t[]){ 2, 0, 255, 254, 44, 200 }, 6));
+	/* into an unsigned dtype 2^63 .. 2^64 is in range (1e19: its low byte 0), past it 2^64 - 1 */
+	ASSERT_EQ(NULL, run23(NPU_OP_CAST, NPU_DT_F32, huge, dense, NULL, NULL, NPU_DT_U8, ou8));
+	EXPECT_EQ(0, memcmp(ou8, (uint8_t[]){ 0, 255, 0, 0, 0, 0 }, 6));
 	ASSERT_EQ(NULL, run23(NPU_OP_CAST, NPU_DT_F32, f, dense, NULL, NULL, NPU_DT_I8, oi8));
 	EXPECT_EQ(0, memcmp(oi8, (int8_t[]){ 2, -2, 0, 44, -1, -56 }, 6));
 	ASSERT_EQ(NULL, run23(NPU_OP_CAST, NPU_DT_F32, g, dense, NULL, NULL, NPU_DT_I32, oi32));

@@ -48,7 +48,7 @@ static struct ox_stages *cut_file(struct __test_metadata *_metadata, const char 
 	EXPECT_NE(NULL, data) TH_LOG("%s (make tests builds it)", p);
 	if (!data)
 		return NULL;
-	EXPECT_EQ(NPURT_OK, ox_stages_cut(data, len, &s)) TH_LOG("%s", npurt_last_error());
+	EXPECT_EQ(NPURT_OK, ox_stages_cut(data, len, NULL, 0, &s)) TH_LOG("%s", npurt_last_error());
 	free(data);
 	return s;
 }
@@ -129,9 +129,9 @@ TEST(a_model_with_nothing_to_cut_is_one_stage)
 	snprintf(p, sizeof(p), "%s/transformer_dyn.onnx", models_dir());
 	data = read_all(p, &len);
 	ASSERT_NE(NULL, data) TH_LOG("%s", p);
-	EXPECT_EQ(NPURT_OK, ox_stages_cut(data, len, &s));
+	EXPECT_EQ(NPURT_OK, ox_stages_cut(data, len, NULL, 0, &s));
 	EXPECT_EQ(NULL, s);
-	EXPECT_EQ(NPURT_ERR_INVALID, ox_stages_cut("no model", 8, &s));
+	EXPECT_EQ(NPURT_ERR_INVALID, ox_stages_cut("no model", 8, NULL, 0, &s));
 	EXPECT_EQ(NULL, s);
 	free(data);
 }

@@ -192,7 +192,7 @@ static npurt_status lower_file(npurt_onnx_session *s, uint32_t j, const npurt_va
 		}
 		values[o.n_values++] = text[nt++];
 	}
-	if (s->stages && !st->file && (st_ = ox_stage_file(s->stages, j, in)))
+	if (s->stages && !ox_stage_file_fits(st, in) && (st_ = ox_stage_file(s->stages, j, in)))
 		goto out;
 	st_ = npurt_onnx_import(st->file, st->size, &o, &g, NULL);
 	if (!st_)

@@ -130,7 +130,7 @@ static bool weight_dq(struct ox_imp *im, const Onnx__NodeProto *d, int axis, str
 	struct ox_val *w = ox_find(im, in_at(d, 0)), *s;
 	int64_t ch;
 
-	if (!w || !w->is_const || !is_byte(w->type) || w->ndim < 2)
+	if (!w || !w->is_const || !is_byte(w->type) || w->ndim < 2 || ox_attr(d, "block_size"))
 		return false;
 	ch = w->dims[axis];
 	s = const_of(im, in_at(d, 1), OX_FLOAT, ch);
@@ -187,7 +187,8 @@ static bool match(struct ox_imp *im, const Onnx__GraphProto *g, size_t k, struct
 	/* x: bytes at one scale and zero point */
 	xv = ox_find(im, in_at(dx, 0));
 	xs = const_of(im, in_at(dx, 1), OX_FLOAT, 0);
-	if (!xv || !is_byte(xv->type) || !xs ||
+	/* a MatMul's x of rank 1: the product's rank is not the scales' */
+	if (!xv || !is_byte(xv->type) || !xs || (!conv && xv->ndim < 2) ||
 	    (in_at(dx, 2) && !const_of(im, in_at(dx, 2), xv->type, 0)))
 		return false;
 	/* w: constant bytes, per channel along the output's axis (0 for Conv, the columns for MatMul) */
@@ -215,7 +216,9 @@ static bool match(struct ox_imp *im, const Onnx__GraphProto *g, size_t k, struct
 	}
 	qn = g->node[j];
 	q->q = j;
-	if (!op_is(qn, "QuantizeLinear") || qn->n_output != 1 ||
+	/* output_dtype (opset 21) and blocked scales are types and layouts the fusion does not take */
+	if (!op_is(qn, "QuantizeLinear") || qn->n_output != 1 || ox_attr(qn, "output_dtype") ||
+	    ox_attr(dx, "block_size") ||
 	    !const_of(im, in_at(qn, 1), OX_FLOAT, 0) ||
 	    (in_at(qn, 2) && (!const_of(im, in_at(qn, 2), OX_UINT8, 0) &&
 			      !const_of(im, in_at(qn, 2), OX_INT8, 0))))

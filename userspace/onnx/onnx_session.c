@@ -139,7 +139,8 @@ static npurt_status setup_stages(npurt_onnx_session *s)
 	static const char who[] = "npurt_onnx_session_create";
 	struct ox_stage *w = &s->whole;
 	uint32_t n = 1;
-	npurt_status st = ox_stages_cut(s->data, s->size, &s->stages);
+	npurt_status st = ox_stages_cut(s->data, s->size, (const char *const *)s->values,
+					s->opts.n_values, &s->stages);
 
 	if (st)
 		return st;

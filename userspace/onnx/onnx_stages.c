@@ -120,12 +120,30 @@ static bool graph_output(const Onnx__GraphProto *g, const char *name)
 	return false;
 }
 
-/* Known before any run: an initializer or a Constant node's output. */
-static bool constant(const Onnx__GraphProto *g, const char *name)
+/* A value spec ("NAME=V,...") names `name`. */
+static bool pins(const char *const *values, uint32_t n, const char *name)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		const char *eq = strrchr(values[k], '=');
+
+		if (eq && (size_t)(eq - values[k]) == strlen(name) &&
+		    !strncmp(values[k], name, strlen(name)))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Known before any run: an initializer, a Constant node's output, or an
+ * input the caller pins by value (values[0..nvalues)).
+ */
+static bool constant(const Onnx__GraphProto *g, const char *name, const char *const *values,
+		     uint32_t nvalues)
 {
 	long p = producer(g, name);
 
-	return ox_graph_initializer(g, name) || (p >= 0 && op_is(g->node[p], "Constant"));
+	return ox_graph_initializer(g, name) || (p >= 0 && op_is(g->node[p], "Constant")) ||
+	       (p < 0 && pins(values, nvalues, name));
 }
 
 /* Where a stage begins and ends in the top-level node list, while cutting. */
@@ -142,6 +160,7 @@ static void stage_free(struct ox_stage *st)
 	free(st->by_value);
 	free(st->out);
 	free(st->file);
+	free(st->rank);
 }
 
 void ox_stages_free(struct ox_stages *s)
@@ -243,8 +262,13 @@ nomem:
 	return npurt_set_error(NPURT_ERR_NO_MEMORY, "npurt_onnx_session_create: out of memory");
 }
 
-/* Where the graph is cut: a NonZero ends a stage, a TopK of a computed k begins one. */
-static uint32_t spans(const Onnx__GraphProto *g, struct span *sp, bool *cut)
+/*
+ * Where the graph is cut: a NonZero of a value a run computes ends a
+ * stage (of a constant, the importer folds it), a TopK of a computed k
+ * begins one.
+ */
+static uint32_t spans(const Onnx__GraphProto *g, const char *const *values, uint32_t nvalues,
+		      struct span *sp, bool *cut)
 {
 	uint32_t n = 0, start = 0;
 	const char *pending = NULL;
@@ -253,13 +277,14 @@ static uint32_t spans(const Onnx__GraphProto *g, struct span *sp, bool *cut)
 	for (uint32_t i = 0; i < g->n_node; i++) {
 		const Onnx__NodeProto *nd = g->node[i];
 
-		if (op_is(nd, "NonZero")) {
+		if (op_is(nd, "NonZero") && nd->n_input && nd->input[0][0] &&
+		    !constant(g, nd->input[0], values, nvalues)) {
 			sp[n++] = (struct span){ start, i, nd, pending };
 			start = i + 1;
 			pending = NULL;
 			*cut = true;
 		} else if (op_is(nd, "TopK") && nd->n_input >= 2 && nd->input[1][0] &&
-			   !constant(g, nd->input[1])) {
+			   !constant(g, nd->input[1], values, nvalues)) {
 			if (i > start)
 				sp[n++] = (struct span){ start, i, NULL, pending };
 			start = i;
@@ -272,7 +297,8 @@ static uint32_t spans(const Onnx__GraphProto *g, struct span *sp, bool *cut)
 	return n;
 }
 
-npurt_status ox_stages_cut(const void *data, size_t size, struct ox_stages **out)
+npurt_status ox_stages_cut(const void *data, size_t size, const char *const *values,
+			   uint32_t nvalues, struct ox_stages **out)
 {
 	struct ox_stages *s = calloc(1, sizeof(*s));
 	struct span *sp = NULL;
@@ -293,7 +319,7 @@ npurt_status ox_stages_cut(const void *data, size_t size, struct ox_stages **out
 		st = npurt_set_error(NPURT_ERR_NO_MEMORY, "npurt_onnx_session_create: out of memory");
 		goto out;
 	}
-	s->n = spans(s->m->graph, sp, &cut);
+	s->n = spans(s->m->graph, values, nvalues, sp, &cut);
 	if (!cut)
 		goto out;
 	s->st = calloc(s->n, sizeof(*s->st));
@@ -362,6 +388,13 @@ npurt_status ox_stage_file(struct ox_stages *s, uint32_t j, const npurt_value *c
 	npurt_status ret = NPURT_OK;
 	bool ok = decl && outs && ins && outp && inits;
 
+	/* made again for other ranks: the first run's declared them */
+	free(st->file);
+	st->file = NULL;
+	if (!st->rank)
+		st->rank = calloc(st->n_in + 1, sizeof(*st->rank));
+	ok = ok && st->rank;
+
 	for (uint32_t i = 0; ok && i < st->n_nodes; i++)
 		ok = reads(st->nodes[i], &r);
 	if (!ok) {
@@ -369,6 +402,7 @@ npurt_status ox_stage_file(struct ox_stages *s, uint32_t j, const npurt_value *c
 		goto out;
 	}
 	for (uint32_t k = 0; k < st->n_in; k++) {
+		st->rank[k] = in[k] ? in[k]->ndim : UINT32_MAX;
 		if (in[k]) {
 			declare(&decl[k], st->in[k], in[k]);
 			ins[k] = &decl[k].vi;
@@ -411,6 +445,14 @@ out:
 	free(outp);
 	free(inits);
 	return ret;
+}
+
+bool ox_stage_file_fits(const struct ox_stage *st, const npurt_value *const *in)
+{
+	for (uint32_t k = 0; st->file && k < st->n_in; k++)
+		if (st->rank[k] != (in[k] ? in[k]->ndim : UINT32_MAX))
+			return false;
+	return st->file != NULL;
 }
 
 /* Whether element k of x is nonzero: floats by value (-0 is zero, NaN is not). */

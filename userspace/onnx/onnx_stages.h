@@ -25,6 +25,7 @@ struct ox_stage {
 	const Onnx__NodeProto *host;	/* NonZero, run on the host after the nodes */
 	void *file;			/* the nodes as a model, made at the first run */
 	size_t size;
+	uint32_t *rank;			/* of each input the file declares (~0: as the model) */
 };
 
 struct ox_stages {
@@ -35,10 +36,12 @@ struct ox_stages {
 
 /*
  * Cut the model in data[0..size) at each top-level NonZero and each TopK
- * of a computed k. *out is NULL when there is no such node: the model is
- * one stage, the file itself.
+ * of a k a run computes (not a constant, nor an input values[0..nvalues)
+ * pins: "NAME=V,..."). *out is NULL when there is no such node: the
+ * model is one stage, the file itself.
  */
-npurt_status ox_stages_cut(const void *data, size_t size, struct ox_stages **out);
+npurt_status ox_stages_cut(const void *data, size_t size, const char *const *values,
+			   uint32_t nvalues, struct ox_stages **out);
 void ox_stages_free(struct ox_stages *s);
 
 /* Whether g has an initializer called name. */
@@ -50,6 +53,9 @@ bool ox_graph_initializer(const Onnx__GraphProto *g, const char *name);
  * input of the model, declared as the file does).
  */
 npurt_status ox_stage_file(struct ox_stages *s, uint32_t j, const npurt_value *const *in);
+
+/* Whether stage st's file declares its inputs at the ranks of in[] (else: make it again). */
+bool ox_stage_file_fits(const struct ox_stage *st, const npurt_value *const *in);
 
 /*
  * NonZero of x on the host: y = int64 [rank, count], the positions in
