@@ -383,5 +383,12 @@ int ox_fuse_act(struct ox_imp *im, struct ox_val *x, uint32_t op, float alpha, f
 
 /* Does a node after the one being imported, or a graph output, read `name`? */
 bool ox_read_later(const struct ox_imp *im, const char *name);
+/*
+ * Does a node of g from `from` on (its nested graphs too, which read the
+ * graphs around them by name), or an output of g, read `name`?
+ */
+bool ox_graph_reads(const Onnx__GraphProto *g, size_t from, const char *name);
+/* The node of g (not of graphs inside it) that makes `name`, or -1. */
+long ox_graph_producer(const Onnx__GraphProto *g, const char *name);
 
 #endif /* NPURT_ONNX_H */

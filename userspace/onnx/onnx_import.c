@@ -253,22 +253,35 @@ static npurt_status graph_output(struct ox_imp *im, const Onnx__ValueInfoProto *
  * branch or body reads the values of the graphs around it by name, not as
  * inputs of its node: the graphs nested in a node are looked through.
  */
-static bool read_later(const Onnx__GraphProto *g, size_t from, const char *name)
+bool ox_graph_reads(const Onnx__GraphProto *g, size_t from, const char *name)
 {
-	for (size_t k = from; k < g->n_node; k++) {
+	for (size_t k = from; g && k < g->n_node; k++) {
 		const Onnx__NodeProto *nd = g->node[k];
 
 		for (size_t i = 0; i < nd->n_input; i++)
 			if (!strcmp(nd->input[i], name))
 				return true;
-		for (size_t a = 0; a < nd->n_attribute; a++)
-			if (nd->attribute[a]->g && read_later(nd->attribute[a]->g, 0, name))
+		for (size_t a = 0; a < nd->n_attribute; a++) {
+			if (ox_graph_reads(nd->attribute[a]->g, 0, name))
 				return true;
+			for (size_t b = 0; b < nd->attribute[a]->n_graphs; b++)
+				if (ox_graph_reads(nd->attribute[a]->graphs[b], 0, name))
+					return true;
+		}
 	}
-	for (size_t k = 0; k < g->n_output; k++)
+	for (size_t k = 0; g && k < g->n_output; k++)
 		if (g->output[k]->name && !strcmp(g->output[k]->name, name))
 			return true;
 	return false;
+}
+
+long ox_graph_producer(const Onnx__GraphProto *g, const char *name)
+{
+	for (size_t i = 0; name && i < g->n_node; i++)
+		for (size_t k = 0; k < g->node[i]->n_output; k++)
+			if (!strcmp(g->node[i]->output[k], name))
+				return (long)i;
+	return -1;
 }
 
 bool ox_read_later(const struct ox_imp *im, const char *name)
@@ -276,10 +289,10 @@ bool ox_read_later(const struct ox_imp *im, const char *name)
 	if (im->unrolling)
 		return true;
 	/* inside an inlined branch, the graphs around it read on after the If */
-	if (read_later(im->graph, im->node_index + 1, name))
+	if (ox_graph_reads(im->graph, im->node_index + 1, name))
 		return true;
 	for (const struct ox_scope *sc = im->scope; sc; sc = sc->up)
-		if (read_later(sc->graph, sc->node_index + 1, name))
+		if (ox_graph_reads(sc->graph, sc->node_index + 1, name))
 			return true;
 	return false;
 }
@@ -306,7 +319,7 @@ static bool fold_conv_bn(struct ox_imp *im, const Onnx__GraphProto *g, size_t k,
 	    strcmp(bn->op_type, "BatchNormalization") || c->n_output != 1 || bn->n_output != 1 ||
 	    bn->n_input != 5 || c->n_input < 2 || strcmp(bn->input[0], c->output[0]) ||
 	    ox_attr_i(bn, "training_mode", 0) || !ox_legacy_bn_plain(im, bn) ||
-	    read_later(g, k + 2, c->output[0]))
+	    ox_graph_reads(g, k + 2, c->output[0]))
 		return false;
 	w = ox_find(im, c->input[1]);
 	b = c->n_input > 2 && c->input[2][0] ? ox_find(im, c->input[2]) : NULL;
@@ -407,8 +420,8 @@ static bool fold_gelu(struct ox_imp *im, const Onnx__GraphProto *g, size_t k, np
 	if (!c || !const_near(im, c, 0.5))
 		return false;
 	/* Each intermediate is read by the next node of the five alone. */
-	if (read_later(g, k + 2, d->output[0]) || read_later(g, k + 3, e->output[0]) ||
-	    read_later(g, k + 4, a->output[0]) || read_later(g, k + 5, m1->output[0]))
+	if (ox_graph_reads(g, k + 2, d->output[0]) || ox_graph_reads(g, k + 3, e->output[0]) ||
+	    ox_graph_reads(g, k + 4, a->output[0]) || ox_graph_reads(g, k + 5, m1->output[0]))
 		return false;
 	xv = ox_find(im, x);
 	if (!xv || !ox_is_real(xv->type) || xv->is_const)

@@ -123,11 +123,8 @@ static bool evict_one(npurt_onnx_session *s)
 /* Whether stage st declares input `name` as the file does (opts pin it by value). */
 static bool takes_pin(const struct ox_stage *st, const npurt_value *const *in, const char *spec)
 {
-	const char *eq = strrchr(spec, '=');
-
-	for (uint32_t k = 0; eq && k < st->n_in; k++)
-		if (!in[k] && strlen(st->in[k]) == (size_t)(eq - spec) &&
-		    !strncmp(st->in[k], spec, (size_t)(eq - spec)))
+	for (uint32_t k = 0; k < st->n_in; k++)
+		if (!in[k] && ox_values_pin(&spec, 1, st->in[k]))
 			return true;
 	return false;
 }

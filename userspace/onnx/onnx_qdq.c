@@ -47,29 +47,20 @@ static const char *in_at(const Onnx__NodeProto *n, size_t k)
 /* The node of g that makes `name`, or NONE. */
 static size_t producer(const Onnx__GraphProto *g, const char *name)
 {
-	for (size_t i = 0; name && i < g->n_node; i++)
-		for (size_t k = 0; k < g->node[i]->n_output; k++)
-			if (!strcmp(g->node[i]->output[k], name))
-				return i;
-	return NONE;
+	long p = ox_graph_producer(g, name);
+
+	return p < 0 ? NONE : (size_t)p;
 }
 
-/* Whether a node of graph g (or of graphs inside them) reads `name`. */
-static bool read_inside(const Onnx__GraphProto *g, const char *name)
+/* Whether a graph nested in node n (an If's branch, a Loop's body) reads `name`. */
+static bool nested_reads(const Onnx__NodeProto *n, const char *name)
 {
-	for (size_t i = 0; g && i < g->n_node; i++) {
-		const Onnx__NodeProto *n = g->node[i];
-
-		for (size_t k = 0; k < n->n_input; k++)
-			if (!strcmp(n->input[k], name))
+	for (size_t a = 0; a < n->n_attribute; a++) {
+		if (ox_graph_reads(n->attribute[a]->g, 0, name))
+			return true;
+		for (size_t b = 0; b < n->attribute[a]->n_graphs; b++)
+			if (ox_graph_reads(n->attribute[a]->graphs[b], 0, name))
 				return true;
-		for (size_t a = 0; a < n->n_attribute; a++) {
-			if (read_inside(n->attribute[a]->g, name))
-				return true;
-			for (size_t b = 0; b < n->attribute[a]->n_graphs; b++)
-				if (read_inside(n->attribute[a]->graphs[b], name))
-					return true;
-		}
 	}
 	return false;
 }
@@ -91,11 +82,7 @@ static unsigned int readers(const Onnx__GraphProto *g, const char *name, size_t 
 
 		for (size_t k = 0; k < nd->n_input; k++)
 			n += !strcmp(nd->input[k], name);
-		for (size_t a = 0; a < nd->n_attribute; a++) {
-			n += read_inside(nd->attribute[a]->g, name) ? 2 : 0;
-			for (size_t b = 0; b < nd->attribute[a]->n_graphs; b++)
-				n += read_inside(nd->attribute[a]->graphs[b], name) ? 2 : 0;
-		}
+		n += nested_reads(nd, name) ? 2 : 0;
 		if (n != was)
 			*only = i;
 	}
@@ -244,12 +231,7 @@ static bool dq_fuses(struct ox_imp *im, const Onnx__GraphProto *g, size_t k)
 
 		for (size_t i = 0; i < n->n_input; i++)
 			reads_it |= !strcmp(n->input[i], name);
-		for (size_t a = 0; a < n->n_attribute; a++) {
-			reads_it |= read_inside(n->attribute[a]->g, name);
-			for (size_t b = 0; b < n->attribute[a]->n_graphs; b++)
-				reads_it |= read_inside(n->attribute[a]->graphs[b], name);
-		}
-		if (!reads_it)
+		if (!reads_it && !nested_reads(n, name))
 			continue;
 		if (!match(im, g, j, &q) || (q.dx != k && q.dw != k && q.db != k))
 			return false;

@@ -48,14 +48,7 @@ static void free_specs(char **c, uint32_t n)
 /* Whether input `name` is pinned by value in opts ("NAME=V,..."). */
 static bool pinned_by_value(const npurt_onnx_session *s, const char *name)
 {
-	for (uint32_t i = 0; i < s->opts.n_values; i++) {
-		const char *eq = strrchr(s->values[i], '=');
-
-		if (eq && (size_t)(eq - s->values[i]) == strlen(name) &&
-		    !strncmp(s->values[i], name, strlen(name)))
-			return true;
-	}
-	return false;
+	return ox_values_pin((const char *const *)s->values, s->opts.n_values, name);
 }
 
 static npurt_status read_io(struct session_io *io, const Onnx__ValueInfoProto *vi, bool output)

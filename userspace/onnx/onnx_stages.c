@@ -86,16 +86,6 @@ static bool op_is(const Onnx__NodeProto *n, const char *op)
 	return n->op_type && !strcmp(n->op_type, op);
 }
 
-/* The top-level node that makes `name`, or -1. */
-static long producer(const Onnx__GraphProto *g, const char *name)
-{
-	for (size_t i = 0; i < g->n_node; i++)
-		for (size_t k = 0; k < g->node[i]->n_output; k++)
-			if (!strcmp(g->node[i]->output[k], name))
-				return (long)i;
-	return -1;
-}
-
 bool ox_graph_initializer(const Onnx__GraphProto *g, const char *name)
 {
 	for (size_t k = 0; k < g->n_initializer; k++)
@@ -120,8 +110,7 @@ static bool graph_output(const Onnx__GraphProto *g, const char *name)
 	return false;
 }
 
-/* A value spec ("NAME=V,...") names `name`. */
-static bool pins(const char *const *values, uint32_t n, const char *name)
+bool ox_values_pin(const char *const *values, uint32_t n, const char *name)
 {
 	for (uint32_t k = 0; k < n; k++) {
 		const char *eq = strrchr(values[k], '=');
@@ -140,10 +129,10 @@ static bool pins(const char *const *values, uint32_t n, const char *name)
 static bool constant(const Onnx__GraphProto *g, const char *name, const char *const *values,
 		     uint32_t nvalues)
 {
-	long p = producer(g, name);
+	long p = ox_graph_producer(g, name);
 
 	return ox_graph_initializer(g, name) || (p >= 0 && op_is(g->node[p], "Constant")) ||
-	       (p < 0 && pins(values, nvalues, name));
+	       (p < 0 && ox_values_pin(values, nvalues, name));
 }
 
 /* Where a stage begins and ends in the top-level node list, while cutting. */
@@ -209,7 +198,7 @@ static npurt_status fill(const Onnx__GraphProto *g, const struct span *sp, uint3
 	if (!ok || !st->nodes || !st->in || !st->by_value)
 		goto nomem;
 	for (k = 0; k < r.n; k++) {
-		long q = producer(g, r.v[k]);
+		long q = ox_graph_producer(g, r.v[k]);
 
 		if (q >= 0 && op_is(g->node[q], "Constant")) {
 			if ((q < p->first || q >= p->end) && !has(&copies, r.v[k]))

@@ -44,6 +44,9 @@ npurt_status ox_stages_cut(const void *data, size_t size, const char *const *val
 			   uint32_t nvalues, struct ox_stages **out);
 void ox_stages_free(struct ox_stages *s);
 
+/* Whether one of the value pins values[0..n) ("NAME=V,...") names input `name`. */
+bool ox_values_pin(const char *const *values, uint32_t n, const char *name);
+
 /* Whether g has an initializer called name. */
 bool ox_graph_initializer(const Onnx__GraphProto *g, const char *name);
 
