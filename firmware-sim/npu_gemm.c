@@ -72,35 +72,51 @@ static void pack_b(const void *ctx, uint64_t kb, int64_t kc, uint64_t jb, int64_
 #define NC	NPU_GEMM_NC
 
 /*
- * C[MR x NR] (+)= a (kc x MR, packed) * b (kc x NR, packed); mr x nr of it
- * real. add 0 stores the sum, for a C whose old contents do not count.
+ * The kernels: C[MR x NR] (+)= a (MR x kc) * b (kc x NR), mr x nr of it
+ * real; add 0 stores the sum, for a C whose old contents do not count.
+ * b's row p at b + p * ldb: NR apart in a strip packed per call, wider
+ * in weights packed once (NPU_OP_PANEL columns a row). a is read one of
+ * two ways, each a kernel: packed, kc groups of MR (zero past mr), or in
+ * place, row i at a + i * lda and contiguous, which saves packing A when
+ * it needs no scaling (rows past mr repeat row mr - 1, never stored).
  */
-/* Rows [0, mr) of an AVX2 kernel's MR x NR sums into C, full width. */
+/* Rows [0, mr) and columns [0, nr) of an AVX2 kernel's MR x NR sums into C. */
 __attribute__((target("avx2,fma")))
-static inline void store_6x16(__m256 acc[MR][2], float *c, int64_t ldc, int mr, int add)
+static inline void store_6x16(__m256 acc[MR][2], float *c, int64_t ldc, int mr, int nr, int add)
 {
-	for (int i = 0; i < mr; i++) {
-		float *ci = c + i * ldc;
+	float tmp[MR * NR];
 
-		if (add) {
-			acc[i][0] = _mm256_add_ps(_mm256_loadu_ps(ci), acc[i][0]);
-			acc[i][1] = _mm256_add_ps(_mm256_loadu_ps(ci + 8), acc[i][1]);
+	if (nr == NR) {
+		for (int i = 0; i < mr; i++) {
+			float *ci = c + i * ldc;
+
+			if (add) {
+				acc[i][0] = _mm256_add_ps(_mm256_loadu_ps(ci), acc[i][0]);
+				acc[i][1] = _mm256_add_ps(_mm256_loadu_ps(ci + 8), acc[i][1]);
+			}
+			_mm256_storeu_ps(ci, acc[i][0]);
+			_mm256_storeu_ps(ci + 8, acc[i][1]);
 		}
-		_mm256_storeu_ps(ci, acc[i][0]);
-		_mm256_storeu_ps(ci + 8, acc[i][1]);
+		return;
 	}
+	for (int i = 0; i < mr; i++) {
+		_mm256_storeu_ps(tmp + i * NR, acc[i][0]);
+		_mm256_storeu_ps(tmp + i * NR + 8, acc[i][1]);
+	}
+	for (int i = 0; i < mr; i++)
+		for (int j = 0; j < nr; j++)
+			c[i * ldc + j] = (add ? c[i * ldc + j] : 0.0f) + tmp[i * NR + j];
 }
 
 __attribute__((target("avx2,fma")))
-static void kernel_6x16(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-			int mr, int nr, int add)
+static void kernel_6x16(int64_t kc, const float *a, const float *b, int64_t ldb, float *c,
+			int64_t ldc, int mr, int nr, int add)
 {
 	__m256 acc[MR][2];
-	float tmp[MR * NR];
 
 	for (int i = 0; i < MR; i++)
 		acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-	for (int64_t p = 0; p < kc; p++, a += MR, b += NR) {
+	for (int64_t p = 0; p < kc; p++, a += MR, b += ldb) {
 		__m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
 
 		for (int i = 0; i < MR; i++) {
@@ -110,41 +126,41 @@ static void kernel_6x16(int64_t kc, const float *a, const float *b, float *c, in
 			acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
 		}
 	}
-	if (mr == MR && nr == NR) {
-		store_6x16(acc, c, ldc, MR, add);
-		return;
-	}
-	for (int i = 0; i < MR; i++) {
-		_mm256_storeu_ps(tmp + i * NR, acc[i][0]);
-		_mm256_storeu_ps(tmp + i * NR + 8, acc[i][1]);
-	}
-	for (int i = 0; i < mr; i++)
-		for (int j = 0; j < nr; j++)
-			c[i * ldc + j] = (add ? c[i * ldc + j] : 0.0f) + tmp[i * NR + j];
+	store_6x16(acc, c, ldc, mr, nr, add);
 }
 
-/* C[MR x NR512] (+)= a * b, as kernel_6x16 with zmm registers. */
-__attribute__((target("avx512f")))
-static void kernel_6x32(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-			int mr, int nr, int add)
+__attribute__((target("avx2,fma")))
+static void kernel_6x16_rows(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
+			     float *c, int64_t ldc, int mr, int nr, int add)
 {
-	__m512 acc[MR][2];
-	float tmp[MR * NR512];
+	const float *r[MR];
+	__m256 acc[MR][2];
 
-	for (int i = 0; i < MR; i++)
-		acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-	for (int64_t p = 0; p < kc; p++, a += MR, b += NR512) {
-		__m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+	for (int i = 0; i < MR; i++) {
+		r[i] = a + (i < mr ? i : mr - 1) * lda;
+		acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+	}
+	for (int64_t p = 0; p < kc; p++, b += ldb) {
+		__m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
 
 		for (int i = 0; i < MR; i++) {
-			__m512 ai = _mm512_set1_ps(a[i]);
+			__m256 ai = _mm256_broadcast_ss(r[i] + p);
 
-			acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
-			acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+			acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
+			acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
 		}
 	}
-	if (mr == MR && nr == NR512) {
-		for (int i = 0; i < MR; i++) {
+	store_6x16(acc, c, ldc, mr, nr, add);
+}
+
+/* The AVX-512 kernels: as the AVX2 ones, with zmm registers. */
+__attribute__((target("avx512f")))
+static inline void store_6x32(__m512 acc[MR][2], float *c, int64_t ldc, int mr, int nr, int add)
+{
+	float tmp[MR * NR512];
+
+	if (nr == NR512) {
+		for (int i = 0; i < mr; i++) {
 			float *ci = c + i * ldc;
 
 			if (add) {
@@ -156,13 +172,58 @@ static void kernel_6x32(int64_t kc, const float *a, const float *b, float *c, in
 		}
 		return;
 	}
-	for (int i = 0; i < MR; i++) {
+	for (int i = 0; i < mr; i++) {
 		_mm512_storeu_ps(tmp + i * NR512, acc[i][0]);
 		_mm512_storeu_ps(tmp + i * NR512 + 16, acc[i][1]);
 	}
 	for (int i = 0; i < mr; i++)
 		for (int j = 0; j < nr; j++)
 			c[i * ldc + j] = (add ? c[i * ldc + j] : 0.0f) + tmp[i * NR512 + j];
+}
+
+__attribute__((target("avx512f")))
+static void kernel_6x32(int64_t kc, const float *a, const float *b, int64_t ldb, float *c,
+			int64_t ldc, int mr, int nr, int add)
+{
+	__m512 acc[MR][2];
+
+	for (int i = 0; i < MR; i++)
+		acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+	for (int64_t p = 0; p < kc; p++, a += MR, b += ldb) {
+		__m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+
+		for (int i = 0; i < MR; i++) {
+			__m512 ai = _mm512_set1_ps(a[i]);
+
+			acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+			acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+		}
+	}
+	store_6x32(acc, c, ldc, mr, nr, add);
+}
+
+__attribute__((target("avx512f")))
+static void kernel_6x32_rows(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
+			     float *c, int64_t ldc, int mr, int nr, int add)
+{
+	const float *r[MR];
+	__m512 acc[MR][2];
+
+	for (int i = 0; i < MR; i++) {
+		r[i] = a + (i < mr ? i : mr - 1) * lda;
+		acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+	}
+	for (int64_t p = 0; p < kc; p++, b += ldb) {
+		__m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+
+		for (int i = 0; i < MR; i++) {
+			__m512 ai = _mm512_set1_ps(r[i][p]);
+
+			acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+			acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+		}
+	}
+	store_6x32(acc, c, ldc, mr, nr, add);
 }
 
 /*
@@ -226,7 +287,7 @@ static void kernel_6x16_shifted(int64_t kc, const float *a, const float *x, cons
 			acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
 		}
 	}
-	store_6x16(acc, c, ldc, mr, add);
+	store_6x16(acc, c, ldc, mr, NR, add);	/* whole tiles: C has room */
 }
 
 /* alpha * A[i.., kb..] (mr x kc) as kc groups of `full`, zero past mr. */
@@ -313,12 +374,21 @@ static struct panels *thread_panels(void)
 	return pl;
 }
 
-int npu_gemm_packed(const float *A, uint64_t ai, uint64_t ap, npu_gemm_pack_fn pack,
-		    const void *ctx, float *C, uint64_t ci, uint64_t i0, uint64_t i1, uint64_t j0,
-		    uint64_t j1, uint64_t k, float alpha, bool add, const uint32_t *cancel)
+/*
+ * B block by block, from the packer (P NULL) or from weights packed once
+ * in panels (P, k rows of NPU_OP_PANEL columns each, panel after panel):
+ * a block's strip of nr columns is then read where it lies, with rows
+ * NPU_OP_PANEL apart (an AVX2 strip is half a panel). A is read in place
+ * when its rows are contiguous and alpha is 1, else packed per block.
+ */
+static int gemm_blocks(const float *A, uint64_t ai, uint64_t ap, npu_gemm_pack_fn pack,
+		       const void *ctx, const float *P, float *C, uint64_t ci, uint64_t i0,
+		       uint64_t i1, uint64_t j0, uint64_t j1, uint64_t k, float alpha, bool add,
+		       const uint32_t *cancel)
 {
 	enum npu_isa isa = npu_host_isa();
 	int64_t nr = isa == NPU_ISA_AVX512 ? NR512 : NR;
+	bool rows = ap == 1 && alpha == 1.0f;
 	struct panels *pl;
 	float *bpack, *apack;
 
@@ -340,30 +410,59 @@ int npu_gemm_packed(const float *A, uint64_t ai, uint64_t ap, npu_gemm_pack_fn p
 		for (uint64_t kb = 0; kb < k; kb += KC) {
 			int64_t kc = (int64_t)(k - kb < KC ? k - kb : KC);
 
-			pack(ctx, kb, kc, jb, nc, nr, bpack);
+			if (!P)
+				pack(ctx, kb, kc, jb, nc, nr, bpack);
 			for (uint64_t i = i0; i < i1; i += MR) {
 				int64_t mr = (int64_t)(i1 - i < MR ? i1 - i : MR);
+				const float *a = A + i * ai + kb * ap;
 
 				if (npu_cancelled(cancel))
 					return -1;
-				pack_a(A + i * ai + kb * ap, (int64_t)ai, (int64_t)ap, mr, kc, alpha,
-				       MR, apack);
+				if (!rows)
+					pack_a(a, (int64_t)ai, (int64_t)ap, mr, kc, alpha, MR, apack);
 				for (int64_t js = 0; js < nc; js += nr) {
-					float *c = C + i * ci + jb + (uint64_t)js;
+					uint64_t j = jb + (uint64_t)js;
+					float *c = C + i * ci + j;
 					int w = (int)(nc - js < nr ? nc - js : nr);
 					int acc = add || kb;
+					const float *b = P ? P + j / NPU_OP_PANEL * k * NPU_OP_PANEL +
+							     kb * NPU_OP_PANEL + j % NPU_OP_PANEL :
+							 bpack + js * kc;
+					int64_t ldb = P ? NPU_OP_PANEL : nr;
 
-					if (isa == NPU_ISA_AVX512)
-						kernel_6x32(kc, apack, bpack + js * kc, c,
-							    (int64_t)ci, (int)mr, w, acc);
+					if (isa == NPU_ISA_AVX512 && rows)
+						kernel_6x32_rows(kc, a, (int64_t)ai, b, ldb, c,
+								 (int64_t)ci, (int)mr, w, acc);
+					else if (isa == NPU_ISA_AVX512)
+						kernel_6x32(kc, apack, b, ldb, c, (int64_t)ci,
+							    (int)mr, w, acc);
+					else if (rows)
+						kernel_6x16_rows(kc, a, (int64_t)ai, b, ldb, c,
+								 (int64_t)ci, (int)mr, w, acc);
 					else
-						kernel_6x16(kc, apack, bpack + js * kc, c,
-							    (int64_t)ci, (int)mr, w, acc);
+						kernel_6x16(kc, apack, b, ldb, c, (int64_t)ci,
+							    (int)mr, w, acc);
 				}
 			}
 		}
 	}
 	return 0;
+}
+
+int npu_gemm_packed(const float *A, uint64_t ai, uint64_t ap, npu_gemm_pack_fn pack,
+		    const void *ctx, float *C, uint64_t ci, uint64_t i0, uint64_t i1, uint64_t j0,
+		    uint64_t j1, uint64_t k, float alpha, bool add, const uint32_t *cancel)
+{
+	return gemm_blocks(A, ai, ap, pack, ctx, NULL, C, ci, i0, i1, j0, j1, k, alpha, add,
+			   cancel);
+}
+
+int npu_gemm_panels(const float *A, uint64_t ai, uint64_t ap, const float *P, float *C,
+		    uint64_t ci, uint64_t n, uint64_t k, float alpha, uint64_t begin, uint64_t end,
+		    const uint32_t *cancel)
+{
+	return gemm_blocks(A, ai, ap, NULL, NULL, P, C, ci, begin, end, 0, n, k, alpha, true,
+			   cancel);
 }
 
 float *npu_gemm_scratch(unsigned int slot, size_t n)
@@ -454,6 +553,15 @@ int npu_gemm_packed(const float *A, uint64_t ai, uint64_t ap, npu_gemm_pack_fn p
 	(void)A, (void)ai, (void)ap, (void)pack, (void)ctx, (void)C, (void)ci, (void)i0, (void)i1;
 	(void)j0, (void)j1, (void)k, (void)alpha, (void)add, (void)cancel;
 	return 1;		/* no fast path on this host: the portable loops */
+}
+
+int npu_gemm_panels(const float *A, uint64_t ai, uint64_t ap, const float *P, float *C,
+		    uint64_t ci, uint64_t n, uint64_t k, float alpha, uint64_t begin, uint64_t end,
+		    const uint32_t *cancel)
+{
+	(void)A, (void)ai, (void)ap, (void)P, (void)C, (void)ci, (void)n, (void)k, (void)alpha;
+	(void)begin, (void)end, (void)cancel;
+	return 1;
 }
 
 #endif

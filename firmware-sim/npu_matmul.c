@@ -191,6 +191,54 @@ static int gemm_rows(const struct npu_op *a, const struct npu_view *in,
 	return gemm_add(a, in, out, begin, end, cancel);
 }
 
+/*
+ * B in panels (NPU_OP_F_B_PANELS): the fast kernels read them where they
+ * lie; the portable loops take each panel as a B of its own, K x 32 and
+ * row-major, for 32 columns of C.
+ */
+static int gemm_add_panels(const struct npu_op *a, const struct npu_view *in,
+			   const struct npu_view *out, uint64_t begin, uint64_t end,
+			   const uint32_t *cancel)
+{
+	const float *A = in[0].data, *P = in[1].data;
+	float *C = out->data;
+	int ta = a->flags & NPU_OP_F_TRANS_A;
+	uint64_t n = out->shape[1], k = ta ? in[0].shape[0] : in[0].shape[1];
+	uint64_t ai = ta ? in[0].stride[1] : in[0].stride[0], ap = ta ? in[0].stride[0] : in[0].stride[1];
+	uint64_t ci = out->stride[0], cj = out->stride[1];
+
+	if (cj == 1 && end - begin >= GEMM_FEW_ROWS) {
+		int ret = npu_gemm_panels(A, ai, ap, P, C, ci, n, k, a->alpha, begin, end, cancel);
+
+		if (ret <= 0)
+			return ret;
+	}
+	for (uint64_t j0 = 0; j0 < n; j0 += NPU_OP_PANEL) {
+		const float *B = P + j0 * k;
+		uint64_t w = n - j0 < NPU_OP_PANEL ? n - j0 : NPU_OP_PANEL;
+
+		if (cj == 1) {
+			if (gemm_contiguous(A, ai, ap, B, NPU_OP_PANEL, C + j0, ci, w, k, a->alpha,
+					    begin, end, cancel))
+				return -1;
+			continue;
+		}
+		for (uint64_t i = begin; i < end; i++) {
+			float *c = C + i * ci + j0 * cj;
+
+			for (uint64_t p = 0; p < k; p++) {
+				float s = a->alpha * A[i * ai + p * ap];
+
+				if (!(p & (GEMM_KC - 1)) && npu_cancelled(cancel))
+					return -1;
+				for (uint64_t j = 0; j < w; j++)
+					c[j * cj] += s * B[p * NPU_OP_PANEL + j];
+			}
+		}
+	}
+	return 0;
+}
+
 static int gemm_add(const struct npu_op *a, const struct npu_view *in,
 		    const struct npu_view *out, uint64_t begin, uint64_t end,
 		    const uint32_t *cancel)
@@ -204,6 +252,8 @@ static int gemm_add(const struct npu_op *a, const struct npu_view *in,
 	uint64_t bp = tb ? in[1].stride[1] : in[1].stride[0], bj = tb ? in[1].stride[0] : in[1].stride[1];
 	uint64_t ci = out->stride[0], cj = out->stride[1];
 
+	if (a->flags & NPU_OP_F_B_PANELS)
+		return gemm_add_panels(a, in, out, begin, end, cancel);
 	if (end - begin < GEMM_FEW_ROWS && cj == 1 && (bj == 1 || bp == 1))
 		return bj == 1 ? gemm_contiguous(A, ai, ap, B, bp, C, ci, n, k, a->alpha, begin, end,
 						 cancel) :

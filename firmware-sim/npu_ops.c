@@ -90,8 +90,19 @@ static const char *check_gemm(const struct npu_op *a)
 	int ta = a->flags & NPU_OP_F_TRANS_A, tb = a->flags & NPU_OP_F_TRANS_B;
 	uint64_t m, n, k;
 
-	if (a->flags & ~(NPU_OP_F_TRANS_A | NPU_OP_F_TRANS_B))
+	if (a->flags & ~npu_op_flags(NPU_OP_GEMM))
 		return "unknown GEMM flags";
+	if (a->flags & NPU_OP_F_B_PANELS) {
+		if (A->ndim != 2 || C->ndim != 2 || tb || A->dtype != NPU_DT_F32 ||
+		    C->dtype != NPU_DT_F32)
+			return "GEMM panels: A and C 2-D f32, no TRANS_B";
+		if (!isfinite(a->alpha) || !isfinite(a->beta))
+			return "GEMM alpha and beta must be finite";
+		k = ta ? A->shape[0] : A->shape[1];
+		if ((ta ? A->shape[1] : A->shape[0]) != C->shape[0])
+			return "GEMM shapes do not agree";
+		return npu_panels_check(B->dtype, B->ndim, B->shape, B->stride, k, C->shape[1]);
+	}
 	if (A->ndim != 2 || B->ndim != 2 || C->ndim != 2)
 		return "GEMM takes 2-D tensors";
 	if (!isfinite(a->alpha) || !isfinite(a->beta))

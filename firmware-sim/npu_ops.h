@@ -107,4 +107,13 @@ int npu_gemm_fast(const float *A, uint64_t ai, uint64_t ap, const float *B, uint
 		  uint64_t bj, float *C, uint64_t ci, uint64_t n, uint64_t k, float alpha,
 		  uint64_t begin, uint64_t end, const uint32_t *cancel);
 
+/*
+ * The same with B packed once in panels (NPU_OP_F_B_PANELS): column j of
+ * row p at P[j / NPU_OP_PANEL * k * NPU_OP_PANEL + p * NPU_OP_PANEL +
+ * j % NPU_OP_PANEL]. Read where it lies, never copied.
+ */
+int npu_gemm_panels(const float *A, uint64_t ai, uint64_t ap, const float *P, float *C,
+		    uint64_t ci, uint64_t n, uint64_t k, float alpha, uint64_t begin, uint64_t end,
+		    const uint32_t *cancel);
+
 #endif /* NPU_OPS_H */

@@ -75,6 +75,7 @@ $(O)/tests/unit/npurt_stages_test: $(O)/obj/tests/unit/npurt_stages_test.o $(ONN
 
 # The model file's reader, planner and builder: no device, so all of it.
 MODEL_FILE_SRCS := userspace/model/model_file.c userspace/model/plan.c userspace/model/graph.c \
+	userspace/model/graph_pack.c \
 	userspace/runtime/error.c userspace/runtime/oplib.c
 $(O)/tests/unit-san/npurt_model_file_test: tests/unit/npurt_model_file_test.c $(MODEL_FILE_SRCS) \
 		userspace/model/model_file.h userspace/model/model_format.h $(KSFT)/kselftest_harness.h

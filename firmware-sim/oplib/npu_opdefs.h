@@ -261,10 +261,55 @@ static inline __attribute__((always_inline)) float npu_unary(uint32_t op, float 
 static inline uint32_t npu_op_flags(uint32_t op)
 {
 	switch (npu_op_kind(op)) {
-	case NPU_OPK_GEMM: return NPU_OP_F_TRANS_A | NPU_OP_F_TRANS_B;
+	case NPU_OPK_GEMM: return NPU_OP_F_TRANS_A | NPU_OP_F_TRANS_B | NPU_OP_F_B_PANELS;
 	case NPU_OPK_SCAN: return NPU_OP_F_EXCLUSIVE | NPU_OP_F_REVERSE;
 	default: return op == NPU_OP_ARGMAX || op == NPU_OP_ARGMIN ? NPU_OP_F_LAST_INDEX : 0;
 	}
+}
+
+/*
+ * B [k, n] packed in panels (NPU_OP_F_B_PANELS): its tensor's shape and
+ * strides, and its size in floats.
+ */
+static inline uint64_t npu_panels_tensor(uint64_t k, uint64_t n, uint64_t shape[3],
+					 uint64_t stride[3])
+{
+	shape[0] = k;
+	shape[1] = (n + NPU_OP_PANEL - 1) / NPU_OP_PANEL;
+	shape[2] = NPU_OP_PANEL;
+	stride[0] = NPU_OP_PANEL;
+	stride[1] = k * NPU_OP_PANEL;
+	stride[2] = 1;
+	return k * shape[1] * NPU_OP_PANEL;
+}
+
+/* NULL if a tensor is B [k, n] in panels, as the firmware reads them; else why not. */
+static inline const char *npu_panels_check(uint32_t dtype, uint32_t ndim, const uint64_t *shape,
+					   const uint64_t *stride, uint64_t k, uint64_t n)
+{
+	uint64_t want[3], wstride[3];
+
+	npu_panels_tensor(k, n, want, wstride);
+	if (dtype != NPU_DT_F32 || ndim != 3)
+		return "GEMM panels: B is f32 and 3-D";
+	for (int d = 0; d < 3; d++)
+		if (shape[d] != want[d] || stride[d] != wstride[d])
+			return "GEMM panels: B must be [K, ceil(N / 32), 32], strides [32, K * 32, 1]";
+	return NULL;
+}
+
+/*
+ * B [k, n], element (p, j) at B[p * bp + j * bj], into panels at `out`
+ * (npu_panels_tensor()'s size in floats): what a compiler does once to
+ * a GEMM's constant weights.
+ */
+static inline void npu_panels_pack(const float *B, uint64_t bp, uint64_t bj, uint64_t k,
+				   uint64_t n, float *out)
+{
+	for (uint64_t j0 = 0; j0 < n; j0 += NPU_OP_PANEL)
+		for (uint64_t p = 0; p < k; p++)
+			for (uint64_t j = j0; j < j0 + NPU_OP_PANEL; j++)
+				*out++ = j < n ? B[p * bp + j * bj] : 0.0f;
 }
 
 /* The fp32 elementwise ops of the first op library (the fast row loops). */

@@ -208,6 +208,19 @@ struct npu_op_dims_hi {
 #define NPU_OP_F_LAST_INDEX	(1u << 2)	/* ARGMAX, ARGMIN */
 #define NPU_OP_F_EXCLUSIVE	(1u << 3)	/* CUMSUM */
 #define NPU_OP_F_REVERSE	(1u << 4)	/* CUMSUM */
+/*
+ * Since firmware 0.11, GEMM: in1 holds B [K, N] packed once, as weights
+ * are, in the layout the matrix kernels read: panels of NPU_OP_PANEL
+ * columns, each K rows of NPU_OP_PANEL values, panel after panel, zero
+ * past N. in1 describes that memory: f32, 3-D, shape [K, P, NPU_OP_PANEL]
+ * with P = ceil(N / NPU_OP_PANEL), strides [NPU_OP_PANEL, K *
+ * NPU_OP_PANEL, 1]; in0 and out f32, no NPU_OP_F_TRANS_B. The firmware
+ * refuses any other shape or stride (npu_panels_check() in npu_opdefs.h),
+ * so a layout it does not read never runs. The launch computes what the
+ * unpacked B would, to the bit.
+ */
+#define NPU_OP_F_B_PANELS	(1u << 5)
+#define NPU_OP_PANEL		32
 
 /*
  * Since firmware 0.5, what CONV2D, GEMM and the f32 binary ops do to each

@@ -9,12 +9,18 @@
  *                        host batches
  *   serving              an MLP through a run loop (runs pipelined, 3 in
  *                        flight) against back-to-back synchronous runs
+ *   packed weights       a transformer's feed-forward block (x [128 x 256]
+ *                        through W1 [256 x 1024], GELU, W2 [1024 x 256]):
+ *                        device time with W1 and W2 constants, packed in
+ *                        panels by the builder, against the same weights
+ *                        bound as inputs, which every launch packs again
  *   memory plans         the test models' planned feature-map bytes
  *                        against the sum of their feature maps and the
  *                        peak of live bytes (goal: within 5% of the peak)
  *
  * Latencies are medians of NPU_BENCH_REPS runs (default 15).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,6 +227,109 @@ static void serving(npurt_device *dev, int n)
 	npurt_model_unload(m);
 }
 
+/* ---- packed weights ----------------------------------------------------- */
+
+#define FF_M	128
+#define FF_D	256
+#define FF_H	1024
+
+/* x -> gemm W1 (+ GELU) -> gemm W2; weights constants (packed) or inputs 1 and 2. */
+static void *build_ffn(bool constants, const float *w1, const float *w2, size_t *len)
+{
+	npurt_graph_node n = { .size = sizeof(n), .alpha = 1.0f, .op = op("gemm"),
+			       .epi = { .act = op("gelu_erf") } };
+	npurt_graph *g;
+	uint32_t x, c1, c2, t;
+	void *file;
+	int err;
+
+	if (npurt_graph_create(&g) ||
+	    npurt_graph_input(g, "x", NPURT_F32, 2, (uint64_t[]){ FF_M, FF_D }, &x))
+		die("graph");
+	err = constants ?
+	      npurt_graph_constant(g, "w1", NPURT_F32, 2, (uint64_t[]){ FF_D, FF_H }, w1, &c1) ||
+	      npurt_graph_constant(g, "w2", NPURT_F32, 2, (uint64_t[]){ FF_H, FF_D }, w2, &c2) :
+	      npurt_graph_input(g, "w1", NPURT_F32, 2, (uint64_t[]){ FF_D, FF_H }, &c1) ||
+	      npurt_graph_input(g, "w2", NPURT_F32, 2, (uint64_t[]){ FF_H, FF_D }, &c2);
+	if (err)
+		die("graph");
+	n.in[0] = x, n.in[1] = c1;
+	if (npurt_graph_add(g, &n, &t))
+		die("graph");
+	n.in[0] = t, n.in[1] = c2, n.epi.act = 0;
+	if (npurt_graph_add(g, &n, &t) || npurt_graph_output(g, t, "y") ||
+	    npurt_graph_serialize(g, &file, len, NULL))
+		die("graph");
+	npurt_graph_destroy(g);
+	return file;
+}
+
+/* One run's device time, in us, between two timed events around it. */
+static double device_us(npurt_model *m, npurt_stream *s, npurt_event *e0, npurt_event *e1)
+{
+	int64_t ns = 0;
+
+	if (npurt_event_record(e0, s) || npurt_model_execute_async(m, s) ||
+	    npurt_event_record(e1, s) || npurt_stream_synchronize(s) ||
+	    npurt_event_elapsed_ns(e0, e1, &ns))
+		die("timed run");
+	return (double)ns / 1e3;
+}
+
+static void packed_weights(npurt_device *dev, int reps)
+{
+	size_t bytes[4] = { FF_M * FF_D * 4, FF_D * FF_H * 4, FF_H * FF_D * 4, FF_M * FF_D * 4 };
+	npurt_mem *mem[4];
+	npurt_model *m[2];
+	npurt_stream *s;
+	npurt_event *e0, *e1;
+	double *t[2];
+
+	for (int i = 0; i < 4; i++) {
+		if (npurt_mem_alloc(dev, bytes[i], &mem[i]))
+			die("alloc");
+		for (size_t e = 0; e < bytes[i] / 4; e++)
+			((float *)npurt_mem_host_ptr(mem[i]))[e] = (float)((e * 7919) % 17) * 0.01f - 0.08f;
+	}
+	for (int k = 0; k < 2; k++) {
+		size_t len;
+		void *file = build_ffn(!k, npurt_mem_host_ptr(mem[1]), npurt_mem_host_ptr(mem[2]),
+				       &len);
+
+		if (npurt_model_load_buffer(dev, file, len, NULL, &m[k]))
+			die("load");
+		free(file);
+		/* Inputs in order x (w1, w2), then the output; all device memory, in place. */
+		for (uint32_t i = 0, io = 0; i < 4; i++)
+			if ((i != 1 && i != 2) || k)
+				if (npurt_model_bind(m[k], io++, npurt_mem_host_ptr(mem[i]), bytes[i]))
+					die("bind");
+		t[k] = malloc((size_t)reps * sizeof(double));
+	}
+	if (npurt_stream_create(dev, NPURT_PRIORITY_NORMAL, &s) || npurt_event_create(dev, &e0) ||
+	    npurt_event_create(dev, &e1))
+		die("stream");
+	device_us(m[0], s, e0, e1);
+	device_us(m[1], s, e0, e1);
+	for (int r = 0; r < reps; r++)
+		for (int k = 0; k < 2; k++)
+			t[k][r] = device_us(m[k], s, e0, e1);
+	printf("%-46s %12s %10s\n", "weights packed at build, device us (p50)", "us", "x inputs");
+	printf("%-46s %12.1f %10.2f\n", "FFN 128x256x1024x256, weights as inputs", median(t[1], reps),
+	       1.0);
+	printf("%-46s %12.1f %10.2f\n", "the same, weights constants (in panels)",
+	       median(t[0], reps), median(t[0], reps) / median(t[1], reps));
+	npurt_event_destroy(e1);
+	npurt_event_destroy(e0);
+	npurt_stream_destroy(s);
+	for (int k = 0; k < 2; k++) {
+		npurt_model_unload(m[k]);
+		free(t[k]);
+	}
+	for (int i = 0; i < 4; i++)
+		npurt_mem_free(mem[i]);
+}
+
 /* ---- memory plans ------------------------------------------------------- */
 
 /* A small CNN of GEMMs over views, as the model tests build it. */
@@ -339,6 +448,7 @@ int main(void)
 		die("device");
 	chain(dev, reps);
 	serving(dev, 200);
+	packed_weights(dev, reps * 4);
 	plans();
 	npurt_device_close(dev);
 	return 0;

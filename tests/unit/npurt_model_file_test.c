@@ -7,6 +7,7 @@
  * and every inconsistency a file can have, with a reason. Built plain
  * and with ASan and UBSan.
  */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -468,6 +469,114 @@ TEST(views_and_accumulation_make_a_convolution)
 	EXPECT_EQ(1 + 9 * OH, m.nops);
 	mf_free(&m);
 	free(data);
+	npurt_graph_destroy(g);
+}
+
+/*
+ * Constant GEMM weights leave the builder packed in panels (graph_pack.c):
+ * one copy per B however many GEMMs read it, transposed ones as read, a
+ * constant another op reads kept as it was too, a B of a few columns not
+ * packed; and the graph keeps what was built (a second file is the same).
+ */
+TEST(constant_gemm_weights_leave_the_builder_in_panels)
+{
+	static float w[64 * 96], v[64 * 64], s[64 * 3], u[96 * 64];
+	uint32_t x, tw, tv, ts, tu, y[6];
+	npurt_graph_node n;
+	npurt_graph *g;
+	struct mf_model m;
+	char why[256] = "";
+	void *data, *again;
+	size_t len, len2;
+
+	for (size_t i = 0; i < 64 * 96; i++)
+		w[i] = (float)i, u[i] = -(float)i;
+	ASSERT_EQ(NPURT_OK, npurt_graph_create(&g));
+	ASSERT_EQ(NPURT_OK, npurt_graph_input(g, "x", NPURT_F32, 2, (uint64_t[]){ 64, 64 }, &x));
+	ASSERT_EQ(NPURT_OK, npurt_graph_constant(g, "w", NPURT_F32, 2, (uint64_t[]){ 64, 96 }, w,
+						 &tw));
+	ASSERT_EQ(NPURT_OK, npurt_graph_constant(g, "v", NPURT_F32, 2, (uint64_t[]){ 64, 64 }, v,
+						 &tv));
+	ASSERT_EQ(NPURT_OK, npurt_graph_constant(g, "s", NPURT_F32, 2, (uint64_t[]){ 64, 3 }, s,
+						 &ts));
+	ASSERT_EQ(NPURT_OK, npurt_graph_constant(g, "u", NPURT_F32, 2, (uint64_t[]){ 96, 64 }, u,
+						 &tu));
+	n = node("gemm", x, tw);
+	ASSERT_EQ(NPURT_OK, npurt_graph_add(g, &n, &y[0]));
+	ASSERT_EQ(NPURT_OK, npurt_graph_add(g, &n, &y[1]));
+	n = node("gemm", x, tv);
+	ASSERT_EQ(NPURT_OK, npurt_graph_add(g, &n, &y[2]));
+	n = node("add", x, tv);
+	ASSERT_EQ(NPURT_OK, npurt_graph_add(g, &n, &y[3]));
+	n = node("gemm", x, ts);
+	ASSERT_EQ(NPURT_OK, npurt_graph_add(g, &n, &y[4]));
+	n = node("gemm", x, tu);
+	n.flags = NPURT_LAUNCH_TRANS_B;
+	ASSERT_EQ(NPURT_OK, npurt_graph_add(g, &n, &y[5]));
+	for (int k = 0; k < 6; k++)
+		ASSERT_EQ(NPURT_OK, npurt_graph_output(g, y[k], (const char *[]){ "a", "b", "c", "d",
+										     "e", "f" }[k]));
+	ASSERT_EQ(NPURT_OK, npurt_graph_serialize(g, &data, &len, NULL)) TH_LOG("%s",
+										 npurt_last_error());
+	ASSERT_EQ(NPURT_OK, npurt_graph_serialize(g, &again, &len2, NULL));
+	ASSERT_EQ(len, len2);
+	EXPECT_EQ(0, memcmp(data, again, len));
+	ASSERT_EQ(0, mf_parse(data, len, &m, why, sizeof(why))) TH_LOG("%s", why);
+	ASSERT_EQ(6, m.nops);
+	for (int i = 0; i < 6; i++) {
+		const struct npum_op *op = &m.ops[i];
+		const struct npum_tensor *b = &m.tensors[op->in[1]];
+		bool panels = op->flags & NPU_OP_F_B_PANELS;
+
+		/* Ops in order: w, w, v, add, s, u. */
+		EXPECT_EQ(i != 3 && i != 4, panels) TH_LOG("op %d", i);
+		if (!panels)
+			continue;
+		EXPECT_EQ(0u, op->flags & NPU_OP_F_TRANS_B);
+		EXPECT_EQ(3, b->ndim);
+		EXPECT_EQ(64u, b->shape[0]);
+		EXPECT_EQ(32u, b->shape[2]);
+		EXPECT_EQ(64u * 32, b->stride[1]);
+		EXPECT_EQ(NPUM_SEG_WEIGHTS, b->segment);
+	}
+	EXPECT_EQ(m.ops[0].in[1], m.ops[1].in[1]);
+	EXPECT_EQ(3u, m.tensors[m.ops[0].in[1]].shape[1]);
+	EXPECT_EQ(2u, m.tensors[m.ops[2].in[1]].shape[1]);
+	EXPECT_EQ(2, m.tensors[m.ops[3].in[1]].ndim);	/* the add's v, as it was */
+	EXPECT_EQ(2, m.tensors[m.ops[4].in[1]].ndim);
+	/* w's row 5, column 70: panel 2, its column 6; u's is u[70][5], transposed. */
+	EXPECT_EQ(w[5 * 96 + 70], ((float *)(m.weights + m.tensors[m.ops[0].in[1]].offset))
+				  [2 * 64 * 32 + 5 * 32 + 6]);
+	EXPECT_EQ(u[70 * 64 + 5], ((float *)(m.weights + m.tensors[m.ops[5].in[1]].offset))
+				  [2 * 64 * 32 + 5 * 32 + 6]);
+	/* w and u as they were are gone: panels of w, v twice, s (padded to 64), panels of u. */
+	EXPECT_EQ(64 * 96 * 4 + 2 * 64 * 64 * 4 + 768 + 64 * 96 * 4, m.plan.weights_bytes);
+	/* A reader refuses panels in any other layout, or read transposed. */
+	for (int k = 0; k < 3; k++) {
+		struct mf_model bad = m, back;
+		struct npum_tensor *t = malloc(m.ntensors * sizeof(*t));
+		struct npum_op *ops = malloc(m.nops * sizeof(*ops));
+		void *file;
+		size_t flen;
+
+		memcpy(t, m.tensors, m.ntensors * sizeof(*t));
+		memcpy(ops, m.ops, m.nops * sizeof(*ops));
+		bad.tensors = t, bad.ops = ops;
+		if (k == 0)
+			t[ops[0].in[1]].stride[1] = 64 * 16;
+		else if (k == 1)
+			ops[2].flags |= NPU_OP_F_TRANS_B;
+		else
+			ops[4].flags |= NPU_OP_F_B_PANELS;	/* a plain 2-D B */
+		ASSERT_EQ(0, mf_serialize(&bad, &file, &flen));
+		why[0] = 0;
+		EXPECT_EQ(EINVAL, mf_parse(file, flen, &back, why, sizeof(why))) TH_LOG("case %d", k);
+		EXPECT_NE(NULL, strstr(why, k ? "panels" : "span")) TH_LOG("case %d: %s", k, why);
+		free(file), free(t), free(ops);
+	}
+	mf_free(&m);
+	free(data);
+	free(again);
 	npurt_graph_destroy(g);
 }
 

@@ -746,7 +746,23 @@ npurt_status npurt_graph_output(npurt_graph *g, uint32_t tensor, const char *nam
 	return NPURT_OK;
 }
 
-/* The model in file order (streams after each other), planned and checked. */
+/*
+ * What finish() made: its ops and streams, and the tensors, I/O and
+ * weights when packing made its own (else they are the graph's).
+ */
+static void finish_free(const npurt_graph *g, struct mf_model *m)
+{
+	free(m->ops);
+	free(m->streams);
+	if (m->tensors != g->m.tensors)
+		free(m->tensors);
+	if (m->io != g->m.io)
+		free(m->io);
+	if (m->weights != g->m.weights)
+		free(m->weights);
+}
+
+/* The model in file order (streams after each other), packed, planned and checked. */
 static npurt_status finish(npurt_graph *g, struct mf_model *m, const char *who)
 {
 	struct mf_order *order;
@@ -778,7 +794,9 @@ static npurt_status finish(npurt_graph *g, struct mf_model *m, const char *who)
 		memcpy(m->ops + at, g->ops[s], g->nops[s] * sizeof(*m->ops));
 		at += g->nops[s];
 	}
-	err = mf_order_make(m, &order, why, sizeof(why));
+	err = graph_pack_weights(m);
+	if (!err)
+		err = mf_order_make(m, &order, why, sizeof(why));
 	if (!err) {
 		err = mf_plan_make(m, order);
 		mf_order_free(order);
@@ -786,8 +804,7 @@ static npurt_status finish(npurt_graph *g, struct mf_model *m, const char *who)
 	if (!err)
 		err = mf_check(m, why, sizeof(why));
 	if (err) {
-		free(m->ops);
-		free(m->streams);
+		finish_free(g, m);
 		if (err == ENOMEM)
 			return graph_nomem(g, who);
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: %s", who, why);
@@ -820,9 +837,7 @@ npurt_status npurt_graph_serialize(npurt_graph *g, void **data, size_t *size,
 					   .fmap_peak = m.plan.fmap_peak, .streams = m.plan.streams,
 					   .ops = m.nops, .events = m.plan.events,
 					   .inputs = m.plan.inputs, .outputs = m.plan.outputs };
-	/* The tensors' planned offsets stay in g; the rest was finish()'s. */
-	free(m.ops);
-	free(m.streams);
+	finish_free(g, &m);
 	return st;
 }
 

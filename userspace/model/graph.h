@@ -59,6 +59,12 @@ npurt_status graph_order_after(npurt_graph *g, uint32_t s, uint32_t t, uint32_t 
  */
 npurt_status graph_op_add(npurt_graph *g, uint32_t s, struct npum_op *op, bool reads_out,
 			  const char *who);
+/*
+ * Pack the constant B of each f32 GEMM of *m into panels (graph_pack.c).
+ * When it packs any, m's tensors, I/O and weights become new arrays, the
+ * caller's to free (the old ones are not freed). 0 or ENOMEM (m as it was).
+ */
+int graph_pack_weights(struct mf_model *m);
 /* Write `size` bytes to a new file at `path` (none left on failure). */
 npurt_status graph_write_file(const char *path, const void *data, size_t size, const char *who);
 

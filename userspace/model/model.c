@@ -313,14 +313,19 @@ static npurt_status take_notifies(npurt_model *m, const char *who)
  * for an epilogue (older firmware would ignore it), 0.6 for a tensor of
  * more than 4 dimensions or a 3-D window, 0.7 for an op that computes
  * in f32 on a tensor of f16, bf16 (or MaxPool's i8, u8), 0.9 for a GEMM
- * or convolution on i8 or u8, 0.10 for REQUANT (older firmware refuses the launch: better to say so at
- * load than at the first run).
+ * or convolution on i8 or u8, 0.10 for REQUANT, 0.11 for a GEMM on B in
+ * panels (older firmware refuses the launch: better to say so at load
+ * than at the first run).
  */
 static uint32_t op_needs(const npurt_model *m, const struct npum_op *op, const char **why)
 {
 	if (op->type == NPUM_OP_KERNEL) {
 		uint32_t need = 0;
 
+		if (op->kernel == NPU_OP_GEMM && op->flags & NPU_OP_F_B_PANELS) {
+			*why = "a GEMM on weights packed in panels";
+			return 0x000b00;
+		}
 		if (op->kernel == NPU_OP_REQUANT) {
 			*why = "requant";
 			return 0x000a00;

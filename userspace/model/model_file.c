@@ -235,10 +235,23 @@ static int check_kernel(const struct npum_op *op,
 	case NPU_OPK_GEMM: {
 		uint64_t am, ak, bk, bn;
 
-		if (!b || a->ndim != 2 || b->ndim != 2 || o->ndim != 2)
-			return mf_fail(why, len, "gemm: two 2-D inputs and a 2-D output");
+		if (op->flags & ~npu_op_flags(NPU_OP_GEMM))
+			return mf_fail(why, len, "gemm: unknown flags %#x", op->flags);
 		am = op->flags & NPU_OP_F_TRANS_A ? a->shape[1] : a->shape[0];
 		ak = op->flags & NPU_OP_F_TRANS_A ? a->shape[0] : a->shape[1];
+		if (b && op->flags & NPU_OP_F_B_PANELS) {
+			err = a->ndim != 2 || o->ndim != 2 || op->flags & NPU_OP_F_TRANS_B ||
+			      a->dtype != NPUM_F32 || o->dtype != NPUM_F32 ?
+			      "gemm on panels: A and C 2-D f32, no TRANS_B" :
+			      npu_panels_check(b->dtype, b->ndim, b->shape, b->stride, ak, o->shape[1]);
+			if (!err && o->shape[0] != am)
+				err = "gemm on panels: A's rows and C's disagree";
+			if (err)
+				return mf_fail(why, len, "%s", err);
+			break;
+		}
+		if (!b || a->ndim != 2 || b->ndim != 2 || o->ndim != 2)
+			return mf_fail(why, len, "gemm: two 2-D inputs and a 2-D output");
 		bk = op->flags & NPU_OP_F_TRANS_B ? b->shape[1] : b->shape[0];
 		bn = op->flags & NPU_OP_F_TRANS_B ? b->shape[0] : b->shape[1];
 		if (ak != bk || o->shape[0] != am || o->shape[1] != bn)
@@ -246,8 +259,6 @@ static int check_kernel(const struct npum_op *op,
 				    (unsigned long long)am, (unsigned long long)ak,
 				    (unsigned long long)bk, (unsigned long long)bn,
 				    (unsigned long long)o->shape[0], (unsigned long long)o->shape[1]);
-		if (op->flags & ~(uint32_t)(NPU_OP_F_TRANS_A | NPU_OP_F_TRANS_B))
-			return mf_fail(why, len, "gemm: unknown flags %#x", op->flags);
 		break;
 	}
 	case NPU_OPK_REDUCE:

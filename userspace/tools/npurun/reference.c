@@ -221,6 +221,9 @@ static void gemm(const struct ref *r, const struct npum_op *op)
 	const struct npum_tensor *a = &r->m->tensors[op->in[0]];
 	bool ta = op->flags & NPU_OP_F_TRANS_A, tb = op->flags & NPU_OP_F_TRANS_B;
 	uint64_t M = o->shape[0], N = o->shape[1], K = ta ? a->shape[0] : a->shape[1];
+	/* B in panels, [K, P, 32]: row k's column j is its element k * P * 32 + j. */
+	uint64_t bn = op->flags & NPU_OP_F_B_PANELS ?
+		      r->m->tensors[op->in[1]].shape[1] * NPU_OP_PANEL : N;
 
 	for (uint64_t i = 0; i < M; i++)
 		for (uint64_t j = 0; j < N; j++) {
@@ -228,7 +231,7 @@ static void gemm(const struct ref *r, const struct npum_op *op)
 
 			for (uint64_t k = 0; k < K; k++)
 				acc += (double)get(r, op->in[0], ta ? k * M + i : i * K + k) *
-				       get(r, op->in[1], tb ? j * K + k : k * N + j);
+				       get(r, op->in[1], tb ? j * K + k : k * bn + j);
 			put(r, op->out, i * N + j, (float)(op->alpha * acc +
 				(op->beta != 0 ? op->beta * get(r, op->out, i * N + j) : 0)));
 		}
