@@ -202,6 +202,9 @@ int32_t npu_engine_queue_start(struct npu_dev *dev, uint64_t qid)
 	 * dropped too; the queue waits for the unit to let go of it.
 	 */
 	cancel_queue(dev, qid);
+	/* Stopped while its launch stops writing: nothing of it runs again. */
+	STORE_REL(&q->state, NPU_QUEUE_STOPPED);
+	npu_engine_wait_writes(dev, qid);
 	q->head = 0;
 	q->done_seq = 0;
 	q->error = 0;
@@ -218,7 +221,8 @@ int32_t npu_engine_queue_start(struct npu_dev *dev, uint64_t qid)
 
 /*
  * Answered at once, whatever the queue runs: a launch still computing is
- * cancelled and its output never scattered, a copy stops at its next
+ * cancelled and its output never scattered (one writing it in place is
+ * waited for to stop, at its ops' next check), a copy stops at its next
  * chunk (the mailbox waits for the one moving), and the scheduler looks
  * at the state (under this same lock) before every task and every scatter.
  */
@@ -228,6 +232,7 @@ int32_t npu_engine_queue_stop(struct npu_dev *dev, uint64_t qid)
 		return -NPU_FW_EINVAL;
 	cancel_queue(dev, qid);
 	STORE_REL(&npu_engine_slot(dev, qid)->state, NPU_QUEUE_STOPPED);
+	npu_engine_wait_writes(dev, qid);
 	return NPU_FW_OK;
 }
 
@@ -342,6 +347,31 @@ static int scatter(struct npu_dev *dev, struct npu_fw_queue *q,
 	return dma_host(dev, q, a->out.va, data, extent, NPU_ACCESS_WRITE, f);
 }
 
+/*
+ * Where launch output ts[3] can be written in place (see npu_inplace.c):
+ * one run of writable host memory that no input read in place (bit i of
+ * `borrowed`, at v[i].data) overlaps. A fault here is left for the
+ * scatter to report, as for an output computed privately.
+ */
+static bool out_in_place(struct npu_dev *dev, struct npu_fw_queue *q,
+			 const struct npu_tensor *const *ts, const struct npu_view *v,
+			 unsigned int borrowed, uint8_t **p)
+{
+	uint64_t extent = npu_tensor_extent(ts[3]);
+	struct fault ignored;
+
+	if (npu_engine_borrow(dev, q, ts[3]->va, extent, npu_dtype_size(ts[3]->dtype),
+			      NPU_ACCESS_WRITE, p, &ignored))
+		return false;
+	for (unsigned int i = 0; i < 3; i++) {
+		const uint8_t *in = v[i].data;
+
+		if (borrowed & (1u << i) && in < *p + extent && *p < in + npu_tensor_extent(ts[i]))
+			return false;
+	}
+	return true;
+}
+
 /* A core group with no launch, or -1. */
 static int free_group(struct npu_dev *dev)
 {
@@ -353,10 +383,12 @@ static int free_group(struct npu_dev *dev)
 
 /*
  * A kernel launch: read and check the argument block, run the op on a
- * core group and scatter the output back. The output is computed into a
- * private buffer (gathered first when the op reads it, or when it has
- * gaps between its elements, so the gaps are written back unchanged):
- * a launch that its queue's stop cancels leaves device memory as it was.
+ * core group and scatter the output back. An output that lies in one run
+ * of host memory, dense, that the op does not read and no input read in
+ * place overlaps is written in place (npu_inplace.c says what makes that
+ * safe); any other is computed into a private buffer (gathered first
+ * when the op reads it, or when it has gaps between its elements, so the
+ * gaps are written back unchanged) and scattered at the end.
  *
  * Inputs are read in place where they lie in one run of host memory,
  * else gathered into private buffers (keeping their strides). Reading in
@@ -449,7 +481,8 @@ static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 		memcpy(v[i].shape, tt->shape, sizeof(v[i].shape));
 		memcpy(v[i].stride, tt->stride, sizeof(v[i].stride));
 		if (i < 3 && in_place) {
-			int r = npu_engine_borrow(dev, q, tt->va, extent, npu_dtype_size(tt->dtype), &p, f);
+			int r = npu_engine_borrow(dev, q, tt->va, extent, npu_dtype_size(tt->dtype),
+						  NPU_ACCESS_READ, &p, f);
 
 			if (r < 0)
 				goto out;
@@ -465,6 +498,11 @@ static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 				npu_widen(v[i].data, p, n, tt->dtype);
 				continue;
 			}
+		}
+		if (i == 3 && in_place && !widen && !gaps && out_in_place(dev, q, ts, v, borrowed, &p)) {
+			v[3].data = p;
+			borrowed |= NPU_BORROWED_OUT;
+			continue;
 		}
 		v[i].data = malloc(widen ? n * sizeof(float) : extent);
 		if (!v[i].data)
@@ -506,7 +544,7 @@ static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 		return 1;
 	}
 	npu_op_run(&run, v, &v[3], 0, npu_op_units(&run));
-	ret = scatter(dev, q, &a, v, f);
+	ret = borrowed & NPU_BORROWED_OUT ? 0 : scatter(dev, q, &a, v, f);
 	goto out;
 nomem_or_fault:
 	if (v[4].data)		/* dma_host() filled in the fault */
@@ -734,7 +772,7 @@ static void complete_launch(struct npu_dev *dev, unsigned int g, uint64_t finish
 	} else if (current) {
 		f.code = NPU_FW_EFAULT;
 		task_begin(dev, l->qid);
-		bad = scatter(dev, q, &l->args, l->v, &f);
+		bad = l->borrowed & NPU_BORROWED_OUT ? 0 : scatter(dev, q, &l->args, l->v, &f);
 		task_end(dev);
 		if (bad)
 			npu_engine_queue_fault(dev, l->qid, &f);

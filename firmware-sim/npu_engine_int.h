@@ -32,14 +32,30 @@ int npu_engine_xlate(struct npu_dev *dev, struct npu_fw_queue *q, uint64_t va,
 
 /*
  * npu_inplace.c. The host address of [va, va + size) for a launch to read
- * in place: 0 with *ptr if the range lies in one run of host memory,
- * aligned to `align`; 1 if not (copy it instead); -1 on a fault, with *f.
+ * (or, with NPU_ACCESS_WRITE, write) in place: 0 with *ptr if the range
+ * lies in one run of host memory, aligned to `align`; 1 if not (copy it
+ * instead); -1 on a fault, with *f.
  */
 int npu_engine_borrow(struct npu_dev *dev, struct npu_fw_queue *q, uint64_t va,
-		      uint64_t size, uint64_t align, uint8_t **ptr, struct fault *f);
+		      uint64_t size, uint64_t align, enum npu_access access, uint8_t **ptr,
+		      struct fault *f);
 
-/* A launch settle cancelled, through: copy what it read in place (npu_inplace.c). */
+/* Bit of struct npu_launch's `borrowed` for an output written in place (inputs: 0-2). */
+#define NPU_BORROWED_OUT	(1u << 3)
+
+/*
+ * A launch settle cancelled, through: copy what it read in place, and give
+ * an output it wrote in place a private buffer, to scatter once it has
+ * run again (npu_inplace.c).
+ */
 void npu_engine_own_inputs(struct npu_launch *l);
+
+/*
+ * Under dev->lock: wait until no discarded launch of queue `qid` (any:
+ * NPU_FW_MAX_QUEUES) still writes its output in place, so that once a
+ * QUEUE_STOP is answered the device writes nothing more of that queue's.
+ */
+void npu_engine_wait_writes(struct npu_dev *dev, uint64_t qid);
 
 /* Run a COPY or FILL in full, here and now (no copy engine threads). */
 int npu_engine_dma_inline(struct npu_dev *dev, struct npu_fw_queue *q,

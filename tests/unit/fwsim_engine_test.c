@@ -425,6 +425,61 @@ static void gemm_through_device(FIXTURE_DATA(engine) *self,
 }
 
 /*
+ * A launch whose output overlaps an input it reads in place: y = relu(x)
+ * with y one element past x, in one run of device memory. Written in
+ * place, each element would change the next one's input under the op;
+ * the output goes through a private buffer instead and y is relu of x
+ * as it was. On the cores (threaded) and inline.
+ */
+static void overlap_through_device(FIXTURE_DATA(engine) *self,
+				   struct __test_metadata *_metadata, int threaded)
+{
+	uint64_t va = TEST_VA_BASE, n = threaded ? 200000 : 1000;
+	float *x = (float *)(self->hbm + DATA), *want = malloc(n * sizeof(float));
+	struct npu_op_args *k = (struct npu_op_args *)(self->hbm + DATA + (1u << 20));
+	struct npu_fw_queue *q = qslot(self, 0);
+
+	ASSERT_NE(NULL, want);
+	map(self, 1, va, DATA, 257, NPU_PTE_WRITE);
+	for (uint64_t i = 0; i <= n; i++)
+		x[i] = (float)((i * 7) % 11) - 5.0f;
+	for (uint64_t i = 0; i < n; i++)
+		want[i] = x[i] > 0 ? x[i] : 0.0f;
+	memset(k, 0, sizeof(*k));
+	k->op = NPU_OP_RELU;
+	k->in[0] = (struct npu_op_tensor){ .va = va, .dtype = NPU_DT_F32, .ndim = 1,
+					   .shape = { n }, .stride = { 1 } };
+	k->out = k->in[0];
+	k->out.va = va + 4;
+	if (threaded)
+		ASSERT_EQ(0, npu_dev_start_engine(&self->dev));
+	ASSERT_EQ(0, start_queue(self, 0, 1));
+	push(self, 0, NPU_FW_TASK_KERNEL, va + (1u << 20), 0, sizeof(struct npu_op_args));
+	push(self, 0, NPU_FW_TASK_FENCE, 1, 0, 0);
+	ring(self, 0);
+	for (int i = 0; i < 5000 && __atomic_load_n(&q->done_seq, __ATOMIC_ACQUIRE) != 1; i++)
+		usleep(1000);
+	ASSERT_EQ(1, q->done_seq) TH_LOG("state %u error %u", q->state, q->error);
+	for (uint64_t i = 0; i < n; i++) {
+		ASSERT_EQ(want[i], x[i + 1]) TH_LOG("element %llu of %llu", (unsigned long long)i,
+						    (unsigned long long)n);
+	}
+	if (threaded)
+		npu_dev_stop_engine(&self->dev);
+	free(want);
+}
+
+TEST_F(engine, an_output_overlapping_its_input_reads_the_input_as_it_was)
+{
+	overlap_through_device(self, _metadata, 0);
+}
+
+TEST_F(engine, an_output_overlapping_its_input_on_the_cores)
+{
+	overlap_through_device(self, _metadata, 1);
+}
+
+/*
  * out = x + y over n floats of device memory, through the engine (its
  * threads started when `threaded`): x's pages are swapped in HBM, so x
  * is contiguous in VA only and must be gathered, y is read where it
