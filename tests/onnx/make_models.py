@@ -1033,6 +1033,41 @@ def relu_bn():
     return b.model("relu_bn", "x", [2, 3, 5, 5], y, [2, 3, 5, 5], 13), x, ref
 
 
+def layernorm_written_out():
+    """Layer normalizations as PyTorch exports nn.LayerNorm below opset 17:
+    ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, with the Constant
+    nodes of 2 and eps between them. The first (then Mul, Add: its affine
+    part) becomes one LAYERNORM; the second does not, as its centred values
+    are read again after it."""
+    b = Builder(0)
+    x = b.rng.standard_normal((3, 7, 40)).astype(np.float32) * 3 + 1
+    g = (1 + 0.1 * b.rng.standard_normal(40)).astype(np.float32)
+    sh = (0.1 * b.rng.standard_normal(40)).astype(np.float32)
+
+    def written_out(v, eps):
+        m = b.node("ReduceMean", [v], axes=[-1])
+        d = b.node("Sub", [v, m])
+        two = b.node("Constant", [], value=numpy_helper.from_array(np.array(2, np.float32)))
+        p = b.node("Pow", [d, two])
+        var = b.node("ReduceMean", [p], axes=[-1])
+        e = b.node("Constant", [], value=numpy_helper.from_array(np.array(eps, np.float32)))
+        return d, b.node("Div", [d, b.node("Sqrt", [b.node("Add", [var, e])])])
+
+    _, n1 = written_out("x", 1e-5)
+    a = b.node("Add", [b.node("Mul", [n1, b.const(g, "g")]), b.const(sh, "sh")])
+    d2, n2 = written_out(a, 1e-3)
+    y = b.node("Add", [n2, b.node("Mul", [d2, b.const(np.array(0.5, np.float32), "half")])])
+
+    def ref_ln(v, eps):
+        m = v.mean(-1, keepdims=True)
+        return v - m, (v - m) / np.sqrt(((v - m) ** 2).mean(-1, keepdims=True) + eps)
+
+    _, r1 = ref_ln(x.astype(np.float64), 1e-5)
+    ra = r1 * g + sh
+    rd2, r2 = ref_ln(ra, 1e-3)
+    return b.model("layernorm_written_out", "x", [3, 7, 40], y, [3, 7, 40], 13), x, r2 + 0.5 * rd2
+
+
 def picked_column():
     """Computed indices: the column whose sum is largest (ReduceSum, ArgMax into a
     scalar int64), gathered (Gather of a computed scalar index) from |x| made by
@@ -1395,6 +1430,7 @@ def main():
                        ("if_select_neg", lambda: if_select(False)),
                        ("loop_scan", loop_scan),
                        ("relu_bn", relu_bn), ("picked_column", picked_column),
+                       ("layernorm_written_out", layernorm_written_out),
                        ("shared_conv", shared_conv), ("video_cnn", video_cnn),
                        ("half_folds", half_folds), ("pad_f16", pad_f16),
                        ("mlp_bf16", lambda: mlp(bf16, 14)), ("mlp_int8", mlp_int8),

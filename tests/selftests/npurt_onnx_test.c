@@ -281,6 +281,26 @@ TEST_F(onnx, a_batch_norm_after_no_conv_matches_numpy)
 	run_model(_metadata, self->dev, "relu_bn", NPURT_DISPATCH_SINK);
 }
 
+/*
+ * Layer normalizations written out in elementary ops: the first becomes one
+ * LAYERNORM (its six other nodes fused), the second, whose centred values
+ * are read again, runs op by op; both match numpy.
+ */
+TEST_F(onnx, a_layernorm_written_out_runs_as_one_op)
+{
+	npurt_onnx_info oi = { .size = sizeof(oi) };
+	npurt_graph *g = NULL;
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/layernorm_written_out.onnx", models_dir());
+	ASSERT_EQ(NPURT_OK, npurt_onnx_import_file(path, NULL, &g, &oi))
+		TH_LOG("%s", npurt_last_error());
+	/* 16 launches op by op; the first normalization's seven are one. */
+	EXPECT_EQ(11, oi.device_ops);
+	npurt_graph_destroy(g);
+	run_model(_metadata, self->dev, "layernorm_written_out", NPURT_DISPATCH_SINK);
+}
+
 TEST_F(onnx, a_column_picked_by_computed_indices_matches_numpy)
 {
 	run_model(_metadata, self->dev, "picked_column", NPURT_DISPATCH_SINK);

@@ -80,7 +80,7 @@ struct ox_imp {
 	size_t npins;
 	uint32_t scratch;		/* names of intermediate values */
 	const Onnx__GraphProto *model_graph;	/* the file's own graph */
-	uint8_t *qdq_skip;		/* its nodes a QDQ fusion took (onnx_qdq.c) */
+	uint8_t *skip;			/* nodes a fusion took (onnx_qdq.c, onnx_norms.c) */
 	npurt_onnx_info info;
 };
 
@@ -380,6 +380,13 @@ struct ox_val *ox_in(struct ox_imp *im, const Onnx__NodeProto *n, size_t k);
  */
 int ox_fuse_act(struct ox_imp *im, struct ox_val *x, uint32_t op, float alpha, float beta,
 		const char *name);
+
+/*
+ * Node k of the model's graph starts a layer normalization written out in
+ * elementary ops (onnx_norms.c): import it as one, mark the chain's other
+ * nodes skipped, return true (*st its status). false: nothing done.
+ */
+bool ox_fold_layernorm(struct ox_imp *im, const Onnx__GraphProto *g, size_t k, npurt_status *st);
 
 /* Does a node after the one being imported, or a graph output, read `name`? */
 bool ox_read_later(const struct ox_imp *im, const char *name);

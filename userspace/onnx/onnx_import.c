@@ -542,6 +542,8 @@ npurt_status ox_import_nodes(struct ox_imp *im, const Onnx__GraphProto *g)
 			st = ox_op_loop(im, n);	/* unrolled, or refused */
 		} else if (!strcmp(n->op_type, "Scan")) {
 			st = ox_op_scan(im, n);
+		} else if (ox_fold_layernorm(im, g, k, &st)) {
+			;		/* its other nodes are skipped as the walk reaches them */
 		} else if (fold_conv_bn(im, g, k, &st)) {
 			k++;		/* the BatchNormalization went into the Conv */
 		} else if (fold_gelu(im, g, k, &st)) {
@@ -770,7 +772,7 @@ npurt_status npurt_onnx_import(const void *data, size_t size, const npurt_onnx_o
 		st = import_model(&im, m);
 	free_vals(&im);
 	free(im.pins);
-	free(im.qdq_skip);
+	free(im.skip);
 	onnx__model_proto__free_unpacked(m, NULL);
 	if (st) {
 		npurt_graph_destroy(im.g);

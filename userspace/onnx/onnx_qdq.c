@@ -289,12 +289,12 @@ bool ox_qdq_fuse(struct ox_imp *im, const Onnx__GraphProto *g, size_t k, npurt_s
 	*st = NPURT_OK;
 	if (g != im->model_graph || !g->n_node)
 		return false;
-	if (!im->qdq_skip) {
-		im->qdq_skip = calloc(g->n_node, 1);
-		if (!im->qdq_skip)
+	if (!im->skip) {
+		im->skip = calloc(g->n_node, 1);
+		if (!im->skip)
 			return false;	/* no fusion: the nodes import one by one */
 	}
-	if (im->qdq_skip[k])
+	if (im->skip[k])
 		return true;
 	if (op_is(n, "DequantizeLinear"))
 		return dq_fuses(im, g, k);
@@ -302,8 +302,8 @@ bool ox_qdq_fuse(struct ox_imp *im, const Onnx__GraphProto *g, size_t k, npurt_s
 		return false;
 	*st = fuse(im, g, k, &q);
 	if (q.relu != NONE)
-		im->qdq_skip[q.relu] = 1;
-	im->qdq_skip[q.q] = 1;
+		im->skip[q.relu] = 1;
+	im->skip[q.q] = 1;
 	im->info.fused++;
 	im->info.qdq++;
 	return true;
