@@ -192,9 +192,44 @@ static int gemm_rows(const struct npu_op *a, const struct npu_view *in,
 }
 
 /*
+ * Rows of A against B in panels, 32 columns of C at a time: a row's 32
+ * sums stay in registers through all of K (a GEMV streams the weights
+ * once), each summed in order of p as gemm_contiguous sums it, so the
+ * bits are the unpacked B's.
+ */
+__attribute__((target_clones("avx512f", "avx2", "default")))
+static int gemm_panels_rows(const float *A, uint64_t ai, uint64_t ap, const float *P, float *C,
+			    uint64_t ci, uint64_t n, uint64_t k, float alpha, uint64_t begin,
+			    uint64_t end, const uint32_t *cancel)
+{
+	for (uint64_t j0 = 0; j0 < n; j0 += NPU_OP_PANEL) {
+		const float *B = P + j0 * k;
+		uint64_t w = n - j0 < NPU_OP_PANEL ? n - j0 : NPU_OP_PANEL;
+
+		for (uint64_t i = begin; i < end; i++) {
+			float acc[NPU_OP_PANEL], *c = C + i * ci + j0;
+
+			if (npu_cancelled(cancel))
+				return -1;
+			for (uint64_t j = 0; j < NPU_OP_PANEL; j++)
+				acc[j] = j < w ? c[j] : 0.0f;
+			for (uint64_t p = 0; p < k; p++) {
+				float a = alpha * A[i * ai + p * ap];
+
+				for (int j = 0; j < NPU_OP_PANEL; j++)
+					acc[j] += a * B[p * NPU_OP_PANEL + j];
+			}
+			for (uint64_t j = 0; j < w; j++)
+				c[j] = acc[j];
+		}
+	}
+	return 0;
+}
+
+/*
  * B in panels (NPU_OP_F_B_PANELS): the fast kernels read them where they
- * lie; the portable loops take each panel as a B of its own, K x 32 and
- * row-major, for 32 columns of C.
+ * lie; a few rows, or a host without them, take gemm_panels_rows, and a
+ * strided C the plain loop, each panel a K x 32 row-major B of its own.
  */
 static int gemm_add_panels(const struct npu_op *a, const struct npu_view *in,
 			   const struct npu_view *out, uint64_t begin, uint64_t end,
@@ -213,16 +248,12 @@ static int gemm_add_panels(const struct npu_op *a, const struct npu_view *in,
 		if (ret <= 0)
 			return ret;
 	}
+	if (cj == 1)
+		return gemm_panels_rows(A, ai, ap, P, C, ci, n, k, a->alpha, begin, end, cancel);
 	for (uint64_t j0 = 0; j0 < n; j0 += NPU_OP_PANEL) {
 		const float *B = P + j0 * k;
 		uint64_t w = n - j0 < NPU_OP_PANEL ? n - j0 : NPU_OP_PANEL;
 
-		if (cj == 1) {
-			if (gemm_contiguous(A, ai, ap, B, NPU_OP_PANEL, C + j0, ci, w, k, a->alpha,
-					    begin, end, cancel))
-				return -1;
-			continue;
-		}
 		for (uint64_t i = begin; i < end; i++) {
 			float *c = C + i * ci + j0 * cj;
 
