@@ -242,14 +242,13 @@ static int gemm_add_panels(const struct npu_op *a, const struct npu_view *in,
 	uint64_t ai = ta ? in[0].stride[1] : in[0].stride[0], ap = ta ? in[0].stride[0] : in[0].stride[1];
 	uint64_t ci = out->stride[0], cj = out->stride[1];
 
-	if (cj == 1 && end - begin >= GEMM_FEW_ROWS) {
-		int ret = npu_gemm_panels(A, ai, ap, P, C, ci, n, k, a->alpha, begin, end, cancel);
+	if (cj == 1) {
+		int ret = end - begin < GEMM_FEW_ROWS ? 1 :
+			  npu_gemm_panels(A, ai, ap, P, C, ci, n, k, a->alpha, begin, end, cancel);
 
-		if (ret <= 0)
-			return ret;
+		return ret <= 0 ? ret : gemm_panels_rows(A, ai, ap, P, C, ci, n, k, a->alpha,
+							  begin, end, cancel);
 	}
-	if (cj == 1)
-		return gemm_panels_rows(A, ai, ap, P, C, ci, n, k, a->alpha, begin, end, cancel);
 	for (uint64_t j0 = 0; j0 < n; j0 += NPU_OP_PANEL) {
 		const float *B = P + j0 * k;
 		uint64_t w = n - j0 < NPU_OP_PANEL ? n - j0 : NPU_OP_PANEL;

@@ -69,7 +69,12 @@ struct packing {
 	bool *live;			/* per old tensor: referenced after the rewrite */
 	bool *touched;			/* per old tensor: a B packed, or its base */
 	struct npum_tensor *tensors;
+	struct npum_io *io;
 	uint8_t *weights;
+	struct panels {
+		uint32_t op;		/* the first GEMM that reads them */
+		uint64_t k, n;
+	} *panels;
 };
 
 static void packing_free(struct packing *p)
@@ -79,7 +84,9 @@ static void packing_free(struct packing *p)
 	free(p->live);
 	free(p->touched);
 	free(p->tensors);
+	free(p->io);
 	free(p->weights);
+	free(p->panels);
 }
 
 static void mark_live(const struct mf_model *m, bool *live, uint32_t t)
@@ -93,13 +100,12 @@ static void mark_live(const struct mf_model *m, bool *live, uint32_t t)
 int graph_pack_weights(struct mf_model *m)
 {
 	struct packing p = { 0 };
-	uint32_t npacked = 0, nt = 0, *first;
+	uint32_t npacked = 0, nt = 0;
 	uint64_t at = 0, k, n;
-	struct npum_io *io;
 
 	p.packed = malloc(m->nops * sizeof(*p.packed));
-	first = calloc(m->nops, sizeof(*first));	/* per new panels: its first op */
-	if (!p.packed || !first)
+	p.panels = calloc(m->nops, sizeof(*p.panels));
+	if (!p.packed || !p.panels)
 		goto nomem;
 	for (uint32_t i = 0; i < m->nops; i++) {
 		const struct npum_op *op = &m->ops[i];
@@ -108,22 +114,19 @@ int graph_pack_weights(struct mf_model *m)
 		p.packed[i] = NPUM_NONE;
 		if (!packable(m, op, &k, &n))
 			continue;
-		/* One copy for every GEMM that reads this B the same way. */
+		/* One copy for every GEMM that reads this B the same way (so k and n agree). */
 		for (j = 0; j < npacked; j++) {
-			const struct npum_op *q = &m->ops[first[j]];
+			const struct npum_op *q = &m->ops[p.panels[j].op];
 
-			if (q->in[1] == op->in[1] && q->out != NPUM_NONE &&
-			    m->tensors[q->out].shape[1] == n &&
-			    !((q->flags ^ op->flags) & NPU_OP_F_TRANS_B))
+			if (q->in[1] == op->in[1] && !((q->flags ^ op->flags) & NPU_OP_F_TRANS_B))
 				break;
 		}
 		if (j == npacked)
-			first[npacked++] = i;
+			p.panels[npacked++] = (struct panels){ .op = i, .k = k, .n = n };
 		p.packed[i] = j;
 	}
 	if (!npacked) {
-		free(p.packed);
-		free(first);
+		packing_free(&p);
 		return 0;
 	}
 
@@ -131,11 +134,9 @@ int graph_pack_weights(struct mf_model *m)
 	p.touched = calloc(m->ntensors, sizeof(*p.touched));
 	p.remap = malloc(m->ntensors * sizeof(*p.remap));
 	p.tensors = calloc((size_t)m->ntensors + npacked, sizeof(*p.tensors));
-	io = malloc((m->plan.inputs + m->plan.outputs) * sizeof(*io));
-	if (!p.live || !p.touched || !p.remap || !p.tensors || !io) {
-		free(io);
+	p.io = malloc((m->plan.inputs + m->plan.outputs) * sizeof(*p.io));
+	if (!p.live || !p.touched || !p.remap || !p.tensors || !p.io)
 		goto nomem;
-	}
 	for (uint32_t i = 0; i < m->nops; i++) {
 		for (int r = 0; r < NPUM_OP_READS; r++)
 			if (r != 1 || p.packed[i] == NPUM_NONE)
@@ -169,39 +170,33 @@ int graph_pack_weights(struct mf_model *m)
 		nt++;
 	}
 	for (uint32_t j = 0; j < npacked; j++) {
-		const struct npum_op *op = &m->ops[first[j]];
+		const struct panels *pn = &p.panels[j];
 		struct npum_tensor *t = &p.tensors[nt + j];
 
-		packable(m, op, &k, &n);
-		*t = (struct npum_tensor){ .name = m->tensors[base_of(m, op->in[1])].name,
+		*t = (struct npum_tensor){ .name = m->tensors[base_of(m, m->ops[pn->op].in[1])].name,
 					   .dtype = NPUM_F32, .ndim = 3,
 					   .segment = NPUM_SEG_WEIGHTS, .offset = at };
-		t->bytes = npu_panels_tensor(k, n, t->shape, t->stride) * sizeof(float);
+		t->bytes = npu_panels_tensor(pn->k, pn->n, t->shape, t->stride) * sizeof(float);
 		at = aligned(at + t->bytes);
 	}
 	if (at > NPUM_MAX_SEGMENT) {	/* the old weights were in it: keep them */
-		free(io);
 		packing_free(&p);
-		free(first);
 		return 0;
 	}
 	p.weights = calloc(1, at ? at : 1);
-	if (!p.weights) {
-		free(io);
+	if (!p.weights)
 		goto nomem;
-	}
 	for (uint32_t t = 0; t < m->ntensors; t++)
 		if (p.remap[t] != NPUM_NONE && m->tensors[t].segment == NPUM_SEG_WEIGHTS)
 			memcpy(p.weights + p.tensors[p.remap[t]].offset,
 			       m->weights + m->tensors[t].offset, m->tensors[t].bytes);
 	for (uint32_t j = 0; j < npacked; j++) {
-		const struct npum_op *op = &m->ops[first[j]];
+		const struct npum_op *op = &m->ops[p.panels[j].op];
 		const struct npum_tensor *b = &m->tensors[op->in[1]];
 		bool tb = op->flags & NPU_OP_F_TRANS_B;
 
-		packable(m, op, &k, &n);
 		npu_panels_pack(weight_data(m, op->in[1]), tb ? b->stride[1] : b->stride[0],
-				tb ? b->stride[0] : b->stride[1], k, n,
+				tb ? b->stride[0] : b->stride[1], p.panels[j].k, p.panels[j].n,
 				(float *)(p.weights + p.tensors[nt + j].offset));
 	}
 
@@ -210,8 +205,8 @@ int graph_pack_weights(struct mf_model *m)
 		if (p.tensors[t].segment == NPUM_SEG_VIEW)
 			p.tensors[t].base = p.remap[p.tensors[t].base];
 	for (uint32_t i = 0; i < m->plan.inputs + m->plan.outputs; i++) {
-		io[i] = m->io[i];
-		io[i].tensor = p.remap[io[i].tensor];
+		p.io[i] = m->io[i];
+		p.io[i].tensor = p.remap[p.io[i].tensor];
 	}
 	for (uint32_t i = 0; i < m->nops; i++) {
 		struct npum_op *op = &m->ops[i];
@@ -230,14 +225,13 @@ int graph_pack_weights(struct mf_model *m)
 	m->ntensors = nt + npacked;
 	m->weights = p.weights;
 	m->plan.weights_bytes = at;
-	m->io = io;
+	m->io = p.io;
 	p.tensors = NULL;
 	p.weights = NULL;
+	p.io = NULL;
 	packing_free(&p);
-	free(first);
 	return 0;
 nomem:
 	packing_free(&p);
-	free(first);
 	return ENOMEM;
 }

@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <string.h>
+
 #include "npuonnx.h"
 #include "onnx.pb-c.h"
 
@@ -387,6 +389,12 @@ int ox_fuse_act(struct ox_imp *im, struct ox_val *x, uint32_t op, float alpha, f
  * nodes skipped, return true (*st its status). false: nothing done.
  */
 bool ox_fold_layernorm(struct ox_imp *im, const Onnx__GraphProto *g, size_t k, npurt_status *st);
+
+/* Is node n an `op` node (of any domain)? */
+static inline bool ox_op_is(const Onnx__NodeProto *n, const char *op)
+{
+	return n->op_type && !strcmp(n->op_type, op);
+}
 
 /* Does a node after the one being imported, or a graph output, read `name`? */
 bool ox_read_later(const struct ox_imp *im, const char *name);

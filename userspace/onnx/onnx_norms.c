@@ -19,9 +19,10 @@
 
 #include "onnx.h"
 
+/* An `op` node with one output. */
 static bool op_is(const Onnx__NodeProto *n, const char *op)
 {
-	return n->op_type && !strcmp(n->op_type, op) && n->n_output == 1;
+	return ox_op_is(n, op) && n->n_output == 1;
 }
 
 /* The node after `from` that reads `name` as input `at` (-1: any), or -1. */
@@ -86,6 +87,7 @@ static bool mean_last(const Onnx__NodeProto *n, uint32_t ndim)
 
 bool ox_fold_layernorm(struct ox_imp *im, const Onnx__GraphProto *g, size_t k, npurt_status *st)
 {
+	static const char *const chain[6] = { "Sub", "Pow", "ReduceMean", "Add", "Sqrt", "Div" };
 	const Onnx__NodeProto *m = g->node[k], *n[6];
 	Onnx__NodeProto ln = ONNX__NODE_PROTO__INIT;
 	Onnx__AttributeProto eps_attr = ONNX__ATTRIBUTE_PROTO__INIT, *attrs[1] = { &eps_attr };
@@ -100,39 +102,23 @@ bool ox_fold_layernorm(struct ox_imp *im, const Onnx__GraphProto *g, size_t k, n
 	x = ox_find(im, m->input[0]);
 	if (!x || x->is_const || !ox_is_real(x->type) || !mean_last(m, x->ndim))
 		return false;
-	/* Sub(x, m), Pow(d, 2), ReduceMean, Add(v, eps), Sqrt, Div(d, s): by names. */
-	at[0] = reader(g, k, m->output[0], "Sub");
-	if (at[0] < 0 || strcmp(g->node[at[0]]->input[0], m->input[0]))
-		return false;
-	n[0] = g->node[at[0]];
-	at[1] = reader(g, (size_t)at[0], n[0]->output[0], "Pow");
-	if (at[1] < 0)
-		return false;
-	n[1] = g->node[at[1]];
-	if (strcmp(n[1]->input[0], n[0]->output[0]) || !scalar(im, g, n[1]->input[1], &two) ||
-	    two != 2.0)
-		return false;
-	at[2] = reader(g, (size_t)at[1], n[1]->output[0], "ReduceMean");
-	if (at[2] < 0 || !mean_last(g->node[at[2]], x->ndim))
-		return false;
-	n[2] = g->node[at[2]];
-	at[3] = reader(g, (size_t)at[2], n[2]->output[0], "Add");
-	if (at[3] < 0)
-		return false;
-	n[3] = g->node[at[3]];
-	if (n[3]->n_input != 2 || !scalar(im, g, strcmp(n[3]->input[0], n[2]->output[0]) ?
+	/*
+	 * Sub(x, m), Pow(d, 2), ReduceMean, Add(v, eps), Sqrt, Div(d, s): each
+	 * the first reader of the one before.
+	 */
+	for (int i = 0; i < 6; i++) {
+		at[i] = reader(g, i ? (size_t)at[i - 1] : k, i ? n[i - 1]->output[0] : m->output[0],
+			       chain[i]);
+		if (at[i] < 0)
+			return false;
+		n[i] = g->node[at[i]];
+	}
+	if (strcmp(n[0]->input[0], m->input[0]) || strcmp(n[1]->input[0], n[0]->output[0]) ||
+	    !scalar(im, g, n[1]->input[1], &two) || two != 2.0 || !mean_last(n[2], x->ndim) ||
+	    n[3]->n_input != 2 || !scalar(im, g, strcmp(n[3]->input[0], n[2]->output[0]) ?
 					  n[3]->input[0] : n[3]->input[1], &eps) ||
-	    !(eps >= 0 && isfinite(eps)))
-		return false;
-	at[4] = reader(g, (size_t)at[3], n[3]->output[0], "Sqrt");
-	if (at[4] < 0)
-		return false;
-	n[4] = g->node[at[4]];
-	at[5] = reader(g, (size_t)at[4], n[4]->output[0], "Div");
-	if (at[5] < 0)
-		return false;
-	n[5] = g->node[at[5]];
-	if (strcmp(n[5]->input[0], n[0]->output[0]) || strcmp(n[5]->input[1], n[4]->output[0]))
+	    !(eps >= 0 && isfinite(eps)) || strcmp(n[5]->input[0], n[0]->output[0]) ||
+	    strcmp(n[5]->input[1], n[4]->output[0]))
 		return false;
 	/*
 	 * Each intermediate's first reader is the chain's next node (reader()

@@ -34,11 +34,6 @@ struct qdq {
 	size_t dx, dw, db, relu, q;	/* db, relu: NONE when absent */
 };
 
-static bool op_is(const Onnx__NodeProto *n, const char *op)
-{
-	return n->op_type && !strcmp(n->op_type, op);
-}
-
 static const char *in_at(const Onnx__NodeProto *n, size_t k)
 {
 	return n->n_input > k && n->input[k][0] ? n->input[k] : NULL;
@@ -157,11 +152,11 @@ static bool bias_dq(struct ox_imp *im, const Onnx__NodeProto *d, double xs, cons
 static bool match(struct ox_imp *im, const Onnx__GraphProto *g, size_t k, struct qdq *q)
 {
 	const Onnx__NodeProto *n = g->node[k], *dx, *dw, *qn;
-	bool conv = op_is(n, "Conv");
+	bool conv = ox_op_is(n, "Conv");
 	struct ox_val *xv, *wv, *xs;
 	size_t j;
 
-	if ((!conv && !op_is(n, "MatMul")) || n->n_output != 1 || !in_at(n, 0) || !in_at(n, 1))
+	if ((!conv && !ox_op_is(n, "MatMul")) || n->n_output != 1 || !in_at(n, 0) || !in_at(n, 1))
 		return false;
 	q->dx = producer(g, in_at(n, 0));
 	q->dw = producer(g, in_at(n, 1));
@@ -169,7 +164,7 @@ static bool match(struct ox_imp *im, const Onnx__GraphProto *g, size_t k, struct
 		return false;
 	dx = g->node[q->dx];
 	dw = g->node[q->dw];
-	if (!op_is(dx, "DequantizeLinear") || !op_is(dw, "DequantizeLinear"))
+	if (!ox_op_is(dx, "DequantizeLinear") || !ox_op_is(dw, "DequantizeLinear"))
 		return false;
 	/* x: bytes at one scale and zero point */
 	xv = ox_find(im, in_at(dx, 0));
@@ -186,7 +181,7 @@ static bool match(struct ox_imp *im, const Onnx__GraphProto *g, size_t k, struct
 	q->db = NONE;
 	if (conv && in_at(n, 2)) {
 		q->db = producer(g, in_at(n, 2));
-		if (q->db == NONE || q->db >= k || !op_is(g->node[q->db], "DequantizeLinear") ||
+		if (q->db == NONE || q->db >= k || !ox_op_is(g->node[q->db], "DequantizeLinear") ||
 		    !bias_dq(im, g->node[q->db], ox_getf(xs, 0), in_at(dw, 1), wv->dims[0]))
 			return false;
 	} else if (n->n_input > 2) {
@@ -196,7 +191,7 @@ static bool match(struct ox_imp *im, const Onnx__GraphProto *g, size_t k, struct
 	q->relu = NONE;
 	if (readers(g, n->output[0], &j) != 1)
 		return false;
-	if (op_is(g->node[j], "Relu") && g->node[j]->n_output == 1) {
+	if (ox_op_is(g->node[j], "Relu") && g->node[j]->n_output == 1) {
 		q->relu = j;
 		if (readers(g, g->node[j]->output[0], &j) != 1)
 			return false;
@@ -204,7 +199,7 @@ static bool match(struct ox_imp *im, const Onnx__GraphProto *g, size_t k, struct
 	qn = g->node[j];
 	q->q = j;
 	/* output_dtype (opset 21) and blocked scales are types and layouts the fusion does not take */
-	if (!op_is(qn, "QuantizeLinear") || qn->n_output != 1 || ox_attr(qn, "output_dtype") ||
+	if (!ox_op_is(qn, "QuantizeLinear") || qn->n_output != 1 || ox_attr(qn, "output_dtype") ||
 	    ox_attr(dx, "block_size") ||
 	    !const_of(im, in_at(qn, 1), OX_FLOAT, 0) ||
 	    (in_at(qn, 2) && (!const_of(im, in_at(qn, 2), OX_UINT8, 0) &&
@@ -257,7 +252,7 @@ static npurt_status fuse(struct ox_imp *im, const Onnx__GraphProto *g, size_t k,
 	Onnx__NodeProto nd = ONNX__NODE_PROTO__INIT;
 	const char *ins[9];
 	ox_name zx, zw, zy;
-	bool conv = op_is(n, "Conv");
+	bool conv = ox_op_is(n, "Conv");
 
 	ins[0] = in_at(dx, 0);
 	ins[1] = in_at(dx, 1);
@@ -296,9 +291,9 @@ bool ox_qdq_fuse(struct ox_imp *im, const Onnx__GraphProto *g, size_t k, npurt_s
 	}
 	if (im->skip[k])
 		return true;
-	if (op_is(n, "DequantizeLinear"))
+	if (ox_op_is(n, "DequantizeLinear"))
 		return dq_fuses(im, g, k);
-	if (!(op_is(n, "Conv") || op_is(n, "MatMul")) || !match(im, g, k, &q))
+	if (!(ox_op_is(n, "Conv") || ox_op_is(n, "MatMul")) || !match(im, g, k, &q))
 		return false;
 	*st = fuse(im, g, k, &q);
 	if (q.relu != NONE)

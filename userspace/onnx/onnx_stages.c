@@ -81,11 +81,6 @@ static bool reads(const Onnx__NodeProto *n, struct names *r)
 	return ok;
 }
 
-static bool op_is(const Onnx__NodeProto *n, const char *op)
-{
-	return n->op_type && !strcmp(n->op_type, op);
-}
-
 bool ox_graph_initializer(const Onnx__GraphProto *g, const char *name)
 {
 	for (size_t k = 0; k < g->n_initializer; k++)
@@ -131,7 +126,7 @@ static bool constant(const Onnx__GraphProto *g, const char *name, const char *co
 {
 	long p = ox_graph_producer(g, name);
 
-	return ox_graph_initializer(g, name) || (p >= 0 && op_is(g->node[p], "Constant")) ||
+	return ox_graph_initializer(g, name) || (p >= 0 && ox_op_is(g->node[p], "Constant")) ||
 	       (p < 0 && ox_values_pin(values, nvalues, name));
 }
 
@@ -200,7 +195,7 @@ static npurt_status fill(const Onnx__GraphProto *g, const struct span *sp, uint3
 	for (k = 0; k < r.n; k++) {
 		long q = ox_graph_producer(g, r.v[k]);
 
-		if (q >= 0 && op_is(g->node[q], "Constant")) {
+		if (q >= 0 && ox_op_is(g->node[q], "Constant")) {
 			if ((q < p->first || q >= p->end) && !has(&copies, r.v[k]))
 				st->nodes[st->n_nodes++] = g->node[q];
 			ok &= add(&copies, r.v[k]);
@@ -221,7 +216,7 @@ static npurt_status fill(const Onnx__GraphProto *g, const struct span *sp, uint3
 
 		for (size_t o = 0; o < nd->n_output; o++) {
 			const char *name = nd->output[o];
-			bool copied = op_is(nd, "Constant");
+			bool copied = ox_op_is(nd, "Constant");
 
 			if (!name[0] || !(graph_output(g, name) || has(&hosts, name) ||
 					  (has(&later, name) && !copied)))
@@ -266,13 +261,13 @@ static uint32_t spans(const Onnx__GraphProto *g, const char *const *values, uint
 	for (uint32_t i = 0; i < g->n_node; i++) {
 		const Onnx__NodeProto *nd = g->node[i];
 
-		if (op_is(nd, "NonZero") && nd->n_input && nd->input[0][0] &&
+		if (ox_op_is(nd, "NonZero") && nd->n_input && nd->input[0][0] &&
 		    !constant(g, nd->input[0], values, nvalues)) {
 			sp[n++] = (struct span){ start, i, nd, pending };
 			start = i + 1;
 			pending = NULL;
 			*cut = true;
-		} else if (op_is(nd, "TopK") && nd->n_input >= 2 && nd->input[1][0] &&
+		} else if (ox_op_is(nd, "TopK") && nd->n_input >= 2 && nd->input[1][0] &&
 			   !constant(g, nd->input[1], values, nvalues)) {
 			if (i > start)
 				sp[n++] = (struct span){ start, i, NULL, pending };
