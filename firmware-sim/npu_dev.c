@@ -178,7 +178,8 @@ void npu_dev_reset(struct npu_dev *dev)
 
 	c->if_version = NPU_FW_IF_VERSION(NPU_FW_IF_MAJOR, NPU_FW_IF_MINOR);
 	c->caps = (dev->cfg.fault_injection ? NPU_FW_CAP_FAULT_INJECTION : 0) |
-		  NPU_FW_CAP_NOTIFY_SUPPRESS | NPU_FW_CAP_TASK_LISTS | NPU_FW_CAP_TLB_POST;
+		  NPU_FW_CAP_NOTIFY_SUPPRESS | NPU_FW_CAP_TASK_LISTS | NPU_FW_CAP_TLB_POST |
+		  NPU_FW_CAP_FENCE_WRITE;
 	c->fw_version = NPU_DEV_FW_VERSION;
 	c->fw_peer_id = 0;
 	c->hbm_offset = 0;

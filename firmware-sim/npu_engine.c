@@ -570,6 +570,24 @@ void npu_engine_queue_fault(struct npu_dev *dev, uint64_t qid, const struct faul
 	npu_dev_raise_queue_irq(dev);
 }
 
+/*
+ * A FENCE's second word (NPU_FW_CAP_FENCE_WRITE): the host's copy of
+ * done_seq, in host-managed HBM, which a host thread polls instead of
+ * waiting for the interrupt. Physical, as the queue's own slot is: the
+ * host gave it, not the context. 0 if written (or none), -1 if bad.
+ */
+static int fence_write(struct npu_dev *dev, const struct npu_fw_task *t)
+{
+	uint64_t at = t->args[1];
+
+	if (!at)
+		return 0;
+	if (at & 7 || at < NPU_FW_RESERVED_SIZE || at > dev->cfg.hbm_size - sizeof(uint64_t))
+		return -1;
+	STORE_REL((uint64_t *)(dev->hbm + at), t->args[0]);
+	return 0;
+}
+
 static bool is_dma(const struct npu_fw_task *t)
 {
 	return t->type == NPU_FW_TASK_COPY || t->type == NPU_FW_TASK_FILL;
@@ -609,7 +627,9 @@ static bool run_one(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 		bad = npu_engine_dma_inline(dev, q, t, &f);
 		break;
 	case NPU_FW_TASK_FENCE:
-		STORE_REL(&q->done_seq, t->args[0]);
+		bad = fence_write(dev, t);
+		if (!bad)
+			STORE_REL(&q->done_seq, t->args[0]);
 		break;
 	case NPU_FW_TASK_KERNEL:
 		bad = run_kernel(dev, qid, q, t, &f);

@@ -35,7 +35,7 @@
 #define NPU_DRIVER_DESC		"NPU task-scheduler device"
 #define NPU_DRIVER_DATE		"20261129"
 #define NPU_DRIVER_MAJOR	0
-#define NPU_DRIVER_MINOR	3
+#define NPU_DRIVER_MINOR	4
 #define NPU_DRIVER_PATCHLEVEL	0
 
 /*
@@ -109,7 +109,8 @@ static int npu_ioctl_get_param(struct drm_device *drm, void *data,
 	case DRM_NPU_PARAM_DEVICE_CAPS:
 		/* The firmware's bits are its contract with us, not with users. */
 		args->value = (fw->caps & NPU_FW_CAP_FAULT_INJECTION ? DRM_NPU_CAP_FAULT_INJECTION : 0) |
-			      (fw->caps & NPU_FW_CAP_TASK_LISTS ? DRM_NPU_CAP_TASK_LISTS : 0);
+			      (fw->caps & NPU_FW_CAP_TASK_LISTS ? DRM_NPU_CAP_TASK_LISTS : 0) |
+			      (fw->caps & NPU_FW_CAP_FENCE_WRITE ? DRM_NPU_CAP_DONE_WORD : 0);
 		return 0;
 	case DRM_NPU_PARAM_HBM_SIZE:
 		args->value = fw->hbm_size;

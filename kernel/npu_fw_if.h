@@ -31,7 +31,7 @@
  * NPU_FW_IF_MINOR_MIN.
  */
 #define NPU_FW_IF_MAJOR		2
-#define NPU_FW_IF_MINOR		3
+#define NPU_FW_IF_MINOR		4
 #define NPU_FW_IF_MINOR_MIN	0
 #define NPU_FW_IF_VERSION(maj, min)	(((__u32)(maj) << 16) | (__u32)(min))
 #define NPU_FW_IF_VERSION_MAJOR(v)	((__u32)(v) >> 16)
@@ -266,7 +266,14 @@ enum npu_fw_task_type {
 	NPU_FW_TASK_NOP = 0,
 	NPU_FW_TASK_COPY = 1,	/* args: dst VA, src VA, bytes */
 	NPU_FW_TASK_FILL = 2,	/* args: dst VA, bytes (multiple of 4), u32 pattern */
-	NPU_FW_TASK_FENCE = 3,	/* args: seq; done_seq = seq, raise NPU_VEC_QUEUE */
+	/*
+	 * args: seq; done_seq = seq, raise NPU_VEC_QUEUE. Since 2.4, with
+	 * NPU_FW_CAP_FENCE_WRITE: args[1], when not 0, is the HBM offset of
+	 * a u64 (8-aligned, past fw_reserved) that gets seq too, before
+	 * done_seq: where a host thread sees completion without the
+	 * interrupt. A bad offset faults the queue (NPU_FW_EINVAL).
+	 */
+	NPU_FW_TASK_FENCE = 3,
 	/* args: VA of an op-library argument block, block dim (cores, 0 = all),
 	 * the block's size in bytes (the device reads no more) */
 	NPU_FW_TASK_KERNEL = 4,
@@ -356,6 +363,7 @@ struct npu_fw_sync {
 #define NPU_FW_CAP_NOTIFY_SUPPRESS	(1ull << 1)	/* engine_awake, queue_irq_pending */
 #define NPU_FW_CAP_TASK_LISTS		(1ull << 2)	/* NPU_FW_TASK_RUN_LIST, since 2.2 */
 #define NPU_FW_CAP_TLB_POST		(1ull << 3)	/* struct npu_fw_tlb, since 2.3 */
+#define NPU_FW_CAP_FENCE_WRITE		(1ull << 4)	/* FENCE args[1], since 2.4 */
 
 /*
  * Posted TLB invalidations (NPU_FW_CAP_TLB_POST): NPU_FW_CMD_TLB_INVALIDATE

@@ -438,8 +438,7 @@ void npu_queue_put(struct npu_queue *q)
 }
 
 /* npu_queue_create() inside the device's section. */
-static int npu_queue_start(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries,
-			   u32 timeout_ms)
+static int npu_queue_start(struct npu_ctx *ctx, u32 id, const struct npu_queue_params *p)
 {
 	struct drm_gpu_scheduler *sched_list[1];
 	struct npu_device *ndev = ctx->ndev;
@@ -467,9 +466,9 @@ static int npu_queue_start(struct npu_ctx *ctx, u32 id, u32 priority, u32 entrie
 	kref_init(&q->ref);
 	q->ctx = ctx;
 	q->id = id;
-	q->priority = priority;
-	q->entries = entries;
-	q->timeout_ms = timeout_ms ? timeout_ms : max(1u, npu_recovery_job_timeout_ms());
+	q->priority = p->priority;
+	q->entries = p->entries;
+	q->timeout_ms = p->timeout_ms ? p->timeout_ms : max(1u, npu_recovery_job_timeout_ms());
 	q->fence_context = dma_fence_context_alloc(1);
 	mutex_init(&q->submit_lock);
 	atomic_set(&q->nr_jobs, 0);
@@ -486,7 +485,7 @@ static int npu_queue_start(struct npu_ctx *ctx, u32 id, u32 priority, u32 entrie
 	 * itself is in execution time (npu_queue_timed_out()). At most as
 	 * many batches on the ring as the smallest ones fit.
 	 */
-	ret = npu_sched_init(&q->sched, &npu_sched_ops, entries / 2,
+	ret = npu_sched_init(&q->sched, &npu_sched_ops, q->entries / 2,
 			     msecs_to_jiffies(q->timeout_ms), npu_timeout_wq, q->name,
 			     ndev->drm.dev);
 	if (ret)
@@ -502,12 +501,17 @@ static int npu_queue_start(struct npu_ctx *ctx, u32 id, u32 priority, u32 entrie
 	if (ret)
 		goto err_entity;
 
+	/* A word left from the buffer's last queue would report its seqs. */
+	if (p->done_bo) {
+		q->done_at = p->done_bo->hbm.start + p->done_offset;
+		writeq(0, ndev->hbm + q->done_at);
+	}
 	slot = npu_queue_slot(ndev, q->hw_id);
 	writeq(q->ring.start, &slot->ring_offset);
 	writel(q->entries, &slot->ring_entries);
 	writel(ctx->id, &slot->context);
 	writeq(ctx->mmu.root, &slot->pt_root);
-	writel(priority, &slot->priority);
+	writel(q->priority, &slot->priority);
 	writel(0, &slot->tail);
 	args[0] = q->hw_id;
 	ret = npu_ipc_send(ndev, NPU_FW_CMD_QUEUE_START, args, NULL);
@@ -525,6 +529,7 @@ static int npu_queue_start(struct npu_ctx *ctx, u32 id, u32 priority, u32 entrie
 	 * stop work, a job) may read q->ctx after the file has gone.
 	 */
 	npu_ctx_get(ctx);
+	q->done_bo = p->done_bo;
 	return 0;
 
 err_ring:
@@ -546,14 +551,13 @@ err_id:
  * itself, whoever calls: a SUBMIT_MULTI resumed after an unbind (it may
  * sleep in copy_from_user first) reached unmapped MMIO here.
  */
-int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries,
-		     u32 timeout_ms)
+int npu_queue_create(struct npu_ctx *ctx, u32 id, const struct npu_queue_params *p)
 {
 	int idx, ret;
 
 	if (!drm_dev_enter(&ctx->ndev->drm, &idx))
 		return -ENODEV;
-	ret = npu_queue_start(ctx, id, priority, entries, timeout_ms);
+	ret = npu_queue_start(ctx, id, p);
 	drm_dev_exit(idx);
 	return ret;
 }
@@ -632,6 +636,9 @@ void npu_queue_destroy(struct npu_queue *q)
 	mutex_unlock(&q->submit_lock);
 	npu_hbm_free(ndev, q->ctx, DRM_NPU_MEM_REGION_QUEUES, &q->ring);
 	ida_free(&ndev->queue_ida, q->hw_id);
+	/* Stopped: no FENCE writes the word any more (wedged: quarantined). */
+	if (q->done_bo)
+		drm_gem_object_put(&q->done_bo->base);
 	npu_queue_put(q);
 }
 
@@ -647,8 +654,12 @@ struct npu_queue *npu_queue_lookup(struct npu_ctx *ctx, u32 id, bool create)
 	if (id >= NPU_CTX_QUEUES)
 		return ERR_PTR(-EINVAL);
 	mutex_lock(&ctx->queues_lock);
-	if (!ctx->queues[id] && id == 0 && create)
-		ret = npu_queue_create(ctx, 0, DRM_NPU_QUEUE_PRIORITY_NORMAL, DRM_NPU_QUEUE_DEPTH_DEFAULT, 0);
+	if (!ctx->queues[id] && id == 0 && create) {
+		struct npu_queue_params p = { .priority = DRM_NPU_QUEUE_PRIORITY_NORMAL,
+					      .entries = DRM_NPU_QUEUE_DEPTH_DEFAULT };
+
+		ret = npu_queue_create(ctx, 0, &p);
+	}
 	q = ctx->queues[id];
 	if (q)
 		kref_get(&q->ref);
@@ -674,7 +685,7 @@ bool npu_queue_has_room(struct npu_device *ndev, struct npu_queue *q, u32 need)
 int npu_queue_write(struct npu_device *ndev, struct npu_queue *q, struct npu_job *job)
 {
 	struct npu_fw_queue __iomem *slot = npu_queue_slot(ndev, q->hw_id);
-	struct npu_fw_task fence = { .type = NPU_FW_TASK_FENCE, .args = { job->seq } };
+	struct npu_fw_task fence = { .type = NPU_FW_TASK_FENCE, .args = { job->seq, q->done_at } };
 	void __iomem *ring = ndev->hbm + q->ring.start;
 	u32 i;
 

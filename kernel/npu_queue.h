@@ -65,6 +65,8 @@ struct npu_queue {
 	u32 timeout_ms;			/* execution limit; 0: the default */
 	u64 fence_context;
 	struct drm_mm_node ring;
+	struct npu_bo *done_bo;		/* holds the completion word, referenced */
+	u64 done_at;			/* its HBM offset; 0: none */
 	struct drm_gpu_scheduler sched;
 	struct drm_sched_entity entity;
 	char name[24];			/* the scheduler's */
@@ -100,6 +102,7 @@ struct npu_queue {
 };
 
 struct dma_fence;
+struct npu_bo;
 struct drm_npu_task;
 
 /* Hardware queue `id`'s slot in the device's queue table. */
@@ -110,8 +113,16 @@ static inline struct npu_fw_queue __iomem *npu_queue_slot(struct npu_device *nde
 
 int npu_queue_init_device(struct npu_device *ndev);
 void npu_queue_pool_fini(void);
-int npu_queue_create(struct npu_ctx *ctx, u32 id, u32 priority, u32 entries,
-		     u32 timeout_ms);
+/* What QUEUE_CREATE asks for (the default queue: normal priority, default depth). */
+struct npu_queue_params {
+	u32 priority;
+	u32 entries;
+	u32 timeout_ms;
+	struct npu_bo *done_bo;		/* taken over by a created queue */
+	u64 done_offset;
+};
+
+int npu_queue_create(struct npu_ctx *ctx, u32 id, const struct npu_queue_params *p);
 struct npu_queue *npu_queue_lookup(struct npu_ctx *ctx, u32 id, bool create);
 void npu_queue_put(struct npu_queue *q);
 int npu_queue_quiesce_hw(struct npu_device *ndev);

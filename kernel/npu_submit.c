@@ -112,33 +112,72 @@ bool npu_task_valid(const struct drm_npu_task *t)
 	return !unused;
 }
 
+/*
+ * The buffer holding a queue's completion word, referenced: one of this
+ * file's in HBM, with the word inside. NULL for none, or an ERR_PTR.
+ */
+static struct npu_bo *done_word_bo(struct npu_device *ndev, struct drm_file *file,
+				   const struct drm_npu_queue_create *args)
+{
+	struct drm_gem_object *obj;
+
+	if (!args->done_handle)
+		return args->done_offset ? ERR_PTR(-EINVAL) : NULL;
+	if (!(ndev->fw.caps & NPU_FW_CAP_FENCE_WRITE) || args->done_offset & 7)
+		return ERR_PTR(-EINVAL);
+	obj = drm_gem_object_lookup(file, args->done_handle);
+	if (!obj)
+		return ERR_PTR(-EINVAL);
+	/* The device writes it by HBM offset: registered host memory has none. */
+	if (to_npu_bo(obj)->user || args->done_offset > obj->size - sizeof(u64)) {
+		drm_gem_object_put(obj);
+		return ERR_PTR(-EINVAL);
+	}
+	return to_npu_bo(obj);
+}
+
 int npu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *file)
 {
 	struct npu_ctx *ctx = file->driver_priv;
 	struct drm_npu_queue_create *args = data;
-	u32 depth = args->depth ? args->depth : DRM_NPU_QUEUE_DEPTH_DEFAULT;
+	struct npu_queue_params p = {
+		.priority = args->priority,
+		.entries = args->depth ? args->depth : DRM_NPU_QUEUE_DEPTH_DEFAULT,
+		.timeout_ms = args->timeout_ms,
+		.done_offset = args->done_offset,
+	};
 	int ret = -EBUSY;
 	u32 id;
 
-	if (args->flags || args->queue || args->pad ||
-	    args->priority > DRM_NPU_QUEUE_PRIORITY_REALTIME ||
-	    !is_power_of_2(depth) || depth < DRM_NPU_QUEUE_DEPTH_MIN || depth > DRM_NPU_QUEUE_DEPTH_MAX)
+	if (args->flags || args->queue || args->pad || args->pad2 ||
+	    args->priority > DRM_NPU_QUEUE_PRIORITY_REALTIME || !is_power_of_2(p.entries) ||
+	    p.entries < DRM_NPU_QUEUE_DEPTH_MIN || p.entries > DRM_NPU_QUEUE_DEPTH_MAX)
 		return -EINVAL;
 	if (args->timeout_ms > npu_recovery_max_job_timeout_ms())
 		return -EINVAL;
+	p.done_bo = done_word_bo(to_npu_device(drm), file, args);
+	if (IS_ERR(p.done_bo))
+		return PTR_ERR(p.done_bo);
 	/* Above NORMAL a queue can starve other users' work: as for CPU nice. */
-	if (args->priority > DRM_NPU_QUEUE_PRIORITY_NORMAL && !capable(CAP_SYS_NICE))
-		return -EPERM;
+	if (args->priority > DRM_NPU_QUEUE_PRIORITY_NORMAL && !capable(CAP_SYS_NICE)) {
+		ret = -EPERM;
+		goto out_put;
+	}
 	mutex_lock(&ctx->queues_lock);
 	for (id = 1; id < NPU_CTX_QUEUES; id++) {
 		if (!ctx->queues[id]) {
-			ret = npu_queue_create(ctx, id, args->priority, depth, args->timeout_ms);
+			ret = npu_queue_create(ctx, id, &p);
 			break;
 		}
 	}
 	mutex_unlock(&ctx->queues_lock);
-	if (!ret)
+	if (!ret) {
 		args->queue = id;
+		return 0;
+	}
+out_put:
+	if (p.done_bo)
+		drm_gem_object_put(&p.done_bo->base);
 	return ret;
 }
 

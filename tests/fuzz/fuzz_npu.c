@@ -455,20 +455,51 @@ void op_queue_create(void)
 		a.depth = chance(500) ? rnd_garbage32() : 512 + 1 + (uint32_t)rnd_below(4000);
 	if (chance(10))
 		a.timeout_ms = maxto + 1 + (uint32_t)rnd_below(UINT32_MAX - maxto - 1);
+	/* A completion word: mostly a good one in a buffer of the file's. */
+	struct fz_bo *w = chance(300) ? pick_bo(f, true) : NULL;
+	bool bad_word = false, maybe_word = false;
+
+	if (w) {
+		a.done_handle = w->handle;
+		a.done_offset = chance(900) ? rnd_below(w->size / 8) * 8 :
+				chance(500) ? w->size - 4 : rnd_garbage64();
+		bad_word = a.done_offset & 7 || a.done_offset > w->size - 8;
+		/* Host memory is refused; where the book is unsure, either answer. */
+		if (!bad_word && (!w->user_known || !file_strict(f)))
+			maybe_word = true;
+		else
+			bad_word = bad_word || w->user;
+	} else if (chance(10)) {
+		/* A handle the file does not have, or an offset in nothing. */
+		uint32_t h = rnd_garbage32() | 1;
+
+		if (chance(500) && !find_handle(f, h))
+			a.done_handle = h;
+		else
+			a.done_offset = rnd_garbage64() | 8;
+		bad_word = true;
+	}
+	if (chance(10)) {
+		a.pad2 = rnd_garbage32() | 1;
+		bad_word = true;
+	}
 	ioc_pick(&c, f, &a, sizeof(a));
-	fz_begin(OP_QUEUE_CREATE, "QUEUE_CREATE fd=%d prio=%u depth=%u timeout=%u flags=%#x queue=%u pad=%#x%s",
-		 c.fd, a.priority, a.depth, a.timeout_ms, a.flags, a.queue, a.pad, ioc_str(&c));
+	fz_begin(OP_QUEUE_CREATE, "QUEUE_CREATE fd=%d prio=%u depth=%u timeout=%u flags=%#x queue=%u "
+		 "pad=%#x word=%u@%#llx pad2=%#x%s", c.fd, a.priority, a.depth, a.timeout_ms, a.flags,
+		 a.queue, a.pad, a.done_handle, (unsigned long long)a.done_offset, a.pad2, ioc_str(&c));
 	uint32_t d = a.depth ? a.depth : DRM_NPU_QUEUE_DEPTH_DEFAULT;
 
 	invalid = a.flags || a.queue || a.pad || a.priority > DRM_NPU_QUEUE_PRIORITY_REALTIME ||
 		  (d & (d - 1)) || d < DRM_NPU_QUEUE_DEPTH_MIN || d > DRM_NPU_QUEUE_DEPTH_MAX ||
-		  a.timeout_ms > maxto;
+		  a.timeout_ms > maxto || bad_word;
 	perm = a.priority > DRM_NPU_QUEUE_PRIORITY_NORMAL && fz->unpriv;
 	if (!ioc_expect(&c, &x)) {
 		if (invalid)
 			x_err(&x, EINVAL, 0);
 		else if (perm)
-			x_err(&x, EPERM, 0);
+			x_err(&x, EPERM, maybe_word ? EINVAL : EPERM, 0);
+		else if (maybe_word)
+			x_ok(&x, EINVAL, EBUSY, ENOMEM, EIO, 0);
 		else if (live_created_queues(f) == FZ_QUEUES - 1 && file_strict(f))
 			x_err(&x, EBUSY, 0);
 		else

@@ -297,11 +297,20 @@ TEST_F(err, a_continue_stream_runs_what_follows_a_failure)
 	continue_after_failure(_metadata, self, true);
 }
 
-/* Ungated, where the fault lands among the submits varies: a few rounds. */
+/*
+ * Ungated, where the fault lands among the submits varies: a few rounds,
+ * waiting in turn as each policy does (spinning on completion words
+ * across the queue's replacement, or asleep in the kernel).
+ */
 TEST_F(err, a_continue_stream_runs_what_follows_a_failure_met_while_issuing)
 {
-	for (int round = 0; round < 8; round++)
+	static const npurt_wait_policy policies[] = { NPURT_WAIT_AUTO, NPURT_WAIT_SPIN,
+						      NPURT_WAIT_BLOCK };
+
+	for (int round = 0; round < 9; round++) {
+		ASSERT_EQ(NPURT_OK, npurt_device_set_wait_policy(self->dev, policies[round % 3]));
 		continue_after_failure(_metadata, self, false);
+	}
 }
 
 /* A launch after a failure on a CONTINUE stream takes arena slots as usual. */

@@ -290,6 +290,48 @@ TEST_F(rt, synchronize_gives_up_when_its_time_runs_out)
 	gate_free(&g);
 }
 
+/*
+ * Every wait policy sees completions (with the data landed: a wait that
+ * saw the completion word returns only once the batch's writes are
+ * visible) and failures, which never reach the word: spinning for good
+ * asks the kernel, and spinning for a while then sleeping hears it.
+ * Each round's wait finds its batch in flight or done, in turn.
+ */
+TEST_F(rt, every_wait_policy_sees_completions_and_failures)
+{
+	static const npurt_wait_policy policies[] = { NPURT_WAIT_AUTO, NPURT_WAIT_BLOCK,
+						      NPURT_WAIT_SPIN };
+	uint64_t a = npurt_mem_device_addr(self->a), b = npurt_mem_device_addr(self->b);
+	volatile uint32_t *hb = npurt_mem_host_ptr(self->b);
+
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_device_set_wait_policy(self->dev, 3));
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_device_set_wait_policy(NULL, NPURT_WAIT_AUTO));
+	for (int p = 0; p < 3; p++) {
+		npurt_stream *s;
+		uint64_t t0;
+
+		ASSERT_EQ(NPURT_OK, npurt_device_set_wait_policy(self->dev, policies[p]));
+		ASSERT_EQ(NPURT_OK, npurt_stream_create(self->dev, NPURT_PRIORITY_NORMAL, &s));
+		for (uint32_t i = 1; i <= 300; i++) {
+			ASSERT_EQ(NPURT_OK, npurt_memset_async(s, a, i, 64 * 1024));
+			ASSERT_EQ(NPURT_OK, npurt_memcpy_async(s, b, a, 64 * 1024));
+			if (i % 2)
+				usleep(500);
+			ASSERT_EQ(NPURT_OK, npurt_stream_synchronize(s)) TH_LOG("%s", npurt_last_error());
+			ASSERT_EQ(i, hb[0]) TH_LOG("policy %d", p);
+			ASSERT_EQ(i, hb[64 * 1024 / 4 - 1]) TH_LOG("policy %d", p);
+		}
+		EXPECT_EQ(NPURT_OK, npurt_stream_query(s));
+		ASSERT_EQ(NPURT_OK, npurt_memset_async(s, DRM_NPU_VA_END - MiB, 1, 4096));
+		t0 = npu_now_ms();
+		EXPECT_EQ(NPURT_ERR_DEVICE, npurt_stream_synchronize(s));
+		EXPECT_NE(NULL, strstr(npurt_last_error(), "memory fault")) TH_LOG("%s", npurt_last_error());
+		EXPECT_GT(5000, npu_now_ms() - t0);
+		npurt_stream_destroy(s);
+	}
+	EXPECT_EQ(NPURT_OK, npurt_device_set_wait_policy(self->dev, NPURT_WAIT_AUTO));
+}
+
 /* Abort stops what has not run; device synchronize waits for every stream. */
 TEST_F(rt, abort_fails_the_stream_and_device_synchronize_waits_for_all)
 {
@@ -606,6 +648,30 @@ TEST(bad_submit_path_in_the_environment_is_refused)
 	unsetenv("NPURT_SUBMIT");
 	ASSERT_EQ(NPURT_OK, npurt_device_open(0, &dev));
 	EXPECT_EQ(NPURT_SUBMIT_IO_URING, npurt_device_submit_path(dev));
+	npurt_device_close(dev);
+}
+
+/* So is a bad wait policy; a good one is taken, and synchronizes. */
+TEST(bad_wait_policy_in_the_environment_is_refused)
+{
+	npurt_device *dev = (npurt_device *)0x1;
+	npurt_stream *s;
+	npurt_mem *m;
+
+	setenv("NPURT_WAIT", "yield", 1);
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_device_open(0, &dev));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "NPURT_WAIT=yield"));
+	EXPECT_EQ((npurt_device *)0x1, dev);
+	setenv("NPURT_WAIT", "spin", 1);
+	ASSERT_EQ(NPURT_OK, npurt_device_open(0, &dev));
+	unsetenv("NPURT_WAIT");
+	ASSERT_EQ(NPURT_OK, npurt_stream_create(dev, NPURT_PRIORITY_NORMAL, &s));
+	ASSERT_EQ(NPURT_OK, npurt_mem_alloc(dev, 4096, &m));
+	ASSERT_EQ(NPURT_OK, npurt_memset_async(s, npurt_mem_device_addr(m), 5, 4096));
+	EXPECT_EQ(NPURT_OK, npurt_stream_synchronize(s));
+	EXPECT_EQ(5, ((volatile uint32_t *)npurt_mem_host_ptr(m))[1023]);
+	npurt_mem_free(m);
+	npurt_stream_destroy(s);
 	npurt_device_close(dev);
 }
 

@@ -237,6 +237,43 @@ TEST_F(engine, malformed_tasks_fault_with_einval)
 	EXPECT_EQ(NPU_FW_EINVAL, qslot(self, 1)->error);
 }
 
+/*
+ * A FENCE's completion word (NPU_FW_CAP_FENCE_WRITE): seq lands at the
+ * HBM offset it names, by physical address; one not 8-aligned, inside
+ * the firmware's part or past HBM faults the queue and writes nothing.
+ */
+TEST_F(engine, fence_writes_its_completion_word)
+{
+	uint64_t *word = (uint64_t *)(self->hbm + DATA + 64);
+	const uint64_t bad[] = { DATA + 68, 8, NPU_FW_RESERVED_SIZE - 8, HBM_SIZE - 4, HBM_SIZE };
+
+	EXPECT_TRUE(self->dev.ctrl->caps & NPU_FW_CAP_FENCE_WRITE);
+	ASSERT_EQ(0, start_queue(self, 0, 1));
+	push(self, 0, NPU_FW_TASK_FENCE, 5, DATA + 64, 0);
+	push(self, 0, NPU_FW_TASK_FENCE, 6, 0, 0);	/* none: the word stays */
+	ring(self, 0);
+	EXPECT_EQ(NPU_QUEUE_RUNNING, qslot(self, 0)->state);
+	EXPECT_EQ(6, qslot(self, 0)->done_seq);
+	EXPECT_EQ(5, *word);
+	push(self, 0, NPU_FW_TASK_FENCE, 7, HBM_SIZE - 8, 0);	/* the last word there is */
+	ring(self, 0);
+	EXPECT_EQ(7, *(uint64_t *)(self->hbm + HBM_SIZE - 8));
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint64_t caps = self->dev.ctrl->caps;	/* at offset 8 */
+
+		ASSERT_EQ(0, start_queue(self, 1, 1));
+		push(self, 1, NPU_FW_TASK_FENCE, 9, bad[i], 0);
+		ring(self, 1);
+		EXPECT_EQ(NPU_QUEUE_FAULTED, qslot(self, 1)->state) TH_LOG("offset %#llx",
+									(unsigned long long)bad[i]);
+		EXPECT_EQ(NPU_FW_EINVAL, qslot(self, 1)->error);
+		EXPECT_EQ(0, qslot(self, 1)->done_seq);
+		EXPECT_NE(9, *(uint32_t *)(self->hbm + DATA + 68));
+		EXPECT_EQ(caps, self->dev.ctrl->caps);
+		ASSERT_EQ(0, mbox_cmd(&self->dev, NPU_FW_CMD_QUEUE_STOP, 1, 0));
+	}
+}
+
 /* Sync ids: the last entry of the table works, one past it is refused. */
 TEST_F(engine, sync_ids_past_the_table_fault_with_einval)
 {

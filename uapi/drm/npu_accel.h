@@ -157,6 +157,8 @@ enum drm_npu_param {
 #define DRM_NPU_CAP_FAULT_INJECTION		(1ull << 0)
 /* Task lists: TASKLIST_CREATE, DRM_NPU_TASK_RUN_LIST and SUBMIT_MULTI. */
 #define DRM_NPU_CAP_TASK_LISTS			(1ull << 1)
+/* QUEUE_CREATE takes a completion word (done_handle, done_offset). */
+#define DRM_NPU_CAP_DONE_WORD			(1ull << 2)
 
 /**
  * struct drm_npu_get_param - read one device parameter
@@ -523,10 +525,25 @@ enum drm_npu_queue_priority {
  *              Time waiting on events or behind other queues is not
  *              execution.
  * @pad: must be zero
+ * @done_handle: in, 0 or (with DRM_NPU_CAP_DONE_WORD) a buffer object of
+ *               this file in device memory (not USERPTR) that holds the
+ *               queue's completion word
+ * @pad2: must be zero
+ * @done_offset: in, where in that buffer the word is: 8-aligned, the 8
+ *               bytes inside it; 0 without a done_handle
  *
- * Errors: -EINVAL bad priority, depth, time limit or flags; -EPERM HIGH
- * or REALTIME without CAP_SYS_NICE; -EBUSY the context or the device has
- * no queue left; -ENOMEM.
+ * The completion word is a little-endian u64 that the device sets to a
+ * batch's seq when the batch completes, before the completion interrupt:
+ * a thread that reads it from its CPU mapping of the buffer sees a
+ * completion without a system call (WAIT and the io_uring commands stay
+ * the way to learn of a failure). QUEUE_CREATE sets it to 0, and the
+ * queue keeps the buffer until it is destroyed. Several queues may
+ * share a buffer, at different offsets.
+ *
+ * Errors: -EINVAL bad priority, depth, time limit, flags or completion
+ * word (no such buffer, host memory, offset), or a completion word the
+ * device cannot write; -EPERM HIGH or REALTIME without CAP_SYS_NICE;
+ * -EBUSY the context or the device has no queue left; -ENOMEM.
  */
 struct drm_npu_queue_create {
 	__u32 priority;
@@ -535,6 +552,9 @@ struct drm_npu_queue_create {
 	__u32 queue;
 	__u32 timeout_ms;
 	__u32 pad;
+	__u32 done_handle;
+	__u32 pad2;
+	__u64 done_offset;
 };
 
 /**

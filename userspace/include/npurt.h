@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 #define NPURT_VERSION_MAJOR 0
-#define NPURT_VERSION_MINOR 8
+#define NPURT_VERSION_MINOR 9
 #define NPURT_VERSION_PATCH 0
 
 typedef enum npurt_status {
@@ -181,6 +181,41 @@ typedef enum npurt_submit_path {
 
 /* The path this device's work takes. */
 NPURT_API npurt_submit_path npurt_device_submit_path(const npurt_device *dev);
+
+/*
+ * How a thread waits for a stream's work (synchronize, a stream wait,
+ * a query). Where the device writes each queue's completion to memory
+ * the library maps (driver 0.4 on firmware 0.12), a waiter can see it
+ * without a system call and without the interrupt and wake-up that the
+ * kernel's wait costs (Documentation/runtime.rst, "Waiting"):
+ *  - NPURT_WAIT_AUTO (the default): spin on that memory for a while,
+ *    then sleep in the kernel; how long each stream spins is learnt
+ *    from its recent waits (twice their length while that is under
+ *    250 us, not at all above), as CUDA's cudaDeviceScheduleAuto
+ *    chooses between spinning and blocking.
+ *  - NPURT_WAIT_BLOCK: sleep in the kernel at once (the CPU stays free
+ *    for other threads; each wait pays the wake-up).
+ *  - NPURT_WAIT_SPIN: spin until the work is done, asking the kernel
+ *    every millisecond whether it failed (lowest latency; one CPU busy
+ *    while waiting).
+ * Devices without completion words always sleep. Queries never spin.
+ * NPURT_WAIT=auto, block or spin in the environment, read by
+ * npurt_device_open(), sets the policy a device starts with; another
+ * value makes the open fail with NPURT_ERR_INVALID.
+ */
+typedef enum npurt_wait_policy {
+	NPURT_WAIT_AUTO = 0,
+	NPURT_WAIT_BLOCK = 1,
+	NPURT_WAIT_SPIN = 2,
+} npurt_wait_policy;
+
+/*
+ * Set how this device's waits wait, for every thread and stream, from
+ * the next wait on. NPURT_ERR_INVALID for a NULL device or an unknown
+ * policy.
+ */
+NPURT_API npurt_status npurt_device_set_wait_policy(npurt_device *dev,
+						    npurt_wait_policy policy);
 
 /* ---- exceptions ------------------------------------------------------ */
 
@@ -351,7 +386,11 @@ NPURT_API npurt_status npurt_host_register(npurt_device *dev, void *ptr, size_t 
  */
 typedef struct npurt_mem_usage {
 	size_t size;
-	/* The driver's accounting: device-wide and this device handle's. */
+	/*
+	 * The driver's accounting: device-wide and this device handle's
+	 * (which includes the library's own buffers: the cache's segments
+	 * and one 4 KiB page of completion words).
+	 */
 	uint64_t device_hbm, device_hbm_peak;	/* buffers in HBM */
 	uint64_t device_host, device_host_peak;	/* registered host memory */
 	uint64_t context_hbm, context_hbm_peak;

@@ -179,14 +179,18 @@ npurt_status npurt_device_open(int index, npurt_device **out)
 	memcpy(dev->bus_id, nodes[index].bus_id, sizeof(dev->bus_id));
 	st = npurt_path_open(dev, "npurt_device_open");
 	if (!st) {
-		st = npurt_memory_open(dev, "npurt_device_open");
+		st = npurt_words_open(dev, "npurt_device_open");
+		if (!st)
+			st = npurt_memory_open(dev, "npurt_device_open");
 		if (!st) {
 			st = npurt_events_open(dev, "npurt_device_open");
 			if (st)
 				npurt_memory_close(dev);
 		}
-		if (st)
+		if (st) {
+			npurt_words_close(dev);
 			npurt_path_close(dev);
+		}
 	}
 	if (st) {
 		close(fd);
@@ -216,6 +220,7 @@ void npurt_device_close(npurt_device *dev)
 	pthread_mutex_destroy(&dev->capture_lock);
 	pthread_mutex_destroy(&dev->default_lock);
 	npurt_notifies_close(dev);
+	npurt_words_close(dev);
 	npurt_events_close(dev);
 	npurt_memory_close(dev);
 	npurt_path_close(dev);

@@ -305,6 +305,8 @@ static int replace_queue(npurt_stream *s, uint32_t old, uint32_t *queue)
 	struct drm_npu_queue_destroy destroy = { .queue = old };
 	int err;
 
+	/* The old queue no longer writes the word, and the new one zeroes it. */
+	npurt_word_ask(s, &create);
 	npurt_ioctl(s->dev, DRM_IOCTL_NPU_QUEUE_DESTROY, &destroy);
 	err = npurt_ioctl(s->dev, DRM_IOCTL_NPU_QUEUE_CREATE, &create);
 	*queue = create.queue;

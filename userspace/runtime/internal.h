@@ -30,6 +30,9 @@ struct npurt_model_hooks;
 #define NPURT_ARENA_SLOTS	128
 #define NPURT_ARENA_SLOT	768	/* sizeof(struct npu_op_args), rounded up */
 
+/* Completion words in the device's page of them (done_word.c). */
+#define NPURT_WORDS		512
+
 struct npurt_device {
 	int fd;
 	char node[64];
@@ -55,6 +58,11 @@ struct npurt_device {
 	pthread_mutex_t models_lock;
 	npurt_model *models;
 	_Atomic uint64_t model_clock;
+	/* done_word.c: the completion words' buffer (words NULL: none). */
+	uint32_t words_handle;
+	const _Atomic uint64_t *words;
+	uint64_t words_used[NPURT_WORDS / 64];	/* under lock */
+	_Atomic npurt_wait_policy wait_policy;
 	/* capture.c: the captures under way, and everything of theirs. */
 	pthread_mutex_t capture_lock;
 	struct npurt_capture *captures;
@@ -112,6 +120,8 @@ struct npurt_stream {
 	uint32_t flags;			/* NPURT_STREAM_* */
 	uint32_t priority, time_limit_ms;	/* its queue's, to make another */
 	uint64_t base;			/* the queue numbers batch seq as seq - base */
+	int word;			/* its completion word, -1: none (done_word.c) */
+	int64_t wait_ns;		/* its waits' recent length, under dev->lock */
 	bool broken;			/* CONTINUE: failed, queue to be replaced */
 	bool recovering;		/* and being replaced */
 	uint64_t fail_seq;		/* the failed batch, fail_task its task */
@@ -193,6 +203,27 @@ npurt_status npurt_stream_recover_locked(npurt_stream *s, const char *who);
 npurt_status npurt_stream_recover(npurt_stream *s, const char *who);
 /* Under dev->lock: the queue's sequence number for the stream's batch `seq` (0: done). */
 uint64_t npurt_stream_kseq(const npurt_stream *s, uint64_t seq);
+/*
+ * done_word.c: completion words. Open finds none on devices without
+ * them; a stream takes a word (-1: none left, or none at all) and asks
+ * QUEUE_CREATE for it; reached is a look under dev->lock, spin looks for
+ * up to the stream's budget without it. Both record the batch done.
+ */
+npurt_status npurt_words_open(npurt_device *dev, const char *who);
+void npurt_words_close(npurt_device *dev);
+int npurt_word_take(npurt_device *dev);
+void npurt_word_give(npurt_device *dev, int word);
+void npurt_word_ask(const npurt_stream *s, struct drm_npu_queue_create *create);
+bool npurt_word_reached(npurt_stream *s, uint64_t seq);
+enum npurt_spin {
+	NPURT_SPIN_SEEN,	/* the batch is done, and recorded */
+	NPURT_SPIN_SLEEP,	/* not seen: wait in the kernel */
+	NPURT_SPIN_ASK,		/* NPURT_WAIT_SPIN: ask the kernel, then spin again */
+};
+enum npurt_spin npurt_word_spin(npurt_stream *s, uint64_t seq, int64_t deadline_ns,
+				int64_t *start_ns);
+/* After a wait that began spinning at *start_ns (0: did not): how long it took. */
+void npurt_word_learn(npurt_stream *s, int64_t start_ns);
 /* Under dev->lock: forget the batches completed; returns them, to free without the lock. */
 struct npurt_batch *npurt_batches_retire(npurt_stream *s);
 void npurt_batches_free(struct npurt_batch *b);

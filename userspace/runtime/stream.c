@@ -233,8 +233,12 @@ npurt_status npurt_stream_create_desc(npurt_device *dev, const npurt_stream_desc
 	create.priority = (uint32_t)desc->priority;
 	create.depth = depth;
 	create.timeout_ms = desc->time_limit_ms;
+	s->dev = dev;
+	s->word = npurt_word_take(dev);
+	npurt_word_ask(s, &create);
 	err = npurt_ioctl(dev, DRM_IOCTL_NPU_QUEUE_CREATE, &create);
 	if (err) {
+		npurt_word_give(dev, s->word);
 		free(s);
 		return npurt_set_error(npurt_status_from_errno(err), "%s: %s: QUEUE_CREATE: %s%s",
 				       who, dev->node, strerror(err),
@@ -242,7 +246,6 @@ npurt_status npurt_stream_create_desc(npurt_device *dev, const npurt_stream_desc
 				       err == EPERM ? " (HIGH and REALTIME need CAP_SYS_NICE)" :
 				       err == EINVAL ? " (time limit above the driver's maximum?)" : "");
 	}
-	s->dev = dev;
 	s->queue = create.queue;
 	s->depth = depth;
 	s->flags = desc->flags;
@@ -294,6 +297,8 @@ static void stream_destroy(npurt_stream *s)
 	npurt_callbacks_release(s);
 	destroy.queue = s->queue;
 	npurt_ioctl(s->dev, DRM_IOCTL_NPU_QUEUE_DESTROY, &destroy);
+	/* The queue is gone, and nothing writes the word: the next one's. */
+	npurt_word_give(s->dev, s->word);
 	npurt_mem_free(s->arena);
 	s->arena = NULL;
 	npurt_staging_free(s);
