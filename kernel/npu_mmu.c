@@ -32,6 +32,7 @@
 #include "npu_ipc.h"
 #include "npu_mmu.h"
 #include "npu_recovery.h"
+#include "npu_trace.h"
 
 struct npu_pt_table {
 	struct list_head link;
@@ -210,6 +211,7 @@ int npu_mmu_invalidate_wait(struct npu_ctx *ctx, const struct npu_tlb_ticket *t)
 {
 	int ret = npu_tlb_wait(ctx->ndev, t);
 
+	trace_npu_tlb_invalidate(ctx->id, t->seq, ret);
 	if (ret)
 		npu_device_wedge(ctx->ndev, "TLB invalidation", ret);
 	return ret;

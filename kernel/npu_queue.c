@@ -49,6 +49,7 @@
 #include "npu_queue.h"
 #include "npu_recovery.h"
 #include "npu_sync.h"
+#include "npu_trace.h"
 #include "npu_uring.h"
 
 static_assert(DRM_NPU_QUEUE_DEPTH_MIN > DRM_NPU_SUBMIT_MAX_TASKS);	/* + its fence */
@@ -57,6 +58,7 @@ static_assert(DRM_NPU_QUEUE_DEPTH_MIN > DRM_NPU_SUBMIT_MAX_TASKS);	/* + its fenc
 static void npu_job_signal(struct npu_job *job, int error)
 {
 	lockdep_assert_held(&job->q->ctx->ndev->queue_lock);
+	trace_npu_done(job->q->ctx->id, job->q->id, job->q->hw_id, job->seq, error);
 	list_del_init(&job->link);
 	if (error) {
 		dma_fence_set_error(job->hw_fence, error);
@@ -163,6 +165,8 @@ static void npu_queue_update(struct npu_device *ndev, struct npu_queue *q)
 		job = list_first_entry_or_null(&q->jobs, struct npu_job, link);
 		q->error_seq = job ? job->seq : q->done_seq + 1;
 		npu_queue_note_task(ndev, q, job);
+		trace_npu_queue_fault(q->ctx->id, q->id, q->hw_id, q->error_seq, q->status,
+				      q->error_task, q->fault_address, q->fault_access);
 		/* Last: io_uring parking reads the record without queue_lock. */
 		smp_store_release(&q->failed, true);
 		/* Nothing behind the failed task will run. */
@@ -719,5 +723,6 @@ int npu_queue_write(struct npu_device *ndev, struct npu_queue *q, struct npu_job
 	wmb();
 	writel(q->tail, &slot->tail);
 	npu_hw_queue_kick(ndev);
+	trace_npu_run(q->ctx->id, q->id, q->hw_id, job->seq, job->nring);
 	return 0;
 }

@@ -34,6 +34,7 @@
 #include "npu_ipc.h"
 #include "npu_queue.h"
 #include "npu_recovery.h"
+#include "npu_trace.h"
 #include "npu_uring.h"
 
 #define NPU_WATCHDOG_MS		100
@@ -125,6 +126,7 @@ static void npu_recovery_reset(struct npu_device *ndev, const char *why)
 	npu_err(ndev, "%s: resetting the device\n", why);
 	atomic_inc(&ndev->resets);
 	ret = npu_queue_fail_all(ndev, DRM_NPU_JOB_RESET, NPU_FW_CMD_RESET);
+	trace_npu_reset(atomic_read(&ndev->resets), ret);
 	/* Host event waiters fail too: what they wait for may never come. */
 	wake_up_all(&ndev->sync_wq);
 	if (ret) {

@@ -22,6 +22,7 @@
 #include "npu_queue.h"
 #include "npu_recovery.h"
 #include "npu_sync.h"
+#include "npu_trace.h"
 
 /*
  * The task types the caller names and the device's agree, so translating
@@ -401,6 +402,7 @@ struct dma_fence *npu_batch_push(struct npu_queue *q, struct npu_job *job)
 	npu_fence_init(job->hw_fence, q->fence_context, job->seq);
 	drm_sched_job_arm(&job->base);
 	finished = dma_fence_get(&job->base.s_fence->finished);
+	trace_npu_submit(q->ctx->id, q->id, q->hw_id, job->seq, job->nring);
 	drm_sched_entity_push_job(&job->base);
 	return finished;
 }

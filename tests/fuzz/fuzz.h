@@ -125,6 +125,11 @@ struct fz_queue {
 	uint64_t done;		/* known completed up to */
 	uint32_t pending;	/* io_uring SUBMITs without their CQE */
 	bool seq_fuzzy;		/* sequence numbers went unseen */
+	/*
+	 * SUBMITs of a closed ring, forgotten, may still land on a queue of
+	 * this id, whichever one has it by then: never cleared.
+	 */
+	bool strays;
 	bool failed;		/* it said EIO: failed (until destroyed) */
 	uint32_t timeout_ms;
 };

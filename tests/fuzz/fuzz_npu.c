@@ -517,12 +517,14 @@ void op_queue_create(void)
 	if (q->state == Q_LIVE && file_strict(f))
 		fz_finding("queue %u handed out while live", a.queue);
 	uint32_t gen = q->gen + 1, pending = q->pending;
+	bool strays = q->strays;
 
 	memset(q, 0, sizeof(*q));
 	q->gen = gen;
 	q->pending = pending;
+	q->strays = strays;
 	/* Punted io_uring SUBMITs find queues by id: they may land here. */
-	q->seq_fuzzy = pending > 0;
+	q->seq_fuzzy = pending > 0 || strays;
 	q->state = Q_LIVE;
 	q->timeout_ms = a.timeout_ms;
 	/* A short time limit can cut off honest work. */
@@ -579,11 +581,14 @@ void op_queue_destroy(bool abort)
 	if (!ret || ret == -EINVAL) {
 		/* Gone (or never there): what waited on it is released. */
 		uint32_t gen = q->gen + 1, pending = q->pending;
+		bool strays = q->strays;
 
 		memset(q, 0, sizeof(*q));
 		q->gen = gen;
 		q->pending = pending;
-		q->state = pending && a.queue == 0 ? Q_UNKNOWN : Q_NONE;
+		q->strays = q->seq_fuzzy = strays;
+		/* A late SUBMIT makes the default queue again. */
+		q->state = (pending || strays) && a.queue == 0 ? Q_UNKNOWN : Q_NONE;
 	}
 }
 

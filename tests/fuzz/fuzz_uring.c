@@ -163,7 +163,7 @@ static void forget_pending(struct fz_pending *p)
 
 			if (q->pending)
 				q->pending--;
-			q->seq_fuzzy = true;
+			q->seq_fuzzy = q->strays = true;
 		}
 	}
 	p->used = false;

@@ -98,4 +98,74 @@ TEST(unopenable_node_is_permission_error)
 	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
+/*
+ * In a child with `level` in NPURT_LOG (NULL: unset) and its log and
+ * stderr in files: a device, a stream, a fill, a refused call. The log's
+ * text and stderr's, in `log` and `err`.
+ */
+static void logged_child(struct __test_metadata *_metadata, const char *level, char *log,
+			 size_t loglen, char *err, size_t errlen)
+{
+	char logpath[] = "/tmp/npurt-log-XXXXXX", errpath[] = "/tmp/npurt-err-XXXXXX";
+	int lfd = mkstemp(logpath), efd = mkstemp(errpath), status;
+	pid_t pid;
+
+	ASSERT_LE(0, lfd);
+	ASSERT_LE(0, efd);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		npurt_device *dev;
+		npurt_stream *s;
+		npurt_mem *m;
+
+		if (level)
+			setenv("NPURT_LOG", level, 1);
+		setenv("NPURT_LOG_FILE", logpath, 1);
+		dup2(efd, 2);
+		if (npurt_device_open(0, &dev) || npurt_stream_create(dev, NPURT_PRIORITY_NORMAL, &s) ||
+		    npurt_mem_alloc(dev, 4096, &m) ||
+		    npurt_memset_async(s, npurt_mem_device_addr(m), 1, 4096) ||
+		    npurt_stream_synchronize(s))
+			_exit(2);
+		if (npurt_memset_async(s, npurt_mem_device_addr(m), 1, 0) != NPURT_ERR_INVALID)
+			_exit(3);
+		npurt_mem_free(m);
+		npurt_stream_destroy(s);
+		npurt_device_close(dev);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	npu_read_file(logpath, log, loglen);
+	npu_read_file(errpath, err, errlen);
+	unlink(logpath);
+	unlink(errpath);
+	close(lfd);
+	close(efd);
+}
+
+TEST(the_log_says_what_it_is_asked_to_and_is_silent_by_default)
+{
+	static char log[1 << 16], err[4096];
+
+	logged_child(_metadata, NULL, log, sizeof(log), err, sizeof(err));
+	EXPECT_STREQ("", log);
+	EXPECT_STREQ("", err);
+	logged_child(_metadata, "error", log, sizeof(log), err, sizeof(err));
+	EXPECT_NE(NULL, strstr(log, " error NPURT_ERR_INVALID: npurt_memset_async")) TH_LOG("%s", log);
+	EXPECT_EQ(NULL, strstr(log, " info ")) TH_LOG("%s", log);
+	logged_child(_metadata, "info", log, sizeof(log), err, sizeof(err));
+	EXPECT_NE(NULL, strstr(log, " info  device 0: ")) TH_LOG("%s", log);
+	EXPECT_NE(NULL, strstr(log, "stream ")) TH_LOG("%s", log);
+	EXPECT_NE(NULL, strstr(log, ": closing")) TH_LOG("%s", log);
+	EXPECT_EQ(NULL, strstr(log, " debug ")) TH_LOG("%s", log);
+	logged_child(_metadata, "debug", log, sizeof(log), err, sizeof(err));
+	EXPECT_NE(NULL, strstr(log, " debug npurt_stream_synchronize: queue ")) TH_LOG("%s", log);
+	EXPECT_STREQ("", err);
+	logged_child(_metadata, "loud", log, sizeof(log), err, sizeof(err));
+	EXPECT_STREQ("", log);
+	EXPECT_NE(NULL, strstr(err, "NPURT_LOG=loud")) TH_LOG("%s", err);
+}
+
 TEST_HARNESS_MAIN

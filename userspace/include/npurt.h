@@ -57,7 +57,12 @@ typedef enum npurt_status {
  */
 NPURT_API void npurt_runtime_version(uint32_t *major, uint32_t *minor, uint32_t *patch);
 
-/* The last failure's message in this thread, or "" if none. Never NULL. */
+/*
+ * The last failure's message in this thread, or "" if none. Never NULL.
+ * NPURT_LOG=error (or warn, info, debug) in the environment also writes
+ * every failure's message, and more, to stderr or NPURT_LOG_FILE
+ * (Documentation/runtime.rst, "Logging"); unset, the library is silent.
+ */
 NPURT_API const char *npurt_last_error(void);
 
 /* A constant name for a status: "NPURT_ERR_TIMEOUT". Never NULL. */

@@ -27,6 +27,7 @@
 #include "error.h"
 #include "hooks.h"
 #include "internal.h"
+#include "log.h"
 
 #define NPU_DRIVER	"npu"
 #define MAX_NODES	64
@@ -199,6 +200,9 @@ npurt_status npurt_device_open(int index, npurt_device **out)
 	}
 	npurt_notifies_open(dev);
 	pthread_mutex_init(&dev->default_lock, NULL);
+	npurt_log(NPURT_LOG_INFO, "device %d: %s (%s), submission %s, completion words %s", index,
+		  dev->node, dev->bus_id, dev->path == NPURT_SUBMIT_IO_URING ? "io_uring" : "ioctl",
+		  dev->words ? "mapped" : "none");
 	pthread_mutex_init(&dev->models_lock, NULL);
 	pthread_mutex_init(&dev->capture_lock, NULL);
 	*out = dev;
@@ -211,6 +215,7 @@ void npurt_device_close(npurt_device *dev)
 
 	if (!dev)
 		return;
+	npurt_log(NPURT_LOG_INFO, "device %s: closing", dev->node);
 	npurt_callbacks_close(dev);
 	hooks = npurt_hooks(dev);
 	if (hooks)

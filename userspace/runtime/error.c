@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "error.h"
+#include "log.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -62,6 +63,9 @@ npurt_status npurt_set_error(npurt_status status, const char *fmt, ...)
 	va_end(ap);
 	last_record = (npurt_error){ .size = sizeof(npurt_error), .status = status,
 				     .call = last_call[0] ? last_call : NULL };
+	/* "Not yet" is an answer, not a failure. */
+	npurt_log(status == NPURT_ERR_NOT_READY ? NPURT_LOG_DEBUG : NPURT_LOG_ERROR, "%s: %s",
+		  npurt_status_name(status), last_error);
 	return status;
 }
 
@@ -74,6 +78,7 @@ npurt_status npurt_set_error_record(const npurt_error *rec, const char *fmt, ...
 	va_end(ap);
 	last_record = *rec;
 	last_record.size = sizeof(npurt_error);
+	npurt_log(NPURT_LOG_ERROR, "%s: %s", npurt_status_name(rec->status), last_error);
 	return rec->status;
 }
 

@@ -11,6 +11,7 @@
 #include "hooks.h"
 #include "error.h"
 #include "internal.h"
+#include "log.h"
 
 /*
  * Gathering. A stream's operations go to the device in batches: an
@@ -248,6 +249,8 @@ npurt_status npurt_stream_create_desc(npurt_device *dev, const npurt_stream_desc
 	}
 	s->queue = create.queue;
 	s->depth = depth;
+	npurt_log(NPURT_LOG_INFO, "stream %p: queue %u, priority %u, depth %u, completion word %d",
+		  (void *)s, s->queue, create.priority, depth, s->word);
 	s->flags = desc->flags;
 	s->priority = create.priority;
 	s->time_limit_ms = create.timeout_ms;
@@ -296,6 +299,7 @@ static void stream_destroy(npurt_stream *s)
 	npurt_path_drain(s);
 	npurt_callbacks_release(s);
 	destroy.queue = s->queue;
+	npurt_log(NPURT_LOG_INFO, "stream %p: destroyed, queue %u", (void *)s, s->queue);
 	npurt_ioctl(s->dev, DRM_IOCTL_NPU_QUEUE_DESTROY, &destroy);
 	/* The queue is gone, and nothing writes the word: the next one's. */
 	npurt_word_give(s->dev, s->word);

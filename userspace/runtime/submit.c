@@ -32,6 +32,7 @@
 
 #include "error.h"
 #include "internal.h"
+#include "log.h"
 #include "ring.h"
 
 #define SQ_ENTRIES	256
@@ -405,6 +406,8 @@ static npurt_status ring_submit(npurt_stream *s, struct npurt_batch *b, bool aga
 	c->queue = s->queue;
 	pthread_mutex_unlock(&dev->lock);
 	atomic_fetch_add(&r->inflight, 1);
+	npurt_log(NPURT_LOG_DEBUG, "%s: queue %u batch %llu, %u tasks%s", who, c->queue,
+		  (unsigned long long)c->seq, count, again ? " (again)" : "");
 
 	pthread_mutex_lock(&r->sq_lock);
 	/* Each submit empties the SQ; a failed one left its entries there. */
@@ -464,6 +467,8 @@ static npurt_status ioctl_submit(npurt_stream *s, struct npurt_batch *b, bool ag
 		b->seq = s->issued;
 		link_batch(s, b);
 	}
+	npurt_log(NPURT_LOG_DEBUG, "%s: queue %u batch %llu, %u tasks%s", who, args.queue,
+		  (unsigned long long)(args.seq + s->base), args.count, again ? " (again)" : "");
 	pthread_mutex_unlock(&s->dev->lock);
 	if (misnumbered)
 		return npurt_set_error(NPURT_ERR_INTERNAL, "%s: queue %u numbered a batch %llu, "
@@ -677,6 +682,8 @@ static npurt_status wait_once(npurt_stream *s, uint64_t seq, int64_t deadline_ns
 
 		if (spin == NPURT_SPIN_SEEN) {
 			npurt_word_learn(s, start);
+			npurt_log(NPURT_LOG_DEBUG, "%s: queue %u batch %llu done, seen in memory",
+				  who, s->queue, (unsigned long long)seq);
 			*recover = false;
 			return NPURT_OK;
 		}
@@ -703,6 +710,8 @@ static npurt_status wait_once(npurt_stream *s, uint64_t seq, int64_t deadline_ns
 	pthread_mutex_unlock(&dev->lock);
 	if (!st)
 		npurt_word_learn(s, start);
+	npurt_log(NPURT_LOG_DEBUG, "%s: queue %u batch %llu %s, from the kernel", who, s->queue,
+		  (unsigned long long)seq, st ? npurt_status_name(st) : "done");
 	return st;
 }
 
