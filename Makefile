@@ -103,4 +103,4 @@ clean:
 .PHONY: all userspace tests setup setup-kernels vm-module check run install clean
 .SECONDARY:
 
--include $(shell find $(O)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(O)/obj $(O)/obj-noprof -name '*.d' 2>/dev/null)

@@ -6,7 +6,7 @@
 # link the same core.
 
 FWSIM_CORE := $(addprefix firmware-sim/,npu_dev.c npu_engine.c npu_dma.c npu_mmu.c npu_ops.c npu_elementwise.c \
-	npu_matmul.c npu_window.c npu_gemm.c npu_gemm_bf16.c npu_gemm_int8.c npu_conv_int8.c npu_cores.c npu_list.c npu_inplace.c npu_tlb.c \
+	npu_matmul.c npu_window.c npu_gemm.c npu_gemm_bf16.c npu_gemm_int8.c npu_conv_int8.c npu_cores.c npu_list.c npu_prof.c npu_inplace.c npu_tlb.c \
 	npu_vmath.c npu_widen.c ivshmem_server.c)
 FWSIM_SRCS := $(FWSIM_CORE) firmware-sim/fwsim.c firmware-sim/main.c
 # libmvec (glibc's vector math, in libc6) before libm: npu_vmath.c.

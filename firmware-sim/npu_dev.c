@@ -179,7 +179,7 @@ void npu_dev_reset(struct npu_dev *dev)
 	c->if_version = NPU_FW_IF_VERSION(NPU_FW_IF_MAJOR, NPU_FW_IF_MINOR);
 	c->caps = (dev->cfg.fault_injection ? NPU_FW_CAP_FAULT_INJECTION : 0) |
 		  NPU_FW_CAP_NOTIFY_SUPPRESS | NPU_FW_CAP_TASK_LISTS | NPU_FW_CAP_TLB_POST |
-		  NPU_FW_CAP_FENCE_WRITE;
+		  NPU_FW_CAP_FENCE_WRITE | NPU_FW_CAP_PROFILE;
 	c->fw_version = NPU_DEV_FW_VERSION;
 	c->fw_peer_id = 0;
 	c->hbm_offset = 0;
@@ -467,7 +467,7 @@ static int32_t mbox_exec(struct npu_dev *dev, struct npu_fw_mbox *mb)
 		npu_engine_settle(dev, (uint32_t)mb->args[0]);
 		return NPU_FW_OK;
 	case NPU_FW_CMD_QUEUE_START:
-		return npu_engine_queue_start(dev, mb->args[0]);
+		return npu_engine_queue_start(dev, mb->args[0], mb->args[1], mb->args[2]);
 	case NPU_FW_CMD_QUEUE_STOP:
 		return npu_engine_queue_stop(dev, mb->args[0]);
 	case NPU_FW_CMD_INJECT:

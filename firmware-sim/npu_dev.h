@@ -21,7 +21,7 @@
 #include "npu_fw_if.h"
 #include "npu_mmu.h"
 
-#define NPU_DEV_FW_VERSION	((0u << 16) | (12u << 8) | 0u)	/* 0.12.0 */
+#define NPU_DEV_FW_VERSION	((0u << 16) | (13u << 8) | 0u)	/* 0.13.0 */
 
 struct npu_dev_config {
 	uint64_t hbm_size;	/* power of two, >= NPU_DEV_HBM_MIN */

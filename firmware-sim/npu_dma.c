@@ -198,6 +198,7 @@ void npu_engine_dma_submit(struct npu_dev *dev, uint32_t qid, uint64_t cursor,
 		e->t = *t;
 		e->done = 0;
 		e->counted_ns = npu_dev_clock_ns();
+		npu_prof_unit(&dev->eng.q[qid].prof, (uint8_t)(NPU_FW_UNIT_DMA | i));
 		dev->eng.q[qid].busy = true;
 		pthread_cond_signal(&e->go);
 		return;

@@ -183,8 +183,10 @@ static void cancel_queue(struct npu_dev *dev, uint64_t qid)
 	npu_engine_dma_cancel(dev, (uint32_t)qid);
 }
 
-int32_t npu_engine_queue_start(struct npu_dev *dev, uint64_t qid)
+int32_t npu_engine_queue_start(struct npu_dev *dev, uint64_t qid, uint64_t prof_ring,
+			       uint64_t prof_arg)
 {
+	struct npu_prof_queue prof;
 	struct npu_fw_queue *q;
 	uint32_t n;
 
@@ -195,7 +197,8 @@ int32_t npu_engine_queue_start(struct npu_dev *dev, uint64_t qid)
 	if (!n || (n & (n - 1)) || n > NPU_FW_RING_MAX || !q->context ||
 	    q->priority >= NPU_FW_PRIORITIES ||
 	    q->tail != 0 || !in_hbm(dev, q->ring_offset, (uint64_t)n * sizeof(struct npu_fw_task)) ||
-	    !in_hbm(dev, q->pt_root, NPU_PT_SIZE))
+	    !in_hbm(dev, q->pt_root, NPU_PT_SIZE) ||
+	    npu_prof_queue_start(dev, &prof, prof_ring, prof_arg))
 		return -NPU_FW_EINVAL;
 	/*
 	 * A host that restarts a running queue gets its task in flight
@@ -213,6 +216,7 @@ int32_t npu_engine_queue_start(struct npu_dev *dev, uint64_t qid)
 	dev->eng.q[qid].exec_ns = 0;
 	dev->eng.q[qid].hung_since_ns = 0;
 	q->exec_ms = 0;
+	dev->eng.q[qid].prof = prof;
 	npu_list_reset(dev, qid);
 	npu_mmu_invalidate(dev, q->context);
 	STORE_REL(&q->state, NPU_QUEUE_RUNNING);
@@ -249,6 +253,7 @@ void npu_engine_reset(struct npu_dev *dev)
 	for (uint64_t qid = 0; qid < NPU_FW_MAX_QUEUES; qid++) {
 		npu_engine_dma_cancel(dev, (uint32_t)qid);
 		npu_list_reset(dev, qid);
+		memset(&dev->eng.q[qid].prof, 0, sizeof(dev->eng.q[qid].prof));
 		dev->eng.q[qid].exec_ns = 0;
 		dev->eng.q[qid].hung_since_ns = 0;
 	}
@@ -535,6 +540,7 @@ static int run_kernel(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 		l->epoch = dev->eng.epoch;
 		l->cursor = npu_engine_cursor(dev, qid, q);
 		l->counted_ns = npu_dev_clock_ns();
+		npu_prof_unit(&dev->eng.q[qid].prof, (uint8_t)(NPU_FW_UNIT_CORES | g));
 		l->args = a;
 		l->run = run;
 		memcpy(l->v, v, sizeof(v));
@@ -604,6 +610,7 @@ static bool run_one(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 	bool timed;
 	int bad = 0;
 
+	npu_prof_begin(dev, &dev->eng.q[qid].prof, t, NPU_FW_UNIT_SCHEDULER);
 	if (t->type == NPU_FW_TASK_FILL && (t->args[0] | t->args[1]) & 3) {
 		npu_engine_queue_fault(dev, qid, &f);
 		return false;
@@ -716,7 +723,11 @@ static bool runnable(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q,
 	if (t->type != NPU_FW_TASK_EVENT_WAIT && t->type != NPU_FW_TASK_NOTIFY_WAIT)
 		return true;
 	s = sync_entry(dev, t->args[0]);
-	return !s || LOAD_ACQ(&s->value) != 0;	/* a bad id runs, and faults */
+	if (!s || LOAD_ACQ(&s->value) != 0)	/* a bad id runs, and faults */
+		return true;
+	/* A profile shows the wait from when it held the queue up. */
+	npu_prof_begin(dev, &dev->eng.q[qid].prof, t, NPU_FW_UNIT_SCHEDULER);
+	return false;
 }
 
 /*

@@ -30,6 +30,7 @@
 
 #include "npu_fw_if.h"
 #include "npu_ops.h"
+#include "npu_prof.h"
 
 struct npu_dev;
 
@@ -93,6 +94,7 @@ struct npu_list_run {
  */
 struct npu_queue_exec {
 	struct npu_list_run list;
+	struct npu_prof_queue prof;
 	uint64_t exec_ns;		/* executing since QUEUE_START */
 	uint64_t hung_since_ns;		/* injected hang counted up to here; 0: not hung */
 	bool busy;			/* its head task runs on a unit */
@@ -121,7 +123,8 @@ void npu_engine_init(struct npu_dev *dev);
 void npu_engine_fini(struct npu_dev *dev);
 
 /* Mailbox: start / stop queue `qid`. Return 0 or -enum npu_fw_status. */
-int32_t npu_engine_queue_start(struct npu_dev *dev, uint64_t qid);
+int32_t npu_engine_queue_start(struct npu_dev *dev, uint64_t qid, uint64_t prof_ring,
+			       uint64_t prof_arg);
 int32_t npu_engine_queue_stop(struct npu_dev *dev, uint64_t qid);
 
 /*

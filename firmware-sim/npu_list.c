@@ -189,9 +189,11 @@ uint64_t npu_engine_cursor(struct npu_dev *dev, uint64_t qid, struct npu_fw_queu
 void npu_engine_advance(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *q)
 {
 	struct npu_list_run *l = &dev->eng.q[qid].list;
+	struct npu_prof_queue *p = &dev->eng.q[qid].prof;
 	uint32_t next = q->head + 1;
 
 	if (l->active && l->head == q->head) {
+		npu_prof_done(dev, p, l->pos, 1, l->pos + 1 >= l->count);
 		l->cur_valid = false;
 		if (++l->pos < l->count) {
 			STORE_REL(&q->list_pos, l->pos);
@@ -200,6 +202,8 @@ void npu_engine_advance(struct npu_dev *dev, uint64_t qid, struct npu_fw_queue *
 		next += l->ndata;
 		leave(l);
 		STORE_REL(&q->list_pos, 0);
+	} else {
+		npu_prof_done(dev, p, 0, 0, 1);
 	}
 	STORE_REL(&q->head, next);
 }

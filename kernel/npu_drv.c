@@ -35,7 +35,7 @@
 #define NPU_DRIVER_DESC		"NPU task-scheduler device"
 #define NPU_DRIVER_DATE		"20261129"
 #define NPU_DRIVER_MAJOR	0
-#define NPU_DRIVER_MINOR	4
+#define NPU_DRIVER_MINOR	5
 #define NPU_DRIVER_PATCHLEVEL	0
 
 /*
@@ -110,7 +110,8 @@ static int npu_ioctl_get_param(struct drm_device *drm, void *data,
 		/* The firmware's bits are its contract with us, not with users. */
 		args->value = (fw->caps & NPU_FW_CAP_FAULT_INJECTION ? DRM_NPU_CAP_FAULT_INJECTION : 0) |
 			      (fw->caps & NPU_FW_CAP_TASK_LISTS ? DRM_NPU_CAP_TASK_LISTS : 0) |
-			      (fw->caps & NPU_FW_CAP_FENCE_WRITE ? DRM_NPU_CAP_DONE_WORD : 0);
+			      (fw->caps & NPU_FW_CAP_FENCE_WRITE ? DRM_NPU_CAP_DONE_WORD : 0) |
+			      (fw->caps & NPU_FW_CAP_PROFILE ? DRM_NPU_CAP_PROFILE : 0);
 		return 0;
 	case DRM_NPU_PARAM_HBM_SIZE:
 		args->value = fw->hbm_size;
@@ -161,6 +162,29 @@ static int npu_ioctl_get_param(struct drm_device *drm, void *data,
 	}
 }
 
+static int npu_ioctl_clock(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct npu_device *ndev = to_npu_device(drm);
+	struct drm_npu_clock *args = data;
+	struct npu_clock_pair pair;
+	int idx, ret;
+
+	if (args->flags || args->pad)
+		return -EINVAL;
+	if (!(ndev->fw.caps & NPU_FW_CAP_PROFILE))
+		return -EINVAL;
+	if (!drm_dev_enter(drm, &idx))
+		return -ENODEV;
+	ret = npu_ipc_clock(ndev, &pair);
+	drm_dev_exit(idx);
+	if (ret)
+		return ret;
+	args->device_ns = pair.device_ns;
+	args->host_ns = pair.host_ns;
+	args->window_ns = pair.window_ns;
+	return 0;
+}
+
 static const struct drm_ioctl_desc npu_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(NPU_GET_PARAM, npu_ioctl_get_param, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_BO_CREATE, npu_ioctl_bo_create, DRM_RENDER_ALLOW),
@@ -181,6 +205,7 @@ static const struct drm_ioctl_desc npu_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(NPU_TASKLIST_CREATE, npu_ioctl_tasklist_create, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_TASKLIST_DESTROY, npu_ioctl_tasklist_destroy, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_SUBMIT_MULTI, npu_ioctl_submit_multi, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_CLOCK, npu_ioctl_clock, DRM_RENDER_ALLOW),
 };
 
 #ifdef HAVE_DRM_ACCEL

@@ -28,6 +28,10 @@ struct npu_ipc {
 	u32 seq;			/* last seq written, under lock */
 	spinlock_t tlb_lock;		/* posting a TLB invalidation */
 	u32 tlb_req;			/* requests posted, under tlb_lock */
+	struct mutex clock_lock;	/* measuring the clock pair; taken before lock */
+	struct npu_clock_pair {
+		u64 device_ns, host_ns, window_ns;
+	} clock;			/* the last measured, under clock_lock */
 };
 
 /* What the firmware told us at probe; constant afterwards. */

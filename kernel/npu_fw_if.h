@@ -31,7 +31,7 @@
  * NPU_FW_IF_MINOR_MIN.
  */
 #define NPU_FW_IF_MAJOR		2
-#define NPU_FW_IF_MINOR		4
+#define NPU_FW_IF_MINOR		5
 #define NPU_FW_IF_MINOR_MIN	0
 #define NPU_FW_IF_VERSION(maj, min)	(((__u32)(maj) << 16) | (__u32)(min))
 #define NPU_FW_IF_VERSION_MAJOR(v)	((__u32)(v) >> 16)
@@ -90,7 +90,9 @@ enum npu_fw_cmd {
 	/*
 	 * Start queue args[0]: the host has filled its slot (ring, context,
 	 * page-table root) with tail = 0. The device checks the slot, resets
-	 * head and done_seq to 0 and sets the state RUNNING.
+	 * head and done_seq to 0 and sets the state RUNNING. Since 2.5, with
+	 * NPU_FW_CAP_PROFILE: args[1] and args[2] name the queue's profiling
+	 * ring (below); both 0 for none.
 	 */
 	NPU_FW_CMD_QUEUE_START = 4,
 	/*
@@ -364,6 +366,66 @@ struct npu_fw_sync {
 #define NPU_FW_CAP_TASK_LISTS		(1ull << 2)	/* NPU_FW_TASK_RUN_LIST, since 2.2 */
 #define NPU_FW_CAP_TLB_POST		(1ull << 3)	/* struct npu_fw_tlb, since 2.3 */
 #define NPU_FW_CAP_FENCE_WRITE		(1ull << 4)	/* FENCE args[1], since 2.4 */
+#define NPU_FW_CAP_PROFILE		(1ull << 5)	/* profiling rings, since 2.5 */
+
+/*
+ * Profiling rings (NPU_FW_CAP_PROFILE): a timeline of every task a queue
+ * runs, on the device clock. QUEUE_START's args[1] is the HBM offset of a
+ * struct npu_fw_prof_ring (64-aligned, past fw_reserved); args[2] holds
+ * its record count in bits 0-31 (a power of two from NPU_FW_PROF_MIN to
+ * NPU_FW_PROF_MAX) and a tag in bits 32-47 that the queue's records
+ * carry, so that queues can share a ring; bits 48-63 are 0. A bad ring
+ * fails the QUEUE_START with -NPU_FW_EINVAL.
+ *
+ * While `enable` is not 0 the device appends a record for each task of
+ * the queue it completes, in completion order: every task but FENCE, the
+ * tasks of a RUN_LIST one by one in its place. A record is written, then
+ * head is bumped (release); a ring with no room (head - tail == entries)
+ * loses the record and bumps dropped instead, so nothing is lost
+ * silently. The host owns the header's contents: the device never
+ * writes outside the ring whatever head and tail say. Off (no ring, or
+ * enable 0), the device does no profiling work at all.
+ */
+#define NPU_FW_PROF_MIN		16
+#define NPU_FW_PROF_MAX		(1u << 20)
+
+struct npu_fw_prof_ring {
+	__u32 enable;		/* host -> device: record while not 0 */
+	__u32 tail;		/* host -> device: records consumed, free-running */
+	__u32 head;		/* device -> host: records written, free-running */
+	__u32 dropped;		/* device -> host: records lost to a full ring */
+	__u32 reserved[12];
+	/* then the records: struct npu_fw_prof_record[entries] */
+};
+
+/* Where a task executed: the unit kind in bits 6-7, its index in 0-5. */
+#define NPU_FW_UNIT_SCHEDULER	0x00	/* sync tasks, small launches, inline copies */
+#define NPU_FW_UNIT_DMA		0x40	/* | copy engine */
+#define NPU_FW_UNIT_CORES	0x80	/* | AI-core group */
+#define NPU_FW_UNIT_KIND(u)	((u) & 0xc0)
+#define NPU_FW_UNIT_INDEX(u)	((u) & 0x3f)
+
+/* Record flags. */
+#define NPU_FW_PROF_IN_LIST	(1u << 0)	/* a task of the RUN_LIST at index */
+
+struct npu_fw_prof_record {
+	/*
+	 * The task's batch: the last FENCE's seq + 1 (1 before the first
+	 * since QUEUE_START), low 32 bits; and the tasks run between that
+	 * FENCE and this one. A host that numbers its batches 1, 2, 3...
+	 * from QUEUE_START reads them as (batch seq, task index).
+	 */
+	__u32 seq;
+	__u16 index;
+	__u8 type;		/* enum npu_fw_task_type */
+	__u8 unit;		/* NPU_FW_UNIT_* */
+	__u32 list_pos;		/* with NPU_FW_PROF_IN_LIST: its index in the list */
+	__u16 tag;		/* the queue's, from QUEUE_START */
+	__u8 flags;		/* NPU_FW_PROF_* */
+	__u8 pad;
+	__u64 start_ns;		/* device clock: it began executing, or waiting */
+	__u64 end_ns;		/* device clock: it completed */
+};
 
 /*
  * Posted TLB invalidations (NPU_FW_CAP_TLB_POST): NPU_FW_CMD_TLB_INVALIDATE

@@ -518,6 +518,11 @@ static int npu_queue_start(struct npu_ctx *ctx, u32 id, const struct npu_queue_p
 	writel(q->priority, &slot->priority);
 	writel(0, &slot->tail);
 	args[0] = q->hw_id;
+	if (p->prof_bo) {
+		/* The records' tag: the id the context knows the queue by. */
+		args[1] = p->prof_bo->hbm.start + p->prof_offset;
+		args[2] = (u64)id << 32 | p->prof_entries;
+	}
 	ret = npu_ipc_send(ndev, NPU_FW_CMD_QUEUE_START, args, NULL);
 	if (ret == -ETIMEDOUT)	/* it may still start, on the ring freed below */
 		npu_device_wedge(ndev, "starting a queue", ret);
@@ -534,6 +539,7 @@ static int npu_queue_start(struct npu_ctx *ctx, u32 id, const struct npu_queue_p
 	 */
 	npu_ctx_get(ctx);
 	q->done_bo = p->done_bo;
+	q->prof_bo = p->prof_bo;
 	return 0;
 
 err_ring:
@@ -643,6 +649,8 @@ void npu_queue_destroy(struct npu_queue *q)
 	/* Stopped: no FENCE writes the word any more (wedged: quarantined). */
 	if (q->done_bo)
 		drm_gem_object_put(&q->done_bo->base);
+	if (q->prof_bo)
+		drm_gem_object_put(&q->prof_bo->base);
 	npu_queue_put(q);
 }
 

@@ -67,6 +67,7 @@ struct npu_queue {
 	struct drm_mm_node ring;
 	struct npu_bo *done_bo;		/* holds the completion word, referenced */
 	u64 done_at;			/* its HBM offset; 0: none */
+	struct npu_bo *prof_bo;		/* holds the profiling ring, referenced */
 	struct drm_gpu_scheduler sched;
 	struct drm_sched_entity entity;
 	char name[24];			/* the scheduler's */
@@ -120,6 +121,9 @@ struct npu_queue_params {
 	u32 timeout_ms;
 	struct npu_bo *done_bo;		/* taken over by a created queue */
 	u64 done_offset;
+	struct npu_bo *prof_bo;		/* the same */
+	u64 prof_offset;
+	u32 prof_entries;
 };
 
 int npu_queue_create(struct npu_ctx *ctx, u32 id, const struct npu_queue_params *p);

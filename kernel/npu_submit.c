@@ -113,28 +113,50 @@ bool npu_task_valid(const struct drm_npu_task *t)
 	return !unused;
 }
 
+/* The device's records are the uapi's, byte for byte. */
+static_assert(sizeof(struct drm_npu_prof_ring) == sizeof(struct npu_fw_prof_ring));
+static_assert(sizeof(struct drm_npu_prof_record) == sizeof(struct npu_fw_prof_record));
+static_assert(offsetof(struct drm_npu_prof_record, tag) ==
+	      offsetof(struct npu_fw_prof_record, tag));
+static_assert(offsetof(struct drm_npu_prof_record, start_ns) ==
+	      offsetof(struct npu_fw_prof_record, start_ns));
+static_assert(DRM_NPU_PROF_MIN == NPU_FW_PROF_MIN && DRM_NPU_PROF_MAX == NPU_FW_PROF_MAX);
+static_assert(DRM_NPU_UNIT_DMA == NPU_FW_UNIT_DMA && DRM_NPU_UNIT_CORES == NPU_FW_UNIT_CORES);
+static_assert(DRM_NPU_PROF_IN_LIST == NPU_FW_PROF_IN_LIST);
+
 /*
- * The buffer holding a queue's completion word, referenced: one of this
- * file's in HBM, with the word inside. NULL for none, or an ERR_PTR.
+ * A buffer the device writes a queue's words or records into, by HBM
+ * offset, referenced: one of this file's in HBM, with `size` bytes at
+ * `offset` (`align`-aligned) inside it, on a device with `cap`. NULL for
+ * no handle (and no offset), or an ERR_PTR.
  */
-static struct npu_bo *done_word_bo(struct npu_device *ndev, struct drm_file *file,
-				   const struct drm_npu_queue_create *args)
+static struct npu_bo *queue_bo(struct npu_device *ndev, struct drm_file *file, u32 handle,
+			       u64 offset, u64 size, u64 align, u64 cap)
 {
 	struct drm_gem_object *obj;
 
-	if (!args->done_handle)
-		return args->done_offset ? ERR_PTR(-EINVAL) : NULL;
-	if (!(ndev->fw.caps & NPU_FW_CAP_FENCE_WRITE) || args->done_offset & 7)
+	if (!handle)
+		return offset ? ERR_PTR(-EINVAL) : NULL;
+	if (!(ndev->fw.caps & cap) || offset & (align - 1))
 		return ERR_PTR(-EINVAL);
-	obj = drm_gem_object_lookup(file, args->done_handle);
+	obj = drm_gem_object_lookup(file, handle);
 	if (!obj)
 		return ERR_PTR(-EINVAL);
-	/* The device writes it by HBM offset: registered host memory has none. */
-	if (to_npu_bo(obj)->user || args->done_offset > obj->size - sizeof(u64)) {
+	/* Registered host memory has no HBM offset. */
+	if (to_npu_bo(obj)->user || size > obj->size || offset > obj->size - size) {
 		drm_gem_object_put(obj);
 		return ERR_PTR(-EINVAL);
 	}
 	return to_npu_bo(obj);
+}
+
+static bool prof_entries_ok(const struct drm_npu_queue_create *args)
+{
+	u32 n = args->prof_entries;
+
+	if (!args->prof_handle)
+		return !n;
+	return is_power_of_2(n) && n >= DRM_NPU_PROF_MIN && n <= DRM_NPU_PROF_MAX;
 }
 
 int npu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *file)
@@ -146,7 +168,10 @@ int npu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *
 		.entries = args->depth ? args->depth : DRM_NPU_QUEUE_DEPTH_DEFAULT,
 		.timeout_ms = args->timeout_ms,
 		.done_offset = args->done_offset,
+		.prof_offset = args->prof_offset,
+		.prof_entries = args->prof_entries,
 	};
+	struct npu_device *ndev = to_npu_device(drm);
 	int ret = -EBUSY;
 	u32 id;
 
@@ -154,11 +179,21 @@ int npu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *
 	    args->priority > DRM_NPU_QUEUE_PRIORITY_REALTIME || !is_power_of_2(p.entries) ||
 	    p.entries < DRM_NPU_QUEUE_DEPTH_MIN || p.entries > DRM_NPU_QUEUE_DEPTH_MAX)
 		return -EINVAL;
-	if (args->timeout_ms > npu_recovery_max_job_timeout_ms())
+	if (args->timeout_ms > npu_recovery_max_job_timeout_ms() || !prof_entries_ok(args))
 		return -EINVAL;
-	p.done_bo = done_word_bo(to_npu_device(drm), file, args);
+	p.done_bo = queue_bo(ndev, file, args->done_handle, args->done_offset, sizeof(u64),
+			     sizeof(u64), NPU_FW_CAP_FENCE_WRITE);
 	if (IS_ERR(p.done_bo))
 		return PTR_ERR(p.done_bo);
+	p.prof_bo = queue_bo(ndev, file, args->prof_handle, args->prof_offset,
+			     sizeof(struct drm_npu_prof_ring) +
+			     (u64)args->prof_entries * sizeof(struct drm_npu_prof_record),
+			     64, NPU_FW_CAP_PROFILE);
+	if (IS_ERR(p.prof_bo)) {
+		ret = PTR_ERR(p.prof_bo);
+		p.prof_bo = NULL;
+		goto out_put;
+	}
 	/* Above NORMAL a queue can starve other users' work: as for CPU nice. */
 	if (args->priority > DRM_NPU_QUEUE_PRIORITY_NORMAL && !capable(CAP_SYS_NICE)) {
 		ret = -EPERM;
@@ -177,6 +212,8 @@ int npu_ioctl_queue_create(struct drm_device *drm, void *data, struct drm_file *
 		return 0;
 	}
 out_put:
+	if (p.prof_bo)
+		drm_gem_object_put(&p.prof_bo->base);
 	if (p.done_bo)
 		drm_gem_object_put(&p.done_bo->base);
 	return ret;

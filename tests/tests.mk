@@ -86,6 +86,9 @@ $(O)/tests/unit-san/npurt_model_file_test: tests/unit/npurt_model_file_test.c $(
 $(O)/tests/selftests/npurt_onnx_test $(O)/tests/selftests/npurt_onnx_session_test: $(ONNXA)
 $(O)/tests/selftests/npurt_onnx_test $(O)/tests/selftests/npurt_onnx_session_test: \
 	LINK_ONNX = $(ONNX_LINK)
+# The profiler's test reads traces with npu-prof's reader.
+$(O)/obj/tests/selftests/npurt_profile_test.o: TEST_CFLAGS += -Iuserspace/tools
+$(O)/tests/selftests/npurt_profile_test: $(O)/obj/userspace/tools/npu-prof/trace.o
 $(O)/tests/selftests/%: $(O)/obj/tests/selftests/%.o $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) $(LINK_ONNX) $(LIBA) $(LIB_DEPS) -lpthread -lm -o $@
@@ -104,6 +107,18 @@ $(O)/tests/bench/%: $(O)/obj/tests/bench/%.o $(LIBA)
 $(O)/tests/bench-host/exec_bench: $(O)/obj/tests/bench/host/exec_bench.o $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LIB_DEPS) -lpthread -lm -o $@
+
+# The device core without the profiling hooks: fwsim_prof_bench's baseline.
+FWSIM_NOPROF := $(patsubst $(O)/obj/%,$(O)/obj-noprof/%,$(call obj,$(FWSIM_CORE)))
+$(O)/obj-noprof/firmware-sim/%.o: firmware-sim/%.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE -DNPU_PROF_OFF $(WARN) $(DEPFLAGS) $(CFLAGS) $(FWSIM_OPT_$*) \
+		-Ikernel -Iuapi $(OPLIB_INC) $(DRM_CFLAGS) -c $< -o $@
+$(O)/tests/bench-host/fwsim_prof_bench_off: $(O)/obj/tests/bench/host/fwsim_prof_bench.o \
+		$(FWSIM_NOPROF)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(FWSIM_LIBS) -o $@
+$(O)/tests/bench-host/fwsim_prof_bench: | $(O)/tests/bench-host/fwsim_prof_bench_off
 
 $(O)/tests/bench-host/%: $(O)/obj/tests/bench/host/%.o $(call obj,$(FWSIM_CORE))
 	@mkdir -p $(@D)

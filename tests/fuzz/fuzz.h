@@ -29,7 +29,7 @@
 #include "npu_oplib.h"	/* the op library's argument block */
 
 /* Driver ioctl numbers end here; past it, -EINVAL up to the io_uring range. */
-#define FZ_DRIVER_NR_END	(DRM_COMMAND_BASE + DRM_NPU_SUBMIT_MULTI + 1)
+#define FZ_DRIVER_NR_END	(DRM_COMMAND_BASE + DRM_NPU_CLOCK + 1)
 
 /* The highest GET_PARAM number the driver knows; past it, -EINVAL. */
 #define FZ_PARAM_LAST	DRM_NPU_PARAM_DMA_ENGINES

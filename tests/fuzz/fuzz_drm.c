@@ -828,7 +828,7 @@ void op_drm_info(void)
 		memset(buf, 0, 256);
 		ret = fz_ioctl(fd, DRM_IOCTL_VERSION, &v);
 		if (fz_end(&x, ret) && !ret &&
-		    (v.version_major != 0 || v.version_minor != 4 || v.name_len != 3 ||
+		    (v.version_major != 0 || v.version_minor != 5 || v.name_len != 3 ||
 		     (v.name && memcmp(buf, "npu", asked < 3 ? asked : 3))))
 			fz_finding("version %d.%d name_len %zu", v.version_major, v.version_minor,
 				   v.name_len);

@@ -65,12 +65,44 @@ static const char *ioc_str(const struct ioc *c)
 }
 
 /* ---- GET_PARAM ------------------------------------------------------------------ */
+/*
+ * DRM_NPU_CLOCK, by the call count (no draws: the seeded sequence of the
+ * other calls stays): flags and padding refused; the device clock of
+ * the pair never goes back.
+ */
+static void clock_call(struct fz_file *f)
+{
+	static uint64_t last;
+	struct drm_npu_clock a = { .flags = fz->calls % 3 == 1, .pad = fz->calls % 3 == 2 };
+	struct fz_expect x;
+	struct ioc c;
+	long ret;
+
+	ioc_pick(&c, f, &a, sizeof(a));
+	fz_begin(OP_GET_PARAM, "CLOCK fd=%d flags=%#x pad=%#x%s", c.fd, a.flags, a.pad,
+		 ioc_str(&c));
+	if (!ioc_expect(&c, &x)) {
+		if (a.flags || a.pad)
+			x_err(&x, EINVAL, 0);
+		else	/* the firmware may be held or gone under injected faults */
+			x_ok(&x, ETIMEDOUT, EIO, ENODEV, EINTR, 0);
+	}
+	ret = fz_ioctl(c.fd, DRM_IOCTL_NPU_CLOCK, c.arg);
+	if (!fz_end(&x, ret) || ret || c.bad)
+		return;
+	if (a.device_ns < last)
+		fz_finding("device clock went back from %llu to %llu", (unsigned long long)last,
+			   (unsigned long long)a.device_ns);
+	last = a.device_ns;
+}
+
 void op_get_param(void)
 {
 	struct fz_file *f = pick_file();
 	struct drm_npu_get_param a = { 0 };
 	struct fz_expect x;
 	struct ioc c;
+	bool ok;
 	long ret;
 
 	/*
@@ -99,7 +131,10 @@ void op_get_param(void)
 			x_ok(&x, 0);
 	}
 	ret = fz_ioctl(c.fd, DRM_IOCTL_NPU_GET_PARAM, c.arg);
-	if (!fz_end(&x, ret) || ret || c.bad)
+	ok = fz_end(&x, ret);
+	if (fz->calls % 16 == 0)
+		clock_call(f);
+	if (!ok || ret || c.bad)
 		return;
 	switch (a.param) {
 	case DRM_NPU_PARAM_FW_HEARTBEAT:
@@ -457,18 +492,18 @@ void op_queue_create(void)
 		a.timeout_ms = maxto + 1 + (uint32_t)rnd_below(UINT32_MAX - maxto - 1);
 	/* A completion word: mostly a good one in a buffer of the file's. */
 	struct fz_bo *w = chance(300) ? pick_bo(f, true) : NULL;
-	bool bad_word = false, maybe_word = false;
+	bool bad_bufs = false, maybe_bufs = false;
 
 	if (w) {
 		a.done_handle = w->handle;
 		a.done_offset = chance(900) ? rnd_below(w->size / 8) * 8 :
 				chance(500) ? w->size - 4 : rnd_garbage64();
-		bad_word = a.done_offset & 7 || a.done_offset > w->size - 8;
+		bad_bufs = a.done_offset & 7 || a.done_offset > w->size - 8;
 		/* Host memory is refused; where the book is unsure, either answer. */
-		if (!bad_word && (!w->user_known || !file_strict(f)))
-			maybe_word = true;
+		if (!bad_bufs && (!w->user_known || !file_strict(f)))
+			maybe_bufs = true;
 		else
-			bad_word = bad_word || w->user;
+			bad_bufs = bad_bufs || w->user;
 	} else if (chance(10)) {
 		/* A handle the file does not have, or an offset in nothing. */
 		uint32_t h = rnd_garbage32() | 1;
@@ -477,28 +512,56 @@ void op_queue_create(void)
 			a.done_handle = h;
 		else
 			a.done_offset = rnd_garbage64() | 8;
-		bad_word = true;
+		bad_bufs = true;
 	}
 	if (chance(10)) {
 		a.pad2 = rnd_garbage32() | 1;
-		bad_word = true;
+		bad_bufs = true;
+	}
+	/* A profiling ring: mostly a good one, which the device may write. */
+	struct fz_bo *pr = chance(200) ? pick_bo(f, true) : NULL;
+
+	if (pr) {
+		uint64_t n = chance(900) ? 16u << rnd_below(4) : rnd_garbage32();
+		uint64_t bytes = sizeof(struct drm_npu_prof_ring) + n * sizeof(struct drm_npu_prof_record);
+
+		a.prof_handle = pr->handle;
+		a.prof_entries = (uint32_t)n;
+		a.prof_offset = chance(900) && bytes <= pr->size ?
+				rnd_below((pr->size - bytes) / 64 + 1) * 64 : rnd_garbage64();
+		if ((n & (n - 1)) || n < DRM_NPU_PROF_MIN || n > DRM_NPU_PROF_MAX ||
+		    a.prof_offset & 63 || bytes > pr->size || a.prof_offset > pr->size - bytes)
+			bad_bufs = true;
+		else if (!pr->user_known || !file_strict(f))
+			maybe_bufs = true;
+		else
+			bad_bufs = bad_bufs || pr->user;
+	} else if (chance(10)) {
+		/* A size or an offset without a ring. */
+		if (chance(500))
+			a.prof_entries = 16;
+		else
+			a.prof_offset = rnd_garbage64() | 64;
+		bad_bufs = true;
 	}
 	ioc_pick(&c, f, &a, sizeof(a));
 	fz_begin(OP_QUEUE_CREATE, "QUEUE_CREATE fd=%d prio=%u depth=%u timeout=%u flags=%#x queue=%u "
-		 "pad=%#x word=%u@%#llx pad2=%#x%s", c.fd, a.priority, a.depth, a.timeout_ms, a.flags,
-		 a.queue, a.pad, a.done_handle, (unsigned long long)a.done_offset, a.pad2, ioc_str(&c));
+		 "pad=%#x word=%u@%#llx pad2=%#x ring=%u@%#llx*%u%s", c.fd, a.priority, a.depth,
+		 a.timeout_ms, a.flags, a.queue, a.pad, a.done_handle,
+		 (unsigned long long)a.done_offset, a.pad2, a.prof_handle,
+		 (unsigned long long)a.prof_offset, a.prof_entries, ioc_str(&c));
 	uint32_t d = a.depth ? a.depth : DRM_NPU_QUEUE_DEPTH_DEFAULT;
 
 	invalid = a.flags || a.queue || a.pad || a.priority > DRM_NPU_QUEUE_PRIORITY_REALTIME ||
 		  (d & (d - 1)) || d < DRM_NPU_QUEUE_DEPTH_MIN || d > DRM_NPU_QUEUE_DEPTH_MAX ||
-		  a.timeout_ms > maxto || bad_word;
+		  a.timeout_ms > maxto || bad_bufs;
 	perm = a.priority > DRM_NPU_QUEUE_PRIORITY_NORMAL && fz->unpriv;
 	if (!ioc_expect(&c, &x)) {
 		if (invalid)
 			x_err(&x, EINVAL, 0);
 		else if (perm)
-			x_err(&x, EPERM, maybe_word ? EINVAL : EPERM, 0);
-		else if (maybe_word)
+			x_err(&x, EPERM, maybe_bufs ? EINVAL : EPERM, 0);
+		else if (maybe_bufs)
 			x_ok(&x, EINVAL, EBUSY, ENOMEM, EIO, 0);
 		else if (live_created_queues(f) == FZ_QUEUES - 1 && file_strict(f))
 			x_err(&x, EBUSY, 0);

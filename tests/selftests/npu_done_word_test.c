@@ -102,34 +102,6 @@ TEST_F(w, a_failed_batch_leaves_it)
 	npu_gem_close(self->fd, bo.handle);
 }
 
-/*
- * The queue holds the buffer: closed and unmapped by the process, it is
- * still there for the device to write, and goes with the queue (the
- * fixture checks that device memory comes back).
- */
-TEST_F(w, the_queue_keeps_the_buffer)
-{
-	struct drm_npu_bo_create bo, scratch;
-	struct drm_npu_task t;
-	uint64_t seq = 0, before;
-	uint32_t queue;
-
-	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &bo));
-	ASSERT_EQ(0, npu_bo_create(self->fd, 4096, DRM_NPU_BO_PAGE_NORMAL_ONLY, &scratch));
-	ASSERT_EQ(0, queue_with_word(self->fd, bo.handle, 4088, &queue));
-	before = npu_dev_usage(self->fd, DRM_NPU_MEM_REGION_HBM);
-	npu_gem_close(self->fd, bo.handle);
-	EXPECT_EQ(before, npu_dev_usage(self->fd, DRM_NPU_MEM_REGION_HBM));
-	t = npu_task_fill(scratch.device_va, 4096, 9);
-	for (int i = 0; i < 10; i++)
-		ASSERT_EQ(0, npu_submit_on(self->fd, queue, &t, 1, &seq));
-	EXPECT_EQ(0, npu_wait_on(self->fd, queue, seq, 10 * SEC, NULL));
-	EXPECT_EQ(0, npu_queue_destroy(self->fd, queue));
-	EXPECT_EQ(before - 4096, npu_usage_settles(self->fd, DRM_NPU_MEM_REGION_HBM,
-						   before - 4096));
-	npu_gem_close(self->fd, scratch.handle);
-}
-
 /* A file closed with such a queue gives everything back (the fixture checks). */
 TEST_F(w, closing_the_file_frees_it)
 {
@@ -146,15 +118,6 @@ TEST_F(w, closing_the_file_frees_it)
 	for (int i = 0; i < 50; i++)
 		ASSERT_EQ(0, npu_submit_on(fd, queue, &t, 1, &seq));
 	close(fd);
-}
-
-static int userptr(int fd, void *addr, uint64_t size, uint32_t *handle)
-{
-	struct drm_npu_userptr u = { .addr = (uintptr_t)addr, .size = size };
-	int ret = ioctl(fd, DRM_IOCTL_NPU_USERPTR, &u) ? -errno : 0;
-
-	*handle = u.handle;
-	return ret;
 }
 
 TEST_F(w, bad_words_are_refused)
@@ -178,7 +141,7 @@ TEST_F(w, bad_words_are_refused)
 	/* Host memory has no HBM offset for the device to write. */
 	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, page);
-	ASSERT_EQ(0, userptr(self->fd, page, 4096, &host));
+	ASSERT_EQ(0, npu_userptr(self->fd, page, 4096, &host));
 	EXPECT_EQ(-EINVAL, queue_with_word(self->fd, host, 0, &queue));
 	/* Another file's handle numbers mean nothing here. */
 	int other = npu_open();

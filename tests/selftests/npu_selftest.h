@@ -301,6 +301,32 @@ static inline struct drm_npu_task npu_task_copy(uint64_t dst, uint64_t src, uint
 	return t;
 }
 
+/* Run a shell command line: its exit status, or -1; its output (up to len - 1 bytes) in out. */
+static inline int npu_run(const char *cmd, char *out, size_t len)
+{
+	size_t got = 0, n;
+	FILE *p = popen(cmd, "r");
+	int st;
+
+	if (!p)
+		return -1;
+	while (got < len - 1 && (n = fread(out + got, 1, len - 1 - got, p)) > 0)
+		got += n;
+	out[got] = '\0';
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Register host memory as a buffer: 0 or -errno. */
+static inline int npu_userptr(int fd, void *addr, uint64_t size, uint32_t *handle)
+{
+	struct drm_npu_userptr u = { .addr = (uintptr_t)addr, .size = size };
+	int ret = ioctl(fd, DRM_IOCTL_NPU_USERPTR, &u) ? -errno : 0;
+
+	*handle = u.handle;
+	return ret;
+}
+
 /* Map a buffer for the CPU, or MAP_FAILED. */
 static inline void *npu_bo_mmap(int fd, uint32_t handle, size_t size)
 {

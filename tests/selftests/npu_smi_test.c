@@ -38,20 +38,10 @@ static const char *smi(void)
 static int run(const char *prefix, const char *args, char *out, size_t len)
 {
 	char cmd[PATH_MAX + 256];
-	size_t got = 0, n;
-	FILE *p;
-	int st;
 
 	/* No terminal on stdin: watch would take it for keys. */
 	snprintf(cmd, sizeof(cmd), "%s %s %s </dev/null 2>&1", prefix, smi(), args);
-	p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	while (got < len - 1 && (n = fread(out + got, 1, len - 1 - got, p)) > 0)
-		got += n;
-	out[got] = '\0';
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return npu_run(cmd, out, len);
 }
 
 /* The number after " key=" on the record line starting with `head`. */

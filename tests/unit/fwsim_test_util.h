@@ -78,17 +78,26 @@ static inline void test_ring(struct npu_dev *dev, uint8_t *hbm, int qid, uint32_
 	npu_dev_doorbell(dev, NPU_VEC_QUEUE);
 }
 
-/* Post a mailbox command and return its status. */
-static inline int32_t mbox_cmd(struct npu_dev *dev, uint32_t op, uint64_t a0, uint64_t a1)
+/* Post a mailbox command with three arguments and return its status. */
+static inline int32_t mbox_cmd3(struct npu_dev *dev, uint32_t op, uint64_t a0, uint64_t a1,
+				uint64_t a2)
 {
 	struct npu_fw_mbox *mb = &dev->ctrl->mbox;
 
 	mb->opcode = op;
 	mb->args[0] = a0;
 	mb->args[1] = a1;
+	mb->args[2] = a2;
+	mb->args[3] = 0;
 	__atomic_store_n(&mb->seq, mb->seq + 1, __ATOMIC_RELEASE);
 	npu_dev_doorbell(dev, NPU_VEC_MBOX);
 	return mb->status;
+}
+
+/* Post a mailbox command and return its status. */
+static inline int32_t mbox_cmd(struct npu_dev *dev, uint32_t op, uint64_t a0, uint64_t a1)
+{
+	return mbox_cmd3(dev, op, a0, a1, 0);
 }
 
 /*

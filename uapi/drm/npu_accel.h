@@ -62,6 +62,7 @@ extern "C" {
 #define DRM_NPU_TASKLIST_CREATE		0x10
 #define DRM_NPU_TASKLIST_DESTROY	0x11
 #define DRM_NPU_SUBMIT_MULTI		0x12
+#define DRM_NPU_CLOCK			0x13
 
 #define DRM_IOCTL_NPU_GET_PARAM \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_GET_PARAM, struct drm_npu_get_param)
@@ -101,6 +102,8 @@ extern "C" {
 	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_TASKLIST_DESTROY, struct drm_npu_tasklist_destroy)
 #define DRM_IOCTL_NPU_SUBMIT_MULTI \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_SUBMIT_MULTI, struct drm_npu_submit_multi)
+#define DRM_IOCTL_NPU_CLOCK \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_CLOCK, struct drm_npu_clock)
 
 /* Parameters readable with DRM_IOCTL_NPU_GET_PARAM. */
 enum drm_npu_param {
@@ -159,6 +162,8 @@ enum drm_npu_param {
 #define DRM_NPU_CAP_TASK_LISTS			(1ull << 1)
 /* QUEUE_CREATE takes a completion word (done_handle, done_offset). */
 #define DRM_NPU_CAP_DONE_WORD			(1ull << 2)
+/* QUEUE_CREATE takes a profiling ring (prof_handle...); DRM_NPU_CLOCK works. */
+#define DRM_NPU_CAP_PROFILE			(1ull << 3)
 
 /**
  * struct drm_npu_get_param - read one device parameter
@@ -531,6 +536,15 @@ enum drm_npu_queue_priority {
  * @pad2: must be zero
  * @done_offset: in, where in that buffer the word is: 8-aligned, the 8
  *               bytes inside it; 0 without a done_handle
+ * @prof_handle: in, 0 or (with DRM_NPU_CAP_PROFILE) a buffer object of
+ *               this file in device memory (not USERPTR) that holds the
+ *               queue's profiling ring
+ * @prof_entries: in, the ring's records: a power of two from
+ *                DRM_NPU_PROF_MIN to DRM_NPU_PROF_MAX; 0 without a
+ *                prof_handle
+ * @prof_offset: in, where in that buffer the ring's struct
+ *               drm_npu_prof_ring is: 64-aligned, the header and its
+ *               records inside it; 0 without a prof_handle
  *
  * The completion word is a little-endian u64 that the device sets to a
  * batch's seq when the batch completes, before the completion interrupt:
@@ -540,9 +554,16 @@ enum drm_npu_queue_priority {
  * queue keeps the buffer until it is destroyed. Several queues may
  * share a buffer, at different offsets.
  *
- * Errors: -EINVAL bad priority, depth, time limit, flags or completion
- * word (no such buffer, host memory, offset), or a completion word the
- * device cannot write; -EPERM HIGH or REALTIME without CAP_SYS_NICE;
+ * The profiling ring gets a struct drm_npu_prof_record for each task the
+ * queue completes while the ring's enable is set (see struct
+ * drm_npu_prof_ring). Unlike the completion word the kernel leaves the
+ * ring's contents alone: the process sets it up, before or after, and
+ * several queues may share one ring (the records' tag is the queue's
+ * id). The queue keeps the buffer until it is destroyed.
+ *
+ * Errors: -EINVAL bad priority, depth, time limit, flags, completion
+ * word or profiling ring (no such buffer, host memory, offset, size), or
+ * one the device cannot write; -EPERM HIGH or REALTIME without CAP_SYS_NICE;
  * -EBUSY the context or the device has no queue left; -ENOMEM.
  */
 struct drm_npu_queue_create {
@@ -555,6 +576,97 @@ struct drm_npu_queue_create {
 	__u32 done_handle;
 	__u32 pad2;
 	__u64 done_offset;
+	__u32 prof_handle;
+	__u32 prof_entries;
+	__u64 prof_offset;
+};
+
+#define DRM_NPU_PROF_MIN	16
+#define DRM_NPU_PROF_MAX	(1u << 20)
+
+/**
+ * struct drm_npu_prof_ring - the header of a profiling ring
+ * @enable: written by the process: the device records while it is not 0
+ *          (a disabled ring costs the device nothing but its bookkeeping)
+ * @tail: written by the process: the records it has consumed
+ * @head: written by the device: the records it has written
+ * @dropped: written by the device: records lost because the ring was
+ *           full (head - tail == entries)
+ * @reserved: zero
+ *
+ * The counters run free and wrap at 2^32; record i lives at index
+ * i % entries of the array that follows the header. The device writes
+ * a record, then head (release): a reader loads head (acquire), reads
+ * up to it, then stores tail.
+ */
+struct drm_npu_prof_ring {
+	__u32 enable;
+	__u32 tail;
+	__u32 head;
+	__u32 dropped;
+	__u32 reserved[12];
+};
+
+/* A record's unit: its kind in bits 6-7, the unit's index in bits 0-5. */
+#define DRM_NPU_UNIT_SCHEDULER	0x00	/* sync tasks, small launches */
+#define DRM_NPU_UNIT_DMA	0x40	/* | a copy engine */
+#define DRM_NPU_UNIT_CORES	0x80	/* | an AI-core group */
+#define DRM_NPU_UNIT_KIND(u)	((u) & 0xc0)
+#define DRM_NPU_UNIT_INDEX(u)	((u) & 0x3f)
+
+#define DRM_NPU_PROF_IN_LIST	(1u << 0)	/* a task of the RUN_LIST at index */
+
+/**
+ * struct drm_npu_prof_record - one task, as the device ran it
+ * @seq: the batch it belonged to (low 32 bits of SUBMIT's seq)
+ * @index: its index in the batch's tasks
+ * @type: its enum drm_npu_task_type
+ * @unit: where it executed: DRM_NPU_UNIT_*
+ * @list_pos: with DRM_NPU_PROF_IN_LIST, its index in the RUN_LIST's list
+ * @tag: the queue's id
+ * @flags: DRM_NPU_PROF_*
+ * @pad: zero
+ * @start_ns: device clock (see DRM_NPU_CLOCK): it began executing, or,
+ *            for EVENT_WAIT and NOTIFY_WAIT, began holding its queue up
+ * @end_ns: device clock: it completed
+ *
+ * A failed batch's failing task has no record, nor do the tasks after
+ * it.
+ */
+struct drm_npu_prof_record {
+	__u32 seq;
+	__u16 index;
+	__u8 type;
+	__u8 unit;
+	__u32 list_pos;
+	__u16 tag;
+	__u8 flags;
+	__u8 pad;
+	__u64 start_ns;
+	__u64 end_ns;
+};
+
+/**
+ * struct drm_npu_clock - relate the device clock to CLOCK_MONOTONIC
+ * @flags: in, must be zero
+ * @pad: must be zero
+ * @device_ns: out, the device clock (profiling records, TIMESTAMP tasks,
+ *             event stamps) at ...
+ * @host_ns: out, ... this CLOCK_MONOTONIC time
+ * @window_ns: out, how far off the pair may be: the device read its
+ *             clock within host_ns +- window_ns / 2
+ *
+ * The driver measures the pair with the firmware at most once a second
+ * for all its users and answers from that; the clocks run at the same
+ * rate, so host = device - device_ns + host_ns. Errors: -ENODEV,
+ * -ETIMEDOUT the firmware did not answer.
+ */
+struct drm_npu_clock {
+	__u32 flags;
+	__u32 pad;
+	__u64 device_ns;
+	__u64 host_ns;
+	__u64 window_ns;
 };
 
 /**

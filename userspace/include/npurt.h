@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 #define NPURT_VERSION_MAJOR 0
-#define NPURT_VERSION_MINOR 9
+#define NPURT_VERSION_MINOR 10
 #define NPURT_VERSION_PATCH 0
 
 typedef enum npurt_status {
@@ -221,6 +221,42 @@ typedef enum npurt_wait_policy {
  */
 NPURT_API npurt_status npurt_device_set_wait_policy(npurt_device *dev,
 						    npurt_wait_policy policy);
+
+/* ---- profiling --------------------------------------------------------- */
+
+/*
+ * The profiler records the device's timeline of every task (start and
+ * end on the device's clock, which copy engine or AI-core group ran it)
+ * for the streams created while it exists, and host spans of runtime
+ * calls that wait or allocate (Documentation/profiling.rst). It needs
+ * driver 0.5 on firmware 0.13 (NPURT_ERR_UNSUPPORTED otherwise).
+ *
+ * npurt_profiler_start() begins recording; the first start makes the
+ * device's profiling ring, which streams created from then on share:
+ * start the profiler before creating the streams and loading the models
+ * to profile (those made earlier are not recorded). npurt_profiler_stop()
+ * stops recording and keeps what was recorded; a stopped profiler costs
+ * the device next to nothing. Both are for the whole device, from any
+ * thread. NPURT_PROFILE=FILE in the environment starts the profiler at
+ * npurt_device_open() and writes FILE at npurt_device_close() (npu-prof
+ * and npurun --profile use it); NPURT_PROFILE_RECORDS (a power of two,
+ * default 16384) sizes the ring, which the library drains as work is
+ * submitted: a ring that fills in between loses records, counted in the
+ * file's "dropped".
+ */
+NPURT_API npurt_status npurt_profiler_start(npurt_device *dev);
+NPURT_API npurt_status npurt_profiler_stop(npurt_device *dev);
+
+/*
+ * Write everything recorded so far to `path` as Chrome trace-event JSON
+ * (ui.perfetto.dev and chrome://tracing open it): a track per stream and
+ * per copy engine, AI-core group and the scheduler, the host's threads
+ * beside them, an arrow from each submit to its batch's first task.
+ * Device times are put on CLOCK_MONOTONIC through DRM_NPU_CLOCK. Work
+ * still running is written once a later write finds it done.
+ * NPURT_ERR_INVALID when the profiler never started on `dev`.
+ */
+NPURT_API npurt_status npurt_profiler_write(npurt_device *dev, const char *path);
 
 /* ---- exceptions ------------------------------------------------------ */
 

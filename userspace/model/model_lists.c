@@ -13,6 +13,7 @@
 #include "error.h"
 #include "model.h"
 #include "npu_opdefs.h"
+#include "profile.h"
 
 _Static_assert(sizeof(struct npu_op_args) <= MODEL_ARG_SLOT, "argument blocks fit their slots");
 _Static_assert(offsetof(struct npu_op_args, out) < offsetof(struct npu_op_args, epi),
@@ -218,6 +219,36 @@ npurt_status npurt_model_build_lists(npurt_model *m, const char *who)
 	return NPURT_OK;
 }
 
+/*
+ * The profiler's names for list `l`'s tasks: a launch's op, read from its
+ * argument block in the model's memory; the others go by their type.
+ */
+static void name_list(const npurt_model *m, const struct model_list *l)
+{
+	uint64_t base = npurt_mem_device_addr(m->work), size = npurt_mem_size(m->work);
+	const uint8_t *host = npurt_mem_host_ptr(m->work);
+	const char **names;
+
+	if (!npurt_prof_now(m->dev))
+		return;
+	names = calloc(l->ntasks ? l->ntasks : 1, sizeof(*names));
+	if (!names)
+		return;
+	for (uint32_t i = 0; i < l->ntasks; i++) {
+		const struct drm_npu_task *t = &l->tasks[i];
+		uint32_t op;
+
+		if (t->type != DRM_NPU_TASK_KERNEL || t->args[0] < base ||
+		    t->args[0] - base > size - sizeof(op))
+			continue;
+		memcpy(&op, host + (t->args[0] - base) + offsetof(struct npu_op_args, op),
+		       sizeof(op));
+		names[i] = npurt_op_name(op);
+	}
+	npurt_prof_name_list(m->dev, l->handle, l->ntasks, names);
+	free(names);
+}
+
 /* Sink each stream's tasks to the device as a task list. */
 npurt_status npurt_model_sink_lists(npurt_model *m, const char *who)
 {
@@ -248,6 +279,8 @@ npurt_status npurt_model_sink_lists(npurt_model *m, const char *who)
 					     l->ntasks, strerror(err));
 		else
 			l->handle = c.handle;
+		if (!err)
+			name_list(m, l);
 	}
 	free(slots);
 	return st;

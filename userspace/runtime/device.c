@@ -28,6 +28,7 @@
 #include "hooks.h"
 #include "internal.h"
 #include "log.h"
+#include "profile.h"
 
 #define NPU_DRIVER	"npu"
 #define MAX_NODES	64
@@ -205,6 +206,15 @@ npurt_status npurt_device_open(int index, npurt_device **out)
 		  dev->words ? "mapped" : "none");
 	pthread_mutex_init(&dev->models_lock, NULL);
 	pthread_mutex_init(&dev->capture_lock, NULL);
+	st = npurt_prof_open(dev, "npurt_device_open");
+	if (st) {
+		char msg[512];
+
+		/* Closing must not overwrite why. */
+		snprintf(msg, sizeof(msg), "%s", npurt_last_error());
+		npurt_device_close(dev);
+		return npurt_set_error(st, "%s", msg);
+	}
 	*out = dev;
 	return NPURT_OK;
 }
@@ -222,6 +232,8 @@ void npurt_device_close(npurt_device *dev)
 		hooks->device_close(dev);
 	pthread_mutex_destroy(&dev->models_lock);
 	npurt_streams_close(dev);
+	/* The streams' queues are gone: the ring holds its last records. */
+	npurt_prof_close(dev);
 	pthread_mutex_destroy(&dev->capture_lock);
 	pthread_mutex_destroy(&dev->default_lock);
 	npurt_notifies_close(dev);

@@ -40,6 +40,7 @@
 #include "error.h"
 #include "internal.h"
 #include "npu_oplib.h"
+#include "profile.h"
 
 uint64_t npurt_stream_kseq(const npurt_stream *s, uint64_t seq)
 {
@@ -308,6 +309,8 @@ static int replace_queue(npurt_stream *s, uint32_t old, uint32_t *queue)
 	/* The old queue no longer writes the word, and the new one zeroes it. */
 	npurt_word_ask(s, &create);
 	npurt_ioctl(s->dev, DRM_IOCTL_NPU_QUEUE_DESTROY, &destroy);
+	/* The new queue numbers from 1 again: the profiler takes the old one's first. */
+	npurt_prof_queue(s->dev, &create);
 	err = npurt_ioctl(s->dev, DRM_IOCTL_NPU_QUEUE_CREATE, &create);
 	*queue = create.queue;
 	return err;

@@ -71,12 +71,15 @@ struct npurt_device {
 	npurt_exception_fn exc_fn;
 	void *exc_user;
 	pthread_cond_t exc_cond;		/* a delivery finished */
+	/* profile.c: the profiler, made at its first start; NULL before. */
+	_Atomic(struct npurt_prof *) prof;
 };
 
 /* What issued a task: the operation's number on its stream and its call. */
 struct npurt_op_ref {
 	uint64_t op;
 	const char *call;
+	const char *what;		/* a launch's op, for the profiler; or NULL */
 };
 
 /*
@@ -244,6 +247,9 @@ void npurt_streams_close(npurt_device *dev);
  * into one batch (see stream.c); *seq (may be NULL) gets the sequence
  * number of the batch that will hold them. The stream's thread only.
  */
+/* npurt_stream_push() of an operation the profiler names `what` (a string constant). */
+npurt_status npurt_stream_push_op(npurt_stream *s, const struct drm_npu_task *tasks,
+				  uint32_t count, uint64_t *seq, const char *who, const char *what);
 npurt_status npurt_stream_push(npurt_stream *s, const struct drm_npu_task *tasks,
 			       uint32_t count, uint64_t *seq, const char *who);
 /*

@@ -22,6 +22,7 @@
 #include "internal.h"
 #include "mem_cache.h"
 #include "memory.h"
+#include "profile.h"
 
 #define POLICY_FLAGS	(NPURT_MEM_HUGE_FIRST | NPURT_MEM_HUGE_ONLY | NPURT_MEM_NORMAL_ONLY)
 #define MEM_FLAGS	(POLICY_FLAGS | NPURT_MEM_NO_CACHE | NPURT_MEM_SHAREABLE)
@@ -409,9 +410,15 @@ npurt_status npurt_mem_alloc(npurt_device *dev, size_t size, npurt_mem **out)
 {
 	static const char who[] = "npurt_mem_alloc";
 
+	int64_t t0;
+	npurt_status st;
+
 	if (!dev || !out)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
-	return mem_alloc(dev, NULL, size, 0, out, who);
+	t0 = npurt_prof_now(dev);
+	st = mem_alloc(dev, NULL, size, 0, out, who);
+	npurt_prof_span(dev, who, t0);
+	return st;
 }
 
 npurt_status npurt_mem_alloc_async(npurt_stream *s, size_t size, uint32_t flags, npurt_mem **out)

@@ -12,6 +12,7 @@
 #include "error.h"
 #include "internal.h"
 #include "log.h"
+#include "profile.h"
 
 /*
  * Gathering. A stream's operations go to the device in batches: an
@@ -79,6 +80,12 @@ static npurt_status flush_locked(npurt_stream *s, const char *who)
 npurt_status npurt_stream_push(npurt_stream *s, const struct drm_npu_task *tasks,
 			       uint32_t count, uint64_t *seq, const char *who)
 {
+	return npurt_stream_push_op(s, tasks, count, seq, who, NULL);
+}
+
+npurt_status npurt_stream_push_op(npurt_stream *s, const struct drm_npu_task *tasks,
+				  uint32_t count, uint64_t *seq, const char *who, const char *what)
+{
 	npurt_status st = NPURT_OK;
 	uint64_t ticket;
 
@@ -99,7 +106,7 @@ npurt_status npurt_stream_push(npurt_stream *s, const struct drm_npu_task *tasks
 		memcpy(&s->pending[s->npending], tasks, count * sizeof(*tasks));
 		s->ops++;
 		for (uint32_t i = 0; i < count; i++)
-			s->pending_ops[s->npending + i] = (struct npurt_op_ref){ s->ops, who };
+			s->pending_ops[s->npending + i] = (struct npurt_op_ref){ s->ops, who, what };
 		s->npending += count;
 		ticket = s->issued + 1;
 		if (s->npending == NPURT_BATCH_MAX || npurt_path_dry(s))
@@ -237,6 +244,7 @@ npurt_status npurt_stream_create_desc(npurt_device *dev, const npurt_stream_desc
 	s->dev = dev;
 	s->word = npurt_word_take(dev);
 	npurt_word_ask(s, &create);
+	npurt_prof_queue(dev, &create);
 	err = npurt_ioctl(dev, DRM_IOCTL_NPU_QUEUE_CREATE, &create);
 	if (err) {
 		npurt_word_give(dev, s->word);
@@ -414,7 +422,10 @@ npurt_status npurt_stream_synchronize_timeout(npurt_stream *s, int timeout_ms)
 		if (st == NPURT_ERR_NOT_READY)
 			return npurt_set_error(NPURT_ERR_TIMEOUT, "%s: not done (timeout 0)", who);
 	} else {
+		int64_t t0 = npurt_prof_now(s->dev);
+
 		st = npurt_path_wait_until(s, seq, deadline_after_ms(timeout_ms), who);
+		npurt_prof_span(s->dev, who, t0);
 	}
 	return report_once(s, st, who);
 }

@@ -33,6 +33,7 @@
 #include "error.h"
 #include "internal.h"
 #include "log.h"
+#include "profile.h"
 #include "ring.h"
 
 #define SQ_ENTRIES	256
@@ -355,6 +356,7 @@ static bool ring_has_room(void *arg)
 /* Under dev->lock: `b` is the stream's latest batch. */
 static void link_batch(npurt_stream *s, struct npurt_batch *b)
 {
+	npurt_prof_batch(s, b);
 	b->next = NULL;
 	if (s->batches_tail)
 		s->batches_tail->next = b;

@@ -176,6 +176,9 @@ static void usage(FILE *f)
 		"  --dim-param NAME=N     every input dimension called NAME is N (repeatable)\n"
 		"  --value NAME=V,...     input NAME holds these values: a constant of the\n"
 		"                         model now, no input (repeatable)\n"
+		"  --profile FILE         write the device's timeline of every run to FILE\n"
+		"                         (Chrome trace JSON: npu-prof --summary FILE, or\n"
+		"                         ui.perfetto.dev)\n"
 		"Exit status: 0 success, 1 failure, 2 usage.\n");
 }
 
@@ -293,6 +296,7 @@ int main(int argc, char **argv)
 		{ "shape", required_argument, NULL, 'S' },
 		{ "dim-param", required_argument, NULL, 'D' },
 		{ "value", required_argument, NULL, 'V' },
+		{ "profile", required_argument, NULL, 'R' },
 		{ 0 },
 	};
 	npurt_dispatch mode = NPURT_DISPATCH_SINK;
@@ -343,6 +347,11 @@ int main(int argc, char **argv)
 			if (nvalues == MAX_FILES)
 				goto bad_usage;
 			values[nvalues++] = optarg;
+			break;
+		case 'R':
+			/* libnpurt's profiler, started at the open, writes it at the close. */
+			if (setenv("NPURT_PROFILE", optarg, 1))
+				goto bad_usage;
 			break;
 		case 'h': usage(stdout); return 0;
 		default: goto bad_usage;

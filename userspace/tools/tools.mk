@@ -12,6 +12,7 @@ $(O)/obj/userspace/tools/%.o: userspace/tools/%.c
 
 # A tool grown past one file keeps the rest in a directory of its name.
 $(O)/bin/npu-smi: $(call obj,$(wildcard userspace/tools/npu-smi/*.c))
+$(O)/bin/npu-prof: $(call obj,$(wildcard userspace/tools/npu-prof/*.c))
 # npurun's host reference reads model files with the library's own reader.
 $(O)/bin/npurun: $(call obj,$(wildcard userspace/tools/npurun/*.c))
 $(O)/obj/userspace/tools/npurun/%.o: TOOL_CFLAGS := -Iuserspace/model -Iuserspace/runtime $(OPLIB_INC)
