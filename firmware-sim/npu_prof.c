@@ -58,10 +58,10 @@ static void append(struct npu_dev *dev, const struct npu_prof_queue *p,
 		   const struct npu_fw_prof_record *r)
 {
 	struct npu_fw_prof_ring *h = header(dev, p);
-	uint32_t head = h->head;
+	uint32_t head = __atomic_load_n(&h->head, __ATOMIC_RELAXED);	/* host-writable */
 
 	if (head - LOAD_ACQ(&h->tail) >= p->entries) {
-		STORE_REL(&h->dropped, h->dropped + 1);
+		STORE_REL(&h->dropped, __atomic_load_n(&h->dropped, __ATOMIC_RELAXED) + 1);
 		return;
 	}
 	memcpy((struct npu_fw_prof_record *)(h + 1) + (head & (p->entries - 1)), r, sizeof(*r));

@@ -22,6 +22,11 @@
 #define NPU_DRIVER_NAME		"npu"
 
 /* Mailbox state; see npu_ipc.c for the locking rules. */
+/* The device clock (ns) at host_ns (CLOCK_MONOTONIC), read within +- window_ns / 2. */
+struct npu_clock_pair {
+	u64 device_ns, host_ns, window_ns;
+};
+
 struct npu_ipc {
 	struct mutex lock;		/* one mailbox command at a time */
 	wait_queue_head_t wq;		/* woken by the mailbox interrupt */
@@ -29,9 +34,9 @@ struct npu_ipc {
 	spinlock_t tlb_lock;		/* posting a TLB invalidation */
 	u32 tlb_req;			/* requests posted, under tlb_lock */
 	struct mutex clock_lock;	/* measuring the clock pair; taken before lock */
-	struct npu_clock_pair {
-		u64 device_ns, host_ns, window_ns;
-	} clock;			/* the last measured, under clock_lock */
+	struct npu_clock_pair clock;	/* the last measured, under clock_lock */
+	u64 clock_tried_ns;		/* when, under clock_lock; 0: never */
+	int clock_err;			/* and how it went */
 };
 
 /* What the firmware told us at probe; constant afterwards. */

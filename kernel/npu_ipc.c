@@ -153,42 +153,60 @@ int npu_ipc_ping(struct npu_device *ndev, u64 *rtt_ns)
  * round trip of three, whose answer the device stamped within it. Every
  * user gets the pair measured in the last second, so one process asking
  * in a loop puts at most three commands a second in front of the
- * others' queue starts and scrubs.
+ * others' queue starts and scrubs. A failed measurement is kept for that
+ * second too: a firmware that does not answer costs each PING the
+ * mailbox's whole timeout.
  */
 int npu_ipc_clock(struct npu_device *ndev, struct npu_clock_pair *out)
 {
 	struct npu_ipc *ipc = &ndev->ipc;
 	struct npu_clock_pair best = { 0 };
+	u64 now;
 	int ret, i;
 
+	if (READ_ONCE(ndev->wedged))
+		return -EIO;
 	ret = mutex_lock_killable(&ipc->clock_lock);
 	if (ret)
 		return ret;
-	if (ipc->clock.host_ns && ktime_get_ns() - ipc->clock.host_ns < NPU_CLOCK_REFRESH_NS)
+	now = ktime_get_ns();
+	if (ipc->clock_tried_ns && now - ipc->clock_tried_ns < NPU_CLOCK_REFRESH_NS) {
+		ret = ipc->clock_err;
 		goto out;
+	}
+	ipc->clock_tried_ns = now;
 	for (i = 0; i < 3; i++) {
-		u64 args[4] = { get_random_u64() }, result[4], t0, t1;
+		u64 args[4] = { get_random_u64() };
+		u64 result[4], t0, t1;
 
 		t0 = ktime_get_ns();
 		ret = npu_ipc_send(ndev, NPU_FW_CMD_PING, args, result);
 		t1 = ktime_get_ns();
-		if (ret)
-			goto out;
-		if (result[0] != args[0]) {
+		if (!ret && result[0] != args[0])
 			ret = -EPROTO;
-			goto out;
-		}
+		if (ret)
+			break;
 		if (!i || t1 - t0 < best.window_ns)
 			best = (struct npu_clock_pair){ .device_ns = result[1],
 							.host_ns = t0 + (t1 - t0) / 2,
 							.window_ns = t1 - t0 };
 	}
-	ipc->clock = best;
+	ipc->clock_err = ret;
+	if (!ret)
+		ipc->clock = best;
 out:
 	if (!ret)
 		*out = ipc->clock;
 	mutex_unlock(&ipc->clock_lock);
 	return ret;
+}
+
+/* After a reset: a device's clock may start over, so the pair is measured anew. */
+void npu_ipc_clock_forget(struct npu_device *ndev)
+{
+	mutex_lock(&ndev->ipc.clock_lock);
+	ndev->ipc.clock_tried_ns = 0;
+	mutex_unlock(&ndev->ipc.clock_lock);
 }
 
 static bool npu_tlb_has_room(struct npu_device *ndev)

@@ -9,6 +9,7 @@ int npu_ipc_send(struct npu_device *ndev, u32 opcode, const u64 args[4],
 		 u64 result[4]);
 int npu_ipc_ping(struct npu_device *ndev, u64 *rtt_ns);
 int npu_ipc_clock(struct npu_device *ndev, struct npu_clock_pair *out);
+void npu_ipc_clock_forget(struct npu_device *ndev);
 
 /* A TLB invalidation posted to the device: what to wait for. */
 struct npu_tlb_ticket {

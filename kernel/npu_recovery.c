@@ -134,6 +134,7 @@ static void npu_recovery_reset(struct npu_device *ndev, const char *why)
 		ndev->reset_failed = true;
 		return;
 	}
+	npu_ipc_clock_forget(ndev);
 	npu_recovery_unwedge(ndev);
 }
 

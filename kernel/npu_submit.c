@@ -116,10 +116,20 @@ bool npu_task_valid(const struct drm_npu_task *t)
 /* The device's records are the uapi's, byte for byte. */
 static_assert(sizeof(struct drm_npu_prof_ring) == sizeof(struct npu_fw_prof_ring));
 static_assert(sizeof(struct drm_npu_prof_record) == sizeof(struct npu_fw_prof_record));
-static_assert(offsetof(struct drm_npu_prof_record, tag) ==
-	      offsetof(struct npu_fw_prof_record, tag));
-static_assert(offsetof(struct drm_npu_prof_record, start_ns) ==
-	      offsetof(struct npu_fw_prof_record, start_ns));
+#define NPU_SAME_FIELD(a, b, f)	static_assert(offsetof(struct a, f) == offsetof(struct b, f))
+NPU_SAME_FIELD(drm_npu_prof_ring, npu_fw_prof_ring, enable);
+NPU_SAME_FIELD(drm_npu_prof_ring, npu_fw_prof_ring, tail);
+NPU_SAME_FIELD(drm_npu_prof_ring, npu_fw_prof_ring, head);
+NPU_SAME_FIELD(drm_npu_prof_ring, npu_fw_prof_ring, dropped);
+NPU_SAME_FIELD(drm_npu_prof_record, npu_fw_prof_record, seq);
+NPU_SAME_FIELD(drm_npu_prof_record, npu_fw_prof_record, index);
+NPU_SAME_FIELD(drm_npu_prof_record, npu_fw_prof_record, type);
+NPU_SAME_FIELD(drm_npu_prof_record, npu_fw_prof_record, unit);
+NPU_SAME_FIELD(drm_npu_prof_record, npu_fw_prof_record, list_pos);
+NPU_SAME_FIELD(drm_npu_prof_record, npu_fw_prof_record, tag);
+NPU_SAME_FIELD(drm_npu_prof_record, npu_fw_prof_record, flags);
+NPU_SAME_FIELD(drm_npu_prof_record, npu_fw_prof_record, start_ns);
+NPU_SAME_FIELD(drm_npu_prof_record, npu_fw_prof_record, end_ns);
 static_assert(DRM_NPU_PROF_MIN == NPU_FW_PROF_MIN && DRM_NPU_PROF_MAX == NPU_FW_PROF_MAX);
 static_assert(DRM_NPU_UNIT_DMA == NPU_FW_UNIT_DMA && DRM_NPU_UNIT_CORES == NPU_FW_UNIT_CORES);
 static_assert(DRM_NPU_PROF_IN_LIST == NPU_FW_PROF_IN_LIST);

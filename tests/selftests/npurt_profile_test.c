@@ -199,44 +199,79 @@ static int write_and_read(struct __test_metadata *_metadata, FIXTURE_DATA(pt) *s
 	return 0;
 }
 
-/* A captured GEMM and ReLU, run sunk twice: their list tasks by op, in order. */
-TEST_F(pt, a_sunk_model_names_its_ops)
+/*
+ * A GEMM and a ReLU captured on self->s, run twice dispatched as `d`,
+ * and the profile read back: 0, or -1 (logged).
+ */
+static int run_gemm_relu(struct __test_metadata *_metadata, FIXTURE_DATA(pt) *self,
+			 npurt_dispatch d)
 {
 	uint64_t va = self->va;
-	size_t gemm = 0, relu = 0;
-	double last_gemm = -1;
+	npurt_status st;
 	npurt_model *m;
 
-	ASSERT_EQ(NPURT_OK, npurt_stream_begin_capture(self->s));
-	ASSERT_EQ(NPURT_OK, launch(self->s, "gemm", va, va + 4 * M * M, va + 8 * M * M, 2))
+	st = npurt_stream_begin_capture(self->s);
+	if (!st)
+		st = launch(self->s, "gemm", va, va + 4 * M * M, va + 8 * M * M, 2);
+	if (!st)
+		st = launch(self->s, "relu", va + 8 * M * M, 0, va + 12 * M * M, 1);
+	if (!st)
+		st = npurt_stream_end_capture(self->s, &m);
+	if (st) {
 		TH_LOG("%s", npurt_last_error());
-	ASSERT_EQ(NPURT_OK, launch(self->s, "relu", va + 8 * M * M, 0, va + 12 * M * M, 1))
+		return -1;
+	}
+	st = npurt_model_set_dispatch(m, d);
+	for (int i = 0; i < 2 && !st; i++)
+		st = npurt_model_execute(m, 10000);
+	if (st)
 		TH_LOG("%s", npurt_last_error());
-	ASSERT_EQ(NPURT_OK, npurt_stream_end_capture(self->s, &m)) TH_LOG("%s",
-									  npurt_last_error());
-	for (int i = 0; i < 2; i++)
-		ASSERT_EQ(NPURT_OK, npurt_model_execute(m, 10000)) TH_LOG("%s", npurt_last_error());
 	npurt_model_unload(m);
-	ASSERT_EQ(0, write_and_read(_metadata, self));
-	for (size_t i = 0; i < self->t.n; i++) {
-		const struct trace_event *e = &self->t.ev[i];
+	return st ? -1 : write_and_read(_metadata, self);
+}
 
-		if (!on(&self->t, e, "stream (queue "))
+/*
+ * Each run's GEMM then ReLU on a stream's track, by name, queued by
+ * npurt_model_execute: as tasks of a list (sunk) or on their own.
+ */
+static void expect_gemm_relu(struct __test_metadata *_metadata, const struct trace *t,
+			     bool sunk)
+{
+	size_t gemm = 0, relu = 0;
+	double last_gemm = -1;
+
+	for (size_t i = 0; i < t->n; i++) {
+		const struct trace_event *e = &t->ev[i];
+
+		if (!on(t, e, "stream (queue ") || strcmp(e->type, "kernel"))
 			continue;
 		if (!strcmp(e->name, "gemm")) {
 			gemm++;
 			last_gemm = e->ts;
-		} else if (!strcmp(e->name, "relu")) {
+		} else {
+			EXPECT_STREQ("relu", e->name);
 			relu++;
 			EXPECT_LE(last_gemm, e->ts);	/* each run's GEMM first */
-		} else {
-			continue;
 		}
-		EXPECT_STREQ("kernel", e->type);
 		EXPECT_STREQ("npurt_model_execute", e->call);
+		EXPECT_EQ(sunk, e->list_task >= 0);
 	}
 	EXPECT_EQ(2, gemm);
 	EXPECT_EQ(2, relu);
+}
+
+/* A captured model run sunk: its list's tasks, each named by its op. */
+TEST_F(pt, a_sunk_model_names_its_ops)
+{
+	ASSERT_EQ(0, run_gemm_relu(_metadata, self, NPURT_DISPATCH_SINK));
+	expect_gemm_relu(_metadata, &self->t, true);
+}
+
+/* The same model dispatched from the host: each op its own task, by name. */
+TEST_F(pt, a_host_dispatched_model_names_its_ops)
+{
+	ASSERT_EQ(0, run_gemm_relu(_metadata, self, NPURT_DISPATCH_HOST));
+	expect_gemm_relu(_metadata, &self->t, false);
 }
 
 /* Count the slices on stream tracks of type `type`, each named `name` by `call`. */
@@ -296,6 +331,47 @@ TEST_F(pt, a_queue_id_used_again_keeps_its_records_apart)
 	ASSERT_EQ(0, write_and_read(_metadata, self));
 	EXPECT_EQ(3, count(_metadata, &self->t, "fill", "fill", "npurt_memset_async"));
 	EXPECT_EQ(3, count(_metadata, &self->t, "kernel", "relu", "npurt_launch"));
+}
+
+/*
+ * A CONTINUE stream whose queue faults gets a new queue, which numbers
+ * from 1 again under the same id, and the work issued behind the fault
+ * is issued again there: its records go with that work (fills), not with
+ * the old queue's first batches (launches).
+ */
+TEST_F(pt, work_issued_again_after_a_fault_keeps_its_records)
+{
+	npurt_stream_desc d = { .size = sizeof(d), .flags = NPURT_STREAM_CONTINUE };
+	npurt_stream *s, *gate;
+	npurt_event *ev;
+	npurt_mem *big;
+
+	ASSERT_EQ(NPURT_OK, npurt_mem_alloc(self->dev, 4u << 20, &big));
+	ASSERT_EQ(NPURT_OK, npurt_stream_create_desc(self->dev, &d, &s));
+	/* Everything issued before the gate opens, the fault among it. */
+	ASSERT_EQ(NPURT_OK, npurt_stream_create(self->dev, NPURT_PRIORITY_NORMAL, &gate));
+	ASSERT_EQ(NPURT_OK, npurt_event_create(self->dev, &ev));
+	for (int i = 0; i < 25; i++)
+		ASSERT_EQ(NPURT_OK, npurt_memset_async(gate, npurt_mem_device_addr(big), i,
+						       4u << 20));
+	ASSERT_EQ(NPURT_OK, npurt_event_record(ev, gate));
+	ASSERT_EQ(NPURT_OK, npurt_stream_wait_event(s, ev));
+	for (int i = 0; i < 3; i++)
+		ASSERT_EQ(NPURT_OK, launch(s, "relu", self->va, 0, self->va + 4 * M * M, 1))
+			TH_LOG("%s", npurt_last_error());
+	ASSERT_EQ(NPURT_OK, npurt_memset_async(s, self->va + (1ull << 30), 7, 4096));
+	for (int i = 0; i < 3; i++)
+		ASSERT_EQ(NPURT_OK, npurt_memset_async(s, self->va, i, 64));
+	EXPECT_EQ(NPURT_ERR_DEVICE, npurt_stream_synchronize(s));
+	EXPECT_EQ(NPURT_OK, npurt_stream_synchronize(s)) TH_LOG("%s", npurt_last_error());
+	ASSERT_EQ(0, write_and_read(_metadata, self));
+	EXPECT_EQ(3, count(_metadata, &self->t, "kernel", "relu", "npurt_launch"));
+	/* The gate's 25 and the 3 behind the fault, all by their own call. */
+	EXPECT_EQ(28, count(_metadata, &self->t, "fill", "fill", "npurt_memset_async"));
+	npurt_event_destroy(ev);
+	npurt_stream_destroy(gate);
+	npurt_stream_destroy(s);
+	npurt_mem_free(big);
 }
 
 /* What a user gets wrong is named, and nothing is left half made. */

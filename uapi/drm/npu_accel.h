@@ -592,7 +592,8 @@ struct drm_npu_queue_create {
  * @head: written by the device: the records it has written
  * @dropped: written by the device: records lost because the ring was
  *           full (head - tail == entries)
- * @reserved: zero
+ * @reserved: zero (the kernel cannot check: a later meaning is asked for
+ *            with a QUEUE_CREATE flag)
  *
  * The counters run free and wrap at 2^32; record i lives at index
  * i % entries of the array that follows the header. The device writes
@@ -623,7 +624,7 @@ struct drm_npu_prof_ring {
  * @type: its enum drm_npu_task_type
  * @unit: where it executed: DRM_NPU_UNIT_*
  * @list_pos: with DRM_NPU_PROF_IN_LIST, its index in the RUN_LIST's list
- * @tag: the queue's id
+ * @tag: the queue's id (unique within its context)
  * @flags: DRM_NPU_PROF_*
  * @pad: zero
  * @start_ns: device clock (see DRM_NPU_CLOCK): it began executing, or,
@@ -658,8 +659,10 @@ struct drm_npu_prof_record {
  *
  * The driver measures the pair with the firmware at most once a second
  * for all its users and answers from that; the clocks run at the same
- * rate, so host = device - device_ns + host_ns. Errors: -ENODEV,
- * -ETIMEDOUT the firmware did not answer.
+ * rate, so host = device - device_ns + host_ns. A measurement that failed
+ * is answered for that second too. Errors: -EINVAL flags, padding, or a
+ * device without DRM_NPU_CAP_PROFILE; -ENODEV; -EIO the device is wedged;
+ * -ETIMEDOUT or -EPROTO the firmware did not answer right; -EINTR.
  */
 struct drm_npu_clock {
 	__u32 flags;

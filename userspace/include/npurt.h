@@ -239,7 +239,10 @@ NPURT_API npurt_status npurt_device_set_wait_policy(npurt_device *dev,
  * the device next to nothing. Both are for the whole device, from any
  * thread. NPURT_PROFILE=FILE in the environment starts the profiler at
  * npurt_device_open() and writes FILE at npurt_device_close() (npu-prof
- * and npurun --profile use it); NPURT_PROFILE_RECORDS (a power of two,
+ * and npurun --profile use it; a relative FILE is taken from the working
+ * directory at the close, and each device closed writes it over the
+ * last; a device without profiling, or a bad NPURT_PROFILE_RECORDS,
+ * fails the open); NPURT_PROFILE_RECORDS (a power of two,
  * default 16384) sizes the ring, which the library drains as work is
  * submitted: a ring that fills in between loses records, counted in the
  * file's "dropped".

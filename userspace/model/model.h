@@ -88,5 +88,7 @@ void npurt_model_hooks_install(npurt_device *dev);
  */
 npurt_status npurt_model_build_lists(npurt_model *m, const char *who);
 npurt_status npurt_model_sink_lists(npurt_model *m, const char *who);
+/* What the profiler calls list task `t`: a launch's op (read from its block), else NULL. */
+const char *npurt_model_task_name(const npurt_model *m, const struct drm_npu_task *t);
 
 #endif /* NPURT_MODEL_H */

@@ -219,14 +219,22 @@ npurt_status npurt_model_build_lists(npurt_model *m, const char *who)
 	return NPURT_OK;
 }
 
-/*
- * The profiler's names for list `l`'s tasks: a launch's op, read from its
- * argument block in the model's memory; the others go by their type.
- */
-static void name_list(const npurt_model *m, const struct model_list *l)
+const char *npurt_model_task_name(const npurt_model *m, const struct drm_npu_task *t)
 {
 	uint64_t base = npurt_mem_device_addr(m->work), size = npurt_mem_size(m->work);
 	const uint8_t *host = npurt_mem_host_ptr(m->work);
+	uint32_t op;
+
+	if (t->type != DRM_NPU_TASK_KERNEL || t->args[0] < base ||
+	    t->args[0] - base > size - sizeof(op))
+		return NULL;
+	memcpy(&op, host + (t->args[0] - base) + offsetof(struct npu_op_args, op), sizeof(op));
+	return npurt_op_name(op);
+}
+
+/* The profiler's names for list `l`'s tasks. */
+static void name_list(const npurt_model *m, const struct model_list *l)
+{
 	const char **names;
 
 	if (!npurt_prof_now(m->dev))
@@ -234,17 +242,8 @@ static void name_list(const npurt_model *m, const struct model_list *l)
 	names = calloc(l->ntasks ? l->ntasks : 1, sizeof(*names));
 	if (!names)
 		return;
-	for (uint32_t i = 0; i < l->ntasks; i++) {
-		const struct drm_npu_task *t = &l->tasks[i];
-		uint32_t op;
-
-		if (t->type != DRM_NPU_TASK_KERNEL || t->args[0] < base ||
-		    t->args[0] - base > size - sizeof(op))
-			continue;
-		memcpy(&op, host + (t->args[0] - base) + offsetof(struct npu_op_args, op),
-		       sizeof(op));
-		names[i] = npurt_op_name(op);
-	}
+	for (uint32_t i = 0; i < l->ntasks; i++)
+		names[i] = npurt_model_task_name(m, &l->tasks[i]);
 	npurt_prof_name_list(m->dev, l->handle, l->ntasks, names);
 	free(names);
 }

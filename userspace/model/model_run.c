@@ -21,6 +21,7 @@
 
 #include "error.h"
 #include "hooks.h"
+#include "profile.h"
 #include "model.h"
 
 static npurt_status io_table(npurt_model *m, uint64_t *io, const char *who)
@@ -132,9 +133,16 @@ static npurt_status run_host(npurt_model *m, npurt_stream *first, const uint64_t
 		const struct model_list *l = &m->lists[s];
 		npurt_stream *to = s ? m->streams[s] : first;
 		struct drm_npu_task *t = malloc((l->ntasks ? l->ntasks : 1) * sizeof(*t));
+		/* The profiler's names for them, while it records. */
+		const char **names = npurt_prof_now(m->dev) ?
+				     calloc(l->ntasks ? l->ntasks : 1, sizeof(*names)) : NULL;
 
-		if (!t)
+		if (!t) {
+			free(names);
 			return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
+		}
+		for (uint32_t i = 0; names && i < l->ntasks; i++)
+			names[i] = npurt_model_task_name(m, &l->tasks[i]);
 		memcpy(t, l->tasks, l->ntasks * sizeof(*t));
 		for (uint32_t i = 0; i < l->npatches; i++) {
 			const struct drm_npu_patch *p = &l->patches[i];
@@ -149,11 +157,12 @@ static npurt_status run_host(npurt_model *m, npurt_stream *first, const uint64_t
 			uint32_t n = step ? 1 : l->ntasks - i < NPURT_BATCH_MAX ? l->ntasks - i :
 				     NPURT_BATCH_MAX;
 
-			st = npurt_stream_push(to, t + i, n, seq, who);
+			st = npurt_stream_push_op(to, t + i, n, seq, who, names ? names + i : NULL);
 			if (!st && step)
 				st = npurt_stream_wait(to, *seq, who);
 			i += n;
 		}
+		free(names);
 		free(t);
 	}
 	return st;

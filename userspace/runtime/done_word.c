@@ -197,7 +197,8 @@ enum npurt_spin npurt_word_spin(npurt_stream *s, uint64_t seq, int64_t deadline_
 	bool seen = false;
 	int word;
 
-	if (!*start_ns && dev->words)
+	/* Only AUTO learns from the waits: the others pay no clock or lock for it. */
+	if (!*start_ns && dev->words && policy == NPURT_WAIT_AUTO)
 		*start_ns = mono_ns();
 	pthread_mutex_lock(&dev->lock);
 	if (npurt_word_reached(s, seq)) {

@@ -312,6 +312,8 @@ static int replace_queue(npurt_stream *s, uint32_t old, uint32_t *queue)
 	/* The new queue numbers from 1 again: the profiler takes the old one's first. */
 	npurt_prof_queue(s->dev, &create);
 	err = npurt_ioctl(s->dev, DRM_IOCTL_NPU_QUEUE_CREATE, &create);
+	if (!err)
+		npurt_prof_queue_made(s->dev, create.queue);
 	*queue = create.queue;
 	return err;
 }

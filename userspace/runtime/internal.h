@@ -247,9 +247,13 @@ void npurt_streams_close(npurt_device *dev);
  * into one batch (see stream.c); *seq (may be NULL) gets the sequence
  * number of the batch that will hold them. The stream's thread only.
  */
-/* npurt_stream_push() of an operation the profiler names `what` (a string constant). */
+/*
+ * npurt_stream_push() of tasks the profiler names: what[i] is task i's
+ * (string constants: a launch's op), NULL entries and a NULL array none.
+ */
 npurt_status npurt_stream_push_op(npurt_stream *s, const struct drm_npu_task *tasks,
-				  uint32_t count, uint64_t *seq, const char *who, const char *what);
+				  uint32_t count, uint64_t *seq, const char *who,
+				  const char *const *what);
 npurt_status npurt_stream_push(npurt_stream *s, const struct drm_npu_task *tasks,
 			       uint32_t count, uint64_t *seq, const char *who);
 /*

@@ -113,8 +113,9 @@ npurt_status npurt_launch(npurt_stream *s, const npurt_launch_desc *d)
 		t.args[0] = npurt_mem_device_addr(s->arena) + slot * NPURT_ARENA_SLOT;
 		t.args[1] = d->block_dim;
 		t.args[2] = sizeof(blk);
-		st = npurt_stream_push_op(s, &t, 1, &s->arena_seq[slot], who,
-					  npurt_op_name(d->op));
+		const char *name = npurt_op_name(d->op);
+
+		st = npurt_stream_push_op(s, &t, 1, &s->arena_seq[slot], who, &name);
 		if (!st)
 			s->arena_next++;
 	}

@@ -78,7 +78,7 @@ struct pslot {
 
 struct npurt_prof {
 	pthread_mutex_t lock;
-	bool on;
+	atomic_bool on;			/* written under lock, read anywhere */
 	uint32_t handle;		/* the ring's buffer */
 	size_t bytes;
 	uint32_t entries;
@@ -180,12 +180,37 @@ static int index_add(struct npurt_prof *p, size_t i)
 	return 0;
 }
 
+/* Forget every batch of queue `queue`: the id now names a new queue. */
+static void index_forget_queue(struct npurt_prof *p, uint32_t queue)
+{
+	struct pslot *n;
+
+	if (!p->capindex)
+		return;
+	n = calloc(p->capindex, sizeof(*n));
+	if (!n)
+		return;		/* kept: a record may join an older batch */
+	p->nindex = 0;
+	for (size_t k = 0; k < p->capindex; k++) {
+		if (!p->index[k].key || p->index[k].key >> 32 == queue)
+			continue;
+		index_put(n, p->capindex, p->index[k].key, p->index[k].batch);
+		p->nindex++;
+	}
+	free(p->index);
+	p->index = n;
+}
+
 /* Take the records the device wrote, joined with their batches: under prof->lock. */
 static void drain_locked(struct npurt_prof *p)
 {
 	const struct drm_npu_prof_record *ring = (const void *)(p->ring + 1);
 	uint32_t head = __atomic_load_n(&p->ring->head, __ATOMIC_ACQUIRE);
 	uint32_t tail = p->ring->tail, from = tail, unknown = 0;
+
+	/* The mapping is writable: never more than the ring holds. */
+	if (head - tail > p->entries)
+		tail = head - p->entries;
 
 	for (; tail != head; tail++) {
 		struct precord *r;
@@ -219,11 +244,12 @@ static npurt_status ring_make(npurt_device *dev, struct npurt_prof *p, const cha
 	struct drm_npu_bo_create create = { .page_policy = DRM_NPU_BO_PAGE_HUGE_FIRST };
 	struct drm_npu_bo_info info = { 0 };
 	const char *env = getenv("NPURT_PROFILE_RECORDS");
-	unsigned long n = env ? strtoul(env, NULL, 0) : RECORDS_DEFAULT;
+	char *end = NULL;
+	unsigned long n = env ? strtoul(env, &end, 0) : RECORDS_DEFAULT;
 	void *map;
 	int err;
 
-	if (n < DRM_NPU_PROF_MIN || n > DRM_NPU_PROF_MAX || (n & (n - 1)))
+	if ((end && (end == env || *end)) || n < DRM_NPU_PROF_MIN || n > DRM_NPU_PROF_MAX || (n & (n - 1)))
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NPURT_PROFILE_RECORDS=%s: not a "
 				       "power of two from %u to %u", who, env, DRM_NPU_PROF_MIN,
 				       DRM_NPU_PROF_MAX);
@@ -306,7 +332,7 @@ static npurt_status set_on(npurt_device *dev, bool on, const char *who)
 			return st;
 	}
 	pthread_mutex_lock(&p->lock);
-	p->on = on;
+	atomic_store(&p->on, on);
 	__atomic_store_n(&p->ring->enable, on, __ATOMIC_RELEASE);
 	if (!on)
 		drain_locked(p);
@@ -364,9 +390,9 @@ void npurt_prof_close(npurt_device *dev)
 	free(p->tasks);
 	free(p->spans);
 	free(p->path);
+	atomic_store_explicit(&dev->prof, NULL, memory_order_release);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
-	atomic_store_explicit(&dev->prof, NULL, memory_order_release);
 }
 
 void npurt_prof_queue(npurt_device *dev, struct drm_npu_queue_create *create)
@@ -384,16 +410,27 @@ void npurt_prof_queue(npurt_device *dev, struct drm_npu_queue_create *create)
 	create->prof_offset = 0;
 }
 
+void npurt_prof_queue_made(npurt_device *dev, uint32_t queue)
+{
+	struct npurt_prof *p = prof_get(dev);
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	index_forget_queue(p, queue);
+	pthread_mutex_unlock(&p->lock);
+}
+
 void npurt_prof_batch(npurt_stream *s, const struct npurt_batch *b)
 {
 	struct npurt_prof *p = prof_get(s->dev);
 	struct pbatch *pb;
 
-	if (!p || !p->on)
+	if (!p || !atomic_load(&p->on))
 		return;
 	pthread_mutex_lock(&p->lock);
 	/* Out of memory, its records say "unknown". */
-	if (!p->on || GROW(p, batches, nbatches, capbatches))
+	if (!atomic_load(&p->on) || GROW(p, batches, nbatches, capbatches))
 		goto out;
 	while (p->ntasks + b->count > p->captasks)
 		if (grow((void **)&p->tasks, &p->captasks, p->captasks, sizeof(*p->tasks)))
@@ -422,7 +459,7 @@ int64_t npurt_prof_now(npurt_device *dev)
 {
 	struct npurt_prof *p = dev ? prof_get(dev) : NULL;
 
-	return p && p->on ? mono_ns() : 0;
+	return p && atomic_load(&p->on) ? mono_ns() : 0;
 }
 
 void npurt_prof_span(npurt_device *dev, const char *name, int64_t t0_ns)
@@ -433,7 +470,7 @@ void npurt_prof_span(npurt_device *dev, const char *name, int64_t t0_ns)
 		return;
 	p = prof_get(dev);
 	pthread_mutex_lock(&p->lock);
-	if (p->on && !GROW(p, spans, nspans, capspans))
+	if (atomic_load(&p->on) && !GROW(p, spans, nspans, capspans))
 		p->spans[p->nspans++] = (struct pspan){ name, (uint32_t)gettid(), t0_ns, mono_ns() };
 	pthread_mutex_unlock(&p->lock);
 }
@@ -445,7 +482,7 @@ void npurt_prof_name_list(npurt_device *dev, uint32_t handle, uint32_t count,
 	struct plist *l = NULL;
 	char **copy;
 
-	if (!p || !p->on)
+	if (!p)
 		return;
 	copy = calloc(count ? count : 1, sizeof(*copy));
 	for (uint32_t i = 0; copy && i < count; i++)
@@ -460,6 +497,8 @@ void npurt_prof_name_list(npurt_device *dev, uint32_t handle, uint32_t count,
 		*l = (struct plist){ .handle = handle };
 	}
 	if (l && copy) {
+		/* The list that had the handle may have records still in the ring. */
+		drain_locked(p);
 		for (uint32_t k = 0; k < l->count; k++)
 			free(l->names[k]);
 		free(l->names);
@@ -533,16 +572,30 @@ static const char *list_name(const struct npurt_prof *p, uint32_t handle, uint32
 	return NULL;
 }
 
-static double us(const struct npurt_prof *p, int64_t ns)
+/*
+ * Nanoseconds as JSON microseconds with three decimals, whatever the
+ * program's LC_NUMERIC says (printf's %f would write "12,345" in some).
+ */
+struct us_text {
+	char s[32];
+};
+
+static struct us_text us(int64_t ns)
 {
-	return (double)(ns - p->t0) / 1000.0;
+	struct us_text t;
+	uint64_t a = ns < 0 ? -(uint64_t)ns : (uint64_t)ns;
+
+	snprintf(t.s, sizeof(t.s), "%s%llu.%03llu", ns < 0 ? "-" : "",
+		 (unsigned long long)(a / 1000), (unsigned long long)(a % 1000));
+	return t;
 }
 
 static void put_slice(FILE *f, const struct npurt_prof *p, uint32_t tid, const char *name,
 		      int64_t t0, int64_t t1, const char *args)
 {
-	fprintf(f, ",\n{\"ph\":\"X\",\"pid\":2,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,\"name\":",
-		tid, us(p, t0), (double)(t1 - t0) / 1000.0);
+	/* A device that said end < start has done nothing for that long. */
+	fprintf(f, ",\n{\"ph\":\"X\",\"pid\":2,\"tid\":%u,\"ts\":%s,\"dur\":%s,\"name\":",
+		tid, us(t0 - p->t0).s, us(t1 > t0 ? t1 - t0 : 0).s);
 	put_string(f, name);
 	fprintf(f, ",\"args\":{%s}}", args);
 }
@@ -592,12 +645,12 @@ static void write_records(FILE *f, const struct npurt_prof *p, const struct drm_
 		queues[r->tag & 0xff] = true;
 		/* The host's submit to the batch's first task on the device. */
 		if (b && !r->index && !(r->flags & DRM_NPU_PROF_IN_LIST && r->list_pos)) {
-			fprintf(f, ",\n{\"ph\":\"s\",\"id\":%zu,\"pid\":1,\"tid\":%u,\"ts\":%.3f,"
+			fprintf(f, ",\n{\"ph\":\"s\",\"id\":%zu,\"pid\":1,\"tid\":%u,\"ts\":%s,"
 				"\"name\":\"submit\",\"cat\":\"flow\"}", (size_t)(b - p->batches) + 1,
-				b->tid, us(p, b->enqueue_ns));
+				b->tid, us(b->enqueue_ns - p->t0).s);
 			fprintf(f, ",\n{\"ph\":\"f\",\"bp\":\"e\",\"id\":%zu,\"pid\":2,\"tid\":%u,"
-				"\"ts\":%.3f,\"name\":\"submit\",\"cat\":\"flow\"}",
-				(size_t)(b - p->batches) + 1, TID_STREAM + r->tag, us(p, t0));
+				"\"ts\":%s,\"name\":\"submit\",\"cat\":\"flow\"}",
+				(size_t)(b - p->batches) + 1, TID_STREAM + r->tag, us(t0 - p->t0).s);
 		}
 	}
 }
@@ -618,9 +671,9 @@ static int write_trace(FILE *f, npurt_device *dev, const struct npurt_prof *p,
 	put_string(f, name);
 	fputs("}}", f);
 	for (size_t i = 0; i < p->nspans; i++)
-		fprintf(f, ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,"
-			"\"name\":\"%s\"}", p->spans[i].tid, us(p, p->spans[i].t0),
-			(double)(p->spans[i].t1 - p->spans[i].t0) / 1000.0, p->spans[i].name);
+		fprintf(f, ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":%u,\"ts\":%s,\"dur\":%s,"
+			"\"name\":\"%s\"}", p->spans[i].tid, us(p->spans[i].t0 - p->t0).s,
+			us(p->spans[i].t1 - p->spans[i].t0).s, p->spans[i].name);
 	write_records(f, p, c, units, queues);
 	if (units[0])
 		put_thread(f, 2, TID_SCHED, "scheduler");
@@ -676,6 +729,8 @@ npurt_status npurt_profiler_write(npurt_device *dev, const char *path)
 	dropped = p->ring->dropped;
 	err = write_trace(f, dev, p, &c, dropped);
 	pthread_mutex_unlock(&p->lock);
+	if (ferror(f) && !err)
+		err = EIO;
 	if (fclose(f) && !err)
 		err = errno;
 	if (err)

@@ -18,7 +18,16 @@ void npurt_prof_close(npurt_device *dev);
 /* A new stream's QUEUE_CREATE: the device's ring, while there is one. */
 void npurt_prof_queue(npurt_device *dev, struct drm_npu_queue_create *create);
 
-/* Under dev->lock: stream `s` numbered batch `b` (its seq is set). */
+/*
+ * QUEUE_CREATE made queue `queue`: batches the id numbered before are
+ * forgotten (the new queue numbers its own from 1).
+ */
+void npurt_prof_queue_made(npurt_device *dev, uint32_t queue);
+
+/*
+ * Under dev->lock: stream `s` numbered batch `b` (its seq is set), or
+ * issued it again on a new queue after a recovery.
+ */
 void npurt_prof_batch(npurt_stream *s, const struct npurt_batch *b);
 
 /*

@@ -84,7 +84,8 @@ npurt_status npurt_stream_push(npurt_stream *s, const struct drm_npu_task *tasks
 }
 
 npurt_status npurt_stream_push_op(npurt_stream *s, const struct drm_npu_task *tasks,
-				  uint32_t count, uint64_t *seq, const char *who, const char *what)
+				  uint32_t count, uint64_t *seq, const char *who,
+				  const char *const *what)
 {
 	npurt_status st = NPURT_OK;
 	uint64_t ticket;
@@ -106,7 +107,8 @@ npurt_status npurt_stream_push_op(npurt_stream *s, const struct drm_npu_task *ta
 		memcpy(&s->pending[s->npending], tasks, count * sizeof(*tasks));
 		s->ops++;
 		for (uint32_t i = 0; i < count; i++)
-			s->pending_ops[s->npending + i] = (struct npurt_op_ref){ s->ops, who, what };
+			s->pending_ops[s->npending + i] =
+				(struct npurt_op_ref){ s->ops, who, what ? what[i] : NULL };
 		s->npending += count;
 		ticket = s->issued + 1;
 		if (s->npending == NPURT_BATCH_MAX || npurt_path_dry(s))
@@ -255,6 +257,7 @@ npurt_status npurt_stream_create_desc(npurt_device *dev, const npurt_stream_desc
 				       err == EPERM ? " (HIGH and REALTIME need CAP_SYS_NICE)" :
 				       err == EINVAL ? " (time limit above the driver's maximum?)" : "");
 	}
+	npurt_prof_queue_made(dev, create.queue);
 	s->queue = create.queue;
 	s->depth = depth;
 	npurt_log(NPURT_LOG_INFO, "stream %p: queue %u, priority %u, depth %u, completion word %d",

@@ -402,6 +402,8 @@ static npurt_status ring_submit(npurt_stream *s, struct npurt_batch *b, bool aga
 	if (!again) {
 		b->seq = ++s->issued;
 		link_batch(s, b);
+	} else {
+		npurt_prof_batch(s, b);		/* its records now come from the new queue */
 	}
 	c->seq = b->seq;
 	c->kseq = npurt_stream_kseq(s, b->seq);
@@ -464,6 +466,7 @@ static npurt_status ioctl_submit(npurt_stream *s, struct npurt_batch *b, bool ag
 	pthread_mutex_lock(&s->dev->lock);
 	if (again) {
 		misnumbered = args.seq + s->base != b->seq;
+		npurt_prof_batch(s, b);
 	} else {
 		s->issued = args.seq + s->base;
 		b->seq = s->issued;

@@ -76,7 +76,7 @@ static int add(struct row **rows, size_t *n, size_t *cap, const char *name, doub
 		}
 		memset(&(*rows)[i], 0, sizeof(**rows));
 		snprintf((*rows)[i].name, sizeof((*rows)[i].name), "%s", name);
-		(*rows)[i].min = dur;
+		(*rows)[i].min = (*rows)[i].max = dur;
 		(*n)++;
 	}
 	(*rows)[i].calls++;
@@ -183,6 +183,8 @@ static int run(char **argv, const char *out, const char *records, bool stats)
 				  after.st_mtim.tv_nsec == before.st_mtim.tv_nsec)) {
 		fprintf(stderr, "npu-prof: %s wrote no profile to %s (does it use libnpurt, "
 			"and close its devices?)\n", argv[0], out);
+		if (WIFSIGNALED(status))
+			return 128 + WTERMSIG(status);
 		return WIFEXITED(status) && WEXITSTATUS(status) ? WEXITSTATUS(status) : EXIT_FAIL;
 	}
 	fprintf(stderr, "npu-prof: profile in %s (open it in ui.perfetto.dev)\n", out);

@@ -7,6 +7,7 @@
  * array of events.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,8 @@ static int string(struct parser *p, char *out, size_t outlen)
 					return -1;
 				if (c >= 0x80)
 					c = '?';	/* names here are ASCII */
+				else if (!c)
+					return fail(p, "\\u0000 in a string");
 				break;
 			default:
 				return fail(p, "bad escape");
@@ -121,15 +124,18 @@ static int number(struct parser *p, double *v)
 		return fail(p, "a value expected");
 	if (*q == '0' && q + 1 < p->end && q[1] >= '0' && q[1] <= '9')
 		return fail(p, "a number with a leading zero");
-	while (q < p->end && strchr("0123456789+-.eE", *q))
+	while (q < p->end && *q && strchr("0123456789+-.eE", *q))
 		q++;
 	if ((size_t)(q - p->s) >= sizeof(buf))
 		return fail(p, "a number too long");
 	memcpy(buf, p->s, (size_t)(q - p->s));
 	buf[q - p->s] = 0;
 	*v = strtod(buf, &endp);
-	if (*endp)
+	if (*endp || endp == buf || endp[-1] == '.' || strstr(buf, ".e") || strstr(buf, ".E"))
 		return fail(p, "a malformed number");
+	/* Kept fields become integers: none past what they hold. */
+	if (!isfinite(*v) || *v > 9.2e18 || *v < -9.2e18)
+		return fail(p, "a number out of range");
 	p->s = q;
 	return 0;
 }
@@ -231,12 +237,14 @@ static int args(struct parser *p, struct trace_event *e)
 			r = keep_string(p, e->type, sizeof(e->type));
 		else if (!strcmp(key, "call"))
 			r = keep_string(p, e->call, sizeof(e->call));
-		else if (!strcmp(key, "batch"))
+		else if (!strcmp(key, "batch") || !strcmp(key, "list_task"))
 			r = keep_number(p, &d, &has);
 		else
 			r = value(p, 3);
-		if (!r && has)
+		if (!r && has && key[0] == 'b')
 			e->batch = (long long)d;
+		else if (!r && has)
+			e->list_task = (long long)d;
 		if (r)
 			return -1;
 	} while (eat(p, ','));
@@ -249,7 +257,7 @@ static int event(struct parser *p, struct trace_event *e)
 	double d = 0;
 
 	memset(e, 0, sizeof(*e));
-	e->batch = -1;
+	e->batch = e->list_task = -1;
 	e->pid = e->tid = -1;
 	if (!eat(p, '{'))
 		return fail(p, "an event is an object");
@@ -377,6 +385,21 @@ static int top(struct parser *p, struct trace *t)
 	return seen ? 0 : fail(p, "no \"traceEvents\"");
 }
 
+static int gather_threads(struct trace *t)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->n; i++)
+		n += t->ev[i].ph == 'M' && !strcmp(t->ev[i].name, "thread_name");
+	t->threads = malloc((n ? n : 1) * sizeof(*t->threads));
+	if (!t->threads)
+		return -1;
+	for (size_t i = 0; i < t->n; i++)
+		if (t->ev[i].ph == 'M' && !strcmp(t->ev[i].name, "thread_name"))
+			t->threads[t->nthreads++] = i;
+	return 0;
+}
+
 int trace_read(const char *path, struct trace *t, char *err, size_t errlen)
 {
 	struct parser p = { .err = err, .errlen = errlen };
@@ -406,6 +429,8 @@ int trace_read(const char *path, struct trace *t, char *err, size_t errlen)
 		ws(&p);
 		ret = p.s == p.end ? 0 : fail(&p, "more after the trace");
 	}
+	if (!ret && gather_threads(t))
+		ret = fail(&p, "out of memory");
 out:
 	free(buf);
 	fclose(f);
@@ -417,15 +442,21 @@ out:
 void trace_free(struct trace *t)
 {
 	free(t->ev);
+	free(t->threads);
 	t->ev = NULL;
-	t->n = 0;
+	t->threads = NULL;
+	t->n = t->nthreads = 0;
 }
 
 const char *trace_thread_name(const struct trace *t, long pid, long tid)
 {
-	for (size_t i = 0; i < t->n; i++)
-		if (t->ev[i].ph == 'M' && t->ev[i].pid == pid && t->ev[i].tid == tid &&
-		    !strcmp(t->ev[i].name, "thread_name"))
-			return t->ev[i].thread;
+	/* The "M" events, gathered once: a summary asks for every slice. */
+	for (size_t i = 0; i < t->nthreads; i++) {
+		const struct trace_event *e = &t->ev[t->threads[i]];
+
+		if (e->pid == pid && e->tid == tid)
+			return e->thread;
+	}
 	return NULL;
 }
+

@@ -22,11 +22,14 @@ struct trace_event {
 	char type[32];			/* args.type: the task's type */
 	char call[64];			/* args.call: the runtime call that queued it */
 	long long batch;		/* args.batch, -1 if none */
+	long long list_task;		/* args.list_task: its place in a task list, -1 if none */
 };
 
 struct trace {
 	struct trace_event *ev;
 	size_t n;
+	size_t *threads;		/* the "M" thread_name events' places in ev */
+	size_t nthreads;
 	long long records, dropped;	/* otherData, -1 if absent */
 };
 
