@@ -89,6 +89,9 @@ $(O)/tests/selftests/npurt_onnx_test $(O)/tests/selftests/npurt_onnx_session_tes
 # The profiler's test reads traces with npu-prof's reader.
 $(O)/obj/tests/selftests/npurt_profile_test.o: TEST_CFLAGS += -Iuserspace/tools
 $(O)/tests/selftests/npurt_profile_test: $(O)/obj/userspace/tools/npu-prof/trace.o
+# The dump's test reads .npy files with npu-prof's reader.
+$(O)/obj/tests/selftests/npurt_dump_test.o: TEST_CFLAGS += -Iuserspace/tools
+$(O)/tests/selftests/npurt_dump_test: $(O)/obj/userspace/tools/npu-prof/dump.o
 $(O)/tests/selftests/%: $(O)/obj/tests/selftests/%.o $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) $(LINK_ONNX) $(LIBA) $(LIB_DEPS) -lpthread -lm -o $@

@@ -301,6 +301,25 @@ static inline struct drm_npu_task npu_task_copy(uint64_t dst, uint64_t src, uint
 	return t;
 }
 
+/*
+ * A program of the build tree, BUILD/DIR/NAME, found from this test's own
+ * place (BUILD/tests/selftests/): path, or NULL.
+ */
+static inline const char *npu_built(const char *dir, const char *name, char *path, size_t len)
+{
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	if (n < 0)
+		return NULL;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (slash)
+		*slash = '\0';
+	return snprintf(path, len, "%s/../../%s/%s", exe, dir, name) < (int)len ? path : NULL;
+}
+
 /* Run a shell command line: its exit status, or -1; its output (up to len - 1 bytes) in out. */
 static inline int npu_run(const char *cmd, char *out, size_t len)
 {

@@ -7,7 +7,6 @@
  * profiler records nothing more; and the errors a user meets say what
  * is wrong.
  */
-#include <libgen.h>
 #include <limits.h>
 #include <sys/wait.h>
 
@@ -17,19 +16,6 @@
 #include "npu-prof/trace.h"
 
 #define M 64
-
-/* build/DIR/NAME, found from this binary (build/tests/selftests/...). */
-static const char *built(const char *dir, const char *name, char *path, size_t len)
-{
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-
-	if (n < 0)
-		return NULL;
-	exe[n] = '\0';
-	snprintf(path, len, "%s/../../%s/%s", dirname(exe), dir, name);
-	return path;
-}
 
 /* The name of the track event `e` lies on, or "". */
 static const char *track(const struct trace *t, const struct trace_event *e)
@@ -61,8 +47,8 @@ TEST(the_overlap_example_shows_copies_beside_launches)
 
 	ASSERT_LE(0, fd);
 	close(fd);
-	ASSERT_NE(NULL, built("bin", "npu-prof", prof, sizeof(prof)));
-	ASSERT_NE(NULL, built("examples", "overlap", example, sizeof(example)));
+	ASSERT_NE(NULL, npu_built("bin", "npu-prof", prof, sizeof(prof)));
+	ASSERT_NE(NULL, npu_built("examples", "overlap", example, sizeof(example)));
 	snprintf(cmd, sizeof(cmd), "%s -s -o %s -- %s 2>&1", prof, file, example);
 	ASSERT_EQ(0, npu_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "Device tasks")) TH_LOG("%s", out);
@@ -407,7 +393,7 @@ TEST(mistakes_are_named)
 	unsetenv("NPURT_PROFILE");
 
 	/* npu-prof: a file that is not JSON, a program that writes no profile. */
-	ASSERT_NE(NULL, built("bin", "npu-prof", prof, sizeof(prof)));
+	ASSERT_NE(NULL, npu_built("bin", "npu-prof", prof, sizeof(prof)));
 	f = fopen(file, "w");
 	ASSERT_NE(NULL, f);
 	fputs("{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\"},]}", f);

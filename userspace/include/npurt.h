@@ -1364,6 +1364,52 @@ typedef enum npurt_dispatch {
 NPURT_API npurt_status npurt_model_set_dispatch(npurt_model *model, npurt_dispatch dispatch);
 
 /*
+ * Dumps, for finding which op of a model goes wrong: one run whose ops'
+ * outputs (and, with NPURT_DUMP_INPUTS, their inputs) are copied out as
+ * each op finishes, then handed to the caller one tensor at a time.
+ * npurun --dump writes them as .npy files and npu-prof --compare finds the
+ * first that differs from a reference (Documentation/profiling.rst).
+ */
+#define NPURT_DUMP_INPUTS	(1u << 0)
+
+#define NPURT_DUMP_OUTPUT	0	/* npurt_dump_tensor.role: the op's output */
+#define NPURT_DUMP_INPUT0	1	/* its first input, as the op read it */
+#define NPURT_DUMP_INPUT1	2	/* its second */
+
+typedef struct npurt_dump_tensor {
+	uint32_t size;			/* sizeof(npurt_dump_tensor): it may grow */
+	uint32_t seq;			/* 0, 1, ...: the order of the dump */
+	uint32_t op;			/* the op's index in the model file */
+	uint32_t role;			/* NPURT_DUMP_* */
+	const char *op_name;		/* npurt_op_name() of a launch, "copy", "fill" */
+	const char *name;		/* the tensor's in the model; may be "" */
+	npurt_dtype dtype;
+	uint32_t ndim;
+	uint64_t shape[NPURT_MAX_DIMS];
+	uint64_t bytes;			/* of data */
+	const void *data;		/* dense, row-major; valid during the call */
+} npurt_dump_tensor;
+
+/* Anything but NPURT_OK stops the dump, which then returns it. */
+typedef npurt_status (*npurt_dump_fn)(const npurt_dump_tensor *tensor, void *user);
+
+/*
+ * Run the model once, as npurt_model_execute() does (bound inputs read,
+ * outputs written), its tasks issued from the host with a copy of each
+ * dumped tensor after the op that wrote it (inputs: before the op that
+ * reads them), into pinned memory of the dump's own. Then `fn` gets them
+ * in an order of the ops that respects their dependencies: the first op
+ * whose output is wrong is the first wrong tensor. `ops` selects: NULL or
+ * "" every op, else a comma-separated list of fnmatch(3) patterns, an op
+ * dumped when one matches its op name ("gemm") or its output's name.
+ * NPURT_ERR_INVALID for NULL model or fn, unknown flags, a pattern no op
+ * matches; NPURT_ERR_NO_MEMORY when the dumped tensors do not fit in
+ * pinned memory (dump fewer ops); a failed run as npurt_model_execute().
+ */
+NPURT_API npurt_status npurt_model_dump(npurt_model *model, const char *ops, uint32_t flags,
+					npurt_dump_fn fn, void *user);
+
+/*
  * Serving: a run loop takes requests (inputs) from the caller, keeps up to
  * `depth` runs of the model queued back to back on a stream of its own,
  * and hands each run's outputs to `done` on its thread, in request order.

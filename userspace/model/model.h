@@ -90,5 +90,25 @@ npurt_status npurt_model_build_lists(npurt_model *m, const char *who);
 npurt_status npurt_model_sink_lists(npurt_model *m, const char *who);
 /* What the profiler calls list task `t`: a launch's op (read from its block), else NULL. */
 const char *npurt_model_task_name(const npurt_model *m, const struct drm_npu_task *t);
+/* Where tensor t is on the device for a run of I/O table `io`. */
+uint64_t npurt_model_tensor_va(const npurt_model *m, uint32_t t, const uint64_t *io);
+/* The index of stream s's first op in its list (the tasks before: the starts). */
+uint32_t npurt_model_list_lead(const npurt_model *m, uint32_t s);
+
+/* model_dump.c: what a dump run copies out, and where to. */
+struct model_dump;
+/*
+ * Stream s's tasks `t` (its list's, patched for `io`) with the dump's
+ * copies around its ops: a new array in *out (free() it), *n updated.
+ */
+npurt_status npurt_dump_tasks(const struct model_dump *d, const npurt_model *m, uint32_t s,
+			      const struct drm_npu_task *t, const uint64_t *io,
+			      struct drm_npu_task **out, uint32_t *n, const char *who);
+/*
+ * model_run.c: npurt_model_execute() (its checks done), the tasks issued
+ * from the host with dump d's copies among them if d.
+ */
+npurt_status npurt_model_run_dump(npurt_model *m, int32_t timeout_ms, const struct model_dump *d,
+				  const char *who);
 
 #endif /* NPURT_MODEL_H */

@@ -93,6 +93,19 @@ static uint64_t tensor_addr(const npurt_model *m, uint32_t t, uint32_t *slot, ui
 	}
 }
 
+uint64_t npurt_model_tensor_va(const npurt_model *m, uint32_t t, const uint64_t *io)
+{
+	uint32_t slot;
+	uint64_t off, va = tensor_addr(m, t, &slot, &off);
+
+	return slot == NPUM_NONE ? va : io[slot] + off;
+}
+
+uint32_t npurt_model_list_lead(const npurt_model *m, uint32_t s)
+{
+	return s ? 1 : m->m.plan.streams - 1;
+}
+
 static void op_tensor(const npurt_model *m, uint32_t t, struct npu_tensor *o, uint32_t *slot,
 		      uint64_t *off)
 {

@@ -116,7 +116,7 @@ static npurt_status run_sink(npurt_model *m, npurt_stream *first, const uint64_t
 }
 
 static npurt_status run_host(npurt_model *m, npurt_stream *first, const uint64_t *io,
-			     uint64_t *seq, const char *who)
+			     const struct model_dump *d, uint64_t *seq, const char *who)
 {
 	uint8_t *work = npurt_mem_host_ptr(m->work);
 	uint64_t base = npurt_mem_device_addr(m->work);
@@ -133,16 +133,11 @@ static npurt_status run_host(npurt_model *m, npurt_stream *first, const uint64_t
 		const struct model_list *l = &m->lists[s];
 		npurt_stream *to = s ? m->streams[s] : first;
 		struct drm_npu_task *t = malloc((l->ntasks ? l->ntasks : 1) * sizeof(*t));
-		/* The profiler's names for them, while it records. */
-		const char **names = npurt_prof_now(m->dev) ?
-				     calloc(l->ntasks ? l->ntasks : 1, sizeof(*names)) : NULL;
+		uint32_t ntasks = l->ntasks;
+		const char **names = NULL;
 
-		if (!t) {
-			free(names);
+		if (!t)
 			return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
-		}
-		for (uint32_t i = 0; names && i < l->ntasks; i++)
-			names[i] = npurt_model_task_name(m, &l->tasks[i]);
 		memcpy(t, l->tasks, l->ntasks * sizeof(*t));
 		for (uint32_t i = 0; i < l->npatches; i++) {
 			const struct drm_npu_patch *p = &l->patches[i];
@@ -153,8 +148,22 @@ static npurt_status run_host(npurt_model *m, npurt_stream *first, const uint64_t
 			else
 				memcpy(work + (t[p->task].args[0] - base) + p->field, &v, sizeof(v));
 		}
-		for (uint32_t i = 0; i < l->ntasks && !st;) {
-			uint32_t n = step ? 1 : l->ntasks - i < NPURT_BATCH_MAX ? l->ntasks - i :
+		if (d) {
+			struct drm_npu_task *with;
+
+			st = npurt_dump_tasks(d, m, s, t, io, &with, &ntasks, who);
+			free(t);
+			if (st)
+				return st;
+			t = with;
+		}
+		/* The profiler's names for them, while it records. */
+		if (npurt_prof_now(m->dev))
+			names = calloc(ntasks ? ntasks : 1, sizeof(*names));
+		for (uint32_t i = 0; names && i < ntasks; i++)
+			names[i] = npurt_model_task_name(m, &t[i]);
+		for (uint32_t i = 0; i < ntasks && !st;) {
+			uint32_t n = step ? 1 : ntasks - i < NPURT_BATCH_MAX ? ntasks - i :
 				     NPURT_BATCH_MAX;
 
 			st = npurt_stream_push_op(to, t + i, n, seq, who, names ? names + i : NULL);
@@ -191,7 +200,8 @@ static void stage_host(npurt_model *m, bool out)
  * staged inputs and outputs copied on the stream, else by the caller.
  * Lock held.
  */
-static npurt_status run(npurt_model *m, npurt_stream *first, bool async, const char *who)
+static npurt_status run(npurt_model *m, npurt_stream *first, bool async,
+			const struct model_dump *d, const char *who)
 {
 	uint64_t io[NPUM_MAX_IO], seq = 0;
 	npurt_status st;
@@ -212,8 +222,9 @@ static npurt_status run(npurt_model *m, npurt_stream *first, bool async, const c
 	else
 		stage_host(m, false);
 	if (!st)
-		st = m->dispatch == NPURT_DISPATCH_SINK ? run_sink(m, first, io, &seq, who) :
-		     run_host(m, first, io, &seq, who);
+		/* A dump's copies go between the tasks: never sunk. */
+		st = m->dispatch == NPURT_DISPATCH_SINK && !d ? run_sink(m, first, io, &seq, who) :
+		     run_host(m, first, io, d, &seq, who);
 	if (!st && async)
 		st = stage(m, first, true, who);
 	if (st)
@@ -232,13 +243,20 @@ static npurt_status run(npurt_model *m, npurt_stream *first, bool async, const c
 npurt_status npurt_model_execute(npurt_model *m, int32_t timeout_ms)
 {
 	static const char who[] = "npurt_model_execute";
-	npurt_status st;
 
 	if (!m)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL model", who);
 	if (timeout_ms < -1)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: timeout %d ms (-1: none)", who,
 				       timeout_ms);
+	return npurt_model_run_dump(m, timeout_ms, NULL, who);
+}
+
+npurt_status npurt_model_run_dump(npurt_model *m, int32_t timeout_ms, const struct model_dump *d,
+				  const char *who)
+{
+	npurt_status st;
+
 	pthread_mutex_lock(&m->lock);
 	m->busy = true;
 	st = npurt_model_reload(m, who);
@@ -246,7 +264,7 @@ npurt_status npurt_model_execute(npurt_model *m, int32_t timeout_ms)
 	if (!st && m->last && m->last != m->streams[0])
 		st = npurt_stream_wait(m->last, m->last_seq, who);
 	if (!st)
-		st = run(m, m->streams[0], false, who);
+		st = run(m, m->streams[0], false, d, who);
 	if (!st) {
 		st = npurt_stream_synchronize_timeout(m->streams[0], timeout_ms);
 		if (!st)
@@ -291,7 +309,7 @@ npurt_status npurt_model_execute_async(npurt_model *m, npurt_stream *stream)
 		return npurt_capture_refuse(stream, who, "a model does not run inside a capture");
 	pthread_mutex_lock(&m->lock);
 	m->busy = true;
-	st = run(m, stream, true, who);
+	st = run(m, stream, true, NULL, who);
 	m->busy = false;
 	pthread_mutex_unlock(&m->lock);
 	return st;

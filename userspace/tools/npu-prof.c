@@ -6,6 +6,10 @@
  *   npu-prof [-o FILE] [-s] -- CMD [ARGS]   run CMD with NPURT_PROFILE=FILE
  *   npu-prof --summary FILE                 a table of the device's tasks
  *                                           and the host's calls in FILE
+ *   npu-prof --compare DIR REF              the first op whose output in
+ *                                           dump DIR differs from REF's
+ *   npu-prof --check-nan DIR                the first op whose output in
+ *                                           dump DIR has a NaN or an Inf
  *
  * The program writes the profile itself, when it closes its device
  * (libnpurt reads NPURT_PROFILE at npurt_device_open()), as nsys and
@@ -21,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "npu-prof/dump.h"
 #include "npu-prof/trace.h"
 
 enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
@@ -30,6 +35,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: npu-prof [OPTIONS] -- CMD [ARGS]   profile CMD (it must use libnpurt)\n"
 		"       npu-prof --summary FILE             summarise a profile\n"
+		"       npu-prof --compare DIR REF          compare dumps (npurun --dump)\n"
+		"       npu-prof --check-nan DIR            find where NaN or Inf appeared\n"
 		"\n"
 		"  -o, --output FILE      where CMD writes its profile (default npu-prof.json);\n"
 		"                         Chrome trace-event JSON, for ui.perfetto.dev\n"
@@ -39,9 +46,16 @@ static void usage(FILE *out)
 		"                         records were dropped\n"
 		"      --summary FILE     per task and per call: calls, total, mean, min, max\n"
 		"                         and share of the time, longest first\n"
+		"      --compare DIR REF  name the first op of dump DIR (npurun --dump) whose\n"
+		"                         tensor differs from REF's (npurun --dump-ref, or\n"
+		"                         NAME.npy files of another runtime)\n"
+		"      --atol A, --rtol R equal within A + R x |ref| (default 1e-4, 1e-3)\n"
+		"      --check-nan DIR    name the first op of dump DIR whose output has a\n"
+		"                         NaN or an Inf\n"
 		"  -h, --help             this text\n"
 		"\n"
-		"Exit status: CMD's; 1 no profile written or one that cannot be read; 2 bad usage.\n");
+		"Exit status: CMD's; 1 no profile written or one that cannot be read, dumps\n"
+		"that differ, a NaN or Inf found; 2 bad usage, a dump that cannot be read.\n");
 }
 
 /* One row: the slices of one name. */
@@ -202,11 +216,18 @@ int main(int argc, char **argv)
 		{ "stats", no_argument, NULL, 's' },
 		{ "records", required_argument, NULL, 'r' },
 		{ "summary", required_argument, NULL, 'S' },
+		{ "compare", required_argument, NULL, 'C' },
+		{ "atol", required_argument, NULL, 'A' },
+		{ "rtol", required_argument, NULL, 'T' },
+		{ "check-nan", required_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *out = "npu-prof.json", *records = NULL, *sum = NULL;
+	const char *out = "npu-prof.json", *records = NULL, *sum = NULL, *cmp = NULL, *nan = NULL;
+	const char *ref = NULL;
+	double atol = 1e-4, rtol = 1e-3;
 	bool stats = false;
+	char *end;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "+o:sr:h", longopts, NULL)) != -1) {
@@ -223,6 +244,24 @@ int main(int argc, char **argv)
 		case 'S':
 			sum = optarg;
 			break;
+		case 'C':
+			/* REF is the option's second argument: options may follow it. */
+			cmp = optarg;
+			if (optind < argc && argv[optind][0] != '-')
+				ref = argv[optind++];
+			break;
+		case 'N':
+			nan = optarg;
+			break;
+		case 'A':
+		case 'T':
+			*(c == 'A' ? &atol : &rtol) = strtod(optarg, &end);
+			if (end == optarg || *end || !(atol >= 0) || !(rtol >= 0)) {
+				fprintf(stderr, "npu-prof: --%s %s: not a tolerance\n",
+					c == 'A' ? "atol" : "rtol", optarg);
+				return EXIT_USAGE;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -230,6 +269,13 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return EXIT_USAGE;
 		}
+	}
+	if (cmp || nan) {
+		if (!!cmp + !!nan + !!sum != 1 || optind != argc || (cmp && !ref)) {
+			fprintf(stderr, "npu-prof: --compare DIR REF, or --check-nan DIR\n");
+			return EXIT_USAGE;
+		}
+		return cmp ? dump_compare(cmp, ref, atol, rtol) : dump_check_nan(nan);
 	}
 	if (sum) {
 		if (optind < argc) {

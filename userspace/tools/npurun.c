@@ -6,7 +6,8 @@
  *   npurun [-n RUNS] [--mode sink|host|step] [--input NAME=FILE]...
  *          [--output NAME=FILE]... [--print] [--seed S] [--timeout MS]
  *          [--pipeline DEPTH] [--device N] [--shape NAME=AxBxC]...
- *          [--dim-param NAME=N]... [--value NAME=V,...]... MODEL
+ *          [--dim-param NAME=N]... [--value NAME=V,...]... [--profile FILE]
+ *          [--dump DIR] [--dump-ref DIR] [--dump-ops PATTERNS] [--dump-inputs] MODEL
  *
  * Inputs are bound in pinned host memory (zero copy) and filled once;
  * outputs too. Latency is each synchronous run from submit to its end;
@@ -14,8 +15,11 @@
  * between two timed events that the device reaches back to back (see
  * device_times()), and what a run costs beyond the device's work by as
  * many empty submits (round_trips()). --pipeline D queues D runs back to
- * back on a stream instead and measures throughput only. Exit status: 0,
- * 1 a failure (the reason on stderr), 2 usage.
+ * back on a stream instead and measures throughput only. --dump runs the
+ * model once more with each op's output copied out (npurt_model_dump()),
+ * --dump-ref the host reference on the same inputs, each into a
+ * directory npu-prof --compare takes. Exit status: 0, 1 a failure (the
+ * reason on stderr), 2 usage.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -25,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "dump.h"
 #include "npurt.h"
 #include "reference.h"
 #include "source.h"
@@ -179,6 +184,13 @@ static void usage(FILE *f)
 		"  --profile FILE         write the device's timeline of every run to FILE\n"
 		"                         (Chrome trace JSON: npu-prof --summary FILE, or\n"
 		"                         ui.perfetto.dev)\n"
+		"  --dump DIR             run once more with each op's output written to\n"
+		"                         DIR as .npy (DIR/index.tsv lists them)\n"
+		"  --dump-ref DIR         the same from the host reference (as -c), to\n"
+		"                         compare: npu-prof --compare DIR REF\n"
+		"  --dump-ops PATTERNS    dump only the ops named (\"gemm,relu\") or whose\n"
+		"                         output is named; fnmatch patterns, comma-separated\n"
+		"  --dump-inputs          each dumped op's inputs too\n"
 		"Exit status: 0 success, 1 failure, 2 usage.\n");
 }
 
@@ -225,7 +237,34 @@ static void print_output(const npurt_io_info *io, const void *p)
 	printf("%s\n", n > 16 ? " ..." : "");
 }
 
-/* Read the whole file (again): the reference takes the bytes. */
+/*
+ * The reference's I/O buffers: the inputs the device read, the outputs
+ * its own (free them with ref_io_free()). NULL if out of memory.
+ */
+static void **ref_io(npurt_model *m, npurt_mem **mem, uint32_t nio)
+{
+	void **io = calloc(nio, sizeof(*io));
+	bool bad = !io;
+
+	for (uint32_t i = 0; i < nio && !bad; i++) {
+		npurt_io_info x = { .size = sizeof(x) };
+
+		npurt_model_io(m, i, &x);
+		io[i] = x.output ? calloc(1, x.bytes) : npurt_mem_host_ptr(mem[i]);
+		bad = !io[i];
+	}
+	if (bad)
+		fprintf(stderr, "npurun: the host reference: out of memory\n");
+	return bad ? NULL : io;
+}
+
+static void ref_io_free(void **io, const npurt_model_info *info)
+{
+	for (uint32_t i = info->inputs; io && i < info->inputs + info->outputs; i++)
+		free(io[i]);
+	free(io);
+}
+
 /*
  * The last run's outputs against the host's: the largest difference,
  * relative to the largest output value (1e-4 passes: f32 sums in another
@@ -235,22 +274,13 @@ static int check_outputs(const struct source *src, npurt_model *m, npurt_mem **m
 			 const npurt_model_info *info)
 {
 	uint32_t nio = info->inputs + info->outputs;
-	void **io = calloc(nio, sizeof(*io));
+	void **io = ref_io(m, mem, nio);
 	char why[256] = "";
 	int bad = 0;
 
-	if (!io) {
-		fprintf(stderr, "npurun: --check: out of memory\n");
+	if (!io)
 		return 1;
-	}
-	for (uint32_t i = 0; i < nio && !bad; i++) {
-		npurt_io_info x = { .size = sizeof(x) };
-
-		npurt_model_io(m, i, &x);
-		io[i] = x.output ? calloc(1, x.bytes) : npurt_mem_host_ptr(mem[i]);
-		bad = !io[i];
-	}
-	if (!bad && ref_run(src->data, src->len, io, why, sizeof(why))) {
+	if (ref_run(src->data, src->len, io, NULL, why, sizeof(why))) {
 		fprintf(stderr, "npurun: --check: %s\n", why);
 		bad = 1;
 	}
@@ -277,10 +307,37 @@ static int check_outputs(const struct source *src, npurt_model *m, npurt_mem **m
 		       x.name, err, big, err <= 1e-4 * (big > 1 ? big : 1) ? "ok" : "WRONG");
 		bad |= !(err <= 1e-4 * (big > 1 ? big : 1));
 	}
-	for (uint32_t i = info->inputs; i < nio; i++)
-		free(io[i]);
-	free(io);
+	ref_io_free(io, info);
 	return bad;
+}
+
+/* --dump (ref: --dump-ref): the device's run (the reference's) into dir. */
+static int dump(const struct source *src, npurt_model *m, npurt_mem **mem,
+		const npurt_model_info *info, const char *dir, bool ref, const char *ops,
+		uint32_t flags)
+{
+	struct ref_dump rd = { .ops = ops, .flags = flags, .fn = dump_tensor };
+	struct dump_dir d;
+	char why[256] = "";
+	int bad;
+	void **io;
+
+	if (dump_open(&d, dir))
+		return 1;
+	rd.user = &d;
+	if (!ref) {
+		bad = npurt_model_dump(m, ops, flags, dump_tensor, &d) != NPURT_OK;
+		/* The directory's own failure says more than the callback's status. */
+		if (bad && !d.err)
+			fprintf(stderr, "npurun: --dump: %s\n", npurt_last_error());
+	} else {
+		io = ref_io(m, mem, info->inputs + info->outputs);
+		bad = !io || ref_run(src->data, src->len, io, &rd, why, sizeof(why));
+		if (bad && io && !d.err)
+			fprintf(stderr, "npurun: --dump-ref: %s\n", why);
+		ref_io_free(io, info);
+	}
+	return dump_close(&d) | bad;
 }
 
 int main(int argc, char **argv)
@@ -297,11 +354,17 @@ int main(int argc, char **argv)
 		{ "dim-param", required_argument, NULL, 'D' },
 		{ "value", required_argument, NULL, 'V' },
 		{ "profile", required_argument, NULL, 'R' },
+		{ "dump", required_argument, NULL, 'U' },
+		{ "dump-ref", required_argument, NULL, 'F' },
+		{ "dump-ops", required_argument, NULL, 'O' },
+		{ "dump-inputs", no_argument, NULL, 'I' },
 		{ 0 },
 	};
 	npurt_dispatch mode = NPURT_DISPATCH_SINK;
 	npurt_model_info info = { .size = sizeof(info) };
 	npurt_onnx_options pins;
+	const char *dump_dir = NULL, *dump_ref = NULL, *dump_ops = NULL;
+	uint32_t dump_flags = 0;
 	struct source src = { 0 };
 	long runs = 10, timeout = -1, pipeline = 0, devno = 0;
 	unsigned long seed = 1;
@@ -353,6 +416,10 @@ int main(int argc, char **argv)
 			if (setenv("NPURT_PROFILE", optarg, 1))
 				goto bad_usage;
 			break;
+		case 'U': dump_dir = optarg; break;
+		case 'F': dump_ref = optarg; break;
+		case 'O': dump_ops = optarg; break;
+		case 'I': dump_flags |= NPURT_DUMP_INPUTS; break;
 		case 'h': usage(stdout); return 0;
 		default: goto bad_usage;
 		}
@@ -523,6 +590,13 @@ int main(int argc, char **argv)
 		}
 	}
 	rc = check ? check_outputs(&src, m, mem, &info) : 0;
+	if (!rc && dump_dir)
+		rc = dump(&src, m, mem, &info, dump_dir, false, dump_ops, dump_flags);
+	if (!rc && dump_ref)
+		rc = dump(&src, m, mem, &info, dump_ref, true, dump_ops, dump_flags);
+	if (!rc && (dump_dir || dump_ref))
+		printf("dump: %s%s%s\n", dump_dir ? dump_dir : "", dump_dir && dump_ref ? ", " : "",
+		       dump_ref ? dump_ref : "");
 out:
 	npurt_model_unload(m);
 	free(src.data);

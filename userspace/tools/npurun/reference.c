@@ -6,6 +6,9 @@
  * gets its own buffer here, so a wrong memory plan shows as a difference.
  */
 #include <errno.h>
+#include <fnmatch.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -572,8 +575,73 @@ static void run_op(const struct ref *r, const struct npum_op *op)
 	epilogue(r, op);
 }
 
-int ref_run(const void *file, size_t len, void *const *io, char *why, size_t why_len)
+/* Whether the dump picks op: a pattern of its names the op's or its output's. */
+static bool picked(const struct ref *r, const struct npum_op *op, const char *name,
+		   const char *ops)
 {
+	const char *out = r->m->strings + r->m->tensors[op->out].name;
+	char *list, *save = NULL;
+	bool yes = false;
+
+	if (!ops || !*ops)
+		return true;
+	list = strdup(ops);
+	for (char *p = list ? strtok_r(list, ",", &save) : NULL; p && !yes;
+	     p = strtok_r(NULL, ",", &save))
+		yes = !fnmatch(p, name, 0) || !fnmatch(p, out, 0);
+	free(list);
+	return yes;
+}
+
+/* Tensor t, dense, to the dump's callback as op k's `role`. */
+static int dump_one(const struct ref *r, const struct ref_dump *d, uint32_t *seq, uint32_t k,
+		    const char *name, uint32_t role, uint32_t t)
+{
+	const struct npum_tensor *x = &r->m->tensors[t];
+	size_t es = mf_dtype_size(x->dtype);
+	npurt_dump_tensor v = { .size = sizeof(v), .seq = (*seq)++, .op = k, .role = role,
+				.op_name = name, .name = r->m->strings + x->name,
+				.dtype = (npurt_dtype)x->dtype, .ndim = x->ndim,
+				.bytes = count(x) * es };
+	uint8_t *data = malloc(v.bytes ? v.bytes : 1);
+	npurt_status st;
+
+	if (!data)
+		return ENOMEM;
+	for (uint32_t j = 0; j < x->ndim; j++)
+		v.shape[j] = x->shape[j];
+	for (uint64_t i = 0; i < v.bytes / es; i++)
+		memcpy(data + i * es, at(r, t, i), es);
+	v.data = data;
+	st = d->fn(&v, d->user);
+	free(data);
+	return st ? EIO : 0;
+}
+
+/* Op k, and its tensors to the dump if it picks them: 0 or an errno. */
+static int run_dumped(const struct ref *r, const struct ref_dump *d, uint32_t *seq, uint32_t k)
+{
+	const struct npum_op *op = &r->m->ops[k];
+	const char *name = op->type == NPUM_OP_KERNEL ? npurt_op_name(op->kernel) :
+			   op->type == NPUM_OP_COPY ? "copy" : op->type == NPUM_OP_FILL ? "fill" :
+			   NULL;
+	int err = 0;
+
+	if (!d || !name || !picked(r, op, name, d->ops)) {
+		run_op(r, op);
+		return 0;
+	}
+	for (uint32_t i = 0; i < 2 && !err && (d->flags & NPURT_DUMP_INPUTS); i++)
+		if (op->type != NPUM_OP_FILL && op->in[i] != NPUM_NONE)
+			err = dump_one(r, d, seq, k, name, NPURT_DUMP_INPUT0 + i, op->in[i]);
+	run_op(r, op);
+	return err ? err : dump_one(r, d, seq, k, name, NPURT_DUMP_OUTPUT, op->out);
+}
+
+int ref_run(const void *file, size_t len, void *const *io, const struct ref_dump *dump,
+	    char *why, size_t why_len)
+{
+	uint32_t seq = 0;
 	struct mf_model m;
 	struct mf_order *o;
 	struct ref r = { .m = &m };
@@ -599,7 +667,11 @@ int ref_run(const void *file, size_t len, void *const *io, char *why, size_t why
 			err = ENOMEM;
 	}
 	for (uint32_t k = 0; k < m.nops && !err; k++)
-		run_op(&r, &m.ops[mf_order_topo(o)[k]]);
+		err = run_dumped(&r, dump, &seq, mf_order_topo(o)[k]);
+	if (err == EIO)
+		snprintf(why, why_len, "the dump stopped");
+	else if (err == ENOMEM)
+		snprintf(why, why_len, "out of memory");
 	for (uint32_t i = 0; r.mem && i < m.ntensors; i++)
 		if (m.tensors[i].segment == NPUM_SEG_FMAP)
 			free(r.mem[i]);
