@@ -267,6 +267,9 @@ struct fz_slot {
 	volatile int finished;
 	volatile uint32_t hist_pos;
 	char hist[FZ_HIST][FZ_DESC];
+	/* The worker's (or a child's) first finding, for the verdict's line. */
+	volatile int first_taken;
+	char first[FZ_DESC + 520];
 };
 
 /* Calls per kind, over all processes (shared, approximate under races). */

@@ -286,6 +286,9 @@ void fz_finding(const char *fmt, ...)
 	va_end(ap);
 	out_line("# FINDING %s: %s", fz->desc, buf);
 	fz_dump_history();
+	if (!__atomic_exchange_n(&fz->slot->first_taken, 1, __ATOMIC_ACQ_REL))
+		snprintf(fz->slot->first, sizeof(fz->slot->first), "%s%s%s", fz->desc,
+			 fz->desc[0] ? ": " : "", buf);
 }
 
 void fz_note(const char *fmt, ...)

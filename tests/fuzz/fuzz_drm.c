@@ -263,11 +263,14 @@ void op_gem_flink_open(void)
 	/*
 	 * A name lasts while its buffer has a handle somewhere: held by us,
 	 * it is surely that buffer; else it may be gone, and the name reused.
+	 * Held in a file a child shares, it may not be held at all (the child
+	 * may have closed the handle), and the name may be another buffer's.
 	 */
 	bool alive = false;
 
 	for (int j = 0; known && name_obj[i] && j < FZ_FILES; j++)
-		for (int k = 0; fz->files[j].used && k < fz->files[j].nbo; k++)
+		for (int k = 0; fz->files[j].used && file_strict(&fz->files[j]) &&
+				k < fz->files[j].nbo; k++)
 			alive |= fz->files[j].bo[k].obj == name_obj[i];
 
 	a.name = known ? names[i] : (chance(500) ? 0 : rnd_garbage32() | 0x10000000);

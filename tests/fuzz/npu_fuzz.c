@@ -747,6 +747,9 @@ int main(int argc, char **argv)
 		       (unsigned long long)s->findings, (unsigned long long)s->children,
 		       (unsigned long long)s->child_calls, (unsigned long long)s->kills,
 		       (unsigned long long)seed, procs, i, (unsigned long long)calls);
+		/* Next to the verdict, which a log cut short still shows. */
+		if (s->first_taken)
+			printf("# w%d's first finding: %.*s\n", i, (int)sizeof(s->first), s->first);
 	}
 
 	/* The kernel log. */
