@@ -41,11 +41,20 @@ $(O)/tests/unit/%: $(O)/obj/tests/unit/%.o $(call obj,$(FWSIM_CORE)) $(LIBA)
 # through the library's internal headers, and run once more under ASan
 # and UBSan.
 $(O)/obj/tests/unit/npurt_cache_test.o $(O)/obj/tests/unit/npurt_ranges_test.o \
-$(O)/obj/tests/unit/npurt_model_file_test.o $(O)/obj/tests/unit/npurt_exec_test.o: \
+$(O)/obj/tests/unit/npurt_model_file_test.o $(O)/obj/tests/unit/npurt_exec_test.o \
+$(O)/obj/tests/unit/npurt_handle_test.o: \
 	TEST_CFLAGS += $(US_INC)
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 UNIT_SAN  := $(O)/tests/unit-san/npurt_cache_test $(O)/tests/unit-san/npurt_ranges_test \
-	$(O)/tests/unit-san/npurt_model_file_test $(O)/tests/unit-san/npurt_exec_test
+	$(O)/tests/unit-san/npurt_model_file_test $(O)/tests/unit-san/npurt_exec_test \
+	$(O)/tests/unit-san/npurt_handle_test
+
+$(O)/tests/unit-san/npurt_handle_test: tests/unit/npurt_handle_test.c userspace/runtime/handle.c \
+		userspace/runtime/error.c userspace/runtime/log.c userspace/runtime/handle.h \
+		$(KSFT)/kselftest_harness.h
+	@mkdir -p $(@D)
+	$(CC) $(filter-out $(DEPFLAGS),$(TEST_CFLAGS)) $(US_INC) $(SAN_FLAGS) \
+		$(filter %.c,$^) -lpthread -o $@
 
 $(O)/tests/unit-san/npurt_cache_test: tests/unit/npurt_cache_test.c userspace/runtime/mem_cache.c \
 		userspace/runtime/mem_cache.h $(KSFT)/kselftest_harness.h
@@ -89,6 +98,18 @@ $(O)/tests/selftests/npurt_onnx_test $(O)/tests/selftests/npurt_onnx_session_tes
 # The profiler's test reads traces with npu-prof's reader.
 $(O)/obj/tests/selftests/npurt_profile_test.o: TEST_CFLAGS += -Iuserspace/tools
 $(O)/tests/selftests/npurt_profile_test: $(O)/obj/userspace/tools/npu-prof/trace.o
+# The handles' misuse test runs the whole library under ASan and UBSan in
+# the VM: a freed handle the library read instead of refusing is a report.
+LIB_SAN_OBJS := $(patsubst %.c,$(O)/obj-san/%.o,$(RUNTIME_SRCS) $(MODEL_SRCS) $(EXEC_SRCS))
+$(O)/obj-san/userspace/%.o: userspace/%.c
+	@mkdir -p $(@D)
+	$(US_COMPILE) $(SAN_FLAGS) $(LAYER_INC_exec) -c $< -o $@
+$(O)/obj/tests/selftests/npurt_handle_test.o: TEST_CFLAGS += $(SAN_FLAGS)
+$(O)/tests/selftests/npurt_handle_test: $(O)/obj/tests/selftests/npurt_handle_test.o $(LIB_SAN_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(SAN_FLAGS) $^ $(LIB_DEPS) -lpthread -lm -o $@
+-include $(LIB_SAN_OBJS:.o=.d)
+
 # The dump's test reads .npy files with npu-prof's reader.
 $(O)/obj/tests/selftests/npurt_dump_test.o: TEST_CFLAGS += -Iuserspace/tools
 $(O)/tests/selftests/npurt_dump_test: $(O)/obj/userspace/tools/npu-prof/dump.o

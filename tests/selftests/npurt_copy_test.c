@@ -451,7 +451,7 @@ TEST_F(copy, bad_arguments_are_refused_and_change_nothing)
 	memset(page.p, 0x33, 4 * 4096);
 
 	EXPECT_EQ(NPURT_ERR_INVALID, npurt_copy_async(NULL, d.p, h.p, 16));
-	EXPECT_NE(NULL, strstr(npurt_last_error(), "npurt_copy_async: NULL stream"));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "npurt_copy_async: NULL npurt_stream"));
 	EXPECT_EQ(NPURT_ERR_INVALID, npurt_copy_async(self->s, NULL, h.p, 16));
 	EXPECT_NE(NULL, strstr(npurt_last_error(), "NULL destination"));
 	EXPECT_EQ(NPURT_ERR_INVALID, npurt_copy(self->s, d.p, NULL, 16));

@@ -651,8 +651,8 @@ TEST_F(ev, bad_arguments_are_refused_and_name_the_call)
 		       "npurt_notify_import");
 	EXPECT_EQ((npurt_notify *)0x1, nout);
 	/* The wrong kind of handle is caught by its tag. */
-	EXPECT_INVALID(npurt_event_query((npurt_event *)n), "not an event");
-	EXPECT_INVALID(npurt_notify_record((npurt_notify *)ev, self->a), "not a notify");
+	EXPECT_INVALID(npurt_event_query((npurt_event *)n), "not an npurt_event");
+	EXPECT_INVALID(npurt_notify_record((npurt_notify *)ev, self->a), "not an npurt_notify");
 
 	/* Another device handle (another context): its ids mean nothing here. */
 	ASSERT_EQ(NPURT_OK, npurt_device_open(0, &other));

@@ -343,9 +343,14 @@ NPURT_API npurt_status npurt_mem_alloc(npurt_device *dev, size_t size, npurt_mem
  * but not for a kernel launch's tensors, which only the argument block
  * names). Pinned host and imported memory go back at once: the driver
  * keeps them for copies and fills, not for launches, so free them only
- * after the launches that use them. Memory must be freed before its
- * device is closed.
+ * after the launches that use them. npurt_device_close() frees what is
+ * left of its device's memory. The handle is dead once freed: passing it
+ * again (a double free, a use after free or after the device's close)
+ * is refused with NPURT_ERR_INVALID, never read.
  */
+NPURT_API npurt_status npurt_mem_release(npurt_mem *mem);
+
+/* npurt_mem_release() without its status (the message is set the same). */
 NPURT_API void npurt_mem_free(npurt_mem *mem);
 
 /* The CPU address of the memory: its mapping, or the pinned host memory. */
@@ -1416,7 +1421,9 @@ NPURT_API npurt_status npurt_model_dump(npurt_model *model, const char *ops, uin
  * Buffers are the loop's (pinned host memory, zero copy): push copies the
  * inputs into a free set, waiting while all `depth` are in use; `outputs`
  * passed to `done` (the model's outputs in order) are valid during the
- * call. The model must not be run otherwise while its loop runs.
+ * call. While its loop runs the model is the loop's: npurt_model_bind(),
+ * npurt_model_execute(), npurt_model_execute_async(), npurt_model_dump()
+ * and a second npurt_runloop_start() on it are refused (NPURT_ERR_INVALID).
  */
 typedef struct npurt_runloop npurt_runloop;
 

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "handle.h"
 #include "event.h"
 #include "graph.h"
 #include "hooks.h"
@@ -475,8 +476,8 @@ npurt_status npurt_stream_begin_capture(npurt_stream *s)
 	struct npurt_capture *c;
 	npurt_status st;
 
-	if (!s)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL stream", who);
+	if (npurt_handle_check(s, NPURT_KIND_STREAM, who))
+		return NPURT_ERR_INVALID;
 	if (npurt_capturing(s))
 		return npurt_capture_refuse(s, who, "it captures already");
 	if (npurt_path_failed(s))
@@ -509,7 +510,9 @@ npurt_status npurt_stream_begin_capture(npurt_stream *s)
 
 npurt_status npurt_stream_is_capturing(npurt_stream *s, bool *capturing)
 {
-	if (!s || !capturing)
+	if (npurt_handle_check(s, NPURT_KIND_STREAM, "npurt_stream_is_capturing"))
+		return NPURT_ERR_INVALID;
+	if (!capturing)
 		return npurt_set_error(NPURT_ERR_INVALID, "npurt_stream_is_capturing: NULL argument");
 	*capturing = npurt_capturing(s);
 	return NPURT_OK;
@@ -614,6 +617,8 @@ npurt_status npurt_stream_end_capture(npurt_stream *s, npurt_model **model)
 	struct npurt_capture *c;
 	npurt_status st;
 
+	if (npurt_handle_check(s, NPURT_KIND_STREAM, who))
+		return NPURT_ERR_INVALID;
 	if (!s || !model)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	pthread_mutex_lock(&s->dev->capture_lock);

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "handle.h"
 #include "graph.h"
 #include "model.h"
 #include "npu_opdefs.h"
@@ -480,6 +481,8 @@ npurt_status npurt_model_load_buffer(npurt_device *dev, const void *data, size_t
 	char why[256];
 	int err;
 
+	if (npurt_handle_check(dev, NPURT_KIND_DEVICE, who))
+		return NPURT_ERR_INVALID;
 	if (!dev || !data || !out)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	if (desc && desc->size < sizeof(*desc))
@@ -685,6 +688,8 @@ npurt_status npurt_model_bind(npurt_model *m, uint32_t index, void *ptr, size_t 
 
 	if (!m || !ptr)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
+	if (npurt_model_loop_check(m, who))
+		return NPURT_ERR_INVALID;
 	if (index >= m->nio)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: index %u of %u inputs and outputs",
 				       who, index, m->nio);

@@ -4,9 +4,11 @@
 #define NPURT_MODEL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "error.h"
 #include "internal.h"
 #include "model_file.h"
 
@@ -62,7 +64,25 @@ struct npurt_model {
 	uint64_t last_seq;		/* and its batch there */
 	uint32_t evicted;
 	uint64_t evicted_bytes;
+	_Atomic(const struct npurt_runloop *) loop;	/* the run loop serving it, or NULL */
 };
+
+/* model_loop.c: the run loop whose submitter this thread is, or NULL. */
+extern _Thread_local const struct npurt_runloop *npurt_loop_self;
+
+/*
+ * NPURT_ERR_INVALID, said for `who`, when a run loop serves m and this
+ * thread is not that loop's: the loop binds and runs it.
+ */
+static inline npurt_status npurt_model_loop_check(const npurt_model *m, const char *who)
+{
+	const struct npurt_runloop *l = atomic_load(&m->loop);
+
+	if (!l || l == npurt_loop_self)
+		return NPURT_OK;
+	return npurt_set_error(NPURT_ERR_INVALID, "%s: a run loop serves this model: push to "
+			       "it (npurt_runloop_push()), or stop it first", who);
+}
 
 /* model.c: take the device resources back after an eviction; lock held. */
 npurt_status npurt_model_reload(npurt_model *m, const char *who);

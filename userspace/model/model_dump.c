@@ -260,6 +260,8 @@ npurt_status npurt_model_dump(npurt_model *m, const char *ops, uint32_t flags, n
 
 	if (!m || !fn)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL %s", who, m ? "callback" : "model");
+	if (npurt_model_loop_check(m, who))
+		return NPURT_ERR_INVALID;
 	if (flags & ~NPURT_DUMP_INPUTS)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: unknown flags %#x", who,
 				       flags & ~NPURT_DUMP_INPUTS);

@@ -73,11 +73,14 @@ static npurt_status submit(npurt_runloop *l, struct loop_set *s)
 	return st;
 }
 
+_Thread_local const struct npurt_runloop *npurt_loop_self;
+
 /* Queue each filled set in push order; replace the stream after a failure. */
 static void *submitter(void *arg)
 {
 	npurt_runloop *l = arg;
 
+	npurt_loop_self = l;	/* the one thread that binds and runs the model */
 	pthread_mutex_lock(&l->lock);
 	for (;;) {
 		struct loop_set *s = set_by_order(l, l->next_submit, SET_FILLED);
@@ -185,6 +188,16 @@ npurt_status npurt_runloop_start(npurt_model *m, const npurt_runloop_desc *d, np
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
+	/* One loop a model: a second would bind its buffers under the first's runs. */
+	{
+		const struct npurt_runloop *none = NULL;
+
+		if (!atomic_compare_exchange_strong(&m->loop, &none, l)) {
+			free(l);
+			return npurt_set_error(NPURT_ERR_INVALID, "%s: a run loop serves this "
+					       "model already (npurt_runloop_stop() it first)", who);
+		}
+	}
 	l->m = m;
 	l->done = d->done;
 	l->user = d->user;
@@ -227,6 +240,7 @@ npurt_status npurt_runloop_start(npurt_model *m, const npurt_runloop_desc *d, np
 	if (st) {
 		free_sets(l);
 		npurt_stream_destroy(l->stream);
+		atomic_store(&m->loop, NULL);
 		free(l);
 		return st;
 	}
@@ -298,6 +312,8 @@ void npurt_runloop_stop(npurt_runloop *l)
 	pthread_join(l->completer, NULL);
 	npurt_stream_synchronize(l->stream);
 	npurt_stream_destroy(l->stream);
+	/* The model is the caller's again. */
+	atomic_store(&l->m->loop, NULL);
 	free_sets(l);
 	pthread_cond_destroy(&l->cond);
 	pthread_mutex_destroy(&l->lock);

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "handle.h"
 #include "hooks.h"
 #include "profile.h"
 #include "model.h"
@@ -249,6 +250,8 @@ npurt_status npurt_model_execute(npurt_model *m, int32_t timeout_ms)
 	if (timeout_ms < -1)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: timeout %d ms (-1: none)", who,
 				       timeout_ms);
+	if (npurt_model_loop_check(m, who))
+		return NPURT_ERR_INVALID;
 	return npurt_model_run_dump(m, timeout_ms, NULL, who);
 }
 
@@ -301,8 +304,10 @@ npurt_status npurt_model_execute_async(npurt_model *m, npurt_stream *stream)
 	static const char who[] = "npurt_model_execute_async";
 	npurt_status st;
 
-	if (!m || !stream)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
+	if (!m)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL model", who);
+	if (npurt_handle_check(stream, NPURT_KIND_STREAM, who) || npurt_model_loop_check(m, who))
+		return NPURT_ERR_INVALID;
 	if (stream->dev != m->dev)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: the stream is another device's", who);
 	if (npurt_capturing(stream))

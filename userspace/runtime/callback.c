@@ -31,6 +31,7 @@
 
 #include "hooks.h"
 #include "error.h"
+#include "handle.h"
 #include "internal.h"
 
 struct cb_item {
@@ -239,6 +240,8 @@ npurt_status npurt_stream_add_callback(npurt_stream *s, npurt_callback_fn fn, vo
 	struct cb_item *it;
 	npurt_status st;
 
+	if (npurt_handle_check(s, NPURT_KIND_STREAM, who))
+		return NPURT_ERR_INVALID;
 	if (!s || !fn)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL %s", who, s ? "function" : "stream");
 	if (npurt_capturing(s))

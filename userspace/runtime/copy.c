@@ -12,6 +12,7 @@
 
 #include "hooks.h"
 #include "error.h"
+#include "handle.h"
 #include "internal.h"
 
 /*
@@ -321,6 +322,8 @@ static npurt_status copy_2d(npurt_stream *s, void *dst, size_t dpitch, const voi
 	size_t dext, sext;
 	npurt_status st;
 
+	if (npurt_handle_check(s, NPURT_KIND_STREAM, who))
+		return NPURT_ERR_INVALID;
 	if (!s || !dst || !src)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL %s", who,
 				       !s ? "stream" : !dst ? "destination" : "source");
@@ -416,6 +419,8 @@ static npurt_status fill(npurt_stream *s, void *dst, uint32_t value, unsigned in
 	unsigned int r, k;
 	npurt_status st;
 
+	if (npurt_handle_check(s, NPURT_KIND_STREAM, who))
+		return NPURT_ERR_INVALID;
 	if (!s || !dst)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL %s", who, s ? "destination" : "stream");
 	if (!count || count > SIZE_MAX / w)

@@ -25,6 +25,7 @@
 #include <drm/npu_accel.h>
 
 #include "error.h"
+#include "handle.h"
 #include "hooks.h"
 #include "internal.h"
 #include "log.h"
@@ -206,12 +207,16 @@ npurt_status npurt_device_open(int index, npurt_device **out)
 		  dev->words ? "mapped" : "none");
 	pthread_mutex_init(&dev->models_lock, NULL);
 	pthread_mutex_init(&dev->capture_lock, NULL);
-	st = npurt_prof_open(dev, "npurt_device_open");
+	/* A handle the calls check from here; the close takes it back. */
+	st = npurt_handle_add(dev, NPURT_KIND_DEVICE, dev, "npurt_device_open");
+	if (!st)
+		st = npurt_prof_open(dev, "npurt_device_open");
 	if (st) {
 		char msg[512];
 
 		/* Closing must not overwrite why. */
 		snprintf(msg, sizeof(msg), "%s", npurt_last_error());
+		npurt_handle_add(dev, NPURT_KIND_DEVICE, dev, "npurt_device_open");
 		npurt_device_close(dev);
 		return npurt_set_error(st, "%s", msg);
 	}
@@ -223,7 +228,8 @@ void npurt_device_close(npurt_device *dev)
 {
 	const struct npurt_model_hooks *hooks;
 
-	if (!dev)
+	/* NULL is a no-op; a device closed already is said, and not read. */
+	if (!dev || npurt_handle_check(dev, NPURT_KIND_DEVICE, "npurt_device_close"))
 		return;
 	npurt_log(NPURT_LOG_INFO, "device %s: closing", dev->node);
 	npurt_callbacks_close(dev);
@@ -241,6 +247,8 @@ void npurt_device_close(npurt_device *dev)
 	npurt_events_close(dev);
 	npurt_memory_close(dev);
 	npurt_path_close(dev);
+	/* Last: everything above may still call in with it. */
+	npurt_handle_drop(dev);
 	close(dev->fd);
 	free(dev);
 }
@@ -275,6 +283,8 @@ npurt_status npurt_device_get_info(npurt_device *dev, npurt_device_info *info)
 	drmVersionPtr ver;
 	npurt_status st;
 
+	if (npurt_handle_check(dev, NPURT_KIND_DEVICE, who))
+		return NPURT_ERR_INVALID;
 	if (!dev || !info)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 
@@ -335,6 +345,8 @@ npurt_status npurt_device_ping(npurt_device *dev, uint64_t *rtt_ns)
 	struct stat st;
 	int err = ENOENT;
 
+	if (npurt_handle_check(dev, NPURT_KIND_DEVICE, who))
+		return NPURT_ERR_INVALID;
 	if (!dev || !rtt_ns)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	if (fstat(dev->fd, &st))

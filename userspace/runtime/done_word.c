@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "error.h"
+#include "handle.h"
 #include "internal.h"
 #include "memory.h"
 
@@ -240,6 +241,8 @@ enum npurt_spin npurt_word_spin(npurt_stream *s, uint64_t seq, int64_t deadline_
 
 npurt_status npurt_device_set_wait_policy(npurt_device *dev, npurt_wait_policy policy)
 {
+	if (npurt_handle_check(dev, NPURT_KIND_DEVICE, "npurt_device_set_wait_policy"))
+		return NPURT_ERR_INVALID;
 	if (!dev || (unsigned int)policy > NPURT_WAIT_SPIN)
 		return npurt_set_error(NPURT_ERR_INVALID, "npurt_device_set_wait_policy: %s",
 				       dev ? "policy is not one of NPURT_WAIT_AUTO/BLOCK/SPIN" :

@@ -11,9 +11,9 @@
 
 #include "hooks.h"
 #include "error.h"
+#include "handle.h"
 #include "event.h"
 
-#define EVENT_DEAD	0xdeadeeeeu
 #define RESETS_MAX	31		/* resets one record carries */
 #define SLICE_NS	100000000ll	/* host waits look at the stream this often */
 
@@ -32,12 +32,10 @@ static int64_t now_ns(void)
 static npurt_status check_event(const npurt_event *ev, bool stream, const npurt_stream *s,
 				const char *who)
 {
-	if (stream && !s)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL stream", who);
-	if (!ev)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL event", who);
-	if (ev->magic != EVENT_MAGIC)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: not an event (destroyed?)", who);
+	if (stream && npurt_handle_check(s, NPURT_KIND_STREAM, who))
+		return NPURT_ERR_INVALID;
+	if (npurt_handle_check(ev, NPURT_KIND_EVENT, who))
+		return NPURT_ERR_INVALID;
 	if (s && ev->dev != s->dev)
 		return npurt_set_error(NPURT_ERR_INVALID,
 				       "%s: the event and the stream are of different devices", who);
@@ -51,7 +49,10 @@ static npurt_status event_new(npurt_device *dev, uint32_t flags, uint32_t syncob
 
 	if (!ev)
 		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
-	ev->magic = EVENT_MAGIC;
+	if (npurt_handle_add(ev, NPURT_KIND_EVENT, dev, who)) {
+		free(ev);
+		return NPURT_ERR_NO_MEMORY;
+	}
 	ev->flags = flags;
 	ev->dev = dev;
 	ev->syncobj = syncobj;
@@ -83,6 +84,8 @@ npurt_status npurt_event_create_flags(npurt_device *dev, uint32_t flags, npurt_e
 	uint32_t syncobj = 0;
 	npurt_status st;
 
+	if (npurt_handle_check(dev, NPURT_KIND_DEVICE, who))
+		return NPURT_ERR_INVALID;
 	if (!dev || !out)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	if (flags & ~(NPURT_EVENT_TIMING | NPURT_EVENT_INTERPROCESS))
@@ -100,6 +103,8 @@ npurt_status npurt_event_create_flags(npurt_device *dev, uint32_t flags, npurt_e
 
 npurt_status npurt_event_create(npurt_device *dev, npurt_event **out)
 {
+	if (npurt_handle_check(dev, NPURT_KIND_DEVICE, "npurt_event_create"))
+		return NPURT_ERR_INVALID;
 	if (!dev || !out)
 		return npurt_set_error(NPURT_ERR_INVALID, "npurt_event_create: NULL argument");
 	return npurt_event_create_flags(dev, NPURT_EVENT_TIMING, out);
@@ -109,7 +114,8 @@ void npurt_event_destroy(npurt_event *ev)
 {
 	struct npurt_event_pool *pool;
 
-	if (!ev || ev->magic != EVENT_MAGIC)
+	/* NULL is a no-op; an event destroyed already is said, and not read. */
+	if (!ev || npurt_handle_take(ev, NPURT_KIND_EVENT, "npurt_event_destroy"))
 		return;
 	if (ev->syncobj)
 		npurt_ipc_syncobj_destroy(ev->dev, ev->syncobj);
@@ -125,7 +131,6 @@ void npurt_event_destroy(npurt_event *ev)
 	if (ev->next)
 		ev->next->prev = ev->prev;
 	pthread_mutex_unlock(&pool->lock);
-	ev->magic = EVENT_DEAD;
 	pthread_mutex_destroy(&ev->lock);
 	free(ev);
 }
@@ -516,9 +521,12 @@ npurt_status npurt_event_elapsed_ns(npurt_event *start, npurt_event *end, int64_
 	uint64_t t0 = 0, t1 = 0;
 	npurt_status st;
 
-	if (!start || !end || !ns)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
-	if (start->magic == EVENT_MAGIC && end->magic == EVENT_MAGIC && start->dev != end->dev)
+	if (!ns)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL ns", who);
+	if (npurt_handle_check(start, NPURT_KIND_EVENT, who) ||
+	    npurt_handle_check(end, NPURT_KIND_EVENT, who))
+		return NPURT_ERR_INVALID;
+	if (start->dev != end->dev)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: the events are of different devices",
 				       who);
 	st = event_time(start, &t0, "start", who);
@@ -556,6 +564,8 @@ npurt_status npurt_event_import(npurt_device *dev, int fd, npurt_event **ev)
 	uint32_t syncobj = 0;
 	npurt_status st;
 
+	if (npurt_handle_check(dev, NPURT_KIND_DEVICE, who))
+		return NPURT_ERR_INVALID;
 	if (!dev || !ev)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	st = npurt_ipc_syncobj_import(dev, fd, &syncobj, who);

@@ -5,8 +5,6 @@
 
 #include "internal.h"
 
-#define EVENT_MAGIC	0x4e505545u	/* "NPUE" */
-
 /* A task the pool pushed; s == NULL once it is known to have run. */
 struct pend {
 	npurt_stream *s;		/* referenced */
@@ -47,7 +45,6 @@ struct npurt_event_pool {
 };
 
 struct npurt_event {
-	uint32_t magic;
 	uint32_t flags;
 	npurt_device *dev;
 	pthread_mutex_t lock;

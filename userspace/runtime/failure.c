@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "handle.h"
 #include "internal.h"
 #include "npu_oplib.h"
 #include "profile.h"
@@ -262,6 +263,8 @@ void npurt_exceptions_deliver(npurt_device *dev, npurt_stream *mine)
 npurt_status npurt_device_set_exception_callback(npurt_device *dev, npurt_exception_fn fn,
 						 void *user)
 {
+	if (npurt_handle_check(dev, NPURT_KIND_DEVICE, "npurt_device_set_exception_callback"))
+		return NPURT_ERR_INVALID;
 	if (!dev)
 		return npurt_set_error(NPURT_ERR_INVALID,
 				       "npurt_device_set_exception_callback: NULL device");
@@ -278,8 +281,8 @@ npurt_status npurt_stream_error_peek(npurt_stream *s, npurt_error *out)
 {
 	npurt_error rec;
 
-	if (!s)
-		return npurt_set_error(NPURT_ERR_INVALID, "npurt_stream_error_peek: NULL stream");
+	if (npurt_handle_check(s, NPURT_KIND_STREAM, "npurt_stream_error_peek"))
+		return NPURT_ERR_INVALID;
 	pthread_mutex_lock(&s->dev->lock);
 	rec = s->rec;
 	pthread_mutex_unlock(&s->dev->lock);
@@ -289,8 +292,8 @@ npurt_status npurt_stream_error_peek(npurt_stream *s, npurt_error *out)
 
 npurt_status npurt_stream_error_clear(npurt_stream *s)
 {
-	if (!s)
-		return npurt_set_error(NPURT_ERR_INVALID, "npurt_stream_error_clear: NULL stream");
+	if (npurt_handle_check(s, NPURT_KIND_STREAM, "npurt_stream_error_clear"))
+		return NPURT_ERR_INVALID;
 	pthread_mutex_lock(&s->dev->lock);
 	memset(&s->rec, 0, sizeof(s->rec));
 	pthread_mutex_unlock(&s->dev->lock);

@@ -16,6 +16,7 @@
 
 #include "hooks.h"
 #include "error.h"
+#include "handle.h"
 #include "internal.h"
 #include "npu_opdesc.h"
 
@@ -76,6 +77,8 @@ npurt_status npurt_launch(npurt_stream *s, const npurt_launch_desc *d)
 	uint32_t slot = 0;
 	int op;		/* its inputs */
 
+	if (npurt_handle_check(s, NPURT_KIND_STREAM, who))
+		return NPURT_ERR_INVALID;
 	if (!s || !d)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	if (d->size < sizeof(*d))

@@ -19,6 +19,7 @@
 
 #include "hooks.h"
 #include "error.h"
+#include "handle.h"
 #include "internal.h"
 #include "mem_cache.h"
 #include "memory.h"
@@ -298,7 +299,14 @@ int npurt_mem_range_add(npurt_mem *m)
 			      .kind = m->kind == MEM_HOST ? NPURT_HOST_MEM : NPURT_DEVICE_MEM };
 
 	/* The driver refuses overlapping registrations; mappings are apart. */
-	return mr_insert(&m->dev->ranges, &r) ? ENOMEM : 0;
+	if (mr_insert(&m->dev->ranges, &r))
+		return ENOMEM;
+	/* And the caller may use it: every npurt_mem has a range. */
+	if (npurt_handle_add(m, NPURT_KIND_MEM, m->dev, "npurt_mem")) {
+		mr_remove(&m->dev->ranges, (uintptr_t)m->host, m);
+		return ENOMEM;
+	}
+	return 0;
 }
 
 npurt_status npurt_mem_where(npurt_device *dev, const void *p, size_t len, enum npurt_place *place,
@@ -401,6 +409,8 @@ npurt_status npurt_mem_alloc_flags(npurt_device *dev, size_t size, uint32_t flag
 {
 	static const char who[] = "npurt_mem_alloc_flags";
 
+	if (npurt_handle_check(dev, NPURT_KIND_DEVICE, who))
+		return NPURT_ERR_INVALID;
 	if (!dev || !out)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	return mem_alloc(dev, NULL, size, flags, out, who);
@@ -413,6 +423,8 @@ npurt_status npurt_mem_alloc(npurt_device *dev, size_t size, npurt_mem **out)
 	int64_t t0;
 	npurt_status st;
 
+	if (npurt_handle_check(dev, NPURT_KIND_DEVICE, who))
+		return NPURT_ERR_INVALID;
 	if (!dev || !out)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	t0 = npurt_prof_now(dev);
@@ -425,6 +437,8 @@ npurt_status npurt_mem_alloc_async(npurt_stream *s, size_t size, uint32_t flags,
 {
 	static const char who[] = "npurt_mem_alloc_async";
 
+	if (npurt_handle_check(s, NPURT_KIND_STREAM, who))
+		return NPURT_ERR_INVALID;
 	if (!s || !out)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	if (npurt_capturing(s))
@@ -481,6 +495,7 @@ static void wait_issued(npurt_device *dev)
  */
 static void mem_release(npurt_mem *m, npurt_stream *s)
 {
+	npurt_handle_drop(m);
 	mr_remove(&m->dev->ranges, (uintptr_t)m->host, m);
 	switch (m->kind) {
 	case MEM_BLOCK:
@@ -503,51 +518,78 @@ static void mem_release(npurt_mem *m, npurt_stream *s)
 	}
 }
 
+npurt_status npurt_mem_release(npurt_mem *m)
+{
+	npurt_status st;
+
+	if (!m)
+		return NPURT_OK;
+	st = npurt_handle_take(m, NPURT_KIND_MEM, "npurt_mem_release");
+	if (!st)
+		mem_release(m, NULL);
+	return st;
+}
+
 void npurt_mem_free(npurt_mem *m)
 {
-	if (m)
+	/* The status is npurt_mem_release()'s; the message says it here too. */
+	if (m && npurt_handle_take(m, NPURT_KIND_MEM, "npurt_mem_free") == NPURT_OK)
 		mem_release(m, NULL);
 }
 
 npurt_status npurt_mem_free_async(npurt_mem *m, npurt_stream *s)
 {
 	static const char who[] = "npurt_mem_free_async";
+	npurt_status st = npurt_handle_check(s, NPURT_KIND_STREAM, who);
 
-	if (!s)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL stream", who);
+	if (st)
+		return st;
 	if (!m)
 		return NPURT_OK;
+	st = npurt_handle_check(m, NPURT_KIND_MEM, who);
+	if (st)
+		return st;
 	if (s->dev != m->dev)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: memory and stream are of different devices",
 				       who);
 	if (npurt_capturing(s))
 		return npurt_capture_refuse(s, who, "stream-ordered allocation is the host's");
-	mem_release(m, s);
-	return NPURT_OK;
+	st = npurt_handle_take(m, NPURT_KIND_MEM, who);
+	if (!st)
+		mem_release(m, s);
+	return st;
+}
+
+/* m, if it is a live npurt_mem, else NULL (and, but for NULL, the reason in the error message). */
+static const npurt_mem *live(const npurt_mem *m, const char *who)
+{
+	return !m || npurt_handle_check(m, NPURT_KIND_MEM, who) ? NULL : m;
 }
 
 void *npurt_mem_host_ptr(const npurt_mem *m)
 {
-	return m ? m->host : NULL;
+	return (m = live(m, "npurt_mem_host_ptr")) ? m->host : NULL;
 }
 
 uint64_t npurt_mem_device_addr(const npurt_mem *m)
 {
-	return m ? m->device_addr : 0;
+	return (m = live(m, "npurt_mem_device_addr")) ? m->device_addr : 0;
 }
 
 size_t npurt_mem_size(const npurt_mem *m)
 {
-	return m ? m->size : 0;
+	return (m = live(m, "npurt_mem_size")) ? m->size : 0;
 }
 
 size_t npurt_mem_page_size(const npurt_mem *m)
 {
-	return m ? m->page_size : 0;
+	return (m = live(m, "npurt_mem_page_size")) ? m->page_size : 0;
 }
 
 npurt_status npurt_mem_trim(npurt_device *dev, size_t keep_bytes)
 {
+	if (npurt_handle_check(dev, NPURT_KIND_DEVICE, "npurt_mem_trim"))
+		return NPURT_ERR_INVALID;
 	if (!dev)
 		return npurt_set_error(NPURT_ERR_INVALID, "npurt_mem_trim: NULL device");
 	mc_trim(dev->cache, keep_bytes);
@@ -556,6 +598,8 @@ npurt_status npurt_mem_trim(npurt_device *dev, size_t keep_bytes)
 
 npurt_status npurt_mem_set_release_threshold(npurt_device *dev, size_t bytes)
 {
+	if (npurt_handle_check(dev, NPURT_KIND_DEVICE, "npurt_mem_set_release_threshold"))
+		return NPURT_ERR_INVALID;
 	if (!dev)
 		return npurt_set_error(NPURT_ERR_INVALID, "npurt_mem_set_release_threshold: NULL device");
 	mc_set_threshold(dev->cache, bytes);
@@ -570,6 +614,8 @@ npurt_status npurt_mem_get_usage(npurt_device *dev, npurt_mem_usage *usage)
 	struct mc_stats st;
 	int err;
 
+	if (npurt_handle_check(dev, NPURT_KIND_DEVICE, who))
+		return NPURT_ERR_INVALID;
 	if (!dev || !usage)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	if (usage->size < USAGE_V1_SIZE)

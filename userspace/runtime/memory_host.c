@@ -15,6 +15,7 @@
 #include <xf86drm.h>
 
 #include "error.h"
+#include "handle.h"
 #include "mem_cache.h"
 #include "memory.h"
 
@@ -100,6 +101,8 @@ npurt_status npurt_host_register(npurt_device *dev, void *ptr, size_t size, uint
 	npurt_status st;
 	npurt_mem *m;
 
+	if (npurt_handle_check(dev, NPURT_KIND_DEVICE, who))
+		return NPURT_ERR_INVALID;
 	if (!dev || !ptr || !out)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	if (!size)
@@ -127,6 +130,8 @@ npurt_status npurt_host_alloc(npurt_device *dev, size_t size, npurt_mem **out)
 	npurt_mem *m;
 	void *p;
 
+	if (npurt_handle_check(dev, NPURT_KIND_DEVICE, who))
+		return NPURT_ERR_INVALID;
 	if (!dev || !out)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	if (!size)
@@ -163,8 +168,10 @@ npurt_status npurt_mem_export(npurt_mem *m, int *fd)
 	static const char who[] = "npurt_mem_export";
 	int out = -1;
 
-	if (!m || !fd)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
+	if (!fd)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL fd", who);
+	if (npurt_handle_check(m, NPURT_KIND_MEM, who))
+		return NPURT_ERR_INVALID;
 	if (m->kind == MEM_BLOCK && !mc_block_segment(m->block)->dedicated)
 		return npurt_set_error(NPURT_ERR_INVALID,
 				       "%s: memory from the cache shares its buffer with other "
@@ -190,6 +197,8 @@ npurt_status npurt_mem_import(npurt_device *dev, int fd, npurt_mem **out)
 	npurt_mem *m;
 	int err;
 
+	if (npurt_handle_check(dev, NPURT_KIND_DEVICE, who))
+		return NPURT_ERR_INVALID;
 	if (!dev || !out)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	if (fd < 0)

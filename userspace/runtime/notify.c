@@ -15,10 +15,8 @@
 
 #include "hooks.h"
 #include "error.h"
+#include "handle.h"
 #include "internal.h"
-
-#define NOTIFY_MAGIC	0x4e50554eu	/* "NPUN" */
-#define NOTIFY_DEAD	0xdeadeeefu
 
 struct npurt_notify_ref {
 	struct npurt_notify_ref *next;
@@ -27,7 +25,6 @@ struct npurt_notify_ref {
 };
 
 struct npurt_notify {
-	uint32_t magic;
 	uint32_t id;
 	npurt_device *dev;
 	npurt_notify *prev, *next;	/* dev->notify_live, under notify_lock */
@@ -63,6 +60,10 @@ static npurt_status notify_new(npurt_device *dev, uint32_t id, npurt_notify **ou
 
 	if (!n)
 		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
+	if (npurt_handle_add(n, NPURT_KIND_NOTIFY, dev, who)) {
+		free(n);
+		return NPURT_ERR_NO_MEMORY;
+	}
 	pthread_mutex_lock(&dev->notify_lock);
 	for (r = dev->notifies; r && r->id != id; r = r->next)
 		;
@@ -70,6 +71,7 @@ static npurt_status notify_new(npurt_device *dev, uint32_t id, npurt_notify **ou
 		r = calloc(1, sizeof(*r));
 		if (!r) {
 			pthread_mutex_unlock(&dev->notify_lock);
+			npurt_handle_drop(n);
 			free(n);
 			return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
 		}
@@ -78,7 +80,6 @@ static npurt_status notify_new(npurt_device *dev, uint32_t id, npurt_notify **ou
 		dev->notifies = r;
 	}
 	r->handles++;
-	n->magic = NOTIFY_MAGIC;
 	n->id = id;
 	n->dev = dev;
 	n->next = dev->notify_live;
@@ -115,10 +116,8 @@ static void notify_put(npurt_device *dev, uint32_t id)
 
 static npurt_status check_notify(const npurt_notify *n, const npurt_stream *s, const char *who)
 {
-	if (!n)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL notify", who);
-	if (n->magic != NOTIFY_MAGIC)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: not a notify (destroyed?)", who);
+	if (npurt_handle_check(n, NPURT_KIND_NOTIFY, who))
+		return NPURT_ERR_INVALID;
 	if (s && n->dev != s->dev)
 		return npurt_set_error(NPURT_ERR_INVALID,
 				       "%s: the notify and the stream are of different devices", who);
@@ -132,6 +131,8 @@ npurt_status npurt_notify_create(npurt_device *dev, npurt_notify **out)
 	npurt_status st;
 	int err;
 
+	if (npurt_handle_check(dev, NPURT_KIND_DEVICE, who))
+		return NPURT_ERR_INVALID;
 	if (!dev || !out)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	err = npurt_ioctl(dev, DRM_IOCTL_NPU_SYNC_CREATE, &create);
@@ -149,9 +150,9 @@ npurt_status npurt_notify_create(npurt_device *dev, npurt_notify **out)
 
 void npurt_notify_destroy(npurt_notify *n)
 {
-	if (!n || n->magic != NOTIFY_MAGIC)
+	/* NULL is a no-op; a notify destroyed already is said, and not read. */
+	if (!n || npurt_handle_take(n, NPURT_KIND_NOTIFY, "npurt_notify_destroy"))
 		return;
-	n->magic = NOTIFY_DEAD;
 	pthread_mutex_lock(&n->dev->notify_lock);
 	if (n->prev)
 		n->prev->next = n->next;
@@ -170,8 +171,8 @@ static npurt_status notify_push(npurt_notify *n, npurt_stream *s, uint16_t type,
 	struct drm_npu_task t = { .type = type };
 	npurt_status st;
 
-	if (!s)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL stream", who);
+	if (npurt_handle_check(s, NPURT_KIND_STREAM, who))
+		return NPURT_ERR_INVALID;
 	st = check_notify(n, s, who);
 	if (st)
 		return st;
@@ -223,6 +224,8 @@ npurt_status npurt_notify_import(npurt_device *dev, int fd, npurt_notify **out)
 	struct drm_npu_notify_import args = { .fd = fd };
 	int err;
 
+	if (npurt_handle_check(dev, NPURT_KIND_DEVICE, who))
+		return NPURT_ERR_INVALID;
 	if (!dev || !out)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	if (fd < 0)

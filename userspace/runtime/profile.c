@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "handle.h"
 #include "internal.h"
 #include "log.h"
 #include "memory.h"
@@ -706,6 +707,8 @@ npurt_status npurt_profiler_write(npurt_device *dev, const char *path)
 	int err;
 	FILE *f;
 
+	if (npurt_handle_check(dev, NPURT_KIND_DEVICE, who))
+		return NPURT_ERR_INVALID;
 	if (!dev || !path)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	p = prof_get(dev);

@@ -10,6 +10,7 @@
 
 #include "hooks.h"
 #include "error.h"
+#include "handle.h"
 #include "internal.h"
 #include "log.h"
 #include "profile.h"
@@ -212,6 +213,8 @@ static npurt_status stream_submit1(npurt_stream *s, struct drm_npu_task t, const
 	return npurt_stream_push(s, &t, 1, NULL, who);
 }
 
+static void stream_destroy(npurt_stream *s);
+
 npurt_status npurt_stream_create_desc(npurt_device *dev, const npurt_stream_desc *desc,
 				      npurt_stream **out)
 {
@@ -221,6 +224,8 @@ npurt_status npurt_stream_create_desc(npurt_device *dev, const npurt_stream_desc
 	uint32_t depth;
 	int err;
 
+	if (npurt_handle_check(dev, NPURT_KIND_DEVICE, who))
+		return NPURT_ERR_INVALID;
 	if (!dev || !desc || !out)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	if (desc->size < sizeof(*desc))
@@ -275,6 +280,10 @@ npurt_status npurt_stream_create_desc(npurt_device *dev, const npurt_stream_desc
 		dev->streams->prev = s;
 	dev->streams = s;
 	pthread_mutex_unlock(&dev->lock);
+	if (npurt_handle_add(s, NPURT_KIND_STREAM, dev, who)) {
+		stream_destroy(s);
+		return NPURT_ERR_NO_MEMORY;
+	}
 	*out = s;
 	return NPURT_OK;
 }
@@ -304,6 +313,8 @@ static void stream_destroy(npurt_stream *s)
 	npurt_capture_stream_gone(s);
 	/* Its callbacks may still add work to it. */
 	npurt_callbacks_drain(s);
+	/* And nothing else may from now on. */
+	npurt_handle_drop(s);
 	/* Failed or not, nothing of it may be in flight when it goes. */
 	npurt_stream_flush(s, "npurt_stream_destroy");
 	npurt_stream_wait(s, s->issued, "npurt_stream_destroy");
@@ -331,8 +342,11 @@ static void stream_destroy(npurt_stream *s)
 
 void npurt_stream_destroy(npurt_stream *s)
 {
+	/* NULL is a no-op; a stream destroyed already is said, and not read. */
+	if (!s || npurt_handle_check(s, NPURT_KIND_STREAM, "npurt_stream_destroy"))
+		return;
 	/* The default stream may be in use by any part of the program. */
-	if (s && !s->is_default)
+	if (!s->is_default)
 		stream_destroy(s);
 }
 
@@ -340,6 +354,8 @@ npurt_status npurt_device_default_stream(npurt_device *dev, npurt_stream **out)
 {
 	npurt_status st = NPURT_OK;
 
+	if (npurt_handle_check(dev, NPURT_KIND_DEVICE, "npurt_device_default_stream"))
+		return NPURT_ERR_INVALID;
 	if (!dev || !out)
 		return npurt_set_error(NPURT_ERR_INVALID, "npurt_device_default_stream: NULL argument");
 	pthread_mutex_lock(&dev->default_lock);
@@ -410,8 +426,8 @@ npurt_status npurt_stream_synchronize_timeout(npurt_stream *s, int timeout_ms)
 	npurt_status st;
 	uint64_t seq;
 
-	if (!s)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL stream", who);
+	if (npurt_handle_check(s, NPURT_KIND_STREAM, who))
+		return NPURT_ERR_INVALID;
 	if (npurt_capturing(s))
 		return npurt_capture_refuse(s, who, "captured work runs when the model does");
 	pthread_mutex_lock(&s->plock);
@@ -439,8 +455,8 @@ npurt_status npurt_stream_abort(npurt_stream *s)
 	struct drm_npu_queue_abort abort_args = { 0 };
 	int err;
 
-	if (!s)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL stream", who);
+	if (npurt_handle_check(s, NPURT_KIND_STREAM, who))
+		return NPURT_ERR_INVALID;
 	/* What it gathered goes too: submitted, then stopped with the rest. */
 	npurt_stream_flush(s, who);
 	pthread_mutex_lock(&s->dev->lock);
@@ -488,6 +504,8 @@ npurt_status npurt_device_synchronize(npurt_device *dev)
 	npurt_stream **all;
 	size_t n;
 
+	if (npurt_handle_check(dev, NPURT_KIND_DEVICE, who))
+		return NPURT_ERR_INVALID;
 	if (!dev)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL device", who);
 	if (npurt_capture_any(dev))
@@ -512,8 +530,8 @@ npurt_status npurt_stream_query(npurt_stream *s)
 	npurt_status st;
 	uint64_t seq;
 
-	if (!s)
-		return npurt_set_error(NPURT_ERR_INVALID, "npurt_stream_query: NULL stream");
+	if (npurt_handle_check(s, NPURT_KIND_STREAM, "npurt_stream_query"))
+		return NPURT_ERR_INVALID;
 	if (npurt_capturing(s))
 		return npurt_capture_refuse(s, "npurt_stream_query",
 					    "captured work runs when the model does");
@@ -530,8 +548,8 @@ npurt_status npurt_memset_async(npurt_stream *s, uint64_t dst, uint32_t pattern,
 	static const char who[] = "npurt_memset_async";
 	struct drm_npu_task t = { .type = DRM_NPU_TASK_FILL, .args = { dst, size, pattern } };
 
-	if (!s)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL stream", who);
+	if (npurt_handle_check(s, NPURT_KIND_STREAM, who))
+		return NPURT_ERR_INVALID;
 	if (!size || (dst | size) & 3)
 		return npurt_set_error(NPURT_ERR_INVALID,
 				       "%s(%#llx, %zu bytes): address and size must be non-zero multiples of 4",
@@ -546,8 +564,8 @@ npurt_status npurt_memcpy_async(npurt_stream *s, uint64_t dst, uint64_t src, siz
 	static const char who[] = "npurt_memcpy_async";
 	struct drm_npu_task t = { .type = DRM_NPU_TASK_COPY, .args = { dst, src, size } };
 
-	if (!s)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL stream", who);
+	if (npurt_handle_check(s, NPURT_KIND_STREAM, who))
+		return NPURT_ERR_INVALID;
 	if (!size)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: size is 0", who);
 	if (npurt_capturing(s))
