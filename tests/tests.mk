@@ -69,7 +69,8 @@ $(O)/tests/unit-san/npurt_ranges_test: tests/unit/npurt_ranges_test.c userspace/
 		$(filter %.c,$^) -lpthread -o $@
 
 $(O)/tests/unit-san/npurt_exec_test: tests/unit/npurt_exec_test.c userspace/exec/exec.c \
-		userspace/runtime/error.c userspace/runtime/log.c $(KSFT)/kselftest_harness.h
+		userspace/runtime/handle.c userspace/runtime/error.c userspace/runtime/log.c \
+		$(KSFT)/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(filter-out $(DEPFLAGS),$(TEST_CFLAGS)) $(US_INC) $(SAN_FLAGS) \
 		$(filter %.c,$^) -lpthread -o $@
@@ -84,7 +85,7 @@ $(O)/tests/unit/npurt_stages_test: $(O)/obj/tests/unit/npurt_stages_test.o $(ONN
 
 # The model file's reader, planner and builder: no device, so all of it.
 MODEL_FILE_SRCS := userspace/model/model_file.c userspace/model/plan.c userspace/model/graph.c \
-	userspace/model/graph_pack.c \
+	userspace/model/graph_pack.c userspace/runtime/handle.c \
 	userspace/runtime/error.c userspace/runtime/log.c userspace/runtime/oplib.c
 $(O)/tests/unit-san/npurt_model_file_test: tests/unit/npurt_model_file_test.c $(MODEL_FILE_SRCS) \
 		userspace/model/model_file.h userspace/model/model_format.h $(KSFT)/kselftest_harness.h

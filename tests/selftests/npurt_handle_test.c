@@ -5,7 +5,8 @@
  * cache, NPURT_MEM_NO_CACHE, pinned), used after its free or its device's
  * close; a stream destroyed and then used, or destroyed twice; events and
  * notifies likewise; one kind of handle passed for another; a device
- * closed twice. Each is refused with NPURT_ERR_INVALID and a message that
+ * closed twice; a model run by another caller while a run loop serves
+ * it, or used once unloaded, and a loop once stopped. Each is refused with NPURT_ERR_INVALID and a message that
  * names the call and the handle, and nothing is read that was freed (ASan
  * would stop the test).
  */
@@ -212,6 +213,14 @@ TEST_F(h, a_model_a_run_loop_serves_is_the_loops)
 	EXPECT_EQ(NPURT_OK, npurt_model_execute(m, -1)) TH_LOG("%s", npurt_last_error());
 	EXPECT_EQ(4.0f, y[3]);
 	npurt_model_unload(m);
+
+	/* Unloaded, and stopped: dead handles, said so. */
+	EXPECT_REFUSED(npurt_model_execute(m, -1), "is no live npurt_model");
+	npurt_model_unload(m);
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "npurt_model_unload: "));
+	EXPECT_REFUSED(npurt_runloop_push(loop, in, 2), "is no live npurt_runloop");
+	npurt_runloop_stop(loop);
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "npurt_runloop_stop: "));
 }
 
 TEST_HARNESS_MAIN

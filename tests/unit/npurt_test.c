@@ -103,6 +103,39 @@ TEST(status_names_are_distinct)
 	EXPECT_STREQ("NPURT_ERR_UNKNOWN", npurt_status_name((npurt_status)999));
 }
 
+/*
+ * Graph builders and executors need no device: used once destroyed, or
+ * destroyed twice, they are refused by name and never read.
+ */
+TEST(graphs_and_executors_used_after_destroy_are_refused)
+{
+	npurt_exec *e;
+	npurt_graph *g;
+	uint32_t t;
+
+	ASSERT_EQ(NPURT_OK, npurt_graph_create(&g));
+	ASSERT_EQ(NPURT_OK, npurt_graph_input(g, "x", NPURT_F32, 1, (uint64_t[]){ 4 }, &t));
+	npurt_graph_destroy(g);
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_graph_input(g, "y", NPURT_F32, 1, (uint64_t[]){ 4 }, &t));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "is no live npurt_graph")) TH_LOG("%s",
+										 npurt_last_error());
+	npurt_graph_destroy(g);
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "npurt_graph_destroy: "));
+
+	ASSERT_EQ(NPURT_OK, npurt_exec_create(&e));
+	npurt_exec_destroy(e);
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_exec_run(e));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "npurt_exec_run: ")) TH_LOG("%s",
+									 npurt_last_error());
+	npurt_exec_destroy(e);
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "npurt_exec_destroy: "));
+	/* One for the other. */
+	ASSERT_EQ(NPURT_OK, npurt_graph_create(&g));
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_exec_run((npurt_exec *)g));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "is an npurt_graph, not an npurt_exec"));
+	npurt_graph_destroy(g);
+}
+
 static void *fail_in_thread(void *arg)
 {
 	npurt_device *dev;

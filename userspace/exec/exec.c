@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "handle.h"
 
 #define EXEC_MAX_SUBS 8
 /* Polls of the other thread's progress before sleeping on it. */
@@ -97,6 +98,10 @@ npurt_status npurt_exec_create(npurt_exec **graph)
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return npurt_set_error(NPURT_ERR_NO_MEMORY, "npurt_exec_create: out of memory");
+	if (npurt_handle_add(g, NPURT_KIND_EXEC, NULL, "npurt_exec_create")) {
+		free(g);
+		return NPURT_ERR_NO_MEMORY;
+	}
 	*graph = g;
 	return NPURT_OK;
 }
@@ -105,6 +110,8 @@ npurt_status npurt_exec_node(npurt_exec *g, const npurt_exec_node_desc *d, uint3
 {
 	struct exec_build *b;
 
+	if (npurt_handle_check(g, NPURT_KIND_EXEC, "npurt_exec_node"))
+		return NPURT_ERR_INVALID;
 	if (!g || !d || d->size < sizeof(*d) || !d->fn)
 		return npurt_set_error(NPURT_ERR_INVALID, "npurt_exec_node: %s",
 				       !g ? "graph is NULL" : !d ? "desc is NULL" :
@@ -137,6 +144,8 @@ npurt_status npurt_exec_node(npurt_exec *g, const npurt_exec_node_desc *d, uint3
 
 npurt_status npurt_exec_order(npurt_exec *g, uint32_t before, uint32_t after)
 {
+	if (npurt_handle_check(g, NPURT_KIND_EXEC, "npurt_exec_order"))
+		return NPURT_ERR_INVALID;
 	if (!g)
 		return npurt_set_error(NPURT_ERR_INVALID, "npurt_exec_order: graph is NULL");
 	if (g->prepared)
@@ -171,6 +180,8 @@ npurt_status npurt_exec_order(npurt_exec *g, uint32_t before, uint32_t after)
 
 npurt_status npurt_exec_subscribe(npurt_exec *g, const npurt_exec_subscriber *sub)
 {
+	if (npurt_handle_check(g, NPURT_KIND_EXEC, "npurt_exec_subscribe"))
+		return NPURT_ERR_INVALID;
 	if (!g || !sub || sub->size < sizeof(*sub))
 		return npurt_set_error(NPURT_ERR_INVALID, "npurt_exec_subscribe: %s",
 				       !g ? "graph is NULL" : !sub ? "subscriber is NULL" :
@@ -186,6 +197,8 @@ npurt_status npurt_exec_subscribe(npurt_exec *g, const npurt_exec_subscriber *su
 
 npurt_status npurt_exec_count(npurt_exec *g, uint32_t *nodes, uint64_t *relations)
 {
+	if (npurt_handle_check(g, NPURT_KIND_EXEC, "npurt_exec_count"))
+		return NPURT_ERR_INVALID;
 	if (!g)
 		return npurt_set_error(NPURT_ERR_INVALID, "npurt_exec_count: graph is NULL");
 	if (nodes)
@@ -475,6 +488,8 @@ npurt_status npurt_exec_prepare(npurt_exec *g, npurt_executor executor)
 	uint32_t *start = NULL, *succ, *indeg, *place = NULL;
 	npurt_status st;
 
+	if (npurt_handle_check(g, NPURT_KIND_EXEC, "npurt_exec_prepare"))
+		return NPURT_ERR_INVALID;
 	if (!g)
 		return npurt_set_error(NPURT_ERR_INVALID, "npurt_exec_prepare: graph is NULL");
 	if (executor > NPURT_EXECUTOR_THREADED)
@@ -751,6 +766,8 @@ npurt_status npurt_exec_run(npurt_exec *g)
 {
 	npurt_status st;
 
+	if (npurt_handle_check(g, NPURT_KIND_EXEC, "npurt_exec_run"))
+		return NPURT_ERR_INVALID;
 	if (!g)
 		return npurt_set_error(NPURT_ERR_INVALID, "npurt_exec_run: graph is NULL");
 	if (!g->prepared || g->init_failed || g->running)
@@ -777,7 +794,8 @@ npurt_status npurt_exec_run(npurt_exec *g)
 
 void npurt_exec_destroy(npurt_exec *g)
 {
-	if (!g)
+	/* NULL is a no-op; a graph destroyed already is said, and not read. */
+	if (!g || npurt_handle_take(g, NPURT_KIND_EXEC, "npurt_exec_destroy"))
 		return;
 	if (g->worker_started) {
 		atomic_store(&g->sync.stop, 2);

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "handle.h"
 #include "graph.h"
 #include "internal.h"
 #include "model_file.h"
@@ -70,13 +71,19 @@ npurt_status npurt_graph_create(npurt_graph **out)
 	g->strings_cap = 64;
 	g->m.strings_len = 1;	/* "" */
 	g->m.plan.streams = 1;
+	if (npurt_handle_add(g, NPURT_KIND_GRAPH, NULL, "npurt_graph_create")) {
+		free(g->m.strings);
+		free(g);
+		return NPURT_ERR_NO_MEMORY;
+	}
 	*out = g;
 	return NPURT_OK;
 }
 
 void npurt_graph_destroy(npurt_graph *g)
 {
-	if (!g)
+	/* NULL is a no-op; a graph destroyed already is said, and not read. */
+	if (!g || npurt_handle_take(g, NPURT_KIND_GRAPH, "npurt_graph_destroy"))
 		return;
 	for (int s = 0; s < NPUM_MAX_STREAMS; s++)
 		free(g->ops[s]);
@@ -88,8 +95,8 @@ void npurt_graph_destroy(npurt_graph *g)
 
 static npurt_status check_graph(npurt_graph *g, const char *who)
 {
-	if (!g)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL graph", who);
+	if (npurt_handle_check(g, NPURT_KIND_GRAPH, who))
+		return NPURT_ERR_INVALID;
 	if (g->broken)
 		return npurt_set_error(g->broken, "%s: the graph ran out of memory earlier", who);
 	return NPURT_OK;

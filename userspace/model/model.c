@@ -523,9 +523,14 @@ npurt_status npurt_model_load_buffer(npurt_device *dev, const void *data, size_t
 				     (unsigned long long)m->work_bytes);
 		goto err;
 	}
-	st = take_device(m, desc, who);
+	st = npurt_handle_add(m, NPURT_KIND_MODEL, dev, who);
 	if (st)
 		goto err;
+	st = take_device(m, desc, who);
+	if (st) {
+		npurt_handle_drop(m);
+		goto err;
+	}
 	link_model(m);
 	*out = m;
 	return NPURT_OK;
@@ -585,7 +590,8 @@ npurt_status npurt_model_load(npurt_device *dev, const char *path, const npurt_m
 
 void npurt_model_unload(npurt_model *m)
 {
-	if (!m)
+	/* NULL is a no-op; a model unloaded already is said, and not read. */
+	if (!m || npurt_handle_take(m, NPURT_KIND_MODEL, "npurt_model_unload"))
 		return;
 	unlink_model(m);
 	pthread_mutex_lock(&m->lock);
@@ -610,6 +616,8 @@ npurt_status npurt_model_save(npurt_model *m, const char *path)
 	void *data;
 	size_t len;
 
+	if (npurt_handle_check(m, NPURT_KIND_MODEL, who))
+		return NPURT_ERR_INVALID;
 	if (!m || !path)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	pthread_mutex_lock(&m->lock);
@@ -627,6 +635,8 @@ npurt_status npurt_model_info_get(npurt_model *m, npurt_model_info *info)
 {
 	static const char who[] = "npurt_model_info_get";
 
+	if (npurt_handle_check(m, NPURT_KIND_MODEL, who))
+		return NPURT_ERR_INVALID;
 	if (!m || !info)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	if (info->size < sizeof(*info))
@@ -647,6 +657,8 @@ npurt_status npurt_model_io(npurt_model *m, uint32_t index, npurt_io_info *info)
 	static const char who[] = "npurt_model_io";
 	const struct npum_tensor *t;
 
+	if (npurt_handle_check(m, NPURT_KIND_MODEL, who))
+		return NPURT_ERR_INVALID;
 	if (!m || !info)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	if (info->size < sizeof(*info))
@@ -667,6 +679,8 @@ npurt_status npurt_model_io_find(npurt_model *m, const char *name, uint32_t *ind
 {
 	static const char who[] = "npurt_model_io_find";
 
+	if (npurt_handle_check(m, NPURT_KIND_MODEL, who))
+		return NPURT_ERR_INVALID;
 	if (!m || !name || !index)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	for (uint32_t i = 0; i < m->nio; i++) {
@@ -686,6 +700,8 @@ npurt_status npurt_model_bind(npurt_model *m, uint32_t index, void *ptr, size_t 
 	uint64_t addr, want;
 	npurt_status st;
 
+	if (npurt_handle_check(m, NPURT_KIND_MODEL, who))
+		return NPURT_ERR_INVALID;
 	if (!m || !ptr)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	if (npurt_model_loop_check(m, who))
@@ -728,6 +744,8 @@ npurt_status npurt_model_set_dispatch(npurt_model *m, npurt_dispatch d)
 	static const char who[] = "npurt_model_set_dispatch";
 	npurt_status st = NPURT_OK;
 
+	if (npurt_handle_check(m, NPURT_KIND_MODEL, who))
+		return NPURT_ERR_INVALID;
 	if (!m)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL model", who);
 	if ((unsigned int)d > NPURT_DISPATCH_HOST_STEP)

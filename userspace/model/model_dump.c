@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "handle.h"
 #include "model.h"
 #include "npu_opdefs.h"
 
@@ -258,6 +259,8 @@ npurt_status npurt_model_dump(npurt_model *m, const char *ops, uint32_t flags, n
 	struct model_dump d = { 0 };
 	npurt_status st;
 
+	if (npurt_handle_check(m, NPURT_KIND_MODEL, who))
+		return NPURT_ERR_INVALID;
 	if (!m || !fn)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL %s", who, m ? "callback" : "model");
 	if (npurt_model_loop_check(m, who))

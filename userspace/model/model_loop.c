@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "handle.h"
 #include "model.h"
 
 #define LOOP_DEPTH_MAX	16
@@ -177,6 +178,8 @@ npurt_status npurt_runloop_start(npurt_model *m, const npurt_runloop_desc *d, np
 	npurt_runloop *l;
 	npurt_status st;
 
+	if (npurt_handle_check(m, NPURT_KIND_MODEL, who))
+		return NPURT_ERR_INVALID;
 	if (!m || !d || !out || !d->done)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	if (d->size < sizeof(*d))
@@ -197,6 +200,11 @@ npurt_status npurt_runloop_start(npurt_model *m, const npurt_runloop_desc *d, np
 			return npurt_set_error(NPURT_ERR_INVALID, "%s: a run loop serves this "
 					       "model already (npurt_runloop_stop() it first)", who);
 		}
+	}
+	if (npurt_handle_add(l, NPURT_KIND_RUNLOOP, m->dev, who)) {
+		atomic_store(&m->loop, NULL);
+		free(l);
+		return NPURT_ERR_NO_MEMORY;
 	}
 	l->m = m;
 	l->done = d->done;
@@ -241,6 +249,7 @@ npurt_status npurt_runloop_start(npurt_model *m, const npurt_runloop_desc *d, np
 		free_sets(l);
 		npurt_stream_destroy(l->stream);
 		atomic_store(&m->loop, NULL);
+		npurt_handle_drop(l);
 		free(l);
 		return st;
 	}
@@ -262,6 +271,8 @@ npurt_status npurt_runloop_push(npurt_runloop *l, const void *const *inputs, uin
 	static const char who[] = "npurt_runloop_push";
 	struct loop_set *s = NULL;
 
+	if (npurt_handle_check(l, NPURT_KIND_RUNLOOP, who))
+		return NPURT_ERR_INVALID;
 	if (!l || !inputs)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	for (uint32_t i = 0; i < l->m->m.plan.inputs; i++)
@@ -299,7 +310,8 @@ npurt_status npurt_runloop_push(npurt_runloop *l, const void *const *inputs, uin
 
 void npurt_runloop_stop(npurt_runloop *l)
 {
-	if (!l)
+	/* NULL is a no-op; a loop stopped already is said, and not read. */
+	if (!l || npurt_handle_take(l, NPURT_KIND_RUNLOOP, "npurt_runloop_stop"))
 		return;
 	pthread_mutex_lock(&l->lock);
 	l->stopping = true;

@@ -245,6 +245,8 @@ npurt_status npurt_model_execute(npurt_model *m, int32_t timeout_ms)
 {
 	static const char who[] = "npurt_model_execute";
 
+	if (npurt_handle_check(m, NPURT_KIND_MODEL, who))
+		return NPURT_ERR_INVALID;
 	if (!m)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL model", who);
 	if (timeout_ms < -1)
@@ -304,6 +306,8 @@ npurt_status npurt_model_execute_async(npurt_model *m, npurt_stream *stream)
 	static const char who[] = "npurt_model_execute_async";
 	npurt_status st;
 
+	if (npurt_handle_check(m, NPURT_KIND_MODEL, who))
+		return NPURT_ERR_INVALID;
 	if (!m)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL model", who);
 	if (npurt_handle_check(stream, NPURT_KIND_STREAM, who) || npurt_model_loop_check(m, who))

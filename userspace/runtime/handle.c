@@ -45,7 +45,9 @@ static struct shard shards[SHARDS] = {
 static const char *const names[NPURT_KIND_COUNT] = {
 	[NPURT_KIND_DEVICE] = "npurt_device", [NPURT_KIND_MEM] = "npurt_mem",
 	[NPURT_KIND_STREAM] = "npurt_stream", [NPURT_KIND_EVENT] = "npurt_event",
-	[NPURT_KIND_NOTIFY] = "npurt_notify",
+	[NPURT_KIND_NOTIFY] = "npurt_notify", [NPURT_KIND_MODEL] = "npurt_model",
+	[NPURT_KIND_GRAPH] = "npurt_graph", [NPURT_KIND_RUNLOOP] = "npurt_runloop",
+	[NPURT_KIND_EXEC] = "npurt_exec",
 };
 
 static uint64_t mix(uintptr_t key)
