@@ -7,6 +7,8 @@
 #include <pthread.h>
 #include <string.h>
 
+#include <drm/npu_accel.h>
+
 #include "kselftest_harness.h"
 #include "npurt.h"
 
@@ -134,6 +136,46 @@ TEST(graphs_and_executors_used_after_destroy_are_refused)
 	EXPECT_EQ(NPURT_ERR_INVALID, npurt_exec_run((npurt_exec *)g));
 	EXPECT_NE(NULL, strstr(npurt_last_error(), "is an npurt_graph, not an npurt_exec"));
 	npurt_graph_destroy(g);
+}
+
+/*
+ * Ops by name in any case, every one of them listed by npurt_op_at(), a
+ * misspelt one answered with the names it is close to; task types and
+ * device statuses in words.
+ */
+TEST(ops_are_found_listed_and_misspellings_answered)
+{
+	uint32_t id, gemm = 0, n = npurt_op_count();
+	const char *name;
+
+	ASSERT_LT(70u, n);
+	for (uint32_t i = 0; i < n; i++) {
+		ASSERT_EQ(NPURT_OK, npurt_op_at(i, &id, &name));
+		EXPECT_STREQ(name, npurt_op_name(id));
+		ASSERT_EQ(NPURT_OK, npurt_op_lookup(name, &gemm));
+		EXPECT_EQ(id, gemm);
+	}
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_op_at(n, &id, &name));
+	ASSERT_EQ(NPURT_OK, npurt_op_lookup("GEMM", &id));
+	EXPECT_STREQ("gemm", npurt_op_name(id));
+	ASSERT_EQ(NPURT_OK, npurt_op_lookup("LayerNorm", &id));
+	EXPECT_STREQ("layernorm", npurt_op_name(id));
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_op_lookup("Relu6", &id));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "no op \"Relu6\"; did you mean relu"))
+		TH_LOG("%s", npurt_last_error());
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "npurt_op_at()"));
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_op_lookup("reduce", &id));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "reduce_sum, reduce_mean"))
+		TH_LOG("%s", npurt_last_error());
+
+	EXPECT_STREQ("copy", npurt_task_type_name(DRM_NPU_TASK_COPY));
+	EXPECT_STREQ("kernel launch", npurt_task_type_name(DRM_NPU_TASK_KERNEL));
+	EXPECT_EQ(NULL, npurt_task_type_name(3));	/* a number no task has */
+	EXPECT_EQ(NULL, npurt_task_type_name(1000));
+	EXPECT_STREQ("memory fault", npurt_device_status_name(DRM_NPU_JOB_FAULT));
+	EXPECT_STREQ("no progress within the time limit",
+		     npurt_device_status_name(DRM_NPU_JOB_TIMEOUT));
+	EXPECT_EQ(NULL, npurt_device_status_name(99));
 }
 
 static void *fail_in_thread(void *arg)

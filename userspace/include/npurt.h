@@ -68,6 +68,15 @@ NPURT_API const char *npurt_last_error(void);
 /* A constant name for a status: "NPURT_ERR_TIMEOUT". Never NULL. */
 NPURT_API const char *npurt_status_name(npurt_status status);
 
+/*
+ * What an error record's task_type and device_status mean, in words:
+ * "copy", "kernel launch", "event wait"...; "memory fault", "kernel
+ * error", "no progress within the time limit"... NULL for a number that
+ * is none.
+ */
+NPURT_API const char *npurt_task_type_name(uint32_t task_type);
+NPURT_API const char *npurt_device_status_name(uint32_t device_status);
+
 typedef struct npurt_stream npurt_stream;
 
 /*
@@ -835,13 +844,23 @@ typedef struct npurt_launch_desc {
 
 /*
  * The id of op `name` ("add", "gemm", "softmax", ... as in the op library's
- * documentation, lower case). NPURT_ERR_INVALID for a NULL argument or an
- * unknown name (the message lists the known ones).
+ * documentation; any case). NPURT_ERR_INVALID for a NULL argument or an
+ * unknown name, the message naming the closest known ones.
  */
 NPURT_API npurt_status npurt_op_lookup(const char *name, uint32_t *op);
 
-/* The name of op `op`, or NULL when there is no such op. */
+/* The name of op `op` (lower case), or NULL when there is no such op. */
 NPURT_API const char *npurt_op_name(uint32_t op);
+
+/* How many ops the library knows: npurt_op_at() takes 0 to this - 1. */
+NPURT_API uint32_t npurt_op_count(void);
+
+/*
+ * The index-th op the library knows, in the op library's order: its id
+ * in *op and its name in *name (either may be NULL).
+ * NPURT_ERR_INVALID past the last.
+ */
+NPURT_API npurt_status npurt_op_at(uint32_t index, uint32_t *op, const char **name);
 
 /*
  * Launch `desc` on the stream. The argument block goes to device memory

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <drm/npu_accel.h>
+
 static _Thread_local char last_error[512];
 static _Thread_local char last_call[64];
 static _Thread_local npurt_error last_record;
@@ -170,4 +172,34 @@ const char *npurt_status_name(npurt_status status)
 npurt_status npurt_last_status(void)
 {
 	return last_record.status;
+}
+
+const char *npurt_task_type_name(uint32_t type)
+{
+	static const char *const names[] = {
+		[DRM_NPU_TASK_NOP] = "nop", [DRM_NPU_TASK_COPY] = "copy",
+		[DRM_NPU_TASK_FILL] = "fill", [DRM_NPU_TASK_KERNEL] = "kernel launch",
+		[DRM_NPU_TASK_TIMESTAMP] = "timestamp", [DRM_NPU_TASK_BARRIER] = "barrier",
+		[DRM_NPU_TASK_EVENT_RECORD] = "event record",
+		[DRM_NPU_TASK_EVENT_WAIT] = "event wait",
+		[DRM_NPU_TASK_EVENT_RESET] = "event reset",
+		[DRM_NPU_TASK_NOTIFY_RECORD] = "notify record",
+		[DRM_NPU_TASK_NOTIFY_WAIT] = "notify wait", [DRM_NPU_TASK_RUN_LIST] = "task list",
+	};
+
+	return type < sizeof(names) / sizeof(names[0]) ? names[type] : NULL;
+}
+
+const char *npurt_device_status_name(uint32_t status)
+{
+	switch (status) {
+	case DRM_NPU_JOB_DONE: return "done";
+	case DRM_NPU_JOB_FAULT: return "memory fault";
+	case DRM_NPU_JOB_INVALID: return "invalid task";
+	case DRM_NPU_JOB_ABORTED: return "aborted";
+	case DRM_NPU_JOB_KERNEL_ERROR: return "kernel error";
+	case DRM_NPU_JOB_TIMEOUT: return "no progress within the time limit";
+	case DRM_NPU_JOB_RESET: return "device reset";
+	}
+	return NULL;
 }

@@ -193,38 +193,35 @@ void npurt_stream_failed(npurt_stream *s, int err, uint32_t status, uint32_t tas
 
 static const char *job_status_name(uint32_t status)
 {
-	switch (status) {
-	case DRM_NPU_JOB_FAULT: return "memory fault";
-	case DRM_NPU_JOB_INVALID: return "invalid task";
-	case DRM_NPU_JOB_ABORTED: return "aborted";
-	case DRM_NPU_JOB_KERNEL_ERROR: return "kernel error";
-	case DRM_NPU_JOB_TIMEOUT: return "no progress within the time limit";
-	case DRM_NPU_JOB_RESET: return "device reset";
-	}
-	return "unknown failure";
+	const char *name = status ? npurt_device_status_name(status) : NULL;
+
+	return name ? name : "unknown failure";
 }
 
+/*
+ * In the caller's terms first (which of its operations, the call and op
+ * that issued it), the device's after: its task in the batch, and kind.
+ */
 npurt_status npurt_stream_failure(npurt_stream *s, const char *who)
 {
 	const npurt_error *r = &s->fail;
-	char op[64] = "";
+	const char *type = npurt_task_type_name(r->task_type);
+	const char *opname = r->op ? npurt_op_name(r->op) : NULL;
+	char op[96] = "the stream's work", at[64] = "";
 
 	if (!r->device_status)
-		return npurt_set_error_record(r, "%s: queue %u refused work: %s", who, s->queue,
-					      strerror(r->error));
+		return npurt_set_error_record(r, "%s: the stream's queue %u refused its work: %s",
+					      who, s->queue, strerror(r->error));
 	if (r->op_index)
-		snprintf(op, sizeof(op), " (operation %llu, %s%s%s)",
-			 (unsigned long long)r->op_index, r->call,
-			 r->op && npurt_op_name(r->op) ? " " : "",
-			 r->op && npurt_op_name(r->op) ? npurt_op_name(r->op) : "");
+		snprintf(op, sizeof(op), "operation %llu of the stream (%s%s%s)",
+			 (unsigned long long)r->op_index, r->call, opname ? " " : "",
+			 opname ? opname : "");
 	if (r->device_status == DRM_NPU_JOB_FAULT)
-		return npurt_set_error_record(r, "%s: %s in task %u of a batch%s at device address "
-					      "%#llx (%s)", who, job_status_name(r->device_status),
-					      s->fail_task, op,
-					      (unsigned long long)r->fault_address,
-					      r->fault_write ? "write" : "read");
-	return npurt_set_error_record(r, "%s: %s in task %u of a batch%s", who,
-				      job_status_name(r->device_status), s->fail_task, op);
+		snprintf(at, sizeof(at), " at device address %#llx (%s)",
+			 (unsigned long long)r->fault_address, r->fault_write ? "write" : "read");
+	return npurt_set_error_record(r, "%s: %s in %s%s; the device's task %u of its batch%s%s",
+				      who, job_status_name(r->device_status), op, at, s->fail_task,
+				      type ? ", a " : "", type ? type : "");
 }
 
 void npurt_exceptions_deliver(npurt_device *dev, npurt_stream *mine)

@@ -3,8 +3,10 @@
  * The device's op library by name (npu_oplib.h), and dense tensors: what
  * launches and the graph builder share, with no device behind them.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "error.h"
 #include "internal.h"
@@ -71,32 +73,77 @@ static int op_index(uint32_t id)
 	return -1;
 }
 
+/* Edits from a to b, up to 3 (more is 3): how close a misspelt name is. */
+static unsigned int distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned int row[40], prev, cur;
+
+	if (la >= sizeof(row) / sizeof(row[0]) || lb >= sizeof(row) / sizeof(row[0]))
+		return 3;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = (unsigned int)j;
+	for (size_t i = 1; i <= la; i++) {
+		prev = row[0];
+		row[0] = (unsigned int)i;
+		for (size_t j = 1; j <= lb; j++) {
+			unsigned int best = prev + (tolower((unsigned char)a[i - 1]) !=
+						    tolower((unsigned char)b[j - 1]));
+
+			cur = row[j];
+			best = row[j] + 1 < best ? row[j] + 1 : best;
+			best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+			row[j] = best;
+			prev = cur;
+		}
+	}
+	return row[lb] < 3 ? row[lb] : 3;
+}
+
 npurt_status npurt_op_lookup(const char *name, uint32_t *op)
 {
 	static const char who[] = "npurt_op_lookup";
+	char near[200] = "";
+	size_t at = 0;
 
 	if (!name || !op)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who);
 	for (unsigned int i = 0; i < N_OPS; i++) {
-		if (!strcmp(ops[i].name, name)) {
+		if (!strcasecmp(ops[i].name, name)) {
 			*op = ops[i].id;
 			return NPURT_OK;
 		}
 	}
-	{
-		char list[400];
-		size_t at = 0;
-
-		/* Every name, as far as the message holds them. */
-		for (unsigned int i = 0; i < N_OPS && at + 1 < sizeof(list); i++) {
-			int n = snprintf(list + at, sizeof(list) - at, "%s%s", i ? " " : "",
+	/* The names a letter or two away, or that share its first four letters. */
+	for (unsigned int i = 0; i < N_OPS && at + 1 < sizeof(near); i++) {
+		if (distance(name, ops[i].name) <= 2 ||
+		    (strlen(name) >= 3 && !strncasecmp(ops[i].name, name, strlen(name))) ||
+		    (strlen(name) >= 4 && !strncasecmp(ops[i].name, name, 4))) {
+			int n = snprintf(near + at, sizeof(near) - at, "%s%s", at ? ", " : "",
 					 ops[i].name);
 
 			at += n > 0 ? (size_t)n : 0;
 		}
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: no op \"%.32s\" (%s)", who, name,
-				       list);
 	}
+	return npurt_set_error(NPURT_ERR_INVALID, "%s: no op \"%.32s\"%s%s%s (%zu ops: "
+			       "npurt_op_count(), npurt_op_at())", who, name,
+			       at ? "; did you mean " : "", near, at ? "?" : "", N_OPS);
+}
+
+uint32_t npurt_op_count(void)
+{
+	return (uint32_t)N_OPS;
+}
+
+npurt_status npurt_op_at(uint32_t index, uint32_t *op, const char **name)
+{
+	if (index >= N_OPS)
+		return npurt_set_error(NPURT_ERR_INVALID, "npurt_op_at: op %u of %zu", index, N_OPS);
+	if (op)
+		*op = ops[index].id;
+	if (name)
+		*name = ops[index].name;
+	return NPURT_OK;
 }
 
 const char *npurt_op_name(uint32_t op)

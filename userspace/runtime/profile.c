@@ -533,18 +533,10 @@ static void put_string(FILE *f, const char *s)
 
 static const char *type_name(uint8_t type)
 {
-	static const char *const names[] = {
-		[DRM_NPU_TASK_NOP] = "nop", [DRM_NPU_TASK_COPY] = "copy",
-		[DRM_NPU_TASK_FILL] = "fill", [DRM_NPU_TASK_KERNEL] = "kernel",
-		[DRM_NPU_TASK_TIMESTAMP] = "timestamp", [DRM_NPU_TASK_BARRIER] = "barrier",
-		[DRM_NPU_TASK_EVENT_RECORD] = "event record",
-		[DRM_NPU_TASK_EVENT_WAIT] = "event wait",
-		[DRM_NPU_TASK_EVENT_RESET] = "event reset",
-		[DRM_NPU_TASK_NOTIFY_RECORD] = "notify record",
-		[DRM_NPU_TASK_NOTIFY_WAIT] = "notify wait", [DRM_NPU_TASK_RUN_LIST] = "run list",
-	};
+	/* A launch is named by its op where known; "kernel" when not. */
+	const char *name = type == DRM_NPU_TASK_KERNEL ? "kernel" : npurt_task_type_name(type);
 
-	return type < sizeof(names) / sizeof(names[0]) && names[type] ? names[type] : "task";
+	return name ? name : "task";
 }
 
 /* The tracks of the device's process: units, then streams. */
