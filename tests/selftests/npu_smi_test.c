@@ -5,6 +5,7 @@
  * its memory and queue, measure engine time, redraw in watch mode until
  * SIGINT, and fail with the documented statuses.
  */
+#include <grp.h>
 #include <libgen.h>
 #include <limits.h>
 #include <pthread.h>
@@ -361,6 +362,16 @@ TEST(unprivileged_user_is_told_what_needs_root)
 			 out, sizeof(out))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "permission denied")) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "or run as root")) TH_LOG("%s", out);
+	/* libnpurt's own words name the group that owns the node. */
+	{
+		struct group *gr = getgrgid(st.st_gid);
+		char want[128];
+
+		ASSERT_NE(NULL, gr);
+		snprintf(want, sizeof(want), "(join group '%s', which owns it, or run as root)",
+			 gr->gr_name);
+		EXPECT_NE(NULL, strstr(out, want)) TH_LOG("%s", out);
+	}
 	chmod(node, st.st_mode & 07777);
 }
 

@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -152,11 +153,26 @@ npurt_status npurt_device_open(int index, npurt_device **out)
 
 	fd = open(nodes[index].path, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
+		char hint[160] = "";
+
 		err = errno;
+		/* The group to join is the node's (npu, with the packages' udev rule). */
+		if (err == EACCES) {
+			struct group gr, *found = NULL;
+			char buf[1024];
+			struct stat sb;
+
+			if (!stat(nodes[index].path, &sb) &&
+			    !getgrgid_r(sb.st_gid, &gr, buf, sizeof(buf), &found) && found)
+				snprintf(hint, sizeof(hint), " (join group '%s', which owns it, or "
+					 "run as root)", found->gr_name);
+			else
+				snprintf(hint, sizeof(hint), " (run as root, or as a member of "
+					 "the group owning it)");
+		}
 		return npurt_set_error(npurt_status_from_errno(err),
 				       "npurt_device_open(%d): cannot open %s: %s%s",
-				       index, nodes[index].path, strerror(err),
-				       err == EACCES ? " (join the render group?)" : "");
+				       index, nodes[index].path, strerror(err), hint);
 	}
 
 	/* The node could have been rebound between the scan and the open. */

@@ -83,7 +83,7 @@ static void open_error(npurt_status st, char *buf, size_t len)
 		snprintf(path, sizeof(path), "%.*s", (int)strcspn(node, ": "), node);
 	gr = path[0] && !stat(path, &sb) ? getgrgid(sb.st_gid) : NULL;
 	snprintf(buf, len, "%s: permission denied; join group '%s' or run as root", msg,
-		 gr ? gr->gr_name : "render");
+		 gr ? gr->gr_name : "npu");
 }
 
 /* Refresh one device: info, memory, processes, queues. */
