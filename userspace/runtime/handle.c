@@ -134,8 +134,12 @@ npurt_status npurt_handle_add(const void *h, enum npurt_kind kind, const npurt_d
 	return NPURT_OK;
 }
 
-/* Check h (and take it out, if `take`), lock held: the entry's kind, or 0 if none. */
-static enum npurt_kind look(const void *h, bool take)
+/*
+ * h's kind, or 0 if it is not live; taken out too when its kind is
+ * `take` (NPURT_KIND_COUNT: whatever it is; 0: never). One probe under
+ * the lock, so of two racing takes exactly one wins.
+ */
+static enum npurt_kind look(const void *h, enum npurt_kind take)
 {
 	struct shard *s = shard_of((uintptr_t)h);
 	enum npurt_kind kind = 0;
@@ -148,7 +152,7 @@ static enum npurt_kind look(const void *h, bool take)
 		e = probe(s, (uintptr_t)h);
 		if (e->key != EMPTY) {
 			kind = e->kind;
-			if (take)
+			if (take == kind || take == NPURT_KIND_COUNT)
 				e->key = GONE;
 		}
 	}
@@ -162,10 +166,10 @@ static npurt_status check(const void *h, enum npurt_kind kind, bool take, const 
 
 	if (!h)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: NULL %s", who, names[kind]);
-	found = look(h, false);
-	if (found == kind && (!take || look(h, true) == kind))
+	found = look(h, take ? kind : 0);
+	if (found == kind)
 		return NPURT_OK;
-	if (found && found != kind)
+	if (found)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: %p is an %s, not an %s", who, h,
 				       names[found], names[kind]);
 	return npurt_set_error(NPURT_ERR_INVALID, "%s: %p is no live %s (freed or destroyed "
@@ -185,7 +189,7 @@ npurt_status npurt_handle_take(const void *h, enum npurt_kind kind, const char *
 void npurt_handle_drop(const void *h)
 {
 	if (h)
-		look(h, true);
+		look(h, NPURT_KIND_COUNT);
 }
 
 void npurt_handles_drop_device(const npurt_device *dev, enum npurt_kind kind)
