@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Op library: argument checks and the ops themselves, on strided host
- * views. Everything here trusts nothing but npu_op_check(): a launch the
+ * Op library: the ops themselves, on strided host views. Everything here
+ * trusts nothing but npu_op_check() (oplib/npu_opcheck.h): a launch the
  * check accepts cannot make an op read or write outside its tensors.
  */
 #include "npu_ops.h"
@@ -13,214 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LIMIT_DIM	(1ull << 31)
-
-uint64_t npu_tensor_extent(const struct npu_tensor *t)
-{
-	uint64_t last = 0;
-
-	for (uint32_t k = 0; k < t->ndim; k++)
-		last += (t->shape[k] - 1) * t->stride[k];
-	return (last + 1) * npu_dtype_size(t->dtype);
-}
-
-static uint64_t elements(const struct npu_tensor *t)
-{
-	uint64_t n = 1;
-
-	for (uint32_t k = 0; k < t->ndim; k++)
-		n *= t->shape[k];
-	return n;
-}
-
-static const char *check_tensor(const struct npu_tensor *t, int is_out)
-{
-	if (t->ndim < 1 || t->ndim > NPU_OP_MAX_DIMS)
-		return "tensor rank must be 1 to 8";
-	if (!npu_dtype_size(t->dtype))
-		return "unknown dtype";
-	for (uint32_t k = 0; k < NPU_OP_MAX_DIMS; k++) {
-		if (k >= t->ndim) {
-			if (t->shape[k] || t->stride[k])
-				return "unused dimensions must be zero";
-			continue;
-		}
-		if (!t->shape[k] || t->shape[k] > LIMIT_DIM || t->stride[k] > LIMIT_DIM)
-			return "shape or stride out of range";
-		if (is_out && !t->stride[k] && t->shape[k] > 1)
-			return "output must not broadcast (zero stride)";
-	}
-	/*
-	 * Bounded as it goes, so neither sum nor product can wrap (each step
-	 * starts under 2^30 and adds or multiplies in under 2^62): after
-	 * this, elements() and npu_tensor_extent() are exact.
-	 */
-	for (uint64_t k = 0, n = 1, last = 0; k < t->ndim; k++) {
-		n *= t->shape[k];
-		last += (t->shape[k] - 1) * t->stride[k];
-		if (n > NPU_OPS_MAX_EXTENT || (last + 1) * npu_dtype_size(t->dtype) > NPU_OPS_MAX_EXTENT)
-			return "tensor too large";
-	}
-	return NULL;
-}
-
-static int same_shape(const struct npu_tensor *a, const struct npu_tensor *b)
-{
-	return a->ndim == b->ndim &&
-	       !memcmp(a->shape, b->shape, sizeof(a->shape[0]) * a->ndim);
-}
-
-unsigned int npu_op_inputs(const struct npu_op *a)
-{
-	enum npu_op_kind c = npu_op_kind(a->op);
-
-	if (a->op == NPU_OP_CONV2D || c == NPU_OPK_GATHER)
-		return 2;
-	return c == NPU_OPK_BINARY || c == NPU_OPK_GEMM ? 2 : c == NPU_OPK_NONE ? 0 : 1;
-}
-
 int npu_op_reads_output(const struct npu_op *a)
 {
 	return npu_op_reads_out(a->op, a->beta);
-}
-
-static const char *check_gemm(const struct npu_op *a)
-{
-	const struct npu_tensor *A = &a->in[0], *B = &a->in[1], *C = &a->out;
-	int ta = a->flags & NPU_OP_F_TRANS_A, tb = a->flags & NPU_OP_F_TRANS_B;
-	uint64_t m, n, k;
-
-	if (a->flags & ~npu_op_flags(NPU_OP_GEMM))
-		return "unknown GEMM flags";
-	if (a->flags & NPU_OP_F_B_PANELS) {
-		if (A->ndim != 2 || C->ndim != 2 || tb || A->dtype != NPU_DT_F32 ||
-		    C->dtype != NPU_DT_F32)
-			return "GEMM panels: A and C 2-D f32, no TRANS_B";
-		if (!isfinite(a->alpha) || !isfinite(a->beta))
-			return "GEMM alpha and beta must be finite";
-		k = ta ? A->shape[0] : A->shape[1];
-		if ((ta ? A->shape[1] : A->shape[0]) != C->shape[0])
-			return "GEMM shapes do not agree";
-		return npu_panels_check(B->dtype, B->ndim, B->shape, B->stride, k, C->shape[1]);
-	}
-	if (A->ndim != 2 || B->ndim != 2 || C->ndim != 2)
-		return "GEMM takes 2-D tensors";
-	if (!isfinite(a->alpha) || !isfinite(a->beta))
-		return "GEMM alpha and beta must be finite";
-	/* Integer sums are exact: nothing to scale them by but 1. */
-	if (C->dtype == NPU_DT_I32 && (a->alpha != 1.0f || (a->beta != 0.0f && a->beta != 1.0f)))
-		return "an integer GEMM takes alpha 1 and beta 0 or 1";
-	m = C->shape[0];
-	n = C->shape[1];
-	k = ta ? A->shape[0] : A->shape[1];
-	if ((ta ? A->shape[1] : A->shape[0]) != m ||
-	    (tb ? B->shape[1] : B->shape[0]) != k || (tb ? B->shape[0] : B->shape[1]) != n)
-		return "GEMM shapes do not agree";
-	return NULL;
-}
-
-static const char *check_op(const struct npu_op *a)
-{
-	enum npu_op_kind c = npu_op_kind(a->op);
-	unsigned int n = npu_op_inputs(a);
-	const char *err;
-
-	if (c == NPU_OPK_NONE)
-		return "unknown op";
-	if (c != NPU_OPK_GEMM && c != NPU_OPK_WINDOW && a->flags & ~npu_op_flags(a->op))
-		return "unknown flags";
-	err = check_tensor(&a->out, 1);
-	for (unsigned int i = 0; !err && i < n; i++)
-		err = check_tensor(&a->in[i], 0);
-	if (err)
-		return err;
-	err = npu_op_dtypes(a->op, a->in[0].dtype, n == 2 ? a->in[1].dtype : NPU_DT_COUNT,
-			    a->out.dtype);
-	if (err)
-		return err;
-
-	switch (c) {
-	case NPU_OPK_BINARY:
-		if (a->op == NPU_OP_REQUANT && (!isfinite(a->alpha) || isnan(a->beta)))
-			return "requant: a finite zero point (alpha), a bound (beta) not nan";
-		return same_shape(&a->in[0], &a->out) && same_shape(&a->in[1], &a->out) ?
-		       NULL : "input and output shapes differ";
-	case NPU_OPK_UNARY:
-		if (isnan(a->alpha) || isnan(a->beta))
-			return "unary op parameters must not be nan";
-		return same_shape(&a->in[0], &a->out) ? NULL : "input and output shapes differ";
-	case NPU_OPK_ROW:
-	case NPU_OPK_CAST:
-		if (c == NPU_OPK_ROW && a->op == NPU_OP_LAYERNORM && !(a->eps >= 0.0f && isfinite(a->eps)))
-			return "layernorm eps must be finite and not negative";
-		return same_shape(&a->in[0], &a->out) ? NULL : "input and output shapes differ";
-	case NPU_OPK_GEMM:
-		return check_gemm(a);
-	case NPU_OPK_REDUCE:
-		if (a->axis >= a->in[0].ndim || a->out.ndim != a->in[0].ndim)
-			return "reduce axis out of range";
-		for (uint32_t k = 0; k < a->out.ndim; k++)
-			if (a->out.shape[k] != (k == a->axis ? 1 : a->in[0].shape[k]))
-				return "reduce output must keep the input shape with the axis at 1";
-		return NULL;
-	case NPU_OPK_WINDOW:
-		return npu_window_check(a);
-	case NPU_OPK_SCAN:
-		if (a->axis >= a->out.ndim || !same_shape(&a->in[0], &a->out))
-			return "cumsum: out of in0's shape, an axis of it";
-		return NULL;
-	case NPU_OPK_GATHER:
-		if (a->in[0].ndim != a->out.ndim || !same_shape(&a->in[1], &a->out) ||
-		    a->axis >= a->out.ndim)
-			return "gather_elements: indices of out's shape, data of its rank, an axis";
-		for (uint32_t k = 0; k < a->out.ndim; k++)
-			if (k != a->axis && a->in[0].shape[k] != a->out.shape[k])
-				return "gather_elements: data of out's shape but along the axis";
-		return NULL;
-	case NPU_OPK_TRANSPOSE: {
-		unsigned int seen = 0;
-
-		if (a->in[0].ndim != a->out.ndim)
-			return "transpose keeps dtype and rank";
-		for (uint32_t k = 0; k < a->out.ndim; k++) {
-			if (a->perm[k] >= a->out.ndim || seen & (1u << a->perm[k]))
-				return "transpose perm is not a permutation";
-			seen |= 1u << a->perm[k];
-			if (a->out.shape[k] != a->in[0].shape[a->perm[k]])
-				return "transpose output shape does not match perm";
-		}
-		return NULL;
-	}
-	case NPU_OPK_NONE:
-		break;
-	}
-	return "unknown op";
-}
-
-/* What the op's output goes through (npu_oplib.h, struct npu_epi). */
-static const char *check_epilogue(const struct npu_op *a)
-{
-	const char *err = npu_epilogue_check(a);
-
-	if (err || !(a->epi.flags & NPU_OP_E_BIAS))
-		return err;
-	return check_tensor(&a->epi.bias, 0);
-}
-
-const char *npu_op_check(const struct npu_op *a)
-{
-	const char *err = check_op(a);
-	struct npu_op run;
-
-	if (!err)
-		err = check_epilogue(a);
-	if (err)
-		return err;
-	/* Widened, the op must be a launch of its own: f32 copies of i8 are 4 times the size. */
-	npu_op_widened(a, &run);
-	if (memcmp(&run, a, sizeof(run)))
-		err = check_op(&run);
-	return err ? err : check_epilogue(&run);
 }
 
 /*
@@ -292,13 +87,13 @@ uint64_t npu_op_units(const struct npu_op *a)
 	case NPU_OPK_GEMM:
 		return a->out.shape[0];
 	case NPU_OPK_ROW:
-		return elements(&a->out) / a->out.shape[a->out.ndim - 1];
+		return npu_op_elements(&a->out) / a->out.shape[a->out.ndim - 1];
 	case NPU_OPK_WINDOW:
 		return a->out.shape[0] * a->out.shape[1];	/* an output plane each */
 	case NPU_OPK_SCAN:
-		return elements(&a->out) / a->out.shape[a->axis];	/* a line each */
+		return npu_op_elements(&a->out) / a->out.shape[a->axis];	/* a line each */
 	default:
-		return elements(&a->out);
+		return npu_op_elements(&a->out);
 	}
 }
 
@@ -307,7 +102,7 @@ uint64_t npu_op_units(const struct npu_op *a)
 
 uint64_t npu_op_cost(const struct npu_op *a)
 {
-	uint64_t out = elements(&a->out);
+	uint64_t out = npu_op_elements(&a->out);
 	enum npu_op_kind c = npu_op_kind(a->op);
 
 	switch (c) {
@@ -322,7 +117,7 @@ uint64_t npu_op_cost(const struct npu_op *a)
 		return out * per;
 	}
 	case NPU_OPK_REDUCE:
-		return elements(&a->in[0]) * (a->in[0].dtype == NPU_DT_F32 ? 1 : ELEMENT_PATH_WEIGHT);
+		return npu_op_elements(&a->in[0]) * (a->in[0].dtype == NPU_DT_F32 ? 1 : ELEMENT_PATH_WEIGHT);
 	case NPU_OPK_ROW:
 		return 3 * out;
 	default:

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "npu_fw_if.h"
-#include "npu_opdefs.h"
+#include "npu_opcheck.h"
 
 /* A tensor in host memory: `data` is element 0, strides in elements. */
 struct npu_view {
@@ -26,23 +26,8 @@ struct npu_view {
 	uint64_t stride[NPU_OP_MAX_DIMS];
 };
 
-/* Largest tensor extent a launch may touch. */
-#define NPU_OPS_MAX_EXTENT	(1ull << 30)
-
-/*
- * Check a launch's arguments. NULL when the op can run, else why not
- * (logged by the device with the failed task).
- */
-const char *npu_op_check(const struct npu_op *a);
-
-/* How many inputs the op reads (0..2); only valid after npu_op_check(). */
-unsigned int npu_op_inputs(const struct npu_op *a);
-
 /* Whether the op reads its output before writing it (GEMM with beta, SELECT). */
 int npu_op_reads_output(const struct npu_op *a);
-
-/* Bytes from element 0 to one past the last element of `t`. */
-uint64_t npu_tensor_extent(const struct npu_tensor *t);
 
 
 /*

@@ -19,12 +19,7 @@
 
 void npu_op_widened(const struct npu_op *a, struct npu_op *run)
 {
-	struct npu_tensor *t[4] = { &run->in[0], &run->in[1], &run->epi.bias, &run->out };
-
-	*run = *a;
-	for (unsigned int i = 0; i < 4; i++)
-		if (npu_op_widens(a->op, t[i]->dtype))
-			t[i]->dtype = NPU_DT_F32;
+	npu_op_widened_f32(a, run);
 	/* The host multiplies bf16 itself: A and B stay as they are. */
 	if (a->op == NPU_OP_GEMM && a->in[0].dtype == NPU_DT_BF16 &&
 	    a->in[1].dtype == NPU_DT_BF16 && npu_gemm_bf16_native())

@@ -52,9 +52,13 @@ static npurt_tensor bias(uint64_t base, int off, uint64_t rows, uint64_t cols)
 static void launch(npurt_stream *s, const char *op, npurt_tensor in0, const npurt_tensor *in1,
 		   npurt_tensor out)
 {
-	npurt_launch_desc d = { .size = sizeof(d), .alpha = 1.0f, .in = { in0 }, .out = out };
+	npurt_launch_desc d;
+	uint32_t id;
 
-	CHECK(npurt_op_lookup(op, &d.op));
+	CHECK(npurt_op_lookup(op, &id));
+	CHECK(npurt_launch_init(&d, id));	/* GEMM: alpha 1, beta 0 */
+	d.in[0] = in0;
+	d.out = out;
 	if (in1)
 		d.in[1] = *in1;
 	CHECK(npurt_launch(s, &d));

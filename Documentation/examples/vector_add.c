@@ -27,7 +27,8 @@ int main(void)
 	npurt_mem *a, *b, *c, *out;
 	npurt_stream *compute, *copy;
 	npurt_event *start, *done;
-	npurt_launch_desc add = { .size = sizeof(add) };
+	npurt_launch_desc add;
+	uint32_t op;
 	uint64_t n = N;
 	int64_t ns;
 	float *ha, *hb, *hout;
@@ -49,7 +50,9 @@ int main(void)
 	CHECK(npurt_event_create(dev, &start));
 	CHECK(npurt_event_create(dev, &done));
 
-	CHECK(npurt_op_lookup("add", &add.op));
+	/* The descriptor's size and the op's default parameters, then the tensors. */
+	CHECK(npurt_op_lookup("add", &op));
+	CHECK(npurt_launch_init(&add, op));
 	CHECK(npurt_tensor_init(&add.in[0], npurt_mem_device_addr(a), NPURT_F32, 1, &n));
 	CHECK(npurt_tensor_init(&add.in[1], npurt_mem_device_addr(b), NPURT_F32, 1, &n));
 	CHECK(npurt_tensor_init(&add.out, npurt_mem_device_addr(c), NPURT_F32, 1, &n));

@@ -32,7 +32,10 @@ FIXTURE_VARIANT_ADD(err, io_uring) { .env = "io_uring", .path = NPURT_SUBMIT_IO_
 FIXTURE_SETUP(err)
 {
 	setenv("NPURT_SUBMIT", variant->env, 1);
+	/* The device's own refusals are what this file records: launches reach it unchecked. */
+	setenv("NPURT_LAUNCH_CHECK", "device", 1);
 	ASSERT_EQ(NPURT_OK, npurt_device_open(0, &self->dev)) TH_LOG("%s", npurt_last_error());
+	unsetenv("NPURT_LAUNCH_CHECK");
 	ASSERT_EQ(variant->path, npurt_device_submit_path(self->dev));
 	ASSERT_EQ(NPURT_OK, npurt_mem_alloc(self->dev, 4 * MiB, &self->a));
 	ASSERT_EQ(NPURT_OK, npurt_mem_alloc(self->dev, 4 * MiB, &self->b));
@@ -85,6 +88,7 @@ TEST_F(err, a_fault_is_recorded_per_stream_and_per_thread)
 	EXPECT_LE(HOLE + 64, r.fault_address);
 	EXPECT_GT(HOLE + 64 + 4096, r.fault_address);
 	EXPECT_EQ(1, r.fault_write);
+	EXPECT_EQ(NULL, r.reason);
 
 	/* The thread's record is the same failure, and peeking keeps both. */
 	ASSERT_EQ(NPURT_OK, npurt_error_peek(&t));
@@ -158,6 +162,7 @@ TEST_F(err, a_refused_launch_names_its_op)
 	EXPECT_EQ(add, r.op);
 	EXPECT_EQ(DRM_NPU_JOB_KERNEL_ERROR, r.device_status);
 	EXPECT_EQ(0, r.fault_address);
+	EXPECT_STREQ("input and output shapes differ", r.reason);
 }
 
 struct seen {

@@ -328,11 +328,12 @@ TEST_F(launch, bad_descriptors_are_refused_before_the_device)
 	d.block_dim = 0;
 	d.in[1].ndim = NPURT_MAX_DIMS + 1;
 	EXPECT_EQ(NPURT_ERR_INVALID, npurt_launch(self->s, &d));
-	EXPECT_NE(NULL, strstr(npurt_last_error(), "input 1"));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "npurt_launch(add): tensor rank must be 1 to 8"))
+		TH_LOG("%s", npurt_last_error());
 	d.in[1].ndim = 1;
 	d.out.dtype = NPURT_DTYPE_COUNT;
 	EXPECT_EQ(NPURT_ERR_INVALID, npurt_launch(self->s, &d));
-	EXPECT_NE(NULL, strstr(npurt_last_error(), "output"));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "unknown dtype")) TH_LOG("%s", npurt_last_error());
 
 	EXPECT_EQ(NPURT_ERR_INVALID, npurt_op_lookup("convolution", &id));
 	EXPECT_EQ(77, id);
@@ -401,16 +402,145 @@ TEST_F(launch, tensors_of_eight_dimensions_reach_the_device)
 	}
 }
 
-/* A launch the device refuses fails the stream and says it was the op. */
-TEST_F(launch, a_launch_the_device_refuses_fails_the_stream)
+/*
+ * What a newcomer gets wrong, refused by the call with the device's own
+ * rule and the tensors it is about, never by a failed stream later: a
+ * GEMM whose K disagrees, an add of f32 and f16, a zeroed descriptor's
+ * GEMM (alpha 0), views past their allocation or in freed memory.
+ * npurt_launch_init() fills the defaults that make the same GEMM right.
+ */
+TEST_F(launch, what_the_device_would_refuse_is_refused_by_the_call)
+{
+	enum { M = 4, K = 3, N = 2 };
+	float *A = self->host, *B = A + 64, *C = B + 64;
+	npurt_launch_desc d;
+	uint64_t n = 16;
+
+	ASSERT_EQ(NPURT_OK, npurt_launch_init(&d, op("gemm")));
+	EXPECT_EQ(sizeof(d), d.size);
+	EXPECT_EQ(1.0f, d.alpha);
+	EXPECT_EQ(0.0f, d.beta);
+	npurt_tensor_init(&d.in[0], self->va, NPURT_F32, 2, (uint64_t[]){ M, K });
+	npurt_tensor_init(&d.in[1], self->va + 256, NPURT_F32, 2, (uint64_t[]){ K + 2, N });
+	npurt_tensor_init(&d.out, self->va + 512, NPURT_F32, 2, (uint64_t[]){ M, N });
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_launch(self->s, &d));
+	EXPECT_STREQ("npurt_launch(gemm): GEMM shapes do not agree: A's columns are not B's rows "
+		     "(in0 f32 [4, 3], in1 f32 [5, 2], out f32 [4, 2])", npurt_last_error());
+
+	/* The same GEMM right, from a zeroed descriptor: refused until alpha is set. */
+	memset(&d, 0, sizeof(d));
+	d.size = sizeof(d);
+	d.op = op("gemm");
+	npurt_tensor_init(&d.in[0], self->va, NPURT_F32, 2, (uint64_t[]){ M, K });
+	npurt_tensor_init(&d.in[1], self->va + 256, NPURT_F32, 2, (uint64_t[]){ K, N });
+	npurt_tensor_init(&d.out, self->va + 512, NPURT_F32, 2, (uint64_t[]){ M, N });
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_launch(self->s, &d));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "alpha and beta are both 0"))
+		TH_LOG("%s", npurt_last_error());
+	for (int i = 0; i < M * K; i++)
+		A[i] = (float)i;
+	for (int i = 0; i < K * N; i++)
+		B[i] = (float)(i + 1);
+	d.alpha = 1.0f;
+	ASSERT_EQ(NPURT_OK, npurt_launch(self->s, &d)) TH_LOG("%s", npurt_last_error());
+	ASSERT_EQ(NPURT_OK, npurt_stream_synchronize(self->s)) TH_LOG("%s", npurt_last_error());
+	for (int i = 0; i < M; i++)
+		for (int j = 0; j < N; j++) {
+			float want = 0.0f;
+
+			for (int k = 0; k < K; k++)
+				want += A[i * K + k] * B[k * N + j];
+			EXPECT_EQ(want, C[i * N + j]);
+		}
+
+	d = binary(self, "add", 0, 4096, 8192, n);
+	d.in[1].dtype = NPURT_F16;
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_launch(self->s, &d));
+	EXPECT_STREQ("npurt_launch(add): binary ops take two inputs of one dtype (in0 f32 [16], "
+		     "in1 f16 [16], out f32 [16])", npurt_last_error());
+	/* Strides that leave gaps are shown, a broadcast output refused. */
+	d = binary(self, "add", 0, 4096, 8192, n);
+	d.out.stride[0] = 0;
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_launch(self->s, &d));
+	EXPECT_STREQ("npurt_launch(add): output must not broadcast (zero stride) (in0 f32 [16], "
+		     "in1 f32 [16], out f32 [16] strides [0])", npurt_last_error());
+
+	/* Views inside their allocations: one past the scratch's end, one in freed memory. */
+	d = binary(self, "add", 0, 4096, 8 * MiB - 60, n);
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_launch(self->s, &d));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "npurt_launch(add): the output [")) TH_LOG("%s",
+											npurt_last_error());
+	EXPECT_NE(NULL, strstr(npurt_last_error(), ", +64 bytes) runs 4 bytes past the end of its "
+			       "allocation")) TH_LOG("%s", npurt_last_error());
+	{
+		npurt_mem *gone;
+
+		ASSERT_EQ(NPURT_OK, npurt_mem_alloc(self->dev, 4096, &gone));
+		d = binary(self, "add", 0, 4096, 8192, n);
+		d.in[1].addr = npurt_mem_device_addr(gone);
+		ASSERT_EQ(NPURT_OK, npurt_mem_release(gone));
+		EXPECT_EQ(NPURT_ERR_INVALID, npurt_launch(self->s, &d));
+		EXPECT_NE(NULL, strstr(npurt_last_error(), "input 1 [")) TH_LOG("%s",
+									  npurt_last_error());
+		EXPECT_NE(NULL, strstr(npurt_last_error(), "is in no live allocation of this device"))
+			TH_LOG("%s", npurt_last_error());
+	}
+
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_launch_init(NULL, op("gemm")));
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_launch_init(&d, 12345));
+	ASSERT_EQ(NPURT_OK, npurt_launch_init(&d, op("leaky_relu")));
+	EXPECT_EQ(0.01f, d.alpha);
+	ASSERT_EQ(NPURT_OK, npurt_launch_init(&d, op("layernorm")));
+	EXPECT_EQ(1e-5f, d.eps);
+	/* None of it reached the device: the stream is fine. */
+	EXPECT_EQ(NPURT_OK, npurt_stream_synchronize(self->s));
+}
+
+/*
+ * With NPURT_LAUNCH_CHECK=device the library leaves the rule to the
+ * device: the refused launch fails the stream, and the record and the
+ * message say which rule it broke, as the library would have.
+ */
+TEST_F(launch, a_launch_the_device_refuses_says_why)
 {
 	npurt_launch_desc d = binary(self, "add", 0, 4096, 8192, 16);
+	npurt_error r = { .size = sizeof(r) };
+	npurt_device *dev;
+	npurt_stream *s;
+	npurt_mem *m;
 
+	setenv("NPURT_LAUNCH_CHECK", "neither", 1);
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_device_open(0, &dev));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "NPURT_LAUNCH_CHECK=neither"));
+	setenv("NPURT_LAUNCH_CHECK", "device", 1);
+	ASSERT_EQ(NPURT_OK, npurt_device_open(0, &dev)) TH_LOG("%s", npurt_last_error());
+	unsetenv("NPURT_LAUNCH_CHECK");
+	ASSERT_EQ(NPURT_OK, npurt_stream_create(dev, NPURT_PRIORITY_NORMAL, &s));
+	ASSERT_EQ(NPURT_OK, npurt_mem_alloc(dev, 16384, &m));	/* its own context's memory */
+	d.in[0].addr = npurt_mem_device_addr(m);
+	d.in[1].addr = d.in[0].addr + 4096;
+	d.out.addr = d.in[0].addr + 8192;
 	d.in[1].shape[0] = 17;		/* shapes of an add must agree */
-	ASSERT_EQ(NPURT_OK, npurt_launch(self->s, &d));
-	EXPECT_EQ(NPURT_ERR_DEVICE, npurt_stream_synchronize(self->s));
-	EXPECT_NE(NULL, strstr(npurt_last_error(), "kernel error")) TH_LOG("%s", npurt_last_error());
-	EXPECT_EQ(NPURT_ERR_DEVICE, npurt_launch(self->s, &d));
+	ASSERT_EQ(NPURT_OK, npurt_memset_async(s, d.in[0].addr, 0, 4096));
+	ASSERT_EQ(NPURT_OK, npurt_launch(s, &d)) TH_LOG("%s", npurt_last_error());
+	EXPECT_EQ(NPURT_ERR_DEVICE, npurt_stream_synchronize(s));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "kernel error in operation 2 of the stream "
+			       "(npurt_launch add): input and output shapes differ (in0 f32 [16], "
+			       "in1 f32 [17], out f32 [16]); the device's task"))
+		TH_LOG("%s", npurt_last_error());
+	ASSERT_EQ(NPURT_OK, npurt_stream_error_peek(s, &r));
+	EXPECT_EQ(DRM_NPU_JOB_KERNEL_ERROR, r.device_status);
+	EXPECT_STREQ("input and output shapes differ", r.reason);
+	EXPECT_EQ(NPURT_ERR_DEVICE, npurt_launch(s, &d));
+	/* An older caller's smaller record is still filled, up to its size. */
+	r.size = NPURT_ERROR_V1_SIZE;
+	r.reason = NULL;
+	ASSERT_EQ(NPURT_OK, npurt_stream_error_peek(s, &r));
+	EXPECT_EQ(DRM_NPU_JOB_KERNEL_ERROR, r.device_status);
+	EXPECT_EQ(NULL, r.reason);
+	npurt_stream_destroy(s);
+	npurt_mem_free(m);
+	npurt_device_close(dev);
 }
 
 TEST_HARNESS_MAIN

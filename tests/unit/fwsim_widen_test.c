@@ -472,7 +472,7 @@ TEST(widened_tensors_must_fit_as_f32)
 	a.win = (struct npu_op_window){ .kernel = { 1, 1 }, .stride = { 1, 1 }, .dilation = { 1, 1 } };
 	EXPECT_NE(NULL, npu_op_check(&a));
 	a.out.dtype = NPU_DT_U8;
-	EXPECT_STREQ("tensor too large", npu_op_check(&a));
+	EXPECT_STREQ("tensor too large once widened to f32", npu_op_check(&a));
 	a.in[0].shape[2] = a.out.shape[2] = 1024;
 	EXPECT_EQ(NULL, npu_op_check(&a));
 	/* i16 is not among what maxpool widens; GEMM takes no i8 */

@@ -187,4 +187,54 @@ TEST(threads_insert_find_and_remove_at_once)
 	mr_destroy(&t);
 }
 
+/*
+ * One buffer imported twice maps at one device address: each import has
+ * an entry of the same range, with its own host address, and the range
+ * stays while either does; another overlapping range is still refused.
+ */
+TEST(a_shared_range_stays_until_its_last_owner_goes)
+{
+	struct mr_range r = { .start = 0x10000, .size = 0x2000, .addr = 0x7000 }, got;
+	struct mr_table t;
+	int first, second;
+
+	mr_init(&t);
+	r.owner = &first;
+	ASSERT_EQ(0, mr_insert_shared(&t, &r));
+	EXPECT_EQ(EEXIST, mr_insert(&t, &r));		/* only where sharing is asked */
+	r.owner = &second;
+	r.addr = 0x9000;
+	ASSERT_EQ(0, mr_insert_shared(&t, &r));
+	EXPECT_EQ(2, t.n);
+	r.size = 0x1000;
+	EXPECT_EQ(EEXIST, mr_insert_shared(&t, &r));
+	r.start = 0x11000;
+	EXPECT_EQ(EEXIST, mr_insert_shared(&t, &r));
+	r.size = 0;
+	EXPECT_EQ(EINVAL, mr_insert_shared(&t, &r));
+	/* The first goes: the range stays, and names the second's host address. */
+	EXPECT_EQ(0, mr_remove(&t, 0x10000, &first));
+	EXPECT_EQ(ENOENT, mr_remove(&t, 0x10000, &first));
+	ASSERT_EQ(MR_INSIDE, mr_find(&t, 0x11000, 0x1000, &got));
+	EXPECT_EQ(0x9000, got.addr);
+	EXPECT_EQ(&second, got.owner);
+	EXPECT_EQ(0, mr_remove(&t, 0x10000, &second));
+	EXPECT_EQ(MR_NONE, mr_find(&t, 0x11000, 0x1000, &got));
+	mr_destroy(&t);
+}
+
+/* Device addresses past 4 GiB, whatever the host's pointer width. */
+TEST(device_addresses_are_64_bits)
+{
+	struct mr_range r = { .start = 0x100000000ull + 0x5000, .size = 0x1000, .owner = &r }, got;
+	struct mr_table t;
+
+	mr_init(&t);
+	ASSERT_EQ(0, mr_insert_shared(&t, &r));
+	EXPECT_EQ(MR_NONE, mr_find(&t, 0x5000, 0x10, &got));
+	EXPECT_EQ(MR_INSIDE, mr_find(&t, 0x100005800ull, 0x10, &got));
+	EXPECT_EQ(MR_STRADDLE, mr_find(&t, 0x100005ff8ull, 0x10, &got));
+	mr_destroy(&t);
+}
+
 TEST_HARNESS_MAIN

@@ -5,6 +5,7 @@
  * library against the real driver in the VM.
  */
 #include <pthread.h>
+#include <math.h>
 #include <string.h>
 
 #include <drm/npu_accel.h>
@@ -136,6 +137,40 @@ TEST(graphs_and_executors_used_after_destroy_are_refused)
 	EXPECT_EQ(NPURT_ERR_INVALID, npurt_exec_run((npurt_exec *)g));
 	EXPECT_NE(NULL, strstr(npurt_last_error(), "is an npurt_graph, not an npurt_exec"));
 	npurt_graph_destroy(g);
+}
+
+/*
+ * npurt_launch_init(): the size set, and each op's parameters as ONNX
+ * defaults them, so a descriptor made with it never means GEMM alpha 0.
+ */
+TEST(launch_init_fills_each_ops_defaults)
+{
+	npurt_launch_desc d;
+	uint32_t id;
+
+	memset(&d, 0x5a, sizeof(d));
+	ASSERT_EQ(NPURT_OK, npurt_op_lookup("gemm", &id));
+	ASSERT_EQ(NPURT_OK, npurt_launch_init(&d, id));
+	EXPECT_EQ(sizeof(d), d.size);
+	EXPECT_EQ(id, d.op);
+	EXPECT_EQ(1.0f, d.alpha);
+	EXPECT_EQ(0.0f, d.beta);
+	EXPECT_EQ(0u, d.flags);
+	EXPECT_EQ(0u, d.in[0].ndim);
+	ASSERT_EQ(NPURT_OK, npurt_op_lookup("hard_sigmoid", &id));
+	ASSERT_EQ(NPURT_OK, npurt_launch_init(&d, id));
+	EXPECT_EQ(0.2f, d.alpha);
+	EXPECT_EQ(0.5f, d.beta);
+	ASSERT_EQ(NPURT_OK, npurt_op_lookup("clip", &id));
+	ASSERT_EQ(NPURT_OK, npurt_launch_init(&d, id));
+	EXPECT_TRUE(isinf(d.alpha) && d.alpha < 0 && isinf(d.beta) && d.beta > 0);
+	ASSERT_EQ(NPURT_OK, npurt_op_lookup("add", &id));
+	ASSERT_EQ(NPURT_OK, npurt_launch_init(&d, id));
+	EXPECT_EQ(0.0f, d.alpha);
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_launch_init(&d, 12345));
+	EXPECT_NE(NULL, strstr(npurt_last_error(), "unknown op 12345"));
+	EXPECT_EQ(id, d.op);		/* untouched on failure */
+	EXPECT_EQ(NPURT_ERR_INVALID, npurt_launch_init(NULL, id));
 }
 
 /*

@@ -99,7 +99,16 @@ typedef struct npurt_error {
 	int error;			/* the errno behind it, if any */
 	uint64_t fault_address;		/* device address of a memory fault */
 	uint32_t fault_write;		/* the faulting access wrote (else read) */
+	/* Since 0.10: */
+	const char *reason;		/* why the device refused a kernel launch
+					 * of npurt_launch() (device_status "kernel
+					 * error"), by the op library's rule: a
+					 * constant string; NULL when not known
+					 * (a model's launch) */
 } npurt_error;
+
+/* The first version's size: npurt_error_peek() takes any size from it up. */
+#define NPURT_ERROR_V1_SIZE	offsetof(npurt_error, reason)
 
 /*
  * This thread's last failure, as npurt_last_error() words it: every
@@ -107,7 +116,7 @@ typedef struct npurt_error {
  * operation and device fields). `call` stays valid until the thread's
  * next failure. The record stays until npurt_error_clear() or the next
  * failure. NPURT_ERR_INVALID: NULL out or out->size below the first
- * version's (the record is kept).
+ * version's, NPURT_ERROR_V1_SIZE (the record is kept).
  */
 NPURT_API npurt_status npurt_error_peek(npurt_error *out);
 
@@ -843,6 +852,20 @@ typedef struct npurt_launch_desc {
 } npurt_launch_desc;
 
 /*
+ * A descriptor for op `op`: size set, every other field 0 but the op's
+ * parameters, which take ONNX's defaults: GEMM alpha 1 (beta 0);
+ * leaky_relu alpha 0.01; elu, celu, thresholded_relu alpha 1; selu alpha
+ * 1.6733, gamma (beta) 1.0507; hard_sigmoid alpha 0.2, beta 0.5; clip no
+ * bounds (-inf, inf); shrink lambda 0.5; isinf both signs; requant no
+ * lower bound; layernorm eps 1e-5. Then fill in the tensors.
+ * NPURT_ERR_INVALID for a NULL desc or an unknown op. It writes the
+ * whole struct as this header declares it: a later library whose
+ * descriptor is larger keeps this version of the call (by symbol
+ * version) for programs built with this header.
+ */
+NPURT_API npurt_status npurt_launch_init(npurt_launch_desc *desc, uint32_t op);
+
+/*
  * The id of op `name` ("add", "gemm", "softmax", ... as in the op library's
  * documentation; any case). NPURT_ERR_INVALID for a NULL argument or an
  * unknown name, the message naming the closest known ones.
@@ -865,16 +888,27 @@ NPURT_API npurt_status npurt_op_at(uint32_t index, uint32_t *op, const char **na
 /*
  * Launch `desc` on the stream. The argument block goes to device memory
  * the stream owns (an arena reused as its launches complete; when every
- * slot is in flight the call waits for the oldest). The device checks
- * shapes, strides and dtypes against the op: a launch it refuses fails
- * the stream (NPURT_ERR_DEVICE from npurt_stream_synchronize(), naming
- * the launch); a tensor outside the context's memory fails it the same
- * way with the faulting address.
+ * slot is in flight the call waits for the oldest).
  *
- * NPURT_ERR_INVALID: NULL argument, desc->size too small, an unknown op,
- * block_dim above 64, a tensor the op reads or writes with ndim outside
- * 1..NPURT_MAX_DIMS or an unknown dtype. NPURT_ERR_NO_MEMORY when the
- * arena cannot be allocated; NPURT_ERR_DEVICE when the stream has failed.
+ * The launch is checked here by the op library's own rule, the one the
+ * device applies and the graph builder checks models by: ranks, shapes,
+ * strides, dtypes, flags and parameters for the op. One that breaks it
+ * returns NPURT_ERR_INVALID, the message naming the rule and the
+ * tensors: "npurt_launch(gemm): GEMM shapes do not agree: A's columns
+ * are not B's rows (in0 f32 [4, 3], in1 f32 [5, 2], out f32 [4, 2])".
+ * So does a GEMM with alpha and beta both 0, a zeroed descriptor's
+ * (npurt_launch_init() fills the defaults), and a tensor whose elements
+ * do not lie in one live allocation of this device (past its end, or
+ * freed). With NPURT_LAUNCH_CHECK=device in the environment at
+ * npurt_device_open() the library leaves every check to the device (as
+ * to try a firmware newer than the library), which then fails the stream
+ * (NPURT_ERR_DEVICE from npurt_stream_synchronize(), the error record's
+ * `reason` saying why), and a tensor outside the context's memory fails
+ * it the same way, with the faulting address.
+ *
+ * NPURT_ERR_INVALID also for a NULL argument, desc->size too small, an
+ * unknown op or block_dim above 64. NPURT_ERR_NO_MEMORY when the arena
+ * cannot be allocated; NPURT_ERR_DEVICE when the stream has failed.
  */
 NPURT_API npurt_status npurt_launch(npurt_stream *stream, const npurt_launch_desc *desc);
 

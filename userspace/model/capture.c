@@ -91,25 +91,6 @@ static struct npurt_capture *op_begin(npurt_stream *s, struct mark *mk, npurt_st
 
 /* ---- memory ------------------------------------------------------------- */
 
-/* The allocation of the device holding [addr, addr + len): 0, or ENOENT / ERANGE. */
-static int find_range(npurt_device *dev, uint64_t addr, uint64_t len, struct mr_range *out)
-{
-	int err = ENOENT;
-
-	pthread_rwlock_rdlock(&dev->ranges.lock);
-	for (size_t i = 0; i < dev->ranges.n; i++) {
-		const struct mr_range *r = &dev->ranges.v[i];
-
-		if (addr < r->addr || addr - r->addr >= r->size)
-			continue;
-		*out = *r;
-		err = len <= r->size - (addr - r->addr) ? 0 : ERANGE;
-		break;
-	}
-	pthread_rwlock_unlock(&dev->ranges.lock);
-	return err;
-}
-
 /* Tensors and buffers made since the mark go: their slots are clean for the next. */
 static void rollback(struct npurt_capture *c, const struct mark *mk)
 {
@@ -142,7 +123,7 @@ static npurt_status buf_of(struct npurt_capture *c, npurt_device *dev, uint64_t 
 		*out = (uint32_t)i;
 		return NPURT_OK;
 	}
-	err = find_range(dev, addr, len, &r);
+	err = npurt_mem_va_find(dev, addr, len, &r);
 	if (err)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: %s [%#llx, +%llu bytes) %s", who,
 				       what, (unsigned long long)addr, (unsigned long long)len,
@@ -157,16 +138,17 @@ static npurt_status buf_of(struct npurt_capture *c, npurt_device *dev, uint64_t 
 	dtype = r.size % 4 ? NPUM_F16 : NPUM_F32;
 	elems = r.size / mf_dtype_size(dtype);
 	if (r.size % 2 || r.size > NPUM_MAX_TENSOR_BYTES)
-		return npurt_set_error(NPURT_ERR_UNSUPPORTED, "%s: %s: an allocation of %zu bytes "
+		return npurt_set_error(NPURT_ERR_UNSUPPORTED, "%s: %s: an allocation of %llu bytes "
 				       "(captures take even sizes up to %llu bytes)", who, what,
-				       r.size, (unsigned long long)NPUM_MAX_TENSOR_BYTES);
+				       (unsigned long long)r.size,
+				       (unsigned long long)NPUM_MAX_TENSOR_BYTES);
 	if (c->nbufs >= NPUM_MAX_IO)
 		return npurt_set_error(NPURT_ERR_UNSUPPORTED, "%s: the capture touches more than "
 				       "%d allocations", who, NPUM_MAX_IO);
 	if (!graph_grow((void **)&c->bufs, &c->bufs_cap, c->nbufs + 1, sizeof(*c->bufs)))
 		return graph_nomem(c->g, who);
 	b = &c->bufs[c->nbufs];
-	*b = (struct cap_buf){ .addr = r.addr, .size = r.size, .host = (void *)r.start };
+	*b = (struct cap_buf){ .addr = r.addr, .size = r.size, .host = (void *)(uintptr_t)r.start };
 	b->tensor = graph_tensor_new(c->g, NULL, dtype, 1, &elems, NPUM_SEG_FMAP, who);
 	if (b->tensor == NPUM_NONE)
 		return c->g->broken ? c->g->broken : NPURT_ERR_INVALID;

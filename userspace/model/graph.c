@@ -401,14 +401,17 @@ npurt_status graph_op_add(npurt_graph *g, uint32_t s, struct npum_op *op, bool r
 			   const char *who)
 {
 	npurt_status st = NPURT_OK;
-	char why[200];
+	char why[320];
 
 	if (s >= NPUM_MAX_STREAMS)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s: stream %u (0 to %d)", who, s,
 				       NPUM_MAX_STREAMS - 1);
 	/* Checked against the tensors now, with the model's own rules. */
 	if (mf_op_check(&g->m, op, why, sizeof(why)))
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: %s", who, why);
+		return op->type == NPUM_OP_KERNEL && npurt_op_name(op->kernel) ?
+		       npurt_set_error(NPURT_ERR_INVALID, "%s(%s): %s", who,
+				       npurt_op_name(op->kernel), why) :
+		       npurt_set_error(NPURT_ERR_INVALID, "%s: %s", who, why);
 	for (int k = 0; k < NPUM_OP_READS && !st; k++) {
 		uint32_t x = npum_op_read(op, k);
 
@@ -637,7 +640,7 @@ bool npurt_graph_fuse(npurt_graph *g, uint32_t out, uint32_t bias, uint32_t act,
 	const struct access *a;
 	struct npum_op *op = NULL, fused;
 	uint32_t w = NPUM_MAX_STREAMS;	/* the stream of the op */
-	char why[160];
+	char why[320];
 
 	if (g->broken || out >= g->m.ntensors || base_of(g, out) != out || act > 0xffff ||
 	    (bias != NPUM_NONE && (bias >= g->m.ntensors || !g->produced[base_of(g, bias)])))

@@ -7,14 +7,13 @@
  * read out of bounds, and nothing of it reaches the device unchecked.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model_file.h"
-#include "npu_opdefs.h"
+#include "npu_opcheck.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "model files are little-endian and read in place: a big-endian host needs swaps"
@@ -190,16 +189,6 @@ static const struct npum_tensor *op_tensor(const struct mf_model *m, uint32_t i)
 	return i < m->ntensors ? &m->tensors[i] : NULL;
 }
 
-static bool same_shape(const struct npum_tensor *a, const struct npum_tensor *b)
-{
-	if (a->ndim != b->ndim)
-		return false;
-	for (unsigned int k = 0; k < a->ndim; k++)
-		if (a->shape[k] != b->shape[k])
-			return false;
-	return true;
-}
-
 /* May the model write it: not a weight, not an input. */
 static bool writable(const struct mf_model *m, const struct npum_tensor *t)
 {
@@ -208,122 +197,6 @@ static bool writable(const struct mf_model *m, const struct npum_tensor *t)
 	if (b->segment == NPUM_SEG_WEIGHTS)
 		return false;
 	return b->segment != NPUM_SEG_IO || m->io[b->base].flags & NPUM_IO_OUTPUT;
-}
-
-static int check_kernel(const struct npum_op *op,
-			const struct npum_tensor *a, const struct npum_tensor *b,
-			const struct npum_tensor *o, char *why, size_t len)
-{
-	const char *err;
-
-	if (npu_op_kind(op->kernel) != NPU_OPK_GEMM && npu_op_kind(op->kernel) != NPU_OPK_WINDOW &&
-	    op->flags & ~npu_op_flags(op->kernel))
-		return mf_fail(why, len, "flags %#x on an op that takes none", op->flags);
-	switch (npu_op_kind(op->kernel)) {
-	case NPU_OPK_BINARY:
-		if (!b || !same_shape(a, b) || !same_shape(a, o))
-			return mf_fail(why, len, "elementwise op: inputs and output of one shape");
-		break;
-	case NPU_OPK_UNARY:
-		if (isnan(op->alpha) || isnan(op->beta))
-			return mf_fail(why, len, "unary op: nan parameters");
-		/* fall through */
-	case NPU_OPK_ROW:
-		if (b || !same_shape(a, o))
-			return mf_fail(why, len, "unary op: one input, the output of its shape");
-		break;
-	case NPU_OPK_GEMM: {
-		uint64_t am, ak, bk, bn;
-
-		if (op->flags & ~npu_op_flags(NPU_OP_GEMM))
-			return mf_fail(why, len, "gemm: unknown flags %#x", op->flags);
-		am = op->flags & NPU_OP_F_TRANS_A ? a->shape[1] : a->shape[0];
-		ak = op->flags & NPU_OP_F_TRANS_A ? a->shape[0] : a->shape[1];
-		if (b && op->flags & NPU_OP_F_B_PANELS) {
-			err = a->ndim != 2 || o->ndim != 2 || op->flags & NPU_OP_F_TRANS_B ||
-			      a->dtype != NPUM_F32 || o->dtype != NPUM_F32 ?
-			      "gemm on panels: A and C 2-D f32, no TRANS_B" :
-			      npu_panels_check(b->dtype, b->ndim, b->shape, b->stride, ak, o->shape[1]);
-			if (!err && o->shape[0] != am)
-				err = "gemm on panels: A's rows and C's disagree";
-			if (err)
-				return mf_fail(why, len, "%s", err);
-			break;
-		}
-		if (!b || a->ndim != 2 || b->ndim != 2 || o->ndim != 2)
-			return mf_fail(why, len, "gemm: two 2-D inputs and a 2-D output");
-		bk = op->flags & NPU_OP_F_TRANS_B ? b->shape[1] : b->shape[0];
-		bn = op->flags & NPU_OP_F_TRANS_B ? b->shape[0] : b->shape[1];
-		if (ak != bk || o->shape[0] != am || o->shape[1] != bn)
-			return mf_fail(why, len, "gemm: [%llu x %llu] x [%llu x %llu] into [%llu x %llu]",
-				    (unsigned long long)am, (unsigned long long)ak,
-				    (unsigned long long)bk, (unsigned long long)bn,
-				    (unsigned long long)o->shape[0], (unsigned long long)o->shape[1]);
-		break;
-	}
-	case NPU_OPK_REDUCE:
-		if (b || op->axis >= a->ndim || o->ndim != a->ndim)
-			return mf_fail(why, len, "reduction: one input, axis %u of %u, output of its rank",
-				    op->axis, a->ndim);
-		for (unsigned int k = 0; k < a->ndim; k++)
-			if (o->shape[k] != (k == op->axis ? 1 : a->shape[k]))
-				return mf_fail(why, len, "reduction: output dimension %u", k);
-		break;
-	case NPU_OPK_TRANSPOSE: {
-		unsigned int seen = 0;
-
-		if (b || o->ndim != a->ndim || o->dtype != a->dtype)
-			return mf_fail(why, len, "transpose: one input, the output of its rank and dtype");
-		for (unsigned int k = 0; k < a->ndim; k++) {
-			unsigned int p = mf_perm(op, k);
-
-			if (p >= a->ndim || seen >> p & 1 || o->shape[k] != a->shape[p])
-				return mf_fail(why, len, "transpose: a bad permutation");
-			seen |= 1u << p;
-		}
-		break;
-	}
-	case NPU_OPK_CAST:
-		if (b || !same_shape(a, o))
-			return mf_fail(why, len, "cast: one input, the output of its shape");
-		break;
-	case NPU_OPK_WINDOW: {
-		struct npu_op args = { .op = op->kernel };
-
-		if (!!b != (op->kernel == NPU_OP_CONV2D))
-			return mf_fail(why, len, "window op: conv2d reads weights, pools do not");
-		mf_window_args(op, &args);
-		args.in[0].ndim = a->ndim;
-		memcpy(args.in[0].shape, a->shape, sizeof(args.in[0].shape));
-		if (b) {
-			args.in[1].ndim = b->ndim;
-			memcpy(args.in[1].shape, b->shape, sizeof(args.in[1].shape));
-		}
-		args.out.ndim = o->ndim;
-		memcpy(args.out.shape, o->shape, sizeof(args.out.shape));
-		err = npu_window_check(&args);
-		if (err)
-			return mf_fail(why, len, "%s", err);
-		break;
-	}
-	case NPU_OPK_SCAN:
-		if (b || !same_shape(a, o) || op->axis >= a->ndim)
-			return mf_fail(why, len, "cumsum: one input, the output of its shape, axis %u",
-				       op->axis);
-		break;
-	case NPU_OPK_GATHER:
-		if (!b || a->ndim != o->ndim || !same_shape(b, o) || op->axis >= o->ndim)
-			return mf_fail(why, len, "gather_elements: indices of the output's shape, "
-				       "data of its rank, axis %u", op->axis);
-		for (unsigned int k = 0; k < o->ndim; k++)
-			if (k != op->axis && a->shape[k] != o->shape[k])
-				return mf_fail(why, len, "gather_elements: data dimension %u", k);
-		break;
-	case NPU_OPK_NONE:
-		return mf_fail(why, len, "unknown op %u", op->kernel);
-	}
-	err = npu_op_dtypes(op->kernel, a->dtype, b ? b->dtype : NPU_DT_COUNT, o->dtype);
-	return err ? mf_fail(why, len, "%s", err) : 0;
 }
 
 unsigned int mf_perm(const struct npum_op *op, unsigned int k)
@@ -349,38 +222,58 @@ void mf_window_args(const struct npum_op *op, struct npu_op *a)
 	a->win_d.pad[1] = op->window_d[4];
 }
 
-void mf_epilogue_args(const struct mf_model *m, const struct npum_op *op, struct npu_op *a)
+void mf_tensor_args(const struct npum_tensor *t, struct npu_tensor *o)
 {
-	const struct npum_tensor *t = op->epi_flags & NPU_OP_E_BIAS ? op_tensor(m, op->bias) : NULL;
+	o->va = 0;
+	o->dtype = t->dtype;
+	o->ndim = t->ndim;
+	memcpy(o->shape, t->shape, sizeof(o->shape));
+	memcpy(o->stride, t->stride, sizeof(o->stride));
+}
 
+void mf_kernel_args(const struct mf_model *m, const struct npum_op *op, struct npu_op *a)
+{
+	const struct npum_tensor *bias = op->epi_flags & NPU_OP_E_BIAS ? op_tensor(m, op->bias) : NULL;
+
+	*a = (struct npu_op){ .op = op->kernel, .flags = op->flags, .axis = op->axis,
+			      .alpha = op->alpha, .beta = op->beta, .eps = op->eps };
+	for (unsigned int k = 0; k < NPUM_MAX_DIMS; k++)
+		a->perm[k] = mf_perm(op, k);
+	if (npu_op_kind(op->kernel) == NPU_OPK_WINDOW)
+		mf_window_args(op, a);
 	a->epi.flags = op->epi_flags;
 	a->epi.act = op->act;
 	a->epi.alpha = op->act_alpha;
 	a->epi.beta = op->act_beta;
-	if (t) {
-		a->epi.bias.dtype = t->dtype;
-		a->epi.bias.ndim = t->ndim;
-		memcpy(a->epi.bias.shape, t->shape, sizeof(a->epi.bias.shape));
-	}
+	if (bias)
+		mf_tensor_args(bias, &a->epi.bias);
+	mf_tensor_args(&m->tensors[op->in[0]], &a->in[0]);
+	if (op->in[1] != NPUM_NONE)
+		mf_tensor_args(&m->tensors[op->in[1]], &a->in[1]);
+	mf_tensor_args(&m->tensors[op->out], &a->out);
 }
 
-/* A kernel's epilogue, by the op library's rule (npu_epilogue_check). */
-static int check_epilogue(const struct mf_model *m, const struct npum_op *op,
-			  const struct npum_tensor *a, const struct npum_tensor *o, char *why,
-			  size_t len)
+/*
+ * A kernel op by the op library's rule (npu_opcheck.h), the one the
+ * device applies to its launch: the model is refused at load, never at
+ * its first run.
+ */
+static int check_kernel(const struct mf_model *m, const struct npum_op *op, char *why, size_t len)
 {
-	struct npu_op args = { .op = op->kernel };
-	const char *err;
+	struct npu_op a;
+	char buf[256];
 
 	if (op->epi_flags & NPU_OP_E_BIAS && !op_tensor(m, op->bias))
 		return mf_fail(why, len, "epilogue: bias tensor index out of range");
-	mf_epilogue_args(m, op, &args);
-	args.in[0].dtype = a->dtype;
-	args.out.dtype = o->dtype;
-	args.out.ndim = o->ndim;
-	memcpy(args.out.shape, o->shape, sizeof(args.out.shape));
-	err = npu_epilogue_check(&args);
-	return err ? mf_fail(why, len, "%s", err) : 0;
+	mf_kernel_args(m, op, &a);
+	if (npu_op_kind(op->kernel) != NPU_OPK_NONE &&
+	    (op->in[1] != NPUM_NONE) != (npu_op_inputs(&a) == 2))
+		return mf_fail(why, len, "kernel: the op reads %u input%s, the model gives it %u",
+			       npu_op_inputs(&a), npu_op_inputs(&a) == 1 ? "" : "s",
+			       op->in[1] != NPUM_NONE ? 2 : 1);
+	if (npu_op_explain(&a, buf, sizeof(buf)))
+		return mf_fail(why, len, "%s", buf);
+	return 0;
 }
 
 int mf_op_check(const struct mf_model *m, const struct npum_op *op, char *why, size_t len)
@@ -426,7 +319,7 @@ int mf_op_check(const struct mf_model *m, const struct npum_op *op, char *why, s
 			return mf_fail(why, len, "kernel: tensor index out of range");
 		if (op->block_dim > 64)
 			return mf_fail(why, len, "kernel: block_dim %u over 64", op->block_dim);
-		if (check_kernel(op, a, b, o, why, len) || check_epilogue(m, op, a, o, why, len))
+		if (check_kernel(m, op, why, len))
 			return EINVAL;
 		break;
 	default:

@@ -74,8 +74,16 @@ void mf_window_args(const struct npum_op *op, struct npu_op *a);
 /* TRANSPOSE's perm[k], k < NPUM_MAX_DIMS (perm, then perm_hi). */
 unsigned int mf_perm(const struct npum_op *op, unsigned int k);
 
-/* The epilogue's fields of the op's argument block, and its bias's shape (not its address). */
-void mf_epilogue_args(const struct mf_model *m, const struct npum_op *op, struct npu_op *a);
+struct npu_tensor;
+/* A tensor's dtype, rank, shape and strides, as a launch gives them (its address 0). */
+void mf_tensor_args(const struct npum_tensor *t, struct npu_tensor *o);
+
+/*
+ * A kernel op as its launch will be, device addresses aside (0):
+ * what the op library's rule checks and model_lists.c encodes. The op's
+ * tensor indices must be in range.
+ */
+void mf_kernel_args(const struct mf_model *m, const struct npum_op *op, struct npu_op *a);
 
 /* plan.c: the streams' order and the feature-map plan. */
 struct mf_order;

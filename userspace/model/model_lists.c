@@ -106,23 +106,10 @@ uint32_t npurt_model_list_lead(const npurt_model *m, uint32_t s)
 	return s ? 1 : m->m.plan.streams - 1;
 }
 
-static void op_tensor(const npurt_model *m, uint32_t t, struct npu_tensor *o, uint32_t *slot,
-		      uint64_t *off)
-{
-	const struct npum_tensor *x = &m->m.tensors[t];
-
-	o->va = tensor_addr(m, t, slot, off);
-	o->dtype = x->dtype;
-	o->ndim = x->ndim;
-	memcpy(o->shape, x->shape, sizeof(o->shape));
-	memcpy(o->stride, x->stride, sizeof(o->stride));
-}
-
 static bool add_kernel(struct builder *b, const struct npum_op *op)
 {
 	const npurt_model *m = b->m;
-	struct npu_op a = { .op = op->kernel, .flags = op->flags, .axis = op->axis,
-			    .alpha = op->alpha, .beta = op->beta, .eps = op->eps };
+	struct npu_op a;
 	struct npu_op_args blk;
 	/* In the order of the block: patches are sorted by field. */
 	static const uint32_t field[4] = { offsetof(struct npu_op_args, in[0].va),
@@ -134,17 +121,13 @@ static bool add_kernel(struct builder *b, const struct npum_op *op)
 	uint64_t off[4] = { 0 };
 	uint64_t at = b->args_addr + (uint64_t)block * MODEL_ARG_SLOT;
 
-	for (unsigned int k = 0; k < NPUM_MAX_DIMS; k++)
-		a.perm[k] = mf_perm(op, k);
-	if (npu_op_kind(op->kernel) == NPU_OPK_WINDOW)
-		mf_window_args(op, &a);
-	mf_epilogue_args(&m->m, op, &a);
-	op_tensor(m, op->in[0], &a.in[0], &slot[0], &off[0]);
+	mf_kernel_args(&m->m, op, &a);
+	a.in[0].va = tensor_addr(m, op->in[0], &slot[0], &off[0]);
 	if (op->in[1] != NPUM_NONE)
-		op_tensor(m, op->in[1], &a.in[1], &slot[1], &off[1]);
-	op_tensor(m, op->out, &a.out, &slot[2], &off[2]);
+		a.in[1].va = tensor_addr(m, op->in[1], &slot[1], &off[1]);
+	a.out.va = tensor_addr(m, op->out, &slot[2], &off[2]);
 	if (op->epi_flags & NPU_OP_E_BIAS)
-		op_tensor(m, op->bias, &a.epi.bias, &slot[3], &off[3]);
+		a.epi.bias.va = tensor_addr(m, op->bias, &slot[3], &off[3]);
 	npu_op_encode(&a, &blk);
 	memcpy(b->args_host + (uint64_t)block * MODEL_ARG_SLOT, &blk, sizeof(blk));
 	if (!add_task(b, (struct drm_npu_task){ .type = DRM_NPU_TASK_KERNEL,

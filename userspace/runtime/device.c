@@ -196,7 +196,9 @@ npurt_status npurt_device_open(int index, npurt_device **out)
 	dev->fd = fd;
 	memcpy(dev->node, nodes[index].path, sizeof(dev->node));
 	memcpy(dev->bus_id, nodes[index].bus_id, sizeof(dev->bus_id));
-	st = npurt_path_open(dev, "npurt_device_open");
+	st = npurt_launch_open(dev, "npurt_device_open");
+	if (!st)
+		st = npurt_path_open(dev, "npurt_device_open");
 	if (!st) {
 		st = npurt_words_open(dev, "npurt_device_open");
 		if (!st)

@@ -88,11 +88,11 @@ npurt_status npurt_error_copy(npurt_error *out, const npurt_error *rec, const ch
 {
 	size_t n;
 
-	if (!out || out->size < sizeof(npurt_error))
+	if (!out || out->size < NPURT_ERROR_V1_SIZE)
 		return !who ? NPURT_ERR_INVALID : !out ?
 		       npurt_set_error(NPURT_ERR_INVALID, "%s: NULL argument", who) :
-		       npurt_set_error(NPURT_ERR_INVALID, "%s: out->size %u, want %zu", who,
-				       out->size, sizeof(npurt_error));
+		       npurt_set_error(NPURT_ERR_INVALID, "%s: out->size %u, want sizeof(npurt_error)"
+				       " (%zu)", who, out->size, sizeof(npurt_error));
 	n = out->size < sizeof(*rec) ? out->size : sizeof(*rec);
 	memcpy((char *)out + sizeof(out->size), (const char *)rec + sizeof(rec->size),
 	       n - sizeof(out->size));

@@ -40,7 +40,7 @@
 #include "error.h"
 #include "handle.h"
 #include "internal.h"
-#include "npu_oplib.h"
+#include "npu_opcheck.h"
 #include "profile.h"
 
 uint64_t npurt_stream_kseq(const npurt_stream *s, uint64_t seq)
@@ -110,18 +110,31 @@ static struct npurt_batch *batch_of(npurt_stream *s, uint64_t seq)
 	return NULL;
 }
 
-/* A kernel launch's op, from its argument block in the stream's arena. */
-static uint32_t launch_op(npurt_stream *s, const struct drm_npu_task *t)
+/* A kernel launch's argument block, decoded from the stream's arena: 0, or -1 if not there. */
+static int launch_args(npurt_stream *s, const struct drm_npu_task *t, struct npu_op *a)
 {
 	uint64_t base, addr = t->args[0];
 
 	if (t->type != DRM_NPU_TASK_KERNEL || !s->arena)
-		return 0;
+		return -1;
 	base = npurt_mem_device_addr(s->arena);
 	if (addr < base || addr + sizeof(struct npu_op_args) > base + npurt_mem_size(s->arena))
-		return 0;
-	return ((const struct npu_op_args *)((const char *)npurt_mem_host_ptr(s->arena) +
-					     (addr - base)))->op;
+		return -1;
+	npu_op_decode((const struct npu_op_args *)((const char *)npurt_mem_host_ptr(s->arena) +
+						   (addr - base)), a);
+	return 0;
+}
+
+/*
+ * The launch the device refused, judged by the op library's rule as the
+ * device judged it: the reason into the record, the tensors into the
+ * stream's message.
+ */
+static void launch_refused(npurt_stream *s, npurt_error *r, const struct npu_op *a)
+{
+	r->reason = npu_op_check(a);
+	if (r->reason)
+		npu_op_explain(a, s->fail_why, sizeof(s->fail_why));
 }
 
 static bool recoverable(uint32_t status)
@@ -135,12 +148,14 @@ void npurt_stream_failed(npurt_stream *s, int err, uint32_t status, uint32_t tas
 	npurt_error r = { .size = sizeof(r), .stream = s };
 	struct drm_npu_wait w = { 0 };
 	struct npurt_batch *b;
+	struct npu_op a;
 	uint64_t k;
 
 	/* One failure a queue: a broken stream's old queue says no more. */
 	if (s->failed || (s->broken && !s->recovering))
 		return;
 	k = failed_batch(s, &w);
+	s->fail_why[0] = '\0';
 	if (k) {
 		err = EIO;
 		status = w.status;
@@ -164,7 +179,11 @@ void npurt_stream_failed(npurt_stream *s, int err, uint32_t status, uint32_t tas
 			r.op_index = b->ops[task].op;
 			r.call = b->ops[task].call;
 			r.task_type = b->tasks[task].type;
-			r.op = launch_op(s, &b->tasks[task]);
+			if (!launch_args(s, &b->tasks[task], &a)) {
+				r.op = a.op;
+				if (status == DRM_NPU_JOB_KERNEL_ERROR)
+					launch_refused(s, &r, &a);
+			}
 		}
 	}
 	r.error = err;
@@ -219,8 +238,9 @@ npurt_status npurt_stream_failure(npurt_stream *s, const char *who)
 	if (r->device_status == DRM_NPU_JOB_FAULT)
 		snprintf(at, sizeof(at), " at device address %#llx (%s)",
 			 (unsigned long long)r->fault_address, r->fault_write ? "write" : "read");
-	return npurt_set_error_record(r, "%s: %s in %s%s; the device's task %u of its batch%s%s",
-				      who, job_status_name(r->device_status), op, at, s->fail_task,
+	return npurt_set_error_record(r, "%s: %s in %s%s%s%s; the device's task %u of its batch%s%s",
+				      who, job_status_name(r->device_status), op, at,
+				      s->fail_why[0] ? ": " : "", s->fail_why, s->fail_task,
 				      type ? ", a " : "", type ? type : "");
 }
 

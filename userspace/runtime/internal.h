@@ -52,6 +52,8 @@ struct npurt_device {
 	npurt_notify *notify_live;		/* notify.c: handles not destroyed */
 	struct npurt_cb_pool *callbacks;	/* callback.c: its threads, under lock */
 	struct mr_table ranges;			/* memory.c: live allocations' host ranges */
+	struct mr_table vas;			/* and their device ranges (start: the
+						 * device address, addr: the host's) */
 	/* hooks.h: what model/ hooks in, installed on first use; NULL before. */
 	_Atomic(const struct npurt_model_hooks *) hooks;
 	/* model.c: the loaded models, for eviction; their LRU clock. */
@@ -63,6 +65,7 @@ struct npurt_device {
 	const _Atomic uint64_t *words;
 	uint64_t words_used[NPURT_WORDS / 64];	/* under lock */
 	_Atomic npurt_wait_policy wait_policy;
+	bool device_checks_only;	/* NPURT_LAUNCH_CHECK=device (launch.c) */
 	/* capture.c: the captures under way, and everything of theirs. */
 	pthread_mutex_t capture_lock;
 	struct npurt_capture *captures;
@@ -131,6 +134,7 @@ struct npurt_stream {
 	uint32_t fail_task;
 	uint32_t failures;		/* counted, for a recovery to tell a new one */
 	npurt_error fail;		/* the latest failure */
+	char fail_why[256];		/* a refused launch: the rule it broke */
 	npurt_error rec;		/* the first since npurt_stream_error_clear() */
 	bool unreported;		/* CONTINUE: synchronize has not returned it */
 	bool exc_pending;		/* the callback is due */
@@ -303,6 +307,14 @@ enum npurt_place {
 npurt_status npurt_mem_where(npurt_device *dev, const void *p, size_t len, enum npurt_place *place,
 			     uint64_t *addr, const char *who, const char *what);
 
+/*
+ * The live allocation of this device holding device addresses
+ * [va, va + len): 0 and *out (start: its host address, addr: its device
+ * address, as `ranges` has it), ERANGE when the range begins in one but
+ * runs past its end (*out is that one), ENOENT when it begins in none.
+ */
+int npurt_mem_va_find(npurt_device *dev, uint64_t va, uint64_t len, struct mr_range *out);
+
 /* copy.c: a stream's staging buffers go with it (its work has completed). */
 void npurt_staging_free(npurt_stream *s);
 
@@ -314,6 +326,9 @@ void npurt_notifies_close(npurt_device *dev);
 
 /* oplib.c: the inputs op `op` of the op library takes, -1 for no such op. */
 int npurt_op_inputs(uint32_t op);
+
+/* NPURT_LAUNCH_CHECK from the environment, at open: NPURT_ERR_INVALID if it is no value. */
+npurt_status npurt_launch_open(npurt_device *dev, const char *who);
 
 /* A device ioctl: 0 or the errno, retried on EINTR. */
 int npurt_ioctl(npurt_device *dev, unsigned long request, void *arg);

@@ -11,6 +11,8 @@
  * submission path keeps) says whether it is through. Threads sharing a
  * stream take slots under its arena_lock.
  */
+#include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,25 +20,45 @@
 #include "error.h"
 #include "handle.h"
 #include "internal.h"
-#include "npu_opdesc.h"
+#include "npu_opcheck.h"
 
 _Static_assert(sizeof(struct npu_op_args) <= NPURT_ARENA_SLOT,
 	       "an argument block must fit an arena slot");
 _Static_assert(NPURT_MAX_DIMS == NPU_OP_MAX_DIMS, "dimension limits agree");
 
-static npurt_status tensor_to_block(const npurt_tensor *t, struct npu_tensor *o,
-				    const char *what, const char *who)
+static void tensor_to_block(const npurt_tensor *t, struct npu_tensor *o)
 {
-	if (!t->ndim || t->ndim > NPURT_MAX_DIMS || (unsigned int)t->dtype >= NPURT_DTYPE_COUNT)
-		return npurt_set_error(NPURT_ERR_INVALID, "%s: %s has %s %u", who, what,
-				       t->ndim && t->ndim <= NPURT_MAX_DIMS ? "dtype" : "ndim",
-				       t->ndim && t->ndim <= NPURT_MAX_DIMS ?
-				       (unsigned int)t->dtype : t->ndim);
 	o->va = t->addr;
 	o->dtype = (uint32_t)t->dtype;
 	o->ndim = t->ndim;
 	memcpy(o->shape, t->shape, sizeof(o->shape));
 	memcpy(o->stride, t->stride, sizeof(o->stride));
+}
+
+/*
+ * What the launch touches of t lies in one live allocation of the
+ * device: a view past its buffer would fault, or worse, write the
+ * buffer next to it.
+ */
+static npurt_status in_memory(npurt_stream *s, const struct npu_tensor *t, const char *what,
+			      const char *who, const char *op)
+{
+	uint64_t len = npu_tensor_extent(t);
+	struct mr_range r;
+	int err = npurt_mem_va_find(s->dev, t->va, len, &r);
+
+	if (err == ERANGE)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s(%s): %s [%#llx, +%llu bytes) runs "
+				       "%llu bytes past the end of its allocation [%#llx, +%llu bytes)",
+				       who, op, what, (unsigned long long)t->va,
+				       (unsigned long long)len,
+				       (unsigned long long)(t->va + len - r.addr - r.size),
+				       (unsigned long long)r.addr, (unsigned long long)r.size);
+	if (err)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s(%s): %s [%#llx, +%llu bytes) is in no "
+				       "live allocation of this device (freed, or another "
+				       "device's?)", who, op, what, (unsigned long long)t->va,
+				       (unsigned long long)len);
 	return NPURT_OK;
 }
 
@@ -67,6 +89,74 @@ static npurt_status arena_slot(npurt_stream *s, uint32_t *slot, const char *who)
 	return NPURT_OK;
 }
 
+npurt_status npurt_launch_open(npurt_device *dev, const char *who)
+{
+	const char *env = getenv("NPURT_LAUNCH_CHECK");
+
+	if (!env || !*env || !strcmp(env, "library"))
+		return NPURT_OK;
+	if (strcmp(env, "device"))
+		return npurt_set_error(NPURT_ERR_INVALID, "%s: NPURT_LAUNCH_CHECK=%s: expected "
+				       "'library' or 'device'", who, env);
+	dev->device_checks_only = true;
+	return NPURT_OK;
+}
+
+/* An op's parameters as ONNX defaults its attributes (npu_oplib.h says which is which). */
+static void op_defaults(npurt_launch_desc *d)
+{
+	switch (d->op) {
+	case NPU_OP_GEMM:
+	case NPU_OP_ELU:
+	case NPU_OP_CELU:
+	case NPU_OP_THRESHOLDED_RELU:
+		d->alpha = 1.0f;
+		break;
+	case NPU_OP_LEAKY_RELU:
+		d->alpha = 0.01f;
+		break;
+	case NPU_OP_SELU:
+		d->alpha = 1.67326319217681884765625f;
+		d->beta = 1.05070102214813232421875f;	/* gamma */
+		break;
+	case NPU_OP_HARD_SIGMOID:
+		d->alpha = 0.2f;
+		d->beta = 0.5f;
+		break;
+	case NPU_OP_CLIP:
+		d->alpha = -INFINITY;
+		d->beta = INFINITY;
+		break;
+	case NPU_OP_SHRINK:
+		d->alpha = 0.5f;	/* lambda; bias 0 */
+		break;
+	case NPU_OP_ISINF:
+		d->alpha = 1.0f;	/* +inf and -inf both count */
+		d->beta = 1.0f;
+		break;
+	case NPU_OP_REQUANT:
+		d->beta = -INFINITY;	/* no lower bound but the dtype's */
+		break;
+	case NPU_OP_LAYERNORM:
+		d->eps = 1e-5f;
+		break;
+	default:
+		break;
+	}
+}
+
+npurt_status npurt_launch_init(npurt_launch_desc *d, uint32_t op)
+{
+	if (!d)
+		return npurt_set_error(NPURT_ERR_INVALID, "npurt_launch_init: NULL desc");
+	if (npurt_op_inputs(op) < 0)
+		return npurt_set_error(NPURT_ERR_INVALID, "npurt_launch_init: unknown op %u "
+				       "(npurt_op_lookup() names them)", op);
+	*d = (npurt_launch_desc){ .size = sizeof(*d), .op = op };
+	op_defaults(d);
+	return NPURT_OK;
+}
+
 npurt_status npurt_launch(npurt_stream *s, const npurt_launch_desc *d)
 {
 	static const char who[] = "npurt_launch";
@@ -75,6 +165,7 @@ npurt_status npurt_launch(npurt_stream *s, const npurt_launch_desc *d)
 	struct npu_op_args blk;
 	npurt_status st;
 	uint32_t slot = 0;
+	char why[256];
 	int op;		/* its inputs */
 
 	if (npurt_handle_check(s, NPURT_KIND_STREAM, who))
@@ -90,6 +181,12 @@ npurt_status npurt_launch(npurt_stream *s, const npurt_launch_desc *d)
 	if (d->block_dim > DRM_NPU_MAX_BLOCK_DIM)
 		return npurt_set_error(NPURT_ERR_INVALID, "%s(%s): block_dim %u, at most %u",
 				       who, npurt_op_name(d->op), d->block_dim, DRM_NPU_MAX_BLOCK_DIM);
+	/* A zeroed descriptor's GEMM would write zeros and say nothing. */
+	if (d->op == NPU_OP_GEMM && d->alpha == 0.0f && d->beta == 0.0f &&
+	    !s->dev->device_checks_only)
+		return npurt_set_error(NPURT_ERR_INVALID, "%s(gemm): alpha and beta are both 0, "
+				       "so it writes zeros: set alpha (npurt_launch_init() sets 1)",
+				       who);
 	a.op = d->op;
 	a.flags = d->flags;
 	a.axis = d->axis;
@@ -97,13 +194,24 @@ npurt_status npurt_launch(npurt_stream *s, const npurt_launch_desc *d)
 	a.alpha = d->alpha;
 	a.beta = d->beta;
 	a.eps = d->eps;
-	st = tensor_to_block(&d->in[0], &a.in[0], "input 0", who);
-	if (!st && op > 1)
-		st = tensor_to_block(&d->in[1], &a.in[1], "input 1", who);
-	if (!st)
-		st = tensor_to_block(&d->out, &a.out, "the output", who);
-	if (st)
-		return st;
+	tensor_to_block(&d->in[0], &a.in[0]);
+	if (op > 1)
+		tensor_to_block(&d->in[1], &a.in[1]);
+	tensor_to_block(&d->out, &a.out);
+	/* The device's own rule (npu_opcheck.h): what it would refuse, refused here. */
+	if (!s->dev->device_checks_only) {
+		const char *name = npurt_op_name(d->op);
+
+		if (npu_op_explain(&a, why, sizeof(why)))
+			return npurt_set_error(NPURT_ERR_INVALID, "%s(%s): %s", who, name, why);
+		st = in_memory(s, &a.in[0], "input 0", who, name);
+		if (!st && op > 1)
+			st = in_memory(s, &a.in[1], "input 1", who, name);
+		if (!st)
+			st = in_memory(s, &a.out, "the output", who, name);
+		if (st)
+			return st;
+	}
 	if (npurt_capturing(s))
 		return npurt_capture_launch(s, d, op, who);
 	/* Threads sharing the stream take slots one at a time, in push order. */

@@ -7,6 +7,7 @@
 #include "mem_ranges.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,7 +26,7 @@ void mr_destroy(struct mr_table *t)
 }
 
 /* The number of ranges starting at or below p. */
-static size_t upper(const struct mr_table *t, uintptr_t p)
+static size_t upper(const struct mr_table *t, uint64_t p)
 {
 	size_t lo = 0, hi = t->n;
 
@@ -41,58 +42,80 @@ static size_t upper(const struct mr_table *t, uintptr_t p)
 }
 
 /* Does [p, p + len) meet range r? len > 0; a range that wraps ends at the top. */
-static int meets(const struct mr_range *r, uintptr_t p, size_t len)
+static int meets(const struct mr_range *r, uint64_t p, uint64_t len)
 {
-	uintptr_t last = p + (len - 1);
+	uint64_t last = p + (len - 1);
 
 	if (last < p)
-		last = UINTPTR_MAX;
+		last = UINT64_MAX;
 	return r->start <= last && p <= r->start + (r->size - 1);
+}
+
+static bool same(const struct mr_range *a, const struct mr_range *b)
+{
+	return a->start == b->start && a->size == b->size;
+}
+
+/* Insert r where it sorts (after its equals, if `shared` allows them); write lock held. */
+static int insert(struct mr_table *t, const struct mr_range *r, bool shared)
+{
+	size_t i;
+
+	if (!r->size || r->start + (r->size - 1) < r->start)
+		return EINVAL;
+	i = upper(t, r->start);
+	if ((i && meets(&t->v[i - 1], r->start, r->size) && !(shared && same(&t->v[i - 1], r))) ||
+	    (i < t->n && meets(&t->v[i], r->start, r->size)))
+		return EEXIST;
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 64;
+		struct mr_range *v = realloc(t->v, cap * sizeof(*v));
+
+		if (!v)
+			return ENOMEM;
+		t->v = v;
+		t->cap = cap;
+	}
+	memmove(&t->v[i + 1], &t->v[i], (t->n - i) * sizeof(*t->v));
+	t->v[i] = *r;
+	t->n++;
+	return 0;
 }
 
 int mr_insert(struct mr_table *t, const struct mr_range *r)
 {
-	size_t i;
-	int err = 0;
+	int err;
 
-	if (!r->size || r->start + (r->size - 1) < r->start)
-		return EINVAL;
 	pthread_rwlock_wrlock(&t->lock);
-	i = upper(t, r->start);
-	if ((i && meets(&t->v[i - 1], r->start, r->size)) ||
-	    (i < t->n && meets(&t->v[i], r->start, r->size))) {
-		err = EEXIST;
-	} else if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 64;
-		struct mr_range *v = realloc(t->v, cap * sizeof(*v));
-
-		if (v) {
-			t->v = v;
-			t->cap = cap;
-		} else {
-			err = ENOMEM;
-		}
-	}
-	if (!err) {
-		memmove(&t->v[i + 1], &t->v[i], (t->n - i) * sizeof(*t->v));
-		t->v[i] = *r;
-		t->n++;
-	}
+	err = insert(t, r, false);
 	pthread_rwlock_unlock(&t->lock);
 	return err;
 }
 
-int mr_remove(struct mr_table *t, uintptr_t start, const void *owner)
+int mr_insert_shared(struct mr_table *t, const struct mr_range *r)
+{
+	int err;
+
+	pthread_rwlock_wrlock(&t->lock);
+	err = insert(t, r, true);
+	pthread_rwlock_unlock(&t->lock);
+	return err;
+}
+
+int mr_remove(struct mr_table *t, uint64_t start, const void *owner)
 {
 	size_t i;
 	int err = ENOENT;
 
 	pthread_rwlock_wrlock(&t->lock);
-	i = upper(t, start);
-	if (i && t->v[i - 1].start == start && t->v[i - 1].owner == owner) {
+	/* Among the entries starting there (shared ones: several), its owner's. */
+	for (i = upper(t, start); i && t->v[i - 1].start == start; i--) {
+		if (t->v[i - 1].owner != owner)
+			continue;
 		memmove(&t->v[i - 1], &t->v[i], (t->n - i) * sizeof(*t->v));
 		t->n--;
 		err = 0;
+		break;
 	}
 	pthread_rwlock_unlock(&t->lock);
 	return err;
@@ -110,7 +133,7 @@ void mr_remove_owner(struct mr_table *t, const void *owner)
 	pthread_rwlock_unlock(&t->lock);
 }
 
-enum mr_hit mr_find(struct mr_table *t, uintptr_t p, size_t len, struct mr_range *out)
+enum mr_hit mr_find(struct mr_table *t, uint64_t p, uint64_t len, struct mr_range *out)
 {
 	enum mr_hit hit = MR_NONE;
 	const struct mr_range *r = NULL;

@@ -247,8 +247,10 @@ npurt_status npurt_memory_open(npurt_device *dev, const char *who)
 {
 	pthread_mutex_init(&dev->bo_lock, NULL);
 	mr_init(&dev->ranges);
+	mr_init(&dev->vas);
 	dev->cache = mc_create(&cache_ops, dev);
 	if (!dev->cache) {
+		mr_destroy(&dev->vas);
 		mr_destroy(&dev->ranges);
 		pthread_mutex_destroy(&dev->bo_lock);
 		return npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
@@ -284,6 +286,7 @@ void npurt_memory_close(npurt_device *dev)
 		free(r);
 	}
 	mr_destroy(&dev->ranges);
+	mr_destroy(&dev->vas);
 	/* Imports the caller did not free: their mappings name a dead device. */
 	mr_remove_owner(&npurt_mem_maps, dev);
 	pthread_mutex_destroy(&dev->bo_lock);
@@ -291,22 +294,43 @@ void npurt_memory_close(npurt_device *dev)
 
 /* ---- pointers ------------------------------------------------------ */
 
-/* The allocation's host range joins the device's table: 0 or ENOMEM. */
+/* The allocation's host and device ranges join the device's tables: 0 or ENOMEM. */
 int npurt_mem_range_add(npurt_mem *m)
 {
 	struct mr_range r = { .start = (uintptr_t)m->host, .size = m->size,
 			      .addr = m->device_addr, .owner = m,
 			      .kind = m->kind == MEM_HOST ? NPURT_HOST_MEM : NPURT_DEVICE_MEM };
+	struct mr_range v = { .start = m->device_addr, .size = m->size, .addr = r.start,
+			      .owner = m, .kind = r.kind };
 
 	/* The driver refuses overlapping registrations; mappings are apart. */
 	if (mr_insert(&m->dev->ranges, &r))
 		return ENOMEM;
+	/* A buffer imported twice has one device range: each import an entry of it. */
+	if (mr_insert_shared(&m->dev->vas, &v)) {
+		mr_remove(&m->dev->ranges, (uintptr_t)m->host, m);
+		return ENOMEM;
+	}
 	/* And the caller may use it: every npurt_mem has a range. */
 	if (npurt_handle_add(m, NPURT_KIND_MEM, m->dev, "npurt_mem")) {
+		mr_remove(&m->dev->vas, m->device_addr, m);
 		mr_remove(&m->dev->ranges, (uintptr_t)m->host, m);
 		return ENOMEM;
 	}
 	return 0;
+}
+
+int npurt_mem_va_find(npurt_device *dev, uint64_t va, uint64_t len, struct mr_range *out)
+{
+	struct mr_range v;
+	enum mr_hit hit = mr_find(&dev->vas, va, len, &v);
+
+	if (hit == MR_NONE || va < v.start)
+		return ENOENT;
+	*out = v;
+	out->start = v.addr;
+	out->addr = v.start;
+	return hit == MR_INSIDE ? 0 : ERANGE;
 }
 
 npurt_status npurt_mem_where(npurt_device *dev, const void *p, size_t len, enum npurt_place *place,
@@ -323,10 +347,11 @@ npurt_status npurt_mem_where(npurt_device *dev, const void *p, size_t len, enum 
 	case MR_STRADDLE:
 		return npurt_set_error(NPURT_ERR_INVALID,
 				       "%s: %s [%p, +%zu bytes) is not within one allocation: "
-				       "it meets %s [%p, +%zu bytes) and runs past its %s",
+				       "it meets %s [%p, +%llu bytes) and runs past its %s",
 				       who, what, p, len,
 				       r.kind == NPURT_HOST_MEM ? "host memory" : "device memory",
-				       (void *)r.start, r.size, at < r.start ? "start" : "end");
+				       (void *)(uintptr_t)r.start, (unsigned long long)r.size,
+				       at < r.start ? "start" : "end");
 	case MR_NONE:
 		break;
 	}
@@ -497,6 +522,7 @@ static void mem_release(npurt_mem *m, npurt_stream *s)
 {
 	npurt_handle_drop(m);
 	mr_remove(&m->dev->ranges, (uintptr_t)m->host, m);
+	mr_remove(&m->dev->vas, m->device_addr, m);
 	switch (m->kind) {
 	case MEM_BLOCK:
 		mc_free(m->dev->cache, m->block, s);
