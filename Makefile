@@ -20,6 +20,7 @@
 O      ?= build
 KDIR   ?= $(shell KERNEL= KVER= tests/vm/find-kernel kdir 2>/dev/null)
 CC     ?= cc
+OBJCOPY ?= $(CROSS_COMPILE)objcopy
 CFLAGS ?= -O2 -g
 PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Documentation/: the tools' man pages and the examples (included by the
+# Documentation/: the man pages (the tools', libnpurt's) and the examples (included by the
 # top Makefile, after the libraries' fragments).
 
 # Man pages of the tools, from one source each: Documentation/man/*.rst.
@@ -17,8 +17,23 @@ $(O)/examples/%: Documentation/examples/%.c $(LIBA)
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iuserspace/include $< $(LIBA) \
 		$(LIB_DEPS) -lpthread -lm -o $@
 
-install-man: $(MANPAGES)
-	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+# libnpurt's section-3 pages, one per call or family of calls, from the
+# comments of npurt.h, the contract (Documentation/man3/npurt-man3): a call
+# without a comment fails the build, as a page rst2man refuses does.
+MAN3 := $(O)/man3/.made
+man: $(MAN3)
+$(MAN3): userspace/include/npurt.h Documentation/man3/npurt-man3
+	rm -rf $(@D) && mkdir -p $(@D)/rst
+	Documentation/man3/npurt-man3 userspace/include/npurt.h $(@D)/rst
+	for f in $(@D)/rst/*.rst; do \
+		rst2man --strict "$$f" "$(@D)/$$(basename "$${f%.rst}").3" || exit 1; \
+	done
+	for f in $(@D)/rst/*.so; do cp "$$f" "$(@D)/$$(basename "$${f%.so}").3"; done
+	touch $@
+
+install-man: $(MANPAGES) $(MAN3)
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man3
 	install -m 644 $(MANPAGES) $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 $(O)/man3/*.3 $(DESTDIR)$(PREFIX)/share/man/man3/
 
 .PHONY: man install-man

@@ -33,7 +33,7 @@ $(O)/obj/tests/%.o: tests/%.c $(KSFT)/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -c $< -o $@
 
-$(O)/tests/unit/%: $(O)/obj/tests/unit/%.o $(call obj,$(FWSIM_CORE)) $(LIBA)
+$(O)/tests/unit/%: $(O)/obj/tests/unit/%.o $(call obj,$(FWSIM_CORE)) $(LIBA_ALL)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LIB_DEPS) $(FWSIM_LIBS) -o $@
 
@@ -79,7 +79,7 @@ $(O)/tests/unit-san/npurt_exec_test: tests/unit/npurt_exec_test.c userspace/exec
 # internal header: the importer's archive goes before libnpurt's.
 $(O)/obj/tests/unit/npurt_stages_test.o: TEST_CFLAGS += $(US_INC) -I$(O)/gen $(PBC_CFLAGS)
 $(O)/obj/tests/unit/npurt_stages_test.o: | $(ONNX_GEN)
-$(O)/tests/unit/npurt_stages_test: $(O)/obj/tests/unit/npurt_stages_test.o $(ONNXA) $(LIBA)
+$(O)/tests/unit/npurt_stages_test: $(O)/obj/tests/unit/npurt_stages_test.o $(ONNXA_ALL) $(LIBA_ALL)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(PBC_LIBS) $(LIB_DEPS) -lm -o $@
 
@@ -93,9 +93,9 @@ $(O)/tests/unit-san/npurt_model_file_test: tests/unit/npurt_model_file_test.c $(
 	$(CC) $(filter-out $(DEPFLAGS),$(TEST_CFLAGS)) $(US_INC) $(SAN_FLAGS) \
 		$(filter %.c,$^) -lpthread -o $@
 
-$(O)/tests/selftests/npurt_onnx_test $(O)/tests/selftests/npurt_onnx_session_test: $(ONNXA)
+$(O)/tests/selftests/npurt_onnx_test $(O)/tests/selftests/npurt_onnx_session_test: $(ONNXA_ALL)
 $(O)/tests/selftests/npurt_onnx_test $(O)/tests/selftests/npurt_onnx_session_test: \
-	LINK_ONNX = $(ONNX_LINK)
+	LINK_ONNX = $(ONNX_LINK_ALL)
 # The profiler's test reads traces with npu-prof's reader.
 $(O)/obj/tests/selftests/npurt_profile_test.o: TEST_CFLAGS += -Iuserspace/tools
 $(O)/tests/selftests/npurt_profile_test: $(O)/obj/userspace/tools/npu-prof/trace.o
@@ -114,22 +114,22 @@ $(O)/tests/selftests/npurt_handle_test: $(O)/obj/tests/selftests/npurt_handle_te
 # The dump's test reads .npy files with npu-prof's reader.
 $(O)/obj/tests/selftests/npurt_dump_test.o: TEST_CFLAGS += -Iuserspace/tools
 $(O)/tests/selftests/npurt_dump_test: $(O)/obj/userspace/tools/npu-prof/dump.o
-$(O)/tests/selftests/%: $(O)/obj/tests/selftests/%.o $(LIBA)
+$(O)/tests/selftests/%: $(O)/obj/tests/selftests/%.o $(LIBA_ALL)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) $(LINK_ONNX) $(LIBA) $(LIB_DEPS) -lpthread -lm -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) $(LINK_ONNX) $(LIBA_ALL) $(LIB_DEPS) -lpthread -lm -o $@
 
 # Sessions are libnpuonnx's.
-$(O)/tests/bench/session_bench: $(O)/obj/tests/bench/session_bench.o $(ONNXA) $(LIBA)
+$(O)/tests/bench/session_bench: $(O)/obj/tests/bench/session_bench.o $(ONNXA_ALL) $(LIBA_ALL)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(PBC_LIBS) $(LIB_DEPS) -lpthread -lm -o $@
 
-$(O)/tests/bench/%: $(O)/obj/tests/bench/%.o $(LIBA)
+$(O)/tests/bench/%: $(O)/obj/tests/bench/%.o $(LIBA_ALL)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LIB_DEPS) $(BLAS_LIBS) -lpthread -lm -o $@
 
 # Benchmarks of the device core alone, run on the host.
 # Execution graphs are the library's, on the host.
-$(O)/tests/bench-host/exec_bench: $(O)/obj/tests/bench/host/exec_bench.o $(LIBA)
+$(O)/tests/bench-host/exec_bench: $(O)/obj/tests/bench/host/exec_bench.o $(LIBA_ALL)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LIB_DEPS) -lpthread -lm -o $@
 
@@ -178,16 +178,16 @@ $(O)/tests/fuzz/npu-fuzz: $(call obj,$(FUZZ_SRCS))
 
 # The ONNX backend node tests on the device: run in the VM with the selftests.
 ONNX_CONF := $(O)/tests/selftests/onnx_conformance
-$(ONNX_CONF): tests/onnx/conformance.c $(ONNXA) $(LIBA) $(ONNX_GEN)
+$(ONNX_CONF): tests/onnx/conformance.c $(ONNXA_ALL) $(LIBA_ALL) $(ONNX_GEN)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iuserspace/include $(OPLIB_INC) -I$(O)/gen \
-		$(PBC_CFLAGS) $< $(ONNX_LINK) $(LIBA) $(LIB_DEPS) -lpthread -lm -o $@
+		$(PBC_CFLAGS) $< $(ONNX_LINK_ALL) $(LIBA_ALL) $(LIB_DEPS) -lpthread -lm -o $@
 
 # The model zoo on the device against onnxruntime (tests/zoo/models).
 ONNX_ZOO := $(O)/tests/selftests/onnx_zoo
-$(ONNX_ZOO): tests/onnx/zoo.c $(ONNXA) $(LIBA)
+$(ONNX_ZOO): tests/onnx/zoo.c $(ONNXA_ALL) $(LIBA_ALL)
 	@mkdir -p $(@D)
-	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iuserspace/include $< $(ONNX_LINK) $(LIBA) \
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iuserspace/include $< $(ONNX_LINK_ALL) $(LIBA_ALL) \
 		$(LIB_DEPS) -lm -o $@
 
 # Real models as ONNX files (Debian's python3-onnx; the system python3).

@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -334,6 +335,20 @@ static inline int npu_run(const char *cmd, char *out, size_t len)
 	out[got] = '\0';
 	st = pclose(p);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* npu_run() of a command line printf makes, its stderr with its stdout. */
+__attribute__((format(printf, 3, 4)))
+static inline int npu_sh(char *out, size_t len, const char *fmt, ...)
+{
+	char cmd[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	strncat(cmd, " 2>&1", sizeof(cmd) - strlen(cmd) - 1);
+	return npu_run(cmd, out, len);
 }
 
 /* Register host memory as a buffer: 0 or -errno. */

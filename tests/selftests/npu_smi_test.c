@@ -45,6 +45,12 @@ static int run(const char *prefix, const char *args, char *out, size_t len)
 	return npu_run(cmd, out, len);
 }
 
+/* Whether out begins with prefix. */
+static bool starts(const char *out, const char *prefix)
+{
+	return !strncmp(out, prefix, strlen(prefix));
+}
+
 /* The number after " key=" on the record line starting with `head`. */
 static long long field(const char *out, const char *head, const char *key)
 {
@@ -312,6 +318,51 @@ TEST(watch_keeps_its_files_across_frames)
 	EXPECT_EQ(a, b);
 	EXPECT_TRUE(WIFEXITED(st));
 	EXPECT_EQ(0, WEXITSTATUS(st));
+}
+
+/*
+ * What nvidia-smi users reach for first: -L a line per NPU, --query a CSV
+ * of chosen fields (units in the header, nounits and noheader as asked,
+ * utilization measured over the interval), -V the versions.
+ */
+TEST_F(smi, list_query_and_version_answer_as_nvidia_smi_does)
+{
+	static char out[8192];
+	struct drm_npu_bo_create bo;
+	long long total, used;
+
+	ASSERT_EQ(0, npu_bo_create(self->fd, 16 * MiB, DRM_NPU_BO_PAGE_HUGE_FIRST, &bo));
+	EXPECT_EQ(0, run("", "-L", out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_TRUE(starts(out, "NPU 0: npu at ")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, ", firmware ")) TH_LOG("%s", out);
+
+	EXPECT_EQ(0, run("", "--query=index,name,memory.total,memory.used --format=csv",
+			 out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_TRUE(starts(out, "index, name, memory.total [MiB], memory.used [MiB]\n0, npu, "))
+		TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, " MiB, ")) TH_LOG("%s", out);
+	EXPECT_EQ(0, run("", "--query-npu=memory.total,memory.used --format=csv,noheader,nounits",
+			 out, sizeof(out))) TH_LOG("%s", out);
+	ASSERT_EQ(2, sscanf(out, "%lld, %lld", &total, &used)) TH_LOG("%s", out);
+	EXPECT_LE(16, used) TH_LOG("%s", out);		/* this process's buffer, at least */
+	EXPECT_LT(used, total);
+	EXPECT_EQ(0, run("", "--query=index,utilization.npu -n 0.2", out, sizeof(out)))
+		TH_LOG("%s", out);
+	EXPECT_TRUE(starts(out, "index, utilization.npu [%]\n0, ")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, " %\n")) TH_LOG("%s", out);
+
+	EXPECT_EQ(0, run("", "-V", out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_TRUE(starts(out, "npu-smi 0.")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\nlibnpurt 0.")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\nNPU 0: driver npu ")) TH_LOG("%s", out);
+
+	EXPECT_EQ(2, run("", "--query=index,bogus", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "no field 'bogus'")) TH_LOG("%s", out);
+	EXPECT_EQ(2, run("", "--query=index --format=tsv", out, sizeof(out)));
+	EXPECT_EQ(2, run("", "-L --query=index", out, sizeof(out)));
+	EXPECT_EQ(0, run("", "--help-query", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "utilization.npu")) TH_LOG("%s", out);
+	EXPECT_EQ(0, npu_gem_close(self->fd, bo.handle));
 }
 
 TEST(bad_usage_exits_2_with_usage)

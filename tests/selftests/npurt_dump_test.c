@@ -9,7 +9,6 @@
  */
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <sys/stat.h>
 
 #include "kselftest_harness.h"
@@ -253,19 +252,6 @@ TEST_F(dump, patterns_pick_ops_and_mistakes_are_refused)
 	EXPECT_EQ(NPURT_OK, npurt_model_execute(self->m, -1)) TH_LOG("%s", npurt_last_error());
 }
 
-/* A shell command's exit status and output (stderr too). */
-static int sh(char *out, size_t len, const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	strncat(cmd, " 2>&1", sizeof(cmd) - strlen(cmd) - 1);
-	return npu_run(cmd, out, len);
-}
-
 static void write_model(const char *path, const void *data, size_t len)
 {
 	FILE *f = fopen(path, "wb");
@@ -291,9 +277,9 @@ TEST_F(dump, npurun_dumps_match_the_host_reference)
 	ASSERT_NE(NULL, npu_built("bin", "npu-prof", prof, sizeof(prof)));
 	snprintf(model, sizeof(model), "%s/m.npumodel", self->dir);
 	write_model(model, self->file, self->len);
-	ASSERT_EQ(0, sh(out, sizeof(out), "%s -n 1 --dump-inputs --dump %s/dev --dump-ref %s/ref %s",
+	ASSERT_EQ(0, npu_sh(out, sizeof(out), "%s -n 1 --dump-inputs --dump %s/dev --dump-ref %s/ref %s",
 			npurun, self->dir, self->dir, model)) TH_LOG("%s", out);
-	ASSERT_EQ(0, sh(out, sizeof(out), "%s --compare %s/dev %s/ref", prof, self->dir, self->dir))
+	ASSERT_EQ(0, npu_sh(out, sizeof(out), "%s --compare %s/dev %s/ref", prof, self->dir, self->dir))
 		TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "all 12 tensors match")) TH_LOG("%s", out);
 
@@ -306,12 +292,12 @@ TEST_F(dump, npurun_dumps_match_the_host_reference)
 	npy_free(&a);
 
 	/* Only some ops: one file, one line. */
-	ASSERT_EQ(0, sh(out, sizeof(out), "%s -n 1 --dump %s/some --dump-ops tanh %s", npurun,
+	ASSERT_EQ(0, npu_sh(out, sizeof(out), "%s -n 1 --dump %s/some --dump-ops tanh %s", npurun,
 			self->dir, model)) TH_LOG("%s", out);
-	ASSERT_EQ(0, sh(out, sizeof(out), "ls %s/some", self->dir));
+	ASSERT_EQ(0, npu_sh(out, sizeof(out), "ls %s/some", self->dir));
 	EXPECT_STREQ("00002_tanh.npy\nindex.tsv\n", out);
 	/* A dump directory that cannot be made: said, and a failure. */
-	EXPECT_EQ(1, sh(out, sizeof(out), "%s -n 1 --dump %s/m.npumodel/x %s", npurun, self->dir,
+	EXPECT_EQ(1, npu_sh(out, sizeof(out), "%s -n 1 --dump %s/m.npumodel/x %s", npurun, self->dir,
 			model));
 	EXPECT_NE(NULL, strstr(out, "dump directory")) TH_LOG("%s", out);
 }
@@ -335,9 +321,9 @@ static int check_nan_of(const char *npurun, const char *prof, const char *dir,
 	}
 	write_model(model, file, bytes);
 	free(file);
-	if (sh(out, len, "rm -rf %s/nan && %s -n 1 --dump %s/nan %s", dir, npurun, dir, model))
+	if (npu_sh(out, len, "rm -rf %s/nan && %s -n 1 --dump %s/nan %s", dir, npurun, dir, model))
 		return -1;
-	return sh(out, len, "%s --check-nan %s/nan", prof, dir);
+	return npu_sh(out, len, "%s --check-nan %s/nan", prof, dir);
 }
 
 /*
@@ -362,11 +348,11 @@ TEST_F(dump, compare_and_check_name_the_op_that_went_wrong)
 	write_model(planted, file, len);
 	free(file);
 
-	ASSERT_EQ(0, sh(out, sizeof(out), "%s -n 1 --dump-ref %s/ref %s", npurun, self->dir, model))
+	ASSERT_EQ(0, npu_sh(out, sizeof(out), "%s -n 1 --dump-ref %s/ref %s", npurun, self->dir, model))
 		TH_LOG("%s", out);
-	ASSERT_EQ(0, sh(out, sizeof(out), "%s -n 1 --dump %s/dev %s", npurun, self->dir, planted))
+	ASSERT_EQ(0, npu_sh(out, sizeof(out), "%s -n 1 --dump %s/dev %s", npurun, self->dir, planted))
 		TH_LOG("%s", out);
-	EXPECT_EQ(1, sh(out, sizeof(out), "%s --compare %s/dev %s/ref", prof, self->dir,
+	EXPECT_EQ(1, npu_sh(out, sizeof(out), "%s --compare %s/dev %s/ref", prof, self->dir,
 			self->dir)) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "first difference: op 2 (sigmoid), its output")) TH_LOG("%s",
 											 out);
@@ -374,7 +360,7 @@ TEST_F(dump, compare_and_check_name_the_op_that_went_wrong)
 	/* The first, alone: the ops it flows into are not the ones to look at. */
 	EXPECT_EQ(NULL, strstr(out, "op 3 (")) TH_LOG("%s", out);
 	/* Loose enough, the same: tolerances are the caller's. */
-	EXPECT_EQ(0, sh(out, sizeof(out), "%s --compare %s/dev %s/ref --atol 100", prof, self->dir,
+	EXPECT_EQ(0, npu_sh(out, sizeof(out), "%s --compare %s/dev %s/ref --atol 100", prof, self->dir,
 			self->dir)) TH_LOG("%s", out);
 
 	/* relu, neg, sqrt: a NaN wherever relu passed something on. */
@@ -389,7 +375,7 @@ TEST_F(dump, compare_and_check_name_the_op_that_went_wrong)
 	EXPECT_NE(NULL, strstr(out, "first NaN or Inf: op 2 (reciprocal), its output"))
 		TH_LOG("%s", out);
 	EXPECT_EQ(NULL, strstr(out, " 0 Inf")) TH_LOG("%s", out);
-	EXPECT_EQ(0, sh(out, sizeof(out), "%s --check-nan %s/ref", prof, self->dir))
+	EXPECT_EQ(0, npu_sh(out, sizeof(out), "%s --check-nan %s/ref", prof, self->dir))
 		TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "no NaN or Inf in the 5 outputs")) TH_LOG("%s", out);
 }
@@ -406,22 +392,22 @@ TEST_F(dump, compare_takes_another_runtimes_files_and_refuses_bad_ones)
 	ASSERT_NE(NULL, npu_built("bin", "npu-prof", prof, sizeof(prof)));
 	snprintf(model, sizeof(model), "%s/m.npumodel", self->dir);
 	write_model(model, self->file, self->len);
-	ASSERT_EQ(0, sh(out, sizeof(out), "%s -n 1 --dump %s/dev --dump-ref %s/ref %s", npurun,
+	ASSERT_EQ(0, npu_sh(out, sizeof(out), "%s -n 1 --dump %s/dev --dump-ref %s/ref %s", npurun,
 			self->dir, self->dir, model)) TH_LOG("%s", out);
 	ASSERT_EQ(0, mkdir(strcat(strcpy(out, self->dir), "/ort"), 0755));
-	ASSERT_EQ(0, sh(out, sizeof(out), "cp %s/ref/00004_y.npy %s/ort/y.npy", self->dir,
+	ASSERT_EQ(0, npu_sh(out, sizeof(out), "cp %s/ref/00004_y.npy %s/ort/y.npy", self->dir,
 			self->dir));
-	EXPECT_EQ(0, sh(out, sizeof(out), "%s --compare %s/dev %s/ort", prof, self->dir, self->dir))
+	EXPECT_EQ(0, npu_sh(out, sizeof(out), "%s --compare %s/dev %s/ort", prof, self->dir, self->dir))
 		TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "all 1 tensors match")) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "4 not in it")) TH_LOG("%s", out);
 
-	ASSERT_EQ(0, sh(out, sizeof(out), "echo garbage > %s/ort/y.npy", self->dir));
-	EXPECT_EQ(2, sh(out, sizeof(out), "%s --compare %s/dev %s/ort", prof, self->dir, self->dir));
+	ASSERT_EQ(0, npu_sh(out, sizeof(out), "echo garbage > %s/ort/y.npy", self->dir));
+	EXPECT_EQ(2, npu_sh(out, sizeof(out), "%s --compare %s/dev %s/ort", prof, self->dir, self->dir));
 	EXPECT_NE(NULL, strstr(out, "y.npy: not an .npy file")) TH_LOG("%s", out);
-	EXPECT_EQ(2, sh(out, sizeof(out), "%s --compare %s/dev %s/none", prof, self->dir, self->dir));
-	EXPECT_EQ(2, sh(out, sizeof(out), "%s --compare %s/dev", prof, self->dir));
-	EXPECT_EQ(2, sh(out, sizeof(out), "%s --check-nan %s/dev --atol x", prof, self->dir));
+	EXPECT_EQ(2, npu_sh(out, sizeof(out), "%s --compare %s/dev %s/none", prof, self->dir, self->dir));
+	EXPECT_EQ(2, npu_sh(out, sizeof(out), "%s --compare %s/dev", prof, self->dir));
+	EXPECT_EQ(2, npu_sh(out, sizeof(out), "%s --check-nan %s/dev --atol x", prof, self->dir));
 }
 
 TEST_HARNESS_MAIN

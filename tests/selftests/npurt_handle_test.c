@@ -198,6 +198,9 @@ TEST_F(h, a_model_a_run_loop_serves_is_the_loops)
 	ASSERT_EQ(NPURT_OK, npurt_model_load_buffer(self->dev, file, len, NULL, &m));
 	free(file);
 
+	/* Bound before the loop: the loop binds its own, and gives these back at stop. */
+	ASSERT_EQ(NPURT_OK, npurt_model_bind(m, 0, x, sizeof(x)));
+	ASSERT_EQ(NPURT_OK, npurt_model_bind(m, 1, y, sizeof(y)));
 	d.user = &first;
 	ASSERT_EQ(NPURT_OK, npurt_runloop_start(m, &d, &loop)) TH_LOG("%s", npurt_last_error());
 	EXPECT_REFUSED(npurt_model_execute(m, -1), "a run loop serves this model");
@@ -207,11 +210,11 @@ TEST_F(h, a_model_a_run_loop_serves_is_the_loops)
 	npurt_runloop_stop(loop);
 	EXPECT_EQ(0.0f, first);		/* relu(-1), through the loop */
 
-	/* The caller's again. */
-	ASSERT_EQ(NPURT_OK, npurt_model_bind(m, 0, x, sizeof(x)));
-	ASSERT_EQ(NPURT_OK, npurt_model_bind(m, 1, y, sizeof(y)));
+	/* The caller's again, bound to its own buffers: never the loop's, freed. */
+	y[3] = -1;
 	EXPECT_EQ(NPURT_OK, npurt_model_execute(m, -1)) TH_LOG("%s", npurt_last_error());
 	EXPECT_EQ(4.0f, y[3]);
+	ASSERT_EQ(NPURT_OK, npurt_model_bind(m, 0, x, sizeof(x)));
 	npurt_model_unload(m);
 
 	/* Unloaded, and stopped: dead handles, said so. */

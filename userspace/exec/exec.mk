@@ -27,10 +27,24 @@ $(LIBSO): $(LIB_OBJS) userspace/libnpurt.map
 	ln -sf $(@F) $(O)/lib/libnpurt.so.$(NPURT_SOVER)
 	ln -sf libnpurt.so.$(NPURT_SOVER) $(O)/lib/libnpurt.so
 
-$(LIBA): $(LIB_OBJS)
+# The installed archive is one relocatable object whose only global
+# symbols are npurt_*: the layers' internal names (mf_*, mc_*, graph_*...)
+# are local to it, so they cannot meet an application's. The tools and
+# tests of the tree link every object as it is (LIBA_ALL): unit tests
+# call internals.
+LIBA_ALL := $(O)/obj/libnpurt-all.a
+
+$(LIBA_ALL): $(LIB_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@
 	$(AR) rcs $@ $^
+
+$(LIBA): $(LIB_OBJS) userspace/exec/exec.mk
+	@mkdir -p $(@D) $(O)/obj/dist
+	rm -f $@
+	$(CC) -r -nostdlib -fno-lto -o $(O)/obj/dist/libnpurt.o $(filter %.o,$^)
+	$(OBJCOPY) -w --keep-global-symbol='npurt_*' $(O)/obj/dist/libnpurt.o
+	$(AR) rcs $@ $(O)/obj/dist/libnpurt.o
 
 install-libnpurt: $(LIBSO) $(LIBA)
 	install -d $(DESTDIR)$(PREFIX)/include/drm $(DESTDIR)$(LIBDIR)/pkgconfig

@@ -351,20 +351,20 @@ NPURT_API npurt_status npurt_mem_alloc_flags(npurt_device *dev, size_t size, uin
 NPURT_API npurt_status npurt_mem_alloc(npurt_device *dev, size_t size, npurt_mem **mem);
 
 /*
- * Free memory of any kind (device, pinned host, imported); NULL is
- * accepted. Memory from the cache is handed out again only once every
- * stream of the device has completed the work issued before this call,
- * which libnpurt finds out without waiting (so the stream work still
- * using it is safe, while the call returns at once). NPURT_MEM_NO_CACHE
- * and NPURT_MEM_SHAREABLE memory goes back to the kernel under the same
- * rule (the driver holds a buffer for the copies and fills that name it,
- * but not for a kernel launch's tensors, which only the argument block
- * names). Pinned host and imported memory go back at once: the driver
- * keeps them for copies and fills, not for launches, so free them only
- * after the launches that use them. npurt_device_close() frees what is
- * left of its device's memory. The handle is dead once freed: passing it
- * again (a double free, a use after free or after the device's close)
- * is refused with NPURT_ERR_INVALID, never read.
+ * Free memory of any kind (device, pinned host, registered host,
+ * imported); NULL is accepted. The call returns at once and the work
+ * issued before it that uses the memory stays safe, launches included
+ * (the driver holds a buffer for the copies and fills that name it, but
+ * a launch's tensors are only in its argument block): the memory is
+ * handed out again (the cache's) or goes back to the kernel (the
+ * others) only once every stream of the device has completed that work,
+ * which libnpurt finds out without waiting. Registered host memory
+ * (npurt_host_register()) is the only exception: it is the caller's
+ * again when the call returns, so that free waits for the work.
+ * npurt_device_close() frees what the caller left of its device's
+ * memory. The handle is dead once freed: passing it again (a double
+ * free, a use after free or after the device's close) is refused with
+ * NPURT_ERR_INVALID, never read.
  */
 NPURT_API npurt_status npurt_mem_release(npurt_mem *mem);
 
@@ -925,9 +925,10 @@ NPURT_API npurt_status npurt_launch(npurt_stream *stream, const npurt_launch_des
  * Threads: an event may be used from any thread; its calls may run at the
  * same time (each takes the event's lock; a host wait holds it only to
  * start), except npurt_event_destroy(), which nothing may overlap. A call
- * naming a stream uses the stream as its other calls do (one thread at a
- * time). A wait that overlaps a record is about the record that was the
- * latest when the wait started.
+ * naming a stream is one of the stream's operations, ordered with those
+ * of other threads as the conventions at the top say. A wait that
+ * overlaps a record is about the record that was the latest when the
+ * wait started.
  *
  * Costs: events take device events from a per-device pool, reused once the
  * device has run their reset (Documentation/runtime.rst, "Events and
@@ -1343,7 +1344,7 @@ NPURT_API npurt_status npurt_model_query(const void *data, size_t size, npurt_mo
  * left on the device), then take its memory, upload its weights, and sink
  * its task lists. When device memory runs short, models loaded with
  * NPURT_MODEL_EVICTABLE that are idle are unloaded, least recently used
- * first, until this one fits (npurt_model_info() counts them); else
+ * first, until this one fits (npurt_model_info_get() counts them); else
  * NPURT_ERR_NO_MEMORY. A device without task lists gets a host-dispatch
  * model. `desc` may be NULL.
  */
@@ -1355,6 +1356,12 @@ NPURT_API npurt_status npurt_model_load_buffer(npurt_device *dev, const void *da
 /* Unload: its runs complete first; its memory and queues go back. NULL is fine. */
 NPURT_API void npurt_model_unload(npurt_model *model);
 
+/*
+ * What a loaded model needs and how it stands now: npurt_model_query()'s
+ * fields, and whether it is on the device, runs sunk, and what its loads
+ * evicted. Set info->size to sizeof(npurt_model_info). NPURT_ERR_INVALID
+ * for a NULL argument or a size below it.
+ */
 NPURT_API npurt_status npurt_model_info_get(npurt_model *model, npurt_model_info *info);
 
 /* An input or output: index 0 .. inputs - 1 are inputs, then the outputs. */
@@ -1502,7 +1509,11 @@ NPURT_API npurt_status npurt_runloop_start(npurt_model *model, const npurt_runlo
 NPURT_API npurt_status npurt_runloop_push(npurt_runloop *loop, const void *const *inputs,
 					  uint64_t tag);
 
-/* Stop: every request pushed is run and handed to `done` first. NULL is fine. */
+/*
+ * Stop: every request pushed is run and handed to `done` first; the model
+ * is then the caller's again, bound as it was before the loop started
+ * (never to the loop's freed buffers). NULL is fine.
+ */
 NPURT_API void npurt_runloop_stop(npurt_runloop *loop);
 
 /* ---- stream capture ------------------------------------------------- */

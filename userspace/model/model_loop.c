@@ -49,6 +49,7 @@ struct npurt_runloop {
 	uint32_t pushers;		/* threads inside npurt_runloop_push() */
 	uint64_t pushed, next_submit, next_done;	/* push order numbers */
 	struct loop_set sets[LOOP_DEPTH_MAX];
+	struct model_io *saved;		/* the caller's bindings, back at stop */
 };
 
 static struct loop_set *set_by_order(npurt_runloop *l, uint64_t order, enum set_state state)
@@ -210,7 +211,15 @@ npurt_status npurt_runloop_start(npurt_model *m, const npurt_runloop_desc *d, np
 	l->done = d->done;
 	l->user = d->user;
 	l->depth = d->depth ? d->depth : 3;
-	st = npurt_stream_create(m->dev, NPURT_PRIORITY_NORMAL, &l->stream);
+	/* The loop binds its own buffers: the caller's come back when it stops. */
+	l->saved = malloc(m->nio * sizeof(*l->saved));
+	st = l->saved ? npurt_stream_create(m->dev, NPURT_PRIORITY_NORMAL, &l->stream) :
+	     npurt_set_error(NPURT_ERR_NO_MEMORY, "%s: out of memory", who);
+	if (!st) {
+		pthread_mutex_lock(&m->lock);
+		memcpy(l->saved, m->io, m->nio * sizeof(*l->saved));
+		pthread_mutex_unlock(&m->lock);
+	}
 	for (uint32_t k = 0; k < l->depth && !st; k++) {
 		struct loop_set *s = &l->sets[k];
 
@@ -250,6 +259,7 @@ npurt_status npurt_runloop_start(npurt_model *m, const npurt_runloop_desc *d, np
 		npurt_stream_destroy(l->stream);
 		atomic_store(&m->loop, NULL);
 		npurt_handle_drop(l);
+		free(l->saved);
 		free(l);
 		return st;
 	}
@@ -324,8 +334,12 @@ void npurt_runloop_stop(npurt_runloop *l)
 	pthread_join(l->completer, NULL);
 	npurt_stream_synchronize(l->stream);
 	npurt_stream_destroy(l->stream);
-	/* The model is the caller's again. */
+	/* The model is the caller's again, bound as it was, never to the loop's freed buffers. */
+	pthread_mutex_lock(&l->m->lock);
+	memcpy(l->m->io, l->saved, l->m->nio * sizeof(*l->saved));
+	pthread_mutex_unlock(&l->m->lock);
 	atomic_store(&l->m->loop, NULL);
+	free(l->saved);
 	free_sets(l);
 	pthread_cond_destroy(&l->cond);
 	pthread_mutex_destroy(&l->lock);

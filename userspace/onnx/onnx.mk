@@ -25,8 +25,11 @@ ONNX_OBJS := $(call obj,$(ONNX_SRCS)) $(O)/obj/gen/onnx.pb-c.o
 ONNXSO    := $(O)/lib/libnpuonnx.so.$(NPUONNX_SOVER).$(SO_MINOR_PATCH)
 ONNXA     := $(O)/lib/libnpuonnx.a
 # What a program importing ONNX links statically before libnpurt: the
-# importer and its parser (as LINK_ONNX, set per target).
+# importer and its parser (as LINK_ONNX, set per target); the tree's
+# tests, the importer with its internals (see LIBA_ALL).
+ONNXA_ALL := $(O)/obj/libnpuonnx-all.a
 ONNX_LINK := $(ONNXA) $(PBC_LIBS)
+ONNX_LINK_ALL := $(ONNXA_ALL) $(PBC_LIBS)
 
 $(ONNXSO): $(ONNX_OBJS) userspace/libnpuonnx.map $(LIBSO)
 	@mkdir -p $(@D)
@@ -36,10 +39,18 @@ $(ONNXSO): $(ONNX_OBJS) userspace/libnpuonnx.map $(LIBSO)
 	ln -sf $(@F) $(O)/lib/libnpuonnx.so.$(NPUONNX_SOVER)
 	ln -sf libnpuonnx.so.$(NPUONNX_SOVER) $(O)/lib/libnpuonnx.so
 
-$(ONNXA): $(ONNX_OBJS)
+$(ONNXA_ALL): $(ONNX_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@
 	$(AR) rcs $@ $^
+
+# As libnpurt.a: only npurt_* global (the parser's onnx__* are local too).
+$(ONNXA): $(ONNX_OBJS) userspace/onnx/onnx.mk
+	@mkdir -p $(@D) $(O)/obj/dist
+	rm -f $@
+	$(CC) -r -nostdlib -fno-lto -o $(O)/obj/dist/libnpuonnx.o $(filter %.o,$^)
+	$(OBJCOPY) -w --keep-global-symbol='npurt_*' $(O)/obj/dist/libnpuonnx.o
+	$(AR) rcs $@ $(O)/obj/dist/libnpuonnx.o
 
 install-libnpuonnx: $(ONNXSO) $(ONNXA)
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(LIBDIR)/pkgconfig

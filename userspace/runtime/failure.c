@@ -110,6 +110,32 @@ static struct npurt_batch *batch_of(npurt_stream *s, uint64_t seq)
 	return NULL;
 }
 
+void npurt_stream_pending(npurt_stream *s, uint64_t seq, char *buf, size_t len)
+{
+	const struct npurt_op_ref *first = NULL;
+	char what[96];
+	uint64_t last = 0;
+
+	snprintf(buf, len, "the stream's work");
+	for (struct npurt_batch *b = s->batches; b && b->seq <= seq; b = b->next) {
+		if (b->seq <= s->done || !b->count)
+			continue;
+		if (!first)
+			first = &b->ops[0];
+		last = b->ops[b->count - 1].op;
+	}
+	if (!first || !first->op)
+		return;
+	snprintf(what, sizeof(what), "(%s%s%s)", first->call, first->what ? " " : "",
+		 first->what ? first->what : "");
+	if (last > first->op)
+		snprintf(buf, len, "operations %llu %s to %llu of the stream",
+			 (unsigned long long)first->op, what, (unsigned long long)last);
+	else
+		snprintf(buf, len, "operation %llu of the stream %s", (unsigned long long)first->op,
+			 what);
+}
+
 /* A kernel launch's argument block, decoded from the stream's arena: 0, or -1 if not there. */
 static int launch_args(npurt_stream *s, const struct drm_npu_task *t, struct npu_op *a)
 {

@@ -315,6 +315,14 @@ npurt_status npurt_mem_where(npurt_device *dev, const void *p, size_t len, enum 
  */
 int npurt_mem_va_find(npurt_device *dev, uint64_t va, uint64_t len, struct mr_range *out);
 
+/*
+ * failure.c: the stream's operations in its batches up to `seq` that have
+ * not completed, "operations 12 (npurt_launch gemm) to 20 of the stream"
+ * ("the stream's work" when its batches do not say). The first may have
+ * run already: its batch has not completed. dev->lock held.
+ */
+void npurt_stream_pending(npurt_stream *s, uint64_t seq, char *buf, size_t len);
+
 /* copy.c: a stream's staging buffers go with it (its work has completed). */
 void npurt_staging_free(npurt_stream *s);
 

@@ -467,8 +467,9 @@ npurt_status npurt_stream_abort(npurt_stream *s)
 	pthread_mutex_unlock(&s->dev->lock);
 	err = npurt_ioctl(s->dev, DRM_IOCTL_NPU_QUEUE_ABORT, &abort_args);
 	if (err)
-		return npurt_set_error(npurt_status_from_errno(err), "%s: QUEUE_ABORT of queue %u: %s",
-				       who, s->queue, strerror(err));
+		return npurt_set_error(npurt_status_from_errno(err), "%s: the driver could not stop "
+				       "the stream's work: %s (QUEUE_ABORT of queue %u)", who,
+				       strerror(err), s->queue);
 	return NPURT_OK;
 }
 

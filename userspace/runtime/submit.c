@@ -461,8 +461,9 @@ static npurt_status ioctl_submit(npurt_stream *s, struct npurt_batch *b, bool ag
 	pthread_mutex_unlock(&s->dev->lock);
 	err = npurt_ioctl(s->dev, DRM_IOCTL_NPU_SUBMIT, &args);
 	if (err)
-		return npurt_set_error(npurt_status_from_errno(err), "%s: SUBMIT to queue %u: %s",
-				       who, args.queue, strerror(err));
+		return npurt_set_error(npurt_status_from_errno(err), "%s: the driver took none of "
+				       "the stream's work: %s (SUBMIT to queue %u)", who,
+				       strerror(err), args.queue);
 	pthread_mutex_lock(&s->dev->lock);
 	if (again) {
 		misnumbered = args.seq + s->base != b->seq;
@@ -574,8 +575,9 @@ npurt_status npurt_path_submit_multi(npurt_stream **s, struct npurt_batch **b, u
 				       "(npurt_stream_synchronize says how)", who);
 	err = npurt_ioctl(dev, DRM_IOCTL_NPU_SUBMIT_MULTI, &a);
 	if (err)
-		return npurt_set_error(npurt_status_from_errno(err), "%s: SUBMIT_MULTI of %u "
-				       "batches: %s", who, n, strerror(err));
+		return npurt_set_error(npurt_status_from_errno(err), "%s: the driver took none of "
+				       "the run's work: %s (SUBMIT_MULTI of %u batches)", who,
+				       strerror(err), n);
 	pthread_mutex_lock(&dev->lock);
 	for (uint32_t i = 0; i < n; i++) {
 		b[i]->seq = e[i].seq + s[i]->base;
@@ -679,6 +681,7 @@ static npurt_status wait_once(npurt_stream *s, uint64_t seq, int64_t deadline_ns
 	npurt_status st = NPURT_OK;
 	bool timed_out = false;
 	int64_t start = 0;
+	char pend[192];
 	int err;
 
 	/* Seen in memory: the kernel has nothing to add (failures never get there). */
@@ -706,12 +709,15 @@ static npurt_status wait_once(npurt_stream *s, uint64_t seq, int64_t deadline_ns
 	if (dev->path == NPURT_SUBMIT_IO_URING)
 		timed_out = !npurt_reap_until_deadline(dev, stream_reached, &until, deadline_ns);
 	*recover = s->done < seq && to_recover(s);
-	if (s->done < seq && !*recover)
-		st = timed_out && !s->failed ?
-		     npurt_set_error(NPURT_ERR_TIMEOUT, "%s: queue %u: %llu of %llu batches done "
-				     "when the time ran out", who, s->queue,
-				     (unsigned long long)s->done, (unsigned long long)seq) :
-		     npurt_stream_failure(s, who);
+	if (s->done < seq && !*recover && timed_out && !s->failed) {
+		npurt_stream_pending(s, seq, pend, sizeof(pend));
+		st = npurt_set_error(NPURT_ERR_TIMEOUT, "%s: the time ran out before %s "
+				     "completed (its queue %u: %llu of %llu batches done)", who, pend,
+				     s->queue, (unsigned long long)s->done,
+				     (unsigned long long)seq);
+	} else if (s->done < seq && !*recover) {
+		st = npurt_stream_failure(s, who);
+	}
 	pthread_mutex_unlock(&dev->lock);
 	if (!st)
 		npurt_word_learn(s, start);
@@ -782,6 +788,7 @@ static npurt_status query_once(npurt_stream *s, uint64_t seq, bool *recover, con
 {
 	npurt_device *dev = s->dev;
 	npurt_status st = NPURT_OK;
+	char pend[192];
 
 	if (dev->path == NPURT_SUBMIT_IOCTL && !s->destroyed) {
 		int err = seq ? ioctl_wait(s, seq, 0) : 0;
@@ -794,11 +801,14 @@ static npurt_status query_once(npurt_stream *s, uint64_t seq, bool *recover, con
 	}
 	pthread_mutex_lock(&dev->lock);
 	*recover = s->done < seq && to_recover(s);
-	if (s->done < seq && !*recover)
-		st = s->failed ? npurt_stream_failure(s, who) :
-		     npurt_set_error(NPURT_ERR_NOT_READY, "%s: queue %u: %llu of %llu batches done",
-				     who, s->queue, (unsigned long long)s->done,
-				     (unsigned long long)seq);
+	if (s->done < seq && !*recover && s->failed) {
+		st = npurt_stream_failure(s, who);
+	} else if (s->done < seq && !*recover) {
+		npurt_stream_pending(s, seq, pend, sizeof(pend));
+		st = npurt_set_error(NPURT_ERR_NOT_READY, "%s: %s not completed yet (its queue "
+				     "%u: %llu of %llu batches done)", who, pend, s->queue,
+				     (unsigned long long)s->done, (unsigned long long)seq);
+	}
 	pthread_mutex_unlock(&dev->lock);
 	return st;
 }

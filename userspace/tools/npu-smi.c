@@ -29,8 +29,11 @@
 enum { EXIT_DEVICE = 1, EXIT_USAGE = 2 };
 
 static struct {
-	int only, ping, raw, watch;
+	int only, ping, raw, watch, list, version;
 	double interval;
+	int interval_set;
+	const char *query, *format;	/* --query=FIELDS, --format */
+	struct smi_query q;
 } opt = { .only = -1, .interval = 1.0 };
 
 static volatile sig_atomic_t stop;
@@ -48,6 +51,15 @@ static void usage(FILE *out)
 		"  -w, --watch            the same as the watch command\n"
 		"  -r, --raw              key=value records for scripts, one per line\n"
 		"  -p, --ping             also time a firmware mailbox round trip (root)\n"
+		"  -q, --query            the full report (what npu-smi prints by default)\n"
+		"  -L, --list             one line per NPU, at once\n"
+		"  --query=FIELDS, --query-npu=FIELDS\n"
+		"                         comma-separated fields, a CSV line per NPU\n"
+		"                         (utilization.npu and heartbeat wait the interval;\n"
+		"                         --help-query lists the fields)\n"
+		"  --format=csv[,noheader][,nounits]\n"
+		"                         how --query writes them (default csv)\n"
+		"  -V, --version          npu-smi's, libnpurt's and each NPU's versions\n"
 		"  -h, --help             this text\n"
 		"\n"
 		"Processes of other users, and the per-queue table (debugfs), need root.\n"
@@ -221,22 +233,44 @@ static int watch(struct smi_dev *devs, int n)
 	return 0;
 }
 
+/* -V: after npu-smi's and the library's, each device's driver, interface and firmware. */
+static void show_versions(const struct smi_dev *devs, int n)
+{
+	for (int i = 0; i < n; i++) {
+		const npurt_device_info *in = &devs[i].info;
+
+		if (!devs[i].ok)
+			continue;
+		printf("NPU %d: driver %s %u.%u.%u, interface %u.%u, firmware %u.%u.%u\n",
+		       devs[i].index, in->driver, in->driver_version[0], in->driver_version[1],
+		       in->driver_version[2], in->if_version[0], in->if_version[1],
+		       in->fw_version[0], in->fw_version[1], in->fw_version[2]);
+	}
+}
+
 static int parse_args(int argc, char **argv)
 {
+	enum { QUERY_NPU = 256, FORMAT, HELP_QUERY };
 	static const struct option longopts[] = {
 		{ "device", required_argument, NULL, 'd' },
 		{ "interval", required_argument, NULL, 'n' },
 		{ "watch", no_argument, NULL, 'w' },
 		{ "raw", no_argument, NULL, 'r' },
 		{ "ping", no_argument, NULL, 'p' },
+		{ "query", optional_argument, NULL, 'q' },
+		{ "query-npu", required_argument, NULL, QUERY_NPU },
+		{ "format", required_argument, NULL, FORMAT },
+		{ "help-query", no_argument, NULL, HELP_QUERY },
+		{ "list", no_argument, NULL, 'L' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	char *end;
+	char *end, why[160];
 	long idx;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "d:n:wrph", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:n:wrpqLVh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			idx = strtol(optarg, &end, 10);
@@ -248,6 +282,7 @@ static int parse_args(int argc, char **argv)
 			opt.only = (int)idx;
 			break;
 		case 'n':
+			opt.interval_set = 1;
 			opt.interval = strtod(optarg, &end);
 			if (end == optarg || *end || !(opt.interval >= 0 && opt.interval <= 3600)) {
 				fprintf(stderr, "npu-smi: bad interval '%s' (seconds, 0 to 3600)\n",
@@ -264,6 +299,24 @@ static int parse_args(int argc, char **argv)
 			break;
 		case 'p':
 			opt.ping = 1;
+			break;
+		case 'q':		/* -q, --query: the full report; --query=FIELDS: CSV */
+		case QUERY_NPU:
+			if (optarg)
+				opt.query = optarg;
+			break;
+		case FORMAT:
+			opt.format = optarg;
+			break;
+		case HELP_QUERY:
+			printf("npu-smi --query=FIELDS takes, comma-separated:\n");
+			smi_query_fields(stdout);
+			exit(0);
+		case 'L':
+			opt.list = 1;
+			break;
+		case 'V':
+			opt.version = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -286,6 +339,22 @@ static int parse_args(int argc, char **argv)
 		fprintf(stderr, "npu-smi: watch needs an interval of at least 0.1 s\n");
 		return EXIT_USAGE;
 	}
+	if (opt.format && !opt.query) {
+		fprintf(stderr, "npu-smi: --format goes with --query=FIELDS\n");
+		return EXIT_USAGE;
+	}
+	if (opt.query && smi_query_parse(&opt.q, opt.query, opt.format, why, sizeof(why))) {
+		fprintf(stderr, "npu-smi: --query: %s\n", why);
+		return EXIT_USAGE;
+	}
+	if (!!opt.query + opt.list + opt.version + opt.watch + opt.raw > 1) {
+		fprintf(stderr, "npu-smi: --query=FIELDS, -L, -V, watch and --raw go one at a time\n");
+		return EXIT_USAGE;
+	}
+	/* What answers at once waits no interval, unless a figure needs one. */
+	if ((opt.list || opt.version || (opt.query && !smi_query_needs_interval(&opt.q))) &&
+	    !opt.interval_set)
+		opt.interval = 0;
 	return 0;
 }
 
@@ -297,13 +366,20 @@ int main(int argc, char **argv)
 	rc = parse_args(argc, argv);
 	if (rc)
 		return rc;
+	if (opt.version) {
+		uint32_t v[3];
+
+		npurt_runtime_version(&v[0], &v[1], &v[2]);
+		printf("npu-smi %d.%d.%d\nlibnpurt %u.%u.%u\n", NPURT_VERSION_MAJOR,
+		       NPURT_VERSION_MINOR, NPURT_VERSION_PATCH, v[0], v[1], v[2]);
+	}
 	if (npurt_device_count(&count)) {
 		fprintf(stderr, "npu-smi: %s\n", npurt_last_error());
 		return EXIT_DEVICE;
 	}
 	if (count == 0) {
 		fprintf(stderr, "npu-smi: no NPU found (is npu.ko loaded and the device bound?)\n");
-		return EXIT_DEVICE;
+		return opt.version ? 0 : EXIT_DEVICE;
 	}
 	if (opt.only >= count) {
 		fprintf(stderr, "npu-smi: no NPU %d: %d device%s found (indices 0 to %d)\n",
@@ -354,7 +430,14 @@ int main(int argc, char **argv)
 			for (int i = 0; i < n; i++)
 				sample(&devs[i]);
 		}
-		smi_show(stdout, devs, n, opt.raw);
+		if (opt.list)
+			smi_list(stdout, devs, n);
+		else if (opt.query)
+			smi_query_show(stdout, &opt.q, devs, n);
+		else if (opt.version)
+			show_versions(devs, n);
+		else
+			smi_show(stdout, devs, n, opt.raw);
 		for (int i = 0; i < n; i++)
 			if (!devs[i].ok)
 				rc = EXIT_DEVICE;

@@ -3,9 +3,9 @@
  * npurun: load a model file, run it N times with random or file inputs,
  * print its outputs, latency percentiles and throughput.
  *
- *   npurun [-n RUNS] [--mode sink|host|step] [--input NAME=FILE]...
- *          [--output NAME=FILE]... [--print] [--seed S] [--timeout MS]
- *          [--pipeline DEPTH] [--device N] [--shape NAME=AxBxC]...
+ *   npurun [-n RUNS | -t SECONDS] [--concurrency N] [--mode sink|host|step]
+ *          [--input NAME=FILE]... [--output NAME=FILE]... [--print] [--seed S]
+ *          [--timeout MS] [--pipeline DEPTH] [--device N] [--shape NAME=AxBxC]...
  *          [--dim-param NAME=N]... [--value NAME=V,...]... [--profile FILE]
  *          [--dump DIR] [--dump-ref DIR] [--dump-ops PATTERNS] [--dump-inputs] MODEL
  *
@@ -15,7 +15,9 @@
  * between two timed events that the device reaches back to back (see
  * device_times()), and what a run costs beyond the device's work by as
  * many empty submits (round_trips()). --pipeline D queues D runs back to
- * back on a stream instead and measures throughput only. --dump runs the
+ * back on a stream instead and measures throughput only; --concurrency N
+ * keeps N in flight through a run loop, as a server does, and measures
+ * each request's latency and the throughput (serve.c). --dump runs the
  * model once more with each op's output copied out (npurt_model_dump()),
  * --dump-ref the host reference on the same inputs, each into a
  * directory npu-prof --compare takes. Exit status: 0, 1 a failure (the
@@ -32,6 +34,7 @@
 #include "dump.h"
 #include "npurt.h"
 #include "reference.h"
+#include "serve.h"
 #include "source.h"
 
 #define MAX_FILES	64
@@ -45,14 +48,6 @@ static struct binding ins[MAX_FILES], outs[MAX_FILES];
 static const char *shapes[MAX_FILES], *dim_params[MAX_FILES], *values[MAX_FILES];
 static uint32_t nshapes, ndim_params, nvalues;
 static int nins, nouts;
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
 
 static int cmp(const void *a, const void *b)
 {
@@ -131,12 +126,12 @@ static npurt_status round_trips(npurt_device *dev, long runs, double *us)
 	if (!st)
 		st = npurt_mem_alloc(dev, 4, &word);
 	for (long r = 0; !st && r < runs; r++) {
-		double t0 = now_us();
+		double t0 = serve_now_us();
 
 		st = npurt_memset_async(s, npurt_mem_device_addr(word), (uint32_t)r, 4);
 		if (!st)
 			st = npurt_stream_synchronize(s);
-		us[r] = now_us() - t0;
+		us[r] = serve_now_us() - t0;
 	}
 	npurt_mem_free(word);
 	npurt_stream_destroy(s);
@@ -163,6 +158,9 @@ static void usage(FILE *f)
 		"  Load MODEL (a model file, or an ONNX model: MODEL.onnx, imported and\n"
 		"  cached in $NPU_CACHE_DIR or ~/.cache/npu), run it and report.\n"
 		"  -n, --runs N           runs to time (default 10, after one warm-up)\n"
+		"  -t, --duration SEC     as many runs as fit in SEC seconds instead\n"
+		"  -C, --concurrency N    N runs in flight through a run loop, as a server\n"
+		"                         keeps them: request latency and throughput\n"
 		"  -m, --mode MODE        sink (one submit per run, the default), host (the\n"
 		"                         tasks submitted from the host) or step (each task\n"
 		"                         submitted and waited for)\n"
@@ -172,7 +170,7 @@ static void usage(FILE *f)
 		"  -c, --check            compute the model on the host too, from the op\n"
 		"                         library's definitions, and compare the outputs\n"
 		"  -s, --seed S           for random inputs (default 1)\n"
-		"  -t, --timeout MS       abort a run past MS (default: no limit)\n"
+		"  -T, --timeout MS       abort a run past MS (default: no limit)\n"
 		"  -P, --pipeline DEPTH   queue runs back to back on a stream, DEPTH in\n"
 		"                         flight; report throughput\n"
 		"  -d, --device N         the NPU (default 0)\n"
@@ -191,6 +189,7 @@ static void usage(FILE *f)
 		"  --dump-ops PATTERNS    dump only the ops named (\"gemm,relu\") or whose\n"
 		"                         output is named; fnmatch patterns, comma-separated\n"
 		"  --dump-inputs          each dumped op's inputs too\n"
+		"  --version              npurun's and libnpurt's versions\n"
 		"Exit status: 0 success, 1 failure, 2 usage.\n");
 }
 
@@ -347,7 +346,10 @@ int main(int argc, char **argv)
 		{ "input", required_argument, NULL, 'i' }, { "output", required_argument, NULL, 'o' },
 		{ "print", no_argument, NULL, 'p' }, { "seed", required_argument, NULL, 's' },
 		{ "check", no_argument, NULL, 'c' },
-		{ "timeout", required_argument, NULL, 't' },
+		{ "timeout", required_argument, NULL, 'T' },
+		{ "duration", required_argument, NULL, 't' },
+		{ "concurrency", required_argument, NULL, 'C' },
+		{ "version", no_argument, NULL, 'v' },
 		{ "pipeline", required_argument, NULL, 'P' },
 		{ "device", required_argument, NULL, 'd' }, { "help", no_argument, NULL, 'h' },
 		{ "shape", required_argument, NULL, 'S' },
@@ -366,18 +368,24 @@ int main(int argc, char **argv)
 	const char *dump_dir = NULL, *dump_ref = NULL, *dump_ops = NULL;
 	uint32_t dump_flags = 0;
 	struct source src = { 0 };
-	long runs = 10, timeout = -1, pipeline = 0, devno = 0;
+	long runs = 10, timeout = -1, pipeline = 0, devno = 0, concurrency = 0;
+	double duration = 0;
+	struct serve_result res = { 0 };
+	const void **inputs = NULL;
 	unsigned long seed = 1;
-	int c, print = 0, check = 0, rc = 1;
+	int c, print = 0, check = 0, rc = 1, runs_set = 0, timeout_set = 0;
 	npurt_device *dev = NULL;
 	npurt_model *m = NULL;
 	npurt_mem **mem = NULL;
-	double *lat = NULL;
-	uint32_t nio;
+	uint32_t nio, vmaj, vmin, vpatch;
+	char *end;
 
-	while ((c = getopt_long(argc, argv, "n:m:i:o:pcs:t:P:d:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:m:i:o:pcs:t:T:C:P:d:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'n': runs = strtol(optarg, NULL, 10); break;
+		case 'n':
+			runs = strtol(optarg, NULL, 10);
+			runs_set = 1;
+			break;
 		case 'm':
 			if (!strcmp(optarg, "sink"))
 				mode = NPURT_DISPATCH_SINK;
@@ -393,7 +401,25 @@ int main(int argc, char **argv)
 		case 'p': print = 1; break;
 		case 'c': check = 1; break;
 		case 's': seed = strtoul(optarg, NULL, 0); break;
-		case 't': timeout = strtol(optarg, NULL, 10); break;
+		case 'T':
+			timeout = strtol(optarg, NULL, 10);
+			timeout_set = 1;
+			break;
+		case 't':
+			duration = strtod(optarg, &end);
+			if (end == optarg || *end || !(duration > 0 && duration <= 86400))
+				goto bad_usage;
+			break;
+		case 'C':
+			concurrency = strtol(optarg, &end, 10);
+			if (end == optarg || *end || concurrency < 1 || concurrency > 16)
+				goto bad_usage;
+			break;
+		case 'v':
+			npurt_runtime_version(&vmaj, &vmin, &vpatch);
+			printf("npurun %d.%d.%d\nlibnpurt %u.%u.%u\n", NPURT_VERSION_MAJOR,
+			       NPURT_VERSION_MINOR, NPURT_VERSION_PATCH, vmaj, vmin, vpatch);
+			return 0;
 		case 'P': pipeline = strtol(optarg, NULL, 10); break;
 		case 'd': devno = strtol(optarg, NULL, 10); break;
 		case 'S':
@@ -427,14 +453,27 @@ int main(int argc, char **argv)
 	if (optind != argc - 1 || runs < 1 || runs > 1000000 || timeout < -1 ||
 	    timeout > INT32_MAX || pipeline < 0 || pipeline > 1024)
 		goto bad_usage;
+	/* What would be taken and ignored is refused, with why. */
+	if ((pipeline && (concurrency || duration > 0)) || (runs_set && duration > 0) ||
+	    (timeout_set && concurrency)) {
+		fprintf(stderr, "npurun: %s\n", pipeline && (concurrency || duration > 0) ?
+			"--pipeline runs its count of runs on one stream: not with -C or -t" :
+			runs_set && duration > 0 ? "-n counts runs and -t times them: one of the two" :
+			"-T limits one run at a time: a run loop (-C) has no per-run limit");
+		return 2;
+	}
+	if (duration > 60)
+		fprintf(stderr, "npurun: running for %.0f s (-t is --duration since 0.10; a run's "
+			"time limit is -T)\n", duration);
 
-	if (npurt_device_open((int)devno, &dev))
-		return fail("device");
+	/* The file first: a path that is wrong is the first thing to say. */
 	pins = (npurt_onnx_options){ .size = sizeof(pins), .n_shapes = nshapes, .shapes = shapes,
 				     .dim_params = dim_params, .n_dim_params = ndim_params,
 				     .values = values, .n_values = nvalues };
-	if (source_read(argv[optind], &pins, &src, false)) {
-		rc = 1;
+	if (source_read(argv[optind], &pins, &src, false))
+		return 1;
+	if (npurt_device_open((int)devno, &dev)) {
+		rc = fail("device");
 		goto out;
 	}
 	if (npurt_model_load_buffer(dev, src.data, src.len, NULL, &m)) {
@@ -448,8 +487,8 @@ int main(int argc, char **argv)
 	npurt_model_info_get(m, &info);
 	nio = info.inputs + info.outputs;
 	mem = calloc(nio, sizeof(*mem));
-	lat = calloc((size_t)runs, sizeof(*lat));
-	if (!mem || !lat) {
+	inputs = calloc(nio, sizeof(*inputs));
+	if (!mem || !inputs) {
 		fprintf(stderr, "npurun: out of memory\n");
 		goto out;
 	}
@@ -465,12 +504,20 @@ int main(int argc, char **argv)
 		}
 		p = npurt_mem_host_ptr(mem[i]);
 		path = io.output ? NULL : path_for(ins, nins, io.name);
+		if (!io.output)
+			inputs[i] = p;
 		if (path) {
 			FILE *f = fopen(path, "rb");
 			size_t got = f ? fread(p, 1, io.bytes, f) : 0;
+			int err = f ? 0 : errno;
 
 			if (f)
 				fclose(f);
+			if (err) {
+				fprintf(stderr, "npurun: input %s: %s: %s\n", io.name, path,
+					strerror(err));
+				goto out;
+			}
 			if (got != io.bytes) {
 				fprintf(stderr, "npurun: input %s: %s: %zu of %llu bytes\n", io.name, path,
 					got, (unsigned long long)io.bytes);
@@ -516,7 +563,7 @@ int main(int argc, char **argv)
 			rc = fail("stream");
 			goto out;
 		}
-		t0 = now_us();
+		t0 = serve_now_us();
 		for (long r = 0; r < runs; r++) {
 			if (npurt_model_execute_async(m, s) ||
 			    (r % pipeline == pipeline - 1 && npurt_stream_synchronize(s))) {
@@ -531,44 +578,55 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		printf("%s: %ld runs pipelined %ld deep: %.1f runs/s (%s)\n", argv[optind], runs,
-		       pipeline, runs / (now_us() - t0) * 1e6,
+		       pipeline, runs / (serve_now_us() - t0) * 1e6,
 		       info.sunk && mode == NPURT_DISPATCH_SINK ? "sink" : "host dispatch");
 		npurt_stream_destroy(s);
 	} else {
-		double sum = 0;
+		struct serve_plan plan = { .runs = runs, .seconds = duration,
+					   .concurrency = (int)concurrency,
+					   .timeout_ms = (int32_t)timeout, .inputs = inputs };
+		double sum = 0, *lat;
+		long n, meas;
 
-		for (long r = 0; r < runs; r++) {
-			double t0 = now_us();
-
-			if (npurt_model_execute(m, (int32_t)timeout)) {
-				rc = fail("run");
-				goto out;
-			}
-			lat[r] = now_us() - t0;
+		if (serve_runs(m, &plan, &res))
+			goto out;
+		lat = res.lat;
+		n = res.n;
+		for (long r = 0; r < n; r++)
 			sum += lat[r];
-		}
-		qsort(lat, (size_t)runs, sizeof(*lat), cmp);
-		printf("%s: %u ops on %u stream%s, %s; %ld runs\n", argv[optind], info.ops,
+		qsort(lat, (size_t)n, sizeof(*lat), cmp);
+		printf("%s: %u ops on %u stream%s, %s; %ld runs", argv[optind], info.ops,
 		       info.streams, info.streams == 1 ? "" : "s",
 		       mode == NPURT_DISPATCH_SINK ? "sink (one submit a run)" :
 		       mode == NPURT_DISPATCH_HOST ? "host dispatch" : "host dispatch, task by task",
-		       runs);
-		printf("latency us: p50 %.1f  p90 %.1f  p99 %.1f  mean %.1f  min %.1f  max %.1f\n",
-		       lat[runs / 2], lat[runs * 9 / 10], lat[runs * 99 / 100], sum / runs, lat[0],
-		       lat[runs - 1]);
-		printf("throughput: %.1f runs/s\n", runs / sum * 1e6);
+		       n);
+		if (concurrency)
+			printf(", %ld in flight (a run loop; up to %ld requests waiting at once)",
+			       concurrency, res.most_waiting);
+		if (duration > 0)
+			printf(" in %.1f s", res.wall_us / 1e6);
+		printf("\n%s: p50 %.1f  p90 %.1f  p99 %.1f  mean %.1f  min %.1f  max %.1f\n",
+		       concurrency ? "latency us (request: push to outputs)" : "latency us",
+		       lat[n / 2], lat[n * 9 / 10], lat[n * 99 / 100], sum / n, lat[0], lat[n - 1]);
+		printf("throughput: %.1f runs/s\n", n / res.wall_us * 1e6);
 		/*
-		 * Step dispatch waits on the host for each task, so a run held
-		 * at a notify until it is issued whole would never start.
+		 * One run at a time, the device's own time and the round trip
+		 * beside it (over at most 1000 runs with --duration). Step
+		 * dispatch waits on the host for each task, so a run held at a
+		 * notify until it is issued whole would never start.
 		 */
-		if (mode == NPURT_DISPATCH_HOST_STEP) {
+		meas = duration > 0 && n > 1000 ? 1000 : n;
+		if (concurrency) {
+			/* the requests overlap: no single run's device time to tell */
+		} else if (mode == NPURT_DISPATCH_HOST_STEP) {
 			printf("device us:  not measured (step dispatch waits for the host)\n");
 		} else {
-			report("device us: ", "device time", device_times(dev, m, runs, lat), lat,
-			       runs, "the device's own time, its timestamps");
+			report("device us: ", "device time", device_times(dev, m, meas, lat), lat,
+			       meas, "the device's own time, its timestamps");
 		}
-		report("empty us:  ", "round trip", round_trips(dev, runs, lat), lat, runs,
-		       "a submit of a 4-byte fill, to completion");
+		if (!concurrency)
+			report("empty us:  ", "round trip", round_trips(dev, meas, lat), lat, meas,
+			       "a submit of a 4-byte fill, to completion");
 	}
 	for (uint32_t i = info.inputs; i < nio; i++) {
 		npurt_io_info io = { .size = sizeof(io) };
@@ -603,7 +661,8 @@ out:
 	for (uint32_t i = 0; mem && i < info.inputs + info.outputs; i++)
 		npurt_mem_free(mem[i]);
 	free(mem);
-	free(lat);
+	free(inputs);
+	free(res.lat);
 	npurt_device_close(dev);
 	return rc;
 bad_usage:

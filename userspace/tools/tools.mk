@@ -18,12 +18,14 @@ $(O)/bin/npurun: $(call obj,$(wildcard userspace/tools/npurun/*.c))
 $(O)/obj/userspace/tools/npurun/%.o: TOOL_CFLAGS := -Iuserspace/model -Iuserspace/runtime $(OPLIB_INC)
 $(O)/obj/userspace/tools/npurun.o: TOOL_CFLAGS := -Iuserspace/tools/npurun
 
-# Tools link the libraries statically: they run from the build tree unchanged.
-$(O)/bin/npu-onnx $(O)/bin/npurun: $(ONNXA)
-$(O)/bin/npu-onnx $(O)/bin/npurun: LINK_ONNX = $(ONNX_LINK)
-$(O)/bin/%: $(O)/obj/userspace/tools/%.o $(LIBA)
+# Tools link the libraries statically: they run from the build tree
+# unchanged. They are the tree's own: npurun's host reference reads model
+# files with the model layer's internals, so they link every object.
+$(O)/bin/npu-onnx $(O)/bin/npurun: $(ONNXA_ALL)
+$(O)/bin/npu-onnx $(O)/bin/npurun: LINK_ONNX = $(ONNX_LINK_ALL)
+$(O)/bin/%: $(O)/obj/userspace/tools/%.o $(LIBA_ALL)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) $(LINK_ONNX) $(LIBA) $(LIB_DEPS) -lm -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) $(LINK_ONNX) $(LIBA_ALL) $(LIB_DEPS) -lm -o $@
 
 install-tools: $(TOOLS) $(O)/bin/npu-fwsim
 	install -d $(DESTDIR)$(PREFIX)/bin

@@ -64,7 +64,7 @@ static double client_busy(const struct smi_dev *d, const struct smi_client *c)
 	return d->have_prev && dt ? 100.0 * (double)engine_delta(d, c) / (double)dt : NAN;
 }
 
-static double device_busy(const struct smi_dev *d)
+double smi_device_busy(const struct smi_dev *d)
 {
 	uint64_t dt = d->t_ns - d->prev_t_ns, sum = 0;
 
@@ -82,7 +82,7 @@ static double device_busy(const struct smi_dev *d)
 }
 
 /* Firmware heartbeat over the interval: alive, stalled, or not known yet. */
-static const char *heartbeat_state(const struct smi_dev *d)
+const char *smi_heartbeat_state(const struct smi_dev *d)
 {
 	if (!d->have_prev)
 		return "-";
@@ -92,15 +92,15 @@ static const char *heartbeat_state(const struct smi_dev *d)
 	return d->t_ns - d->prev_t_ns >= 2ull * d->info.heartbeat_ms * 1000000ull ? "STALLED" : "-";
 }
 
-static uint64_t hbm_used(const struct smi_dev *d)
+uint64_t smi_hbm_used(const struct smi_dev *d)
 {
 	return d->cur[SMI_HBM] + d->cur[SMI_PAGE_TABLES] +
 	       d->cur[SMI_QUEUES];
 }
 
-static uint64_t hbm_free(const struct smi_dev *d)
+uint64_t smi_hbm_free(const struct smi_dev *d)
 {
-	uint64_t usable = d->info.hbm_size - d->info.hbm_reserved, used = hbm_used(d);
+	uint64_t usable = d->info.hbm_size - d->info.hbm_reserved, used = smi_hbm_used(d);
 
 	return usable > used ? usable - used : 0;
 }
@@ -149,10 +149,10 @@ static void show_human(FILE *out, const struct smi_dev *d)
 	fprintf(out, "  compute       %u AI cores in %u groups, %u copy engines, %u queues\n",
 		in->core_count, in->core_group_count, in->dma_engine_count, in->queue_count);
 	fprintf(out, "  heartbeat     %" PRIu64 " every %u ms: %s\n", in->heartbeat,
-		in->heartbeat_ms, heartbeat_state(d));
+		in->heartbeat_ms, smi_heartbeat_state(d));
 	if (d->ping_us >= 0)
 		fprintf(out, "  mailbox ping  %.1f us\n", d->ping_us);
-	busy = device_busy(d);
+	busy = smi_device_busy(d);
 	if (isnan(busy))
 		fprintf(out, "  busy          - (not measured: no interval yet)\n");
 	else
@@ -160,14 +160,14 @@ static void show_human(FILE *out, const struct smi_dev *d)
 			(double)(d->t_ns - d->prev_t_ns) / 1e9);
 	fprintf(out, "  HBM           %s total, %s firmware, %s used, %s free\n",
 		human(in->hbm_size, a, sizeof(a)), human(in->hbm_reserved, b, sizeof(b)),
-		human(hbm_used(d), c, sizeof(c)), human(hbm_free(d), e, sizeof(e)));
+		human(smi_hbm_used(d), c, sizeof(c)), human(smi_hbm_free(d), e, sizeof(e)));
 	fprintf(out, "  HBM used      buffers %s (peak %s), page tables %s, queue rings %s\n",
 		human(d->cur[SMI_HBM], a, sizeof(a)),
 		human(d->peak[SMI_HBM], b, sizeof(b)),
 		human(d->cur[SMI_PAGE_TABLES], c, sizeof(c)),
 		human(d->cur[SMI_QUEUES], e, sizeof(e)));
 	/* Exact, for scripts that compare before and after (tests/selftests/run). */
-	fprintf(out, "  HBM in use    %" PRIu64 " bytes\n", hbm_used(d));
+	fprintf(out, "  HBM in use    %" PRIu64 " bytes\n", smi_hbm_used(d));
 	fprintf(out, "  host memory   %s registered (peak %s)\n",
 		human(d->cur[SMI_HOST], a, sizeof(a)),
 		human(d->peak[SMI_HOST], b, sizeof(b)));
@@ -241,7 +241,7 @@ static void show_raw(FILE *out, const struct smi_dev *d)
 		fprintf(out, "device index=%d error=%s\n", d->index, word(d->err, w, sizeof(w)));
 		return;
 	}
-	busy = device_busy(d);
+	busy = smi_device_busy(d);
 	fprintf(out, "device index=%d node=%s bus_id=%s driver=%s driver_version=%u.%u.%u "
 		"if_version=%u.%u fw_version=%u.%u.%u cores=%u core_groups=%u dma_engines=%u "
 		"queues=%u heartbeat=%" PRIu64 " heartbeat_ms=%u heartbeat_state=%s "
@@ -252,8 +252,8 @@ static void show_raw(FILE *out, const struct smi_dev *d)
 		in->driver, in->driver_version[0], in->driver_version[1], in->driver_version[2],
 		in->if_version[0], in->if_version[1], in->fw_version[0], in->fw_version[1],
 		in->fw_version[2], in->core_count, in->core_group_count, in->dma_engine_count,
-		in->queue_count, in->heartbeat, in->heartbeat_ms, heartbeat_state(d), in->hbm_size,
-		in->hbm_reserved, hbm_used(d), hbm_free(d), d->cur[SMI_HBM],
+		in->queue_count, in->heartbeat, in->heartbeat_ms, smi_heartbeat_state(d), in->hbm_size,
+		in->hbm_reserved, smi_hbm_used(d), smi_hbm_free(d), d->cur[SMI_HBM],
 		d->peak[SMI_HBM], d->cur[SMI_PAGE_TABLES],
 		d->cur[SMI_QUEUES], d->cur[SMI_HOST],
 		d->peak[SMI_HOST]);

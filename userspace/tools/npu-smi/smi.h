@@ -78,4 +78,32 @@ struct smi_dev {
 /* The devices' last samples, as tables or (raw) key=value records. */
 void smi_show(FILE *out, const struct smi_dev *devs, int n, int raw);
 
+/* show.c's figures: busy percent over the interval (NAN: none yet), heartbeat
+ * state ("alive", "STALLED", "-"), HBM in use and free, bytes. */
+double smi_device_busy(const struct smi_dev *d);
+const char *smi_heartbeat_state(const struct smi_dev *d);
+uint64_t smi_hbm_used(const struct smi_dev *d);
+uint64_t smi_hbm_free(const struct smi_dev *d);
+
+/* query.c: one line per device, "NPU 0: npu at 0000:00:02.0 (/dev/accel/accel0)..." (-L). */
+void smi_list(FILE *out, const struct smi_dev *devs, int n);
+
+/* CSV output of --query: its fields and format, checked before any device opens. */
+#define SMI_MAX_FIELDS	32
+struct smi_query {
+	int field[SMI_MAX_FIELDS];	/* indices into query.c's table */
+	int n;
+	int header, units;		/* --format's noheader, nounits turn them off */
+};
+
+/* Parse "index,memory.used" and "csv,noheader,nounits": 0, or -1 with why in err. */
+int smi_query_parse(struct smi_query *q, const char *fields, const char *format, char *err,
+		    size_t len);
+/* Whether a field needs two samples an interval apart (utilization.npu, heartbeat). */
+int smi_query_needs_interval(const struct smi_query *q);
+/* The header line and a line per device. */
+void smi_query_show(FILE *out, const struct smi_query *q, const struct smi_dev *devs, int n);
+/* Every field, a line each with what it holds (--help-query). */
+void smi_query_fields(FILE *out);
+
 #endif

@@ -23,7 +23,9 @@ void *source_slurp(const char *path, size_t *len)
 	FILE *f = fopen(path, "rb");
 	size_t cap = 1 << 20, n = 0, got;
 	uint8_t *p = f ? malloc(cap) : NULL;
+	int err = f ? ENOMEM : errno;
 
+	errno = 0;
 	while (p && (got = fread(p + n, 1, cap - n, f)) > 0) {
 		n += got;
 		if (n == cap) {
@@ -34,9 +36,17 @@ void *source_slurp(const char *path, size_t *len)
 			p = q;
 		}
 	}
+	/* A directory opens, and fails its first read: say why, as for any read. */
+	if (p && ferror(f)) {
+		err = errno ? errno : EIO;
+		free(p);
+		p = NULL;
+	}
 	if (f)
 		fclose(f);
 	*len = n;
+	if (!p)
+		errno = err;
 	return p;
 }
 
@@ -124,7 +134,8 @@ int source_read(const char *path, const npurt_onnx_options *pins, struct source 
 		}
 		s->data = source_slurp(path, &s->len);
 		if (!s->data || !s->len) {
-			fprintf(stderr, "npurun: %s: cannot read it\n", path);
+			fprintf(stderr, "npurun: %s: %s\n", path,
+				s->data ? "empty: no model in it" : strerror(errno));
 			free(s->data);
 			return 1;
 		}
@@ -132,7 +143,7 @@ int source_read(const char *path, const npurt_onnx_options *pins, struct source 
 	}
 	onnx = source_slurp(path, &len);
 	if (!onnx) {
-		fprintf(stderr, "npurun: %s: cannot read it\n", path);
+		fprintf(stderr, "npurun: %s: %s\n", path, strerror(errno));
 		return 1;
 	}
 	npurt_runtime_version(&major, &minor, &patch);

@@ -16,6 +16,7 @@ struct source {
 
 /* 0, or 1 with the reason on stderr; pins: an ONNX model's pinned dimensions. */
 int source_read(const char *path, const npurt_onnx_options *pins, struct source *s, bool quiet);
+/* The whole file, malloc'd; NULL with errno set when it cannot be read. */
 void *source_slurp(const char *path, size_t *len);
 
 #endif /* NPURUN_SOURCE_H */
